@@ -1,0 +1,137 @@
+# Lodestore build.
+#
+# Sources are discovered, not listed: every internal/<module>/*.c goes into
+# build/liblode.a, every cli/*.c into build/lode, every tests/unit/<module>/test_*.c
+# becomes one cmocka binary, every tests/fuzz/fuzz_*.c one libFuzzer target. Adding a
+# file needs no edit here.
+#
+#   make                      build build/lode
+#   make test                 unit tests (ASan+UBSan), CLI tests, valgrind, short fuzz
+#   make SAN=address,undefined  sanitizer build into build/san-address,undefined/
+#   make lint                 clang-format check and the banned-function check
+#   make fuzz FUZZ_SECONDS=N  run every fuzz target for N seconds each
+#   make setup                install the Debian packages the project needs (idempotent)
+
+CC      ?= cc
+SAN     ?=
+PKGS    := libuv libcurl jansson yaml-0.1 openssl expat
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
+
+VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.0.0-dev)
+
+WARN    := -std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+           -Wvla -Wformat=2 -Wno-unused-parameter
+CFLAGS  ?= -O2 -g
+CPPFLAGS += -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iinternal -DLODE_VERSION=\"$(VERSION)\"
+
+ifeq ($(SAN),)
+BUILD   := build
+SANFLAGS :=
+else
+BUILD   := build/san-$(SAN)
+SANFLAGS := -fsanitize=$(SAN) -fno-sanitize-recover=all -fno-omit-frame-pointer
+endif
+
+ALL_CFLAGS := $(WARN) $(CFLAGS) $(SANFLAGS) $(PKG_CFLAGS)
+
+LIB_SRC   := $(sort $(wildcard internal/*/*.c))
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+CLI_SRC   := $(sort $(wildcard cli/*.c))
+CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+CTL_SRC   := $(sort $(wildcard controller/*.c))
+CTL_OBJ   := $(CTL_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_SRC  := $(sort $(wildcard tests/unit/*/test_*.c))
+TEST_BIN  := $(TEST_SRC:%.c=$(BUILD)/%)
+TEST_HELPER_SRC := $(sort $(wildcard tests/unit/*/helper_*.c))
+TEST_HELPER_OBJ := $(TEST_HELPER_SRC:%.c=$(BUILD)/obj/%.o)
+FUZZ_SRC  := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+
+BINS := $(BUILD)/lode
+ifneq ($(CTL_SRC),)
+BINS += $(BUILD)/lode-controller
+endif
+
+.PHONY: all test unit cli-test valgrind fuzz fuzz-build lint format setup clean bench
+.DEFAULT_GOAL := all
+
+all: $(BINS)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/liblode.a: $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/lode: $(CLI_OBJ) $(BUILD)/liblode.a
+	$(CC) $(ALL_CFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/liblode.a $(PKG_LIBS) -lm
+
+$(BUILD)/lode-controller: $(CTL_OBJ) $(BUILD)/liblode.a
+	$(CC) $(ALL_CFLAGS) -o $@ $(CTL_OBJ) $(BUILD)/liblode.a $(PKG_LIBS) -lm
+
+# A unit test links the library, the test helpers and cmocka. The controller's
+# objects other than main.c are linked too, so its reconcile logic can be tested.
+CTL_TESTABLE_OBJ := $(filter-out $(BUILD)/obj/controller/main.o,$(CTL_OBJ))
+$(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/liblode.a $(TEST_HELPER_OBJ) $(CTL_TESTABLE_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Icontroller -Itests/unit $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ $< \
+		$(TEST_HELPER_OBJ) $(CTL_TESTABLE_OBJ) $(BUILD)/liblode.a $(CMOCKA_LIBS) $(PKG_LIBS) -lm
+
+# The test build adds ASan and UBSan. `make test SAN=` runs it without them.
+TEST_SAN ?= address,undefined
+test:
+	$(MAKE) --no-print-directory SAN=$(TEST_SAN) all unit-bins
+	LODE=$(if $(TEST_SAN),build/san-$(TEST_SAN),build)/lode \
+	BUILD=$(if $(TEST_SAN),build/san-$(TEST_SAN),build) \
+	  tests/run.sh
+	$(MAKE) --no-print-directory valgrind
+
+.PHONY: unit-bins
+unit-bins: $(TEST_BIN)
+
+# valgrind runs the unsanitised unit tests; any leak or error fails the run.
+valgrind: all $(TEST_BIN)
+	VALGRIND=1 BUILD=$(BUILD) LODE=$(BUILD)/lode tests/run.sh
+
+# libFuzzer targets are built with clang into build/fuzz; the library is rebuilt there
+# with coverage instrumentation so the fuzzer sees inside it.
+FUZZ_SECONDS ?= 60
+FUZZ_CC ?= clang
+FUZZ_BUILD := build/fuzz
+FUZZ_FLAGS := -std=c17 -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
+FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_BUILD)/%)
+
+$(FUZZ_BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) $(PKG_CFLAGS) -c $< -o $@
+
+$(FUZZ_BUILD)/%: tests/fuzz/%.c $(FUZZ_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) -o $@ $< $(FUZZ_LIB_OBJ) $(PKG_LIBS) -lm
+
+fuzz-build: $(FUZZ_BIN)
+
+fuzz: fuzz-build
+	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh $(FUZZ_BIN)
+
+lint:
+	scripts/lint.sh
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+setup:
+	scripts/setup.sh
+
+bench: all
+	bench/run.sh
+
+clean:
+	rm -rf build
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(CTL_OBJ:.o=.d) $(TEST_HELPER_OBJ:.o=.d)

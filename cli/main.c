@@ -1,0 +1,52 @@
+/*
+ * lode: the Lodestore command line. main() only dispatches; each subcommand lives
+ * in cli/cmd_<name>.c and parses its own flags.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+struct cli_command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+};
+
+static const struct cli_command cli_commands[] = {
+    {"validate", cmd_validate, "check policy files, reporting every error with its line and column"},
+    {"schedule", cmd_schedule, "show the next runs of a policy for a host, with DST notes"},
+    {"forget", cmd_forget, "show which snapshots retention keeps and why (--dry-run)"},
+    {"version", cmd_version, "print the version and the tz database version"},
+};
+
+static void cli_main_usage(FILE *f)
+{
+    fprintf(f, "usage: lode COMMAND [ARGS...]\n\nCommands:\n");
+    for (size_t i = 0; i < sizeof(cli_commands) / sizeof(cli_commands[0]); i++)
+        fprintf(f, "  %-10s %s\n", cli_commands[i].name, cli_commands[i].summary);
+    fprintf(f, "\nRun 'lode COMMAND --help' for a command's flags.\n"
+               "Exit codes: 0 ok, 1 invalid input or failed check, 2 usage or I/O error.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        cli_main_usage(stderr);
+        return CLI_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        cli_main_usage(stdout);
+        return CLI_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0)
+        return cmd_version(1, argv + 1);
+    for (size_t i = 0; i < sizeof(cli_commands) / sizeof(cli_commands[0]); i++) {
+        if (strcmp(argv[1], cli_commands[i].name) == 0)
+            return cli_commands[i].run(argc - 1, argv + 1);
+    }
+    fprintf(stderr, "lode: unknown command \"%s\"\n\n", argv[1]);
+    cli_main_usage(stderr);
+    return CLI_USAGE;
+}

@@ -1,0 +1,137 @@
+/*
+ * policy: the BackupPolicy document, decoded and validated.
+ *
+ * One validator serves both shapes a policy arrives in: the YAML file a person
+ * writes (lode validate, lode apply, the UI), read from libyaml events so that
+ * every error carries its line and column, and the JSON object the Kubernetes API
+ * delivers (jansson), where errors carry the field path only. Both fill the same
+ * struct policy with the defaults of SPEC section 1 applied.
+ *
+ * Every error of a document is collected in document order, so a person fixes
+ * ten mistakes in one round, not ten. The YAML reader is strict: unknown fields
+ * (with a "did you mean"), duplicate keys, a second document, anchors, aliases,
+ * tags, non-string keys, a scalar where a map or list belongs and the reverse,
+ * quoted numbers where an integer belongs; a plain scalar is a string wherever a
+ * string belongs (`NO` is the string "NO").
+ *
+ * The zone name is checked against a struct tz_db (names only: the zone file is not
+ * parsed here), so this module does no I/O of its own when db is NULL, where
+ * only the syntax of the name is checked.
+ *
+ * Costs: one pass over the events; memory is the struct plus the error list.
+ */
+#ifndef LODE_POLICY_H
+#define LODE_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "cron/cron.h"
+#include "tz/tz.h"
+#include "util/util.h"
+
+#define POLICY_API_VERSION "lodestore.io/v1alpha1"
+#define POLICY_KIND        "BackupPolicy"
+
+/* Defaults of SPEC section 1, in seconds. */
+#define POLICY_DEFAULT_JITTER      (15 * 60)
+#define POLICY_DEFAULT_CATCH_UP    (24 * 3600)
+#define POLICY_DEFAULT_MAX_RUNTIME (12 * 3600)
+
+struct policy_label {
+    char *key;
+    char *value;
+};
+
+enum policy_ionice_class {
+    POLICY_IONICE_DEFAULT = 0, /* absent: the system default */
+    POLICY_IONICE_BEST_EFFORT,
+    POLICY_IONICE_IDLE
+};
+
+struct policy_schedule {
+    char *cron_text;      /* as written, for display */
+    struct cron_expr cron;
+    char *timezone;       /* as written; "UTC" by default */
+    int64_t jitter;       /* seconds, 0 .. 86400 */
+    int64_t catch_up_window; /* seconds, 60 .. 30d */
+};
+
+struct policy_retention {
+    /* 0 means absent for every field. */
+    int64_t keep_last, keep_daily, keep_weekly, keep_monthly;
+    int64_t keep_within; /* seconds */
+};
+
+struct policy_limits {
+    uint64_t upload_rate;  /* bytes per second; 0 = unlimited */
+    int nice;              /* -1 = host default */
+    enum policy_ionice_class ionice_class;
+    int ionice_level;      /* -1 = none */
+    int64_t max_runtime;   /* seconds */
+};
+
+struct policy {
+    char *name;
+    char *namespace;       /* "default" when the document has none */
+    char *repository;
+    char **paths;
+    size_t npaths;
+    struct policy_label *node_selector;
+    size_t nnode_selector;
+    struct policy_label *labels;
+    size_t nlabels;
+    bool has_schedule;
+    struct policy_schedule schedule;
+    bool has_retention;
+    struct policy_retention retention;
+    struct policy_limits limits;
+    int64_t alerts_max_age; /* seconds; 0 = derived from the schedule (SPEC section 6) */
+};
+
+/* One error: line and column are 1-based, 0 when unknown (the JSON form). */
+struct policy_diag {
+    int line;
+    int column;
+    char *path;    /* "spec.retention.keepLast"; "" for the document itself */
+    char *message;
+};
+
+struct policy_diags {
+    struct policy_diag *v;
+    size_t n;
+    size_t cap;
+};
+
+void policy_diags_init(struct policy_diags *d);
+void policy_diags_free(struct policy_diags *d);
+
+/*
+ * Decodes and validates a YAML document. Returns 0 when valid (out is filled and
+ * owned by the caller, to be released with policy_free), UTIL_EINVAL when any
+ * error was found (all of them are in diags, in document order; out is left
+ * zeroed). db may be NULL (zone names are then checked for syntax only).
+ */
+int policy_parse_yaml(struct policy *out, const char *data, size_t len, const struct tz_db *db,
+                      struct policy_diags *diags);
+
+/*
+ * The same for the JSON object of a BackupPolicy as the Kubernetes API returns it
+ * (metadata may carry extra server fields, which are ignored; status is ignored).
+ */
+int policy_parse_json(struct policy *out, const json_t *obj, const struct tz_db *db,
+                      struct policy_diags *diags);
+
+void policy_free(struct policy *p);
+
+/* Durations (SPEC section 1): "15m" -> 900. UTIL_EINVAL or UTIL_ERANGE with a message. */
+int policy_parse_duration(const char *s, int64_t *seconds, struct util_err *err);
+/* Rates: "50MiB/s" -> bytes per second. */
+int policy_parse_rate(const char *s, uint64_t *bytes_per_second, struct util_err *err);
+/* Formats a duration in the largest exact unit mix for people: 181500 -> "50h25m". */
+void policy_format_duration(int64_t seconds, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Runs every test binary and script and prints one closing line:
+#   tests: N passed, M failed
+# N and M count test cases, summed from cmocka's "[  PASSED  ] k test(s)." and
+# "[  FAILED  ] k test(s)" lines and from the scripts' "N passed, M failed" lines.
+# A binary that crashes, leaks (valgrind) or prints no count is one failure, so a
+# broken test can never vanish from the total.
+#
+# Environment: BUILD (where test binaries are), LODE (the lode binary the CLI tests
+# run), VALGRIND=1 to run the unit binaries under valgrind (CLI scripts are then
+# skipped: they ran in the sanitised pass). TESTS_FILTER: a substring of the paths to run.
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+export LODE=${LODE:-$BUILD/lode}
+export LODE_ROOT=$PWD
+passed=0
+failed=0
+failures=()
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+count_output() { # name status
+    local name=$1 status=$2 p f
+    p=$(grep -Eo '\[  PASSED  \] [0-9]+ test' "$log" | awk '{s+=$4} END {if (NR) print s}')
+    f=$(grep -Eo '\[  FAILED  \] [0-9]+ test' "$log" | awk '{s+=$4} END {if (NR) print s}')
+    if [ -z "$p$f" ]; then
+        # A script: its own closing line.
+        local line
+        line=$(grep -E '^([A-Za-z-]+: )?[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+        if [ -n "$line" ]; then
+            p=$(sed -E 's/^([A-Za-z-]+: )?([0-9]+) passed.*/\2/' <<<"$line")
+            f=$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")
+        fi
+    fi
+    p=${p:-0}
+    f=${f:-0}
+    if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then
+        f=1 # crashed, leaked or exited non-zero without counting a failure
+    fi
+    if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
+        f=1 # ran nothing: that is a defect, not a pass
+        echo "!! $name ran no test" >&2
+    fi
+    passed=$((passed + p))
+    failed=$((failed + f))
+    if [ "$f" -ne 0 ]; then
+        failures+=("$name")
+        cat "$log"
+    fi
+    printf '%-60s %4d passed %3d failed\n' "$name" "$p" "$f"
+}
+
+for bin in $(find "$BUILD/tests/unit" -type f -name 'test_*' -perm -u+x 2>/dev/null | sort); do
+    case "$bin" in *"${TESTS_FILTER:-}"*) ;; *) continue ;; esac
+    if [ "${VALGRIND:-0}" = 1 ]; then
+        valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+            "$bin" >"$log" 2>&1
+    else
+        "$bin" >"$log" 2>&1
+    fi
+    count_output "$bin" $?
+done
+
+if [ "${VALGRIND:-0}" != 1 ]; then
+    for t in $(ls tests/cli/test_*.sh 2>/dev/null | sort); do
+        case "$t" in *"${TESTS_FILTER:-}"*) ;; *) continue ;; esac
+        bash "$t" >"$log" 2>&1
+        count_output "$t" $?
+    done
+fi
+
+echo
+if [ ${#failures[@]} -gt 0 ]; then
+    echo "failed: ${failures[*]}"
+fi
+echo "tests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
