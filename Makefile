@@ -53,7 +53,7 @@ ifneq ($(CTL_SRC),)
 BINS += $(BUILD)/lode-controller
 endif
 
-.PHONY: all test unit cli-test valgrind fuzz fuzz-build lint format setup clean bench
+.PHONY: all test valgrind fuzz fuzz-build lint format setup clean bench demo
 .DEFAULT_GOAL := all
 
 all: $(BINS)
@@ -128,10 +128,16 @@ format:
 setup:
 	scripts/setup.sh
 
+demo: all
+	scripts/demo.sh
+
 bench: all
 	bench/run.sh
 
 clean:
 	rm -rf build
+
+# The local control plane (etcd, kube-apiserver, KCM, KWOK, versitygw) lives in tests/env.
+-include tests/env/env.mk
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(CTL_OBJ:.o=.d) $(TEST_HELPER_OBJ:.o=.d)
