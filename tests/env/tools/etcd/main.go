@@ -1,0 +1,13 @@
+// Command etcd is the etcd server, built from go.etcd.io/etcd/server/v3 at the
+// version pinned in go.mod; it only hands its arguments to etcdmain.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() {
+	etcdmain.Main(os.Args)
+}
