@@ -49,7 +49,7 @@ TEST_HELPER_OBJ := $(TEST_HELPER_SRC:%.c=$(BUILD)/obj/%.o)
 FUZZ_SRC  := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 
 BINS := $(BUILD)/lode
-ifneq ($(CTL_SRC),)
+ifneq ($(wildcard controller/main.c),)
 BINS += $(BUILD)/lode-controller
 endif
 

@@ -12,7 +12,7 @@ pkgs=(
   clang libclang-rt-14-dev clang-format
   valgrind
   restic
-  jq curl openssl
+  jq curl openssl python3
 )
 
 missing=()
