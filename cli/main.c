@@ -14,7 +14,8 @@ struct cli_command {
 };
 
 static const struct cli_command cli_commands[] = {
-    {"validate", cmd_validate, "check policy files, reporting every error with its line and column"},
+    {"validate", cmd_validate,
+     "check policy files, reporting every error with its line and column"},
     {"schedule", cmd_schedule, "show the next runs of a policy for a host, with DST notes"},
     {"forget", cmd_forget, "show which snapshots retention keeps and why (--dry-run)"},
     {"version", cmd_version, "print the version and the tz database version"},

@@ -330,8 +330,8 @@ int util_parse_rfc3339(const char *s, int64_t *out, struct util_err *err)
     const char *p;
     int sign = 0;
 
-    if (len < 20 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't') ||
-        s[13] != ':' || s[16] != ':' || util_digits(s, 4, &y) || util_digits(s + 5, 2, &mo) ||
+    if (len < 20 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't') || s[13] != ':' ||
+        s[16] != ':' || util_digits(s, 4, &y) || util_digits(s + 5, 2, &mo) ||
         util_digits(s + 8, 2, &d) || util_digits(s + 11, 2, &h) || util_digits(s + 14, 2, &mi) ||
         util_digits(s + 17, 2, &sec))
         goto bad;

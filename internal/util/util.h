@@ -57,7 +57,8 @@ struct util_buf {
 void util_buf_init(struct util_buf *b);
 void util_buf_append(struct util_buf *b, const void *data, size_t len);
 void util_buf_puts(struct util_buf *b, const char *s);
-void util_buf_printf(struct util_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void util_buf_printf(struct util_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 void util_buf_vprintf(struct util_buf *b, const char *fmt, va_list ap);
 /* Hands the data to the caller (who frees it) and leaves b empty. */
 char *util_buf_steal(struct util_buf *b);

@@ -54,9 +54,16 @@ static void test_format_and_parse_time(void **state)
     util_format_utc(t, buf, sizeof(buf));
     assert_string_equal(buf, "2026-03-29T01:30:00Z");
 
-    const char *bad[] = {"", "2026-03-29", "2026-03-29T01:00:00", "2026-02-29T00:00:00Z",
-                         "2026-13-01T00:00:00Z", "2026-03-29T24:00:00Z", "2026-03-29T01:00:00+0300",
-                         "2026-03-29T01:00:00Zjunk", "2026-03-29 01:00:00Z", "2026-03-29T01:00:00."};
+    const char *bad[] = {"",
+                         "2026-03-29",
+                         "2026-03-29T01:00:00",
+                         "2026-02-29T00:00:00Z",
+                         "2026-13-01T00:00:00Z",
+                         "2026-03-29T24:00:00Z",
+                         "2026-03-29T01:00:00+0300",
+                         "2026-03-29T01:00:00Zjunk",
+                         "2026-03-29 01:00:00Z",
+                         "2026-03-29T01:00:00."};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         assert_int_equal(util_parse_rfc3339(bad[i], &t, &err), UTIL_EINVAL);
         assert_non_null(strstr(err.msg, "RFC 3339"));
@@ -117,9 +124,9 @@ static void test_read_file_missing(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_civil_round_trip),   cmocka_unit_test(test_format_and_parse_time),
-        cmocka_unit_test(test_parse_u64),          cmocka_unit_test(test_edit_distance),
-        cmocka_unit_test(test_buf_and_err),        cmocka_unit_test(test_read_file_missing),
+        cmocka_unit_test(test_civil_round_trip), cmocka_unit_test(test_format_and_parse_time),
+        cmocka_unit_test(test_parse_u64),        cmocka_unit_test(test_edit_distance),
+        cmocka_unit_test(test_buf_and_err),      cmocka_unit_test(test_read_file_missing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
