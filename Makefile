@@ -24,7 +24,7 @@ VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.0.
 WARN    := -std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wvla -Wformat=2 -Wno-unused-parameter
 CFLAGS  ?= -O2 -g
-CPPFLAGS += -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iinternal -DLODE_VERSION=\"$(VERSION)\"
+CPPFLAGS += -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iinternal
 
 ifeq ($(SAN),)
 BUILD   := build
@@ -61,6 +61,13 @@ all: $(BINS)
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+# The version is compiled into the two files that print it, which are rebuilt when
+# `git describe` changes (the stamp file is rewritten only then).
+VERSION_STAMP := $(BUILD)/version.stamp
+$(shell mkdir -p $(BUILD) && (echo '$(VERSION)' | cmp -s - $(VERSION_STAMP) || echo '$(VERSION)' > $(VERSION_STAMP)))
+$(BUILD)/obj/cli/cmd_version.o $(BUILD)/obj/controller/main.o: $(VERSION_STAMP)
+$(BUILD)/obj/cli/cmd_version.o $(BUILD)/obj/controller/main.o: CPPFLAGS += -DLODE_VERSION=\"$(VERSION)\"
 
 $(BUILD)/liblode.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
