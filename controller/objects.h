@@ -1,0 +1,83 @@
+/*
+ * objects: the Backup and Job objects the controller creates, built as JSON.
+ *
+ * Names are derived from (namespace, policy, host, slot), so the same run always has
+ * the same name: after a restart, with two replicas acting at once, or when a
+ * catch-up and a timer fire together, the API server refuses the second create with
+ * 409 and a slot never runs twice. A name reads "<policy>-<slot>-<hash>": the policy
+ * (cut to 36 characters), the slot's local wall clock as YYYYMMDDhhmm, and 10 hex
+ * digits of SHA-256 over all four parts, at most 60 characters, so it fits the Job's
+ * 63-character limit. Label values that could exceed 63 characters (host names may
+ * have 253) are replaced by a hash, and the full values go in annotations.
+ *
+ * The Job is pinned to its node with nodeName (as a DaemonSet's pods are, and so it
+ * needs no scheduler), tolerates every taint, mounts each path read-only from the
+ * host, stops at maxRuntime (activeDeadlineSeconds), never retries (backoffLimit 0:
+ * the next slot or a catch-up is the retry), and is deleted ttlSecondsAfterFinished
+ * after it ends. Its container runs `lode backup` with the policy's limits.
+ *
+ * Pure: no I/O; the caller owns the returned JSON.
+ */
+#ifndef LODE_CTL_OBJECTS_H
+#define LODE_CTL_OBJECTS_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "policy/policy.h"
+
+#define CTL_LABEL_MANAGED "app.kubernetes.io/managed-by"
+#define CTL_MANAGER       "lodestore"
+#define CTL_LABEL_POLICY  "lodestore.io/policy"
+#define CTL_LABEL_HOST    "lodestore.io/host"
+#define CTL_LABEL_SLOT    "lodestore.io/slot"
+#define CTL_ANNOT_HOST    "lodestore.io/host"
+#define CTL_API_VERSION   "lodestore.io/v1alpha1"
+
+/* Room for any name or label value built here, with its NUL. */
+#define CTL_NAME_MAX 64
+
+/* A slot's identity: its local wall-clock minute, "YYYY-MM-DDTHH:MM". */
+#define CTL_SLOT_MAX 17
+
+/* The deterministic name of the run of slot (local text) of policy on host. */
+void ctl_backup_name(const char *ns, const char *policy, const char *host, const char *slot,
+                     char out[CTL_NAME_MAX]);
+
+/* A label value for host: the name itself when it fits, else "h-" and a hash. */
+void ctl_host_label(const char *host, char out[CTL_NAME_MAX]);
+
+/* A slot as a label value: "2026-03-29T03:30" -> "20260329T0330". */
+void ctl_slot_label(const char *slot, char out[CTL_NAME_MAX]);
+
+enum ctl_trigger { CTL_TRIGGER_SCHEDULED, CTL_TRIGGER_CATCH_UP, CTL_TRIGGER_MANUAL };
+const char *ctl_trigger_name(enum ctl_trigger t);
+
+/* What a run needs beyond the policy. */
+struct ctl_run {
+    const char *host;
+    const char *slot; /* local slot text, or "" for a manual run */
+    enum ctl_trigger trigger;
+    const char *policy_uid; /* the owner of the Backup */
+    const char *backup_name;
+    const char *backup_uid; /* the owner of the Job */
+};
+
+/* Where the agent finds its repository's credentials. */
+struct ctl_job_opts {
+    const char *agent_image;
+    int64_t ttl_seconds;        /* ttlSecondsAfterFinished */
+    const char *secret_name;    /* the BackupRepository's credentials Secret, or NULL */
+    const char *access_key_key; /* its keys; defaults AWS_ACCESS_KEY_ID ... */
+    const char *secret_key_key;
+};
+
+/* The Backup object for a scheduled or catch-up run (status is set separately). */
+json_t *ctl_backup_json(const struct policy *p, const struct ctl_run *run);
+
+/* The Job that performs run. */
+json_t *ctl_job_json(const struct policy *p, const struct ctl_run *run,
+                     const struct ctl_job_opts *opts);
+
+#endif

@@ -1,0 +1,199 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "objects.h"
+
+static bool is_dns_label(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+            return false;
+    return true;
+}
+
+static void test_names_are_deterministic_and_valid(void **state)
+{
+    char a[CTL_NAME_MAX], b[CTL_NAME_MAX];
+    ctl_backup_name("ops", "etc-and-home", "node-1", "2026-03-29T03:30", a);
+    ctl_backup_name("ops", "etc-and-home", "node-1", "2026-03-29T03:30", b);
+    assert_string_equal(a, b);
+    assert_true(strncmp(a, "etc-and-home-202603290330-", 26) == 0);
+    assert_true(is_dns_label(a));
+    /* Any part that differs gives another name. */
+    const char *variants[][4] = {
+        {"ops2", "etc-and-home", "node-1", "2026-03-29T03:30"},
+        {"ops", "etc-and-home2", "node-1", "2026-03-29T03:30"},
+        {"ops", "etc-and-home", "node-2", "2026-03-29T03:30"},
+        {"ops", "etc-and-home", "node-1", "2026-03-29T03:31"},
+        {"op", "setc-and-home", "node-1", "2026-03-29T03:30"},
+    };
+    for (size_t i = 0; i < sizeof(variants) / sizeof(variants[0]); i++) {
+        ctl_backup_name(variants[i][0], variants[i][1], variants[i][2], variants[i][3], b);
+        assert_string_not_equal(a, b);
+    }
+    /* The longest policy name and a long host still fit a Job name. */
+    char policy[64];
+    memset(policy, 'p', 63);
+    policy[63] = '\0';
+    char host[254];
+    memset(host, 'h', 253);
+    host[253] = '\0';
+    ctl_backup_name("default", policy, host, "2026-12-31T23:59", a);
+    assert_true(strlen(a) <= 63);
+    assert_true(is_dns_label(a));
+}
+
+static void test_labels(void **state)
+{
+    char out[CTL_NAME_MAX];
+    ctl_slot_label("2026-03-29T03:30", out);
+    assert_string_equal(out, "20260329T0330");
+    ctl_host_label("node-1.example.com", out);
+    assert_string_equal(out, "node-1.example.com");
+    char host[254];
+    memset(host, 'h', 253);
+    host[253] = '\0';
+    ctl_host_label(host, out);
+    assert_int_equal(strlen(out), 22);
+    assert_true(strncmp(out, "h-", 2) == 0);
+}
+
+static void make_policy(struct policy *p, char **paths)
+{
+    memset(p, 0, sizeof(*p));
+    p->name = "etc-and-home";
+    p->namespace = "ops";
+    p->repository = "main";
+    p->paths = paths;
+    p->npaths = 2;
+    p->limits.max_runtime = 12 * 3600;
+    p->limits.nice = 10;
+    p->limits.ionice_class = POLICY_IONICE_BEST_EFFORT;
+    p->limits.ionice_level = 4;
+    p->limits.upload_rate = 50u << 20;
+}
+
+static void test_job_is_pinned_bounded_and_read_only(void **state)
+{
+    char *paths[] = {"/etc", "/home"};
+    struct policy p;
+    make_policy(&p, paths);
+    struct ctl_run run = {"node-1",
+                          "2026-03-29T03:30",
+                          CTL_TRIGGER_SCHEDULED,
+                          "puid",
+                          "etc-and-home-202603290330-abc",
+                          "buid"};
+    struct ctl_job_opts opts = {"lodestore:test", 3600, "s3-creds", NULL, NULL};
+    json_t *job = ctl_job_json(&p, &run, &opts);
+    json_t *spec = json_object_get(job, "spec");
+    json_t *pod = json_object_get(json_object_get(spec, "template"), "spec");
+    json_t *c = json_array_get(json_object_get(pod, "containers"), 0);
+
+    assert_string_equal(json_string_value(json_object_get(job, "kind")), "Job");
+    assert_int_equal(json_integer_value(json_object_get(spec, "activeDeadlineSeconds")), 43200);
+    assert_int_equal(json_integer_value(json_object_get(spec, "backoffLimit")), 0);
+    assert_int_equal(json_integer_value(json_object_get(spec, "ttlSecondsAfterFinished")), 3600);
+    assert_string_equal(json_string_value(json_object_get(pod, "nodeName")), "node-1");
+    assert_string_equal(json_string_value(json_object_get(pod, "restartPolicy")), "Never");
+
+    /* Each path is mounted read-only from the host under /host. */
+    json_t *mounts = json_object_get(c, "volumeMounts");
+    json_t *vols = json_object_get(pod, "volumes");
+    assert_int_equal(json_array_size(mounts), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(mounts, 1), "mountPath")),
+                        "/host/home");
+    assert_true(json_is_true(json_object_get(json_array_get(mounts, 1), "readOnly")));
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_array_get(vols, 1), "hostPath"), "path")),
+                        "/home");
+
+    /* The limits reach the agent's command line. */
+    char *args = json_dumps(json_object_get(c, "args"), JSON_COMPACT);
+    assert_non_null(strstr(args, "\"--policy\",\"ops/etc-and-home\""));
+    assert_non_null(strstr(args, "\"--slot\",\"2026-03-29T03:30\""));
+    assert_non_null(strstr(args, "\"--nice\",\"10\""));
+    assert_non_null(strstr(args, "\"--ionice-class\",\"best-effort\",\"--ionice-level\",\"4\""));
+    assert_non_null(strstr(args, "\"--upload-rate-bytes\",\"52428800\""));
+    assert_non_null(strstr(args, "\"--max-runtime-seconds\",\"43200\""));
+    free(args);
+
+    /* Labels select it; the Backup owns it. */
+    json_t *meta = json_object_get(job, "metadata");
+    json_t *labels = json_object_get(meta, "labels");
+    assert_string_equal(json_string_value(json_object_get(labels, CTL_LABEL_POLICY)),
+                        "etc-and-home");
+    assert_string_equal(json_string_value(json_object_get(labels, CTL_LABEL_HOST)), "node-1");
+    assert_string_equal(json_string_value(json_object_get(labels, CTL_LABEL_SLOT)),
+                        "20260329T0330");
+    json_t *owner = json_array_get(json_object_get(meta, "ownerReferences"), 0);
+    assert_string_equal(json_string_value(json_object_get(owner, "kind")), "Backup");
+    assert_string_equal(json_string_value(json_object_get(owner, "uid")), "buid");
+    char *env = json_dumps(json_object_get(c, "env"), JSON_COMPACT);
+    assert_non_null(
+        strstr(env, "\"secretKeyRef\":{\"name\":\"s3-creds\",\"key\":\"AWS_ACCESS_KEY_ID\"}"));
+    free(env);
+    json_decref(job);
+}
+
+static void test_job_without_limits_and_manual(void **state)
+{
+    char *paths[] = {"/etc", "/home"};
+    struct policy p;
+    make_policy(&p, paths);
+    p.limits.nice = -1;
+    p.limits.ionice_class = POLICY_IONICE_DEFAULT;
+    p.limits.ionice_level = -1;
+    p.limits.upload_rate = 0;
+    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL};
+    struct ctl_job_opts opts = {"img", 60, NULL, NULL, NULL};
+    json_t *job = ctl_job_json(&p, &run, &opts);
+    char *s = json_dumps(job, JSON_COMPACT);
+    assert_null(strstr(s, "--nice"));
+    assert_null(strstr(s, "--ionice"));
+    assert_null(strstr(s, "--upload-rate"));
+    assert_null(strstr(s, "--slot"));
+    assert_null(strstr(s, "ownerReferences"));
+    assert_null(strstr(s, "secretKeyRef"));
+    assert_null(strstr(s, CTL_LABEL_SLOT));
+    free(s);
+    json_decref(job);
+}
+
+static void test_backup_object(void **state)
+{
+    char *paths[] = {"/etc", "/home"};
+    struct policy p;
+    make_policy(&p, paths);
+    struct ctl_run run = {"node-1", "2026-03-29T03:30", CTL_TRIGGER_CATCH_UP, "puid", "bk", NULL};
+    json_t *b = ctl_backup_json(&p, &run);
+    json_t *spec = json_object_get(b, "spec");
+    assert_string_equal(json_string_value(json_object_get(b, "apiVersion")), CTL_API_VERSION);
+    assert_string_equal(json_string_value(json_object_get(spec, "trigger")), "catch-up");
+    assert_string_equal(json_string_value(json_object_get(spec, "slot")), "2026-03-29T03:30");
+    json_t *owner =
+        json_array_get(json_object_get(json_object_get(b, "metadata"), "ownerReferences"), 0);
+    assert_string_equal(json_string_value(json_object_get(owner, "kind")), "BackupPolicy");
+    json_decref(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_names_are_deterministic_and_valid),
+        cmocka_unit_test(test_labels),
+        cmocka_unit_test(test_job_is_pinned_bounded_and_read_only),
+        cmocka_unit_test(test_job_without_limits_and_manual),
+        cmocka_unit_test(test_backup_object),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
