@@ -57,9 +57,20 @@ const char *tz_db_version(const struct tz_db *db);
 int tz_name_check(const char *name, struct util_err *err);
 
 /*
- * Loads a zone by name (a backward link such as Europe/Kiev is fine) from the
- * database. UTIL_ENOENT with "unknown time zone" when there is no such zone,
- * UTIL_EINVAL when the file is not valid TZif or has leap seconds.
+ * Checks that a zone exists without parsing it: tz_name_check(), then the file is
+ * there (or a link of tzdata.zi leads to one) and starts with the TZif magic. For
+ * validators that must not pay for a full load. Errors as tz_zone_load().
+ */
+int tz_db_check_zone(const struct tz_db *db, const char *name, struct util_err *err);
+
+/*
+ * Loads a zone by name (a backward link such as Europe/Kiev is fine, whether the
+ * directory holds it as a file or only tzdata.zi lists it) from the database.
+ * UTIL_EINVAL for a name tz_name_check() refuses; UTIL_ENOENT with "unknown time
+ * zone \"X\"" when there is no such zone (no file, or a file that is not TZif, such
+ * as "leapseconds"); UTIL_EINVAL when the file is damaged TZif, version 1 or has
+ * leap seconds; UTIL_EIO when it cannot be read. tz_zone_name() is the name asked
+ * for, not the link's target.
  */
 int tz_zone_load(struct tz_zone **out, const struct tz_db *db, const char *name,
                  struct util_err *err);
