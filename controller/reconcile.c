@@ -1,0 +1,356 @@
+#include "reconcile.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ctl_actions_init(struct ctl_actions *a)
+{
+    memset(a, 0, sizeof(*a));
+}
+
+void ctl_actions_free(struct ctl_actions *a)
+{
+    for (size_t i = 0; i < a->n; i++) {
+        struct ctl_action *x = &a->v[i];
+        free(x->ns);
+        free(x->name);
+        free(x->message);
+        json_decref(x->obj);
+        json_decref(x->status);
+        json_decref(x->job);
+    }
+    free(a->v);
+    ctl_actions_init(a);
+}
+
+static struct ctl_action *ctl_action_add(struct ctl_actions *a, enum ctl_action_type type,
+                                         const char *ns, const char *name)
+{
+    a->v = util_grow(a->v, &a->cap, a->n + 1, sizeof(*a->v));
+    struct ctl_action *x = &a->v[a->n++];
+    memset(x, 0, sizeof(*x));
+    x->type = type;
+    x->ns = util_strdup(ns);
+    x->name = util_strdup(name ? name : "");
+    return x;
+}
+
+static void ctl_event(struct ctl_actions *a, const char *ns, const char *backup, const char *type,
+                      const char *reason, char *message)
+{
+    struct ctl_action *x = ctl_action_add(a, CTL_ACT_EVENT, ns, backup);
+    x->event_type = type;
+    x->reason = reason;
+    x->message = message;
+}
+
+void ctl_slot_text(int64_t local, char out[CTL_SLOT_MAX])
+{
+    struct util_civil c;
+    util_civil_from_seconds(local, &c);
+    snprintf(out, CTL_SLOT_MAX, "%04lld-%02u-%02uT%02u:%02u", (long long)c.year, c.month, c.day,
+             c.hour, c.minute);
+}
+
+static json_t *ctl_time_json(int64_t t)
+{
+    char buf[UTIL_TIME_BUF];
+    util_format_utc(t, buf, sizeof(buf));
+    return json_string(buf);
+}
+
+static void ctl_set_duration(json_t *status, int64_t seconds)
+{
+    char buf[32];
+    if (seconds < 0)
+        seconds = 0;
+    policy_format_duration(seconds, buf, sizeof(buf));
+    json_object_set_new(status, "duration", json_string(buf));
+}
+
+/* The status patch that makes a Backup final. */
+static void ctl_finish_backup(struct ctl_actions *acts, const struct ctl_backup *b,
+                              enum ctl_phase phase, const char *reason, const char *message,
+                              int64_t started, int64_t completed)
+{
+    struct ctl_action *x = ctl_action_add(acts, CTL_ACT_BACKUP_STATUS, b->ns, b->name);
+    json_t *st = json_object();
+    json_object_set_new(st, "phase", json_string(ctl_phase_name(phase)));
+    json_object_set_new(st, "reason", reason ? json_string(reason) : json_null());
+    json_object_set_new(st, "message", json_string(message ? message : ""));
+    if (started > 0)
+        json_object_set_new(st, "startTime", ctl_time_json(started));
+    json_object_set_new(st, "completionTime", ctl_time_json(completed));
+    ctl_set_duration(st, completed - (started > 0 ? started : b->created));
+    x->obj = json_pack("{s:o}", "status", st);
+}
+
+/* Brings one Backup in line with its Job; returns true when it is still active after. */
+static bool ctl_reconcile_backup(const struct ctl_pair_input *in, const struct ctl_backup *b,
+                                 const struct ctl_job *job, struct ctl_actions *acts, int64_t *wake)
+{
+    const struct policy *spec = &in->policy->spec;
+    char buf[64];
+
+    if (ctl_phase_done(b->phase) || b->deleting)
+        return false;
+
+    int64_t start = b->started > 0 ? b->started : (job && job->started ? job->started : b->created);
+    int64_t max_runtime = in->policy->valid ? spec->limits.max_runtime : POLICY_DEFAULT_MAX_RUNTIME;
+
+    if (job != NULL && job->finished) {
+        if (job->succeeded) {
+            ctl_finish_backup(acts, b, CTL_PHASE_SUCCEEDED, NULL, "", start,
+                              job->completed ? job->completed : in->now);
+        } else if (job->fail_reason != NULL && strcmp(job->fail_reason, "DeadlineExceeded") == 0) {
+            policy_format_duration(max_runtime, buf, sizeof(buf));
+            char *msg =
+                util_asprintf("stopped at its maxRuntime of %s; no snapshot was written", buf);
+            ctl_finish_backup(acts, b, CTL_PHASE_FAILED, "max_runtime", msg, start,
+                              job->completed ? job->completed : in->now);
+            free(msg);
+        } else {
+            char *msg = util_asprintf("the backup Job %s failed (%s)", job->name,
+                                      job->fail_reason ? job->fail_reason : "no reason given");
+            ctl_finish_backup(acts, b, CTL_PHASE_FAILED, "job_failed", msg, start,
+                              job->completed ? job->completed : in->now);
+            free(msg);
+        }
+        return false;
+    }
+    /*
+     * time_limit: the Job's own deadline should have ended it an hour ago. A Job that
+     * did end has its outcome recorded above, however late we look.
+     */
+    int64_t deadline = start + max_runtime + CTL_TIME_LIMIT_GRACE;
+    if (in->now >= deadline) {
+        policy_format_duration(max_runtime, buf, sizeof(buf));
+        char *msg = util_asprintf("still active one hour after its maxRuntime of %s ended; the "
+                                  "node may be gone or the pod stuck, so the run was stopped",
+                                  buf);
+        ctl_finish_backup(acts, b, CTL_PHASE_FAILED, "time_limit", msg, start, in->now);
+        if (job != NULL)
+            ctl_action_add(acts, CTL_ACT_DELETE_JOB, b->ns, job->name);
+        ctl_event(acts, b->ns, b->name, "Warning", "TimeLimit",
+                  util_asprintf("backup of %s on %s failed: %s",
+                                b->slot[0] ? b->slot : "a manual run", b->host, msg));
+        free(msg);
+        return false;
+    }
+    if (deadline < *wake)
+        *wake = deadline;
+
+    if (job != NULL && b->phase == CTL_PHASE_PENDING && (job->active > 0 || job->started > 0)) {
+        struct ctl_action *x = ctl_action_add(acts, CTL_ACT_BACKUP_STATUS, b->ns, b->name);
+        x->obj =
+            json_pack("{s:{s:s, s:o, s:s}}", "status", "phase", "Running", "startTime",
+                      ctl_time_json(job->started ? job->started : in->now), "jobName", job->name);
+    }
+    return true;
+}
+
+static void ctl_add_job(const struct ctl_pair_input *in, const struct ctl_config *cfg,
+                        const struct ctl_backup *b, struct ctl_actions *acts)
+{
+    struct ctl_run run = {b->host, b->slot, b->trigger, in->policy->uid, b->name, b->uid};
+    struct ctl_action *x = ctl_action_add(acts, CTL_ACT_CREATE_JOB, b->ns, b->name);
+    x->obj = ctl_job_json(&in->policy->spec, &run, &cfg->job);
+}
+
+static int ctl_backup_newer(const void *a, const void *b)
+{
+    const struct ctl_backup *x = *(struct ctl_backup *const *)a;
+    const struct ctl_backup *y = *(struct ctl_backup *const *)b;
+    if (x->created != y->created)
+        return x->created > y->created ? -1 : 1;
+    return -strcmp(x->name, y->name);
+}
+
+static void ctl_trim_history(const struct ctl_pair_input *in, const struct ctl_config *cfg,
+                             struct ctl_actions *acts, const struct ctl_backup *newest_success)
+{
+    size_t n = 0;
+    struct ctl_backup **done = util_calloc(in->nbackups + 1, sizeof(*done));
+    for (size_t i = 0; i < in->nbackups; i++) {
+        if (ctl_phase_done(in->backups[i]->phase) && !in->backups[i]->deleting)
+            done[n++] = in->backups[i];
+    }
+    qsort(done, n, sizeof(*done), ctl_backup_newer);
+    for (size_t i = (size_t)(cfg->history > 0 ? cfg->history : 1); i < n; i++) {
+        if (done[i] != newest_success)
+            ctl_action_add(acts, CTL_ACT_DELETE_BACKUP, done[i]->ns, done[i]->name);
+    }
+    free(done);
+}
+
+static void ctl_create_run(const struct ctl_pair_input *in, const struct ctl_config *cfg,
+                           const struct sched_decision *d, struct ctl_actions *acts)
+{
+    const struct ctl_policy *p = in->policy;
+    char slot[CTL_SLOT_MAX], name[CTL_NAME_MAX], late[32], window[32];
+    enum ctl_trigger trigger =
+        d->late <= CTL_ON_TIME_SECONDS ? CTL_TRIGGER_SCHEDULED : CTL_TRIGGER_CATCH_UP;
+
+    ctl_slot_text(d->slot.local, slot);
+    ctl_backup_name(p->ns, p->name, in->host, slot, name);
+    struct ctl_run run = {in->host, slot, trigger, p->uid, name, NULL};
+    struct ctl_action *x = ctl_action_add(acts, CTL_ACT_CREATE_RUN, p->ns, name);
+    x->obj = ctl_backup_json(&p->spec, &run);
+    json_object_set_new(json_object_get(json_object_get(x->obj, "metadata"), "annotations"),
+                        CTL_ANNOT_SLOT_TIME, ctl_time_json(d->slot.at));
+    x->status = json_pack("{s:{s:s, s:o, s:o, s:s}}", "status", "phase", "Pending", "slotTime",
+                          ctl_time_json(d->slot.at), "runTime", ctl_time_json(d->run_time),
+                          "jobName", name);
+    x->job = ctl_job_json(&p->spec, &run, &cfg->job);
+
+    if (trigger == CTL_TRIGGER_CATCH_UP) {
+        policy_format_duration(d->late, late, sizeof(late));
+        policy_format_duration(p->spec.schedule.catch_up_window, window, sizeof(window));
+        ctl_event(acts, p->ns, NULL, "Normal", "CaughtUp",
+                  util_asprintf("catch-up backup of slot %s on %s, %s after its run time "
+                                "(catch-up window %s)",
+                                slot, in->host, late, window));
+    } else {
+        ctl_event(acts, p->ns, NULL, "Normal", "BackupStarted",
+                  util_asprintf("backup of slot %s started on %s", slot, in->host));
+    }
+}
+
+static void ctl_report_missed(const struct ctl_pair_input *in, const struct sched_decision *d,
+                              struct ctl_actions *acts, struct ctl_pair_output *out)
+{
+    const struct ctl_policy *p = in->policy;
+    char slot[CTL_SLOT_MAX], window[32];
+
+    if (!d->has_slot || d->slot.at == in->reported_slot)
+        return;
+    /* Reported once per slot: a pair is reconciled many times while it waits. */
+    out->reported_slot = d->slot.at;
+    out->missed = true;
+    ctl_slot_text(d->slot.local, slot);
+    switch (d->reason) {
+    case SCHED_RUNNING:
+        ctl_event(acts, p->ns, NULL, "Warning", "Skipped",
+                  util_asprintf("slot %s on %s skipped: the previous backup of this policy is "
+                                "still running; one catch-up runs when it ends, if in time",
+                                slot, in->host));
+        break;
+    case SCHED_NOT_READY:
+        ctl_event(acts, p->ns, NULL, "Warning", "Missed",
+                  util_asprintf("slot %s on %s missed: the node is not Ready; one catch-up runs "
+                                "when it is, if in time",
+                                slot, in->host));
+        break;
+    case SCHED_TOO_LATE:
+        policy_format_duration(p->spec.schedule.catch_up_window, window, sizeof(window));
+        ctl_event(acts, p->ns, NULL, "Warning", "Missed",
+                  util_asprintf("slot %s on %s missed and not caught up: its run time is more "
+                                "than the catch-up window of %s ago",
+                                slot, in->host, window));
+        break;
+    default:
+        out->missed = false;
+        out->reported_slot = in->reported_slot;
+        break;
+    }
+}
+
+void ctl_reconcile_pair(const struct ctl_pair_input *in, const struct ctl_config *cfg,
+                        struct ctl_actions *acts, struct ctl_pair_output *out)
+{
+    const struct ctl_policy *p = in->policy;
+    const struct ctl_backup *newest_success = NULL;
+    const struct ctl_backup *last_slot = NULL;
+    bool running = false;
+    bool node_ready = in->node != NULL && in->node->ready;
+
+    memset(out, 0, sizeof(*out));
+    out->wake = INT64_MAX;
+    out->next_run = INT64_MAX;
+    out->reported_slot = in->reported_slot;
+
+    /* 1. Each Backup against its Job. */
+    bool *active = util_calloc(in->nbackups + 1, sizeof(*active));
+    for (size_t i = 0; i < in->nbackups; i++) {
+        const struct ctl_backup *b = in->backups[i];
+        active[i] = ctl_reconcile_backup(in, b, in->jobs[i], acts, &out->wake);
+        if (active[i] && in->jobs[i] != NULL)
+            running = true;
+        if (b->phase == CTL_PHASE_SUCCEEDED &&
+            (newest_success == NULL || b->completed > newest_success->completed))
+            newest_success = b;
+        if (b->has_slot_time && (last_slot == NULL || b->slot_time > last_slot->slot_time))
+            last_slot = b;
+    }
+    /* The last success, counting one that this pass is about to record. */
+    for (size_t i = 0; i < in->nbackups; i++) {
+        const struct ctl_backup *b = in->backups[i];
+        const struct ctl_job *j = in->jobs[i];
+        int64_t t = -1;
+        if (b->phase == CTL_PHASE_SUCCEEDED)
+            t = b->completed ? b->completed : b->created;
+        else if (!ctl_phase_done(b->phase) && j != NULL && j->finished && j->succeeded)
+            t = j->completed ? j->completed : in->now;
+        if (t >= 0 && (!out->has_success || t > out->last_success)) {
+            out->has_success = true;
+            out->last_success = t;
+        }
+    }
+
+    /* 2. Backups waiting for a Job: one at a time per pair, on a Ready node. */
+    if (p->valid && in->jobs_synced && node_ready && !running) {
+        for (size_t i = 0; i < in->nbackups; i++) {
+            if (active[i] && in->jobs[i] == NULL) {
+                ctl_add_job(in, cfg, in->backups[i], acts);
+                running = true;
+                break;
+            }
+        }
+    }
+    for (size_t i = 0; i < in->nbackups; i++)
+        running = running || active[i];
+    free(active);
+
+    /* 3. The schedule. */
+    if (p->valid && p->has_sched && in->node != NULL) {
+        struct sched_host h = {
+            .ready = node_ready,
+            .backup_running = running,
+            .node_joined = in->node->created,
+            .policy_created = p->created,
+            .schedule_changed = p->schedule_changed,
+            .has_last_started = last_slot != NULL,
+            .last_started_slot = last_slot ? last_slot->slot_time : 0,
+            .offset = in->offset,
+            .catch_up_window = p->spec.schedule.catch_up_window,
+        };
+        sched_decide(&p->sched, &h, in->now, &out->decision);
+        out->decided = true;
+        out->next_run = out->decision.next_run;
+        if (out->decision.run) {
+            ctl_create_run(in, cfg, &out->decision, acts);
+            running = true;
+        } else {
+            ctl_report_missed(in, &out->decision, acts, out);
+        }
+        if (out->decision.next_run < out->wake)
+            out->wake = out->decision.next_run;
+    }
+    out->running = running;
+
+    /* 4. Overdue (SPEC section 6), for hosts the policy applies to. */
+    if (in->node != NULL && in->limit != SCHED_NO_LIMIT) {
+        int64_t start = out->has_success
+                            ? out->last_success
+                            : (in->node->created > p->created ? in->node->created : p->created);
+        out->overdue_start = start;
+        out->overdue = sched_overdue(in->limit, out->has_success, out->last_success,
+                                     in->node->created, p->created, in->now);
+        if (!out->overdue && start + in->limit + 1 < out->wake)
+            out->wake = start + in->limit + 1;
+    }
+
+    /* 5. History. */
+    ctl_trim_history(in, cfg, acts, newest_success);
+}

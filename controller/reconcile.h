@@ -1,0 +1,112 @@
+/*
+ * reconcile: what the controller should do for one (policy, host) now, as a list of
+ * actions. A pure function of the caches and the clock, so every decision of SPEC
+ * sections 3, 4 and 6 is unit-tested with a fake clock and the event loop only
+ * carries the actions out.
+ *
+ * Level-triggered: the same input gives the same actions, and carrying them out
+ * twice is harmless (creates are refused with 409 by name, patches are idempotent),
+ * so the caller may reconcile whenever anything changed or a timer fired, including
+ * after a restart, with nothing remembered but what the API server holds.
+ *
+ * For each Backup of the pair, in order:
+ *   - a Backup that is still active an hour past start + maxRuntime is failed with
+ *     reason time_limit and its Job deleted (the node is gone or the pod stuck);
+ *   - a Backup whose Job finished takes its outcome (Succeeded, or Failed with reason
+ *     max_runtime when the Job hit its deadline, job_failed otherwise);
+ *   - a Backup without a Job gets one, unless another backup of the pair is active
+ *     (two backups of one policy never run at once on one host) or the node is not
+ *     Ready;
+ * then the schedule: sched_decide() says whether the last due slot runs now (on
+ * time, or as the one catch-up), and when to look again; then overdue (section 6);
+ * then the history: finished Backups beyond the limit are deleted, oldest first,
+ * but never the newest successful one, which the overdue check reads.
+ *
+ * Costs: linear in the pair's Backups (bounded by the history limit plus one).
+ */
+#ifndef LODE_CTL_RECONCILE_H
+#define LODE_CTL_RECONCILE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "objects.h"
+#include "state.h"
+
+/* What a Backup may be late by and still count as on time rather than a catch-up. */
+#define CTL_ON_TIME_SECONDS 60
+/* A Backup still active this long past start + maxRuntime fails with time_limit. */
+#define CTL_TIME_LIMIT_GRACE 3600
+
+enum ctl_action_type {
+    CTL_ACT_CREATE_RUN,    /* create obj (a Backup), then patch status, then create job */
+    CTL_ACT_CREATE_JOB,    /* create obj (a Job) for an existing Backup */
+    CTL_ACT_BACKUP_STATUS, /* merge-patch obj into Backup name's status */
+    CTL_ACT_DELETE_JOB,    /* delete Job name (background propagation) */
+    CTL_ACT_DELETE_BACKUP, /* delete Backup name (its Job goes with it) */
+    CTL_ACT_EVENT,         /* an Event about the policy (name empty) or Backup name */
+};
+
+struct ctl_action {
+    enum ctl_action_type type;
+    char *ns, *name;
+    json_t *obj;    /* the object, or the status patch */
+    json_t *status; /* CREATE_RUN: the Backup's first status */
+    json_t *job;    /* CREATE_RUN: the Job; its owner's uid is filled in once known */
+    /* EVENT */
+    const char *event_type; /* "Normal" or "Warning" */
+    const char *reason;     /* CamelCase */
+    char *message;
+};
+
+struct ctl_actions {
+    struct ctl_action *v;
+    size_t n, cap;
+};
+
+void ctl_actions_init(struct ctl_actions *a);
+void ctl_actions_free(struct ctl_actions *a);
+
+struct ctl_config {
+    int64_t history; /* finished Backups kept per (policy, host) */
+    struct ctl_job_opts job;
+};
+
+struct ctl_pair_input {
+    const struct ctl_policy *policy;
+    const char *host;
+    const struct ctl_node *node; /* NULL when the node is gone or no longer selected */
+    struct ctl_backup *const *backups;
+    const struct ctl_job *const *jobs; /* jobs[i]: the Job of backups[i], or NULL */
+    size_t nbackups;
+    bool jobs_synced;      /* the Job cache is complete: a missing Job is really missing */
+    int64_t limit;         /* the policy's alert limit now (sched_alert_limit) */
+    int64_t offset;        /* this host's jitter offset */
+    int64_t reported_slot; /* the last due slot already reported skipped or missed, or 0 */
+    int64_t now;
+};
+
+struct ctl_pair_output {
+    int64_t wake; /* when to reconcile this pair again, or INT64_MAX */
+    bool running; /* a backup of the pair is active (after these actions) */
+    bool has_success;
+    int64_t last_success; /* completion of the newest successful Backup */
+    bool overdue;
+    int64_t overdue_start; /* what the age counts from */
+    int64_t next_run;      /* INT64_MAX when none */
+    bool missed;           /* a due slot was missed (newly reported): count it */
+    int64_t reported_slot; /* the caller keeps this for the next call */
+    struct sched_decision decision;
+    bool decided;
+};
+
+/* Appends the pair's actions to acts and fills out. */
+void ctl_reconcile_pair(const struct ctl_pair_input *in, const struct ctl_config *cfg,
+                        struct ctl_actions *acts, struct ctl_pair_output *out);
+
+/* "YYYY-MM-DDTHH:MM" of a local time (seconds as in tz.h). */
+void ctl_slot_text(int64_t local, char out[CTL_SLOT_MAX]);
+
+#endif

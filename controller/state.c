@@ -1,0 +1,335 @@
+#include "state.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "map.h"
+
+const json_t *ctl_json_path(const json_t *obj, const char *path)
+{
+    char key[128];
+    const char *p = path;
+    while (obj != NULL && *p != '\0') {
+        const char *dot = strchr(p, '.');
+        size_t n = dot ? (size_t)(dot - p) : strlen(p);
+        if (n >= sizeof(key))
+            return NULL;
+        memcpy(key, p, n);
+        key[n] = '\0';
+        obj = json_object_get(obj, key);
+        p += n + (dot ? 1 : 0);
+    }
+    return obj;
+}
+
+const char *ctl_json_str(const json_t *obj, const char *path)
+{
+    return json_string_value(ctl_json_path(obj, path));
+}
+
+int64_t ctl_json_time(const json_t *obj, const char *path)
+{
+    const char *s = ctl_json_str(obj, path);
+    int64_t t;
+    if (s == NULL || util_parse_rfc3339(s, &t, NULL) != 0)
+        return 0;
+    return t;
+}
+
+static char *ctl_dup_or_null(const char *s)
+{
+    return s ? util_strdup(s) : NULL;
+}
+
+/* ---- nodes ---- */
+
+uint64_t ctl_label_hash(const char *key, const char *value)
+{
+    /* key NUL value: no separator character a label could contain. */
+    size_t kl = strlen(key), vl = strlen(value);
+    char stack[256];
+    char *buf = kl + vl + 1 <= sizeof(stack) ? stack : util_malloc(kl + vl + 1);
+    memcpy(buf, key, kl);
+    buf[kl] = '\0';
+    memcpy(buf + kl + 1, value, vl);
+    uint64_t h = ctl_hash(buf, kl + vl + 1);
+    if (buf != stack)
+        free(buf);
+    return h;
+}
+
+static int ctl_u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int ctl_node_from_json(struct ctl_node *n, const json_t *obj, struct util_err *err)
+{
+    const char *name = ctl_json_str(obj, "metadata.name");
+    const json_t *labels = ctl_json_path(obj, "metadata.labels");
+    const json_t *conds = ctl_json_path(obj, "status.conditions");
+    const char *k;
+    const json_t *v;
+    size_t i;
+    const json_t *c;
+
+    memset(n, 0, sizeof(*n));
+    if (name == NULL)
+        return util_err_set(err, UTIL_EINVAL, "a Node without metadata.name");
+    n->name = util_strdup(name);
+    n->created = ctl_json_time(obj, "metadata.creationTimestamp");
+    n->labels = util_calloc(json_object_size(labels) + 1, sizeof(*n->labels));
+    json_object_foreach((json_t *)labels, k, v)
+    {
+        if (json_is_string(v))
+            n->labels[n->nlabels++] = ctl_label_hash(k, json_string_value(v));
+    }
+    qsort(n->labels, n->nlabels, sizeof(*n->labels), ctl_u64_cmp);
+    json_array_foreach(conds, i, c)
+    {
+        const char *type = json_string_value(json_object_get(c, "type"));
+        const char *status = json_string_value(json_object_get(c, "status"));
+        if (type != NULL && strcmp(type, "Ready") == 0)
+            n->ready = status != NULL && strcmp(status, "True") == 0;
+    }
+    /* A node being drained is not a place to start a backup. */
+    if (json_is_true(ctl_json_path(obj, "spec.unschedulable")))
+        n->ready = false;
+    return 0;
+}
+
+void ctl_node_free(struct ctl_node *n)
+{
+    free(n->name);
+    free(n->labels);
+    memset(n, 0, sizeof(*n));
+}
+
+bool ctl_node_matches(const struct ctl_node *n, const struct policy *p)
+{
+    for (size_t i = 0; i < p->nnode_selector; i++) {
+        uint64_t h = ctl_label_hash(p->node_selector[i].key, p->node_selector[i].value);
+        if (bsearch(&h, n->labels, n->nlabels, sizeof(*n->labels), ctl_u64_cmp) == NULL)
+            return false;
+    }
+    return true;
+}
+
+/* ---- Backups ---- */
+
+const char *ctl_phase_name(enum ctl_phase p)
+{
+    static const char *const names[] = {"Pending", "Running", "Succeeded", "Failed"};
+    return names[p];
+}
+
+bool ctl_phase_done(enum ctl_phase p)
+{
+    return p == CTL_PHASE_SUCCEEDED || p == CTL_PHASE_FAILED;
+}
+
+int ctl_backup_from_json(struct ctl_backup *b, const json_t *obj, struct util_err *err)
+{
+    const char *ns = ctl_json_str(obj, "metadata.namespace");
+    const char *name = ctl_json_str(obj, "metadata.name");
+    const char *policy = ctl_json_str(obj, "spec.policy");
+    const char *host = ctl_json_str(obj, "spec.host");
+    const char *slot = ctl_json_str(obj, "spec.slot");
+    const char *trigger = ctl_json_str(obj, "spec.trigger");
+    const char *phase = ctl_json_str(obj, "status.phase");
+    const json_t *annots = ctl_json_path(obj, "metadata.annotations");
+    const char *slot_time = json_string_value(json_object_get(annots, CTL_ANNOT_SLOT_TIME));
+
+    memset(b, 0, sizeof(*b));
+    if (ns == NULL || name == NULL || policy == NULL || host == NULL)
+        return util_err_set(err, UTIL_EINVAL, "Backup %s/%s lacks spec.policy or spec.host",
+                            ns ? ns : "?", name ? name : "?");
+    b->ns = util_strdup(ns);
+    b->name = util_strdup(name);
+    b->uid = ctl_dup_or_null(ctl_json_str(obj, "metadata.uid"));
+    b->policy = util_strdup(policy);
+    b->host = util_strdup(host);
+    b->slot = util_strdup(slot ? slot : "");
+    b->trigger = CTL_TRIGGER_MANUAL;
+    if (trigger != NULL && strcmp(trigger, "scheduled") == 0)
+        b->trigger = CTL_TRIGGER_SCHEDULED;
+    else if (trigger != NULL && strcmp(trigger, "catch-up") == 0)
+        b->trigger = CTL_TRIGGER_CATCH_UP;
+    if (slot_time != NULL && util_parse_rfc3339(slot_time, &b->slot_time, NULL) == 0)
+        b->has_slot_time = b->slot[0] != '\0';
+    b->created = ctl_json_time(obj, "metadata.creationTimestamp");
+    b->phase = CTL_PHASE_PENDING;
+    if (phase != NULL) {
+        for (int p = CTL_PHASE_PENDING; p <= CTL_PHASE_FAILED; p++)
+            if (strcmp(phase, ctl_phase_name(p)) == 0)
+                b->phase = p;
+    }
+    b->reason = ctl_dup_or_null(ctl_json_str(obj, "status.reason"));
+    b->started = ctl_json_time(obj, "status.startTime");
+    b->completed = ctl_json_time(obj, "status.completionTime");
+    b->deleting = ctl_json_path(obj, "metadata.deletionTimestamp") != NULL;
+    return 0;
+}
+
+void ctl_backup_free(struct ctl_backup *b)
+{
+    free(b->ns);
+    free(b->name);
+    free(b->uid);
+    free(b->policy);
+    free(b->host);
+    free(b->slot);
+    free(b->reason);
+    memset(b, 0, sizeof(*b));
+}
+
+/* ---- Jobs ---- */
+
+int ctl_job_from_json(struct ctl_job *j, const json_t *obj, struct util_err *err)
+{
+    const char *ns = ctl_json_str(obj, "metadata.namespace");
+    const char *name = ctl_json_str(obj, "metadata.name");
+    const json_t *owners = ctl_json_path(obj, "metadata.ownerReferences");
+    const json_t *conds = ctl_json_path(obj, "status.conditions");
+    size_t i;
+    const json_t *o;
+
+    memset(j, 0, sizeof(*j));
+    if (ns == NULL || name == NULL)
+        return util_err_set(err, UTIL_EINVAL, "a Job without metadata.name or namespace");
+    j->ns = util_strdup(ns);
+    j->name = util_strdup(name);
+    json_array_foreach(owners, i, o)
+    {
+        const char *kind = json_string_value(json_object_get(o, "kind"));
+        const char *oname = json_string_value(json_object_get(o, "name"));
+        if (kind != NULL && oname != NULL && strcmp(kind, "Backup") == 0 && j->owner == NULL)
+            j->owner = util_strdup(oname);
+    }
+    j->started = ctl_json_time(obj, "status.startTime");
+    j->active = (int)json_integer_value(ctl_json_path(obj, "status.active"));
+    json_array_foreach(conds, i, o)
+    {
+        const char *type = json_string_value(json_object_get(o, "type"));
+        const char *status = json_string_value(json_object_get(o, "status"));
+        if (type == NULL || status == NULL || strcmp(status, "True") != 0)
+            continue;
+        if (strcmp(type, "Complete") == 0) {
+            j->finished = true;
+            j->succeeded = true;
+            j->completed = ctl_json_time(o, "lastTransitionTime");
+        } else if (strcmp(type, "Failed") == 0) {
+            j->finished = true;
+            j->succeeded = false;
+            j->completed = ctl_json_time(o, "lastTransitionTime");
+            free(j->fail_reason);
+            j->fail_reason = ctl_dup_or_null(json_string_value(json_object_get(o, "reason")));
+        }
+    }
+    if (j->finished && j->completed == 0)
+        j->completed = ctl_json_time(obj, "status.completionTime");
+    return 0;
+}
+
+void ctl_job_free(struct ctl_job *j)
+{
+    free(j->ns);
+    free(j->name);
+    free(j->owner);
+    free(j->fail_reason);
+    memset(j, 0, sizeof(*j));
+}
+
+/* ---- policies ---- */
+
+static void ctl_schedule_hash(const struct policy *spec, char out[17])
+{
+    struct util_buf b;
+    static const char hex[] = "0123456789abcdef";
+    util_buf_init(&b);
+    if (spec->has_schedule)
+        util_buf_printf(&b, "%s\n%s\n%lld", spec->schedule.cron_text, spec->schedule.timezone,
+                        (long long)spec->schedule.jitter);
+    uint64_t h = ctl_hash(b.data ? b.data : "", b.len);
+    util_buf_free(&b);
+    for (int i = 0; i < 16; i++)
+        out[i] = hex[(h >> (60 - 4 * i)) & 0xf];
+    out[16] = '\0';
+}
+
+int ctl_policy_from_json(struct ctl_policy *p, const json_t *obj, const struct tz_db *db,
+                         int64_t now, struct util_err *err)
+{
+    const char *ns = ctl_json_str(obj, "metadata.namespace");
+    const char *name = ctl_json_str(obj, "metadata.name");
+    const char *hash = ctl_json_str(obj, "status.scheduleHash");
+    struct policy_diags diags;
+    struct util_buf msg;
+
+    memset(p, 0, sizeof(*p));
+    if (ns == NULL || name == NULL)
+        return util_err_set(err, UTIL_EINVAL, "a BackupPolicy without metadata.name or namespace");
+    p->ns = util_strdup(ns);
+    p->name = util_strdup(name);
+    p->uid =
+        util_strdup(ctl_json_str(obj, "metadata.uid") ? ctl_json_str(obj, "metadata.uid") : "");
+    p->key = util_asprintf("%s/%s", ns, name);
+    p->generation = json_integer_value(ctl_json_path(obj, "metadata.generation"));
+    p->created = ctl_json_time(obj, "metadata.creationTimestamp");
+
+    policy_diags_init(&diags);
+    if (policy_parse_json(&p->spec, obj, db, &diags) == 0) {
+        p->valid = true;
+    } else {
+        util_buf_init(&msg);
+        for (size_t i = 0; i < diags.n; i++)
+            util_buf_printf(&msg, "%s%s%s%s", i ? "; " : "", diags.v[i].path,
+                            diags.v[i].path[0] ? ": " : "", diags.v[i].message);
+        p->invalid_message = msg.data ? util_buf_steal(&msg) : util_strdup("invalid policy");
+    }
+    policy_diags_free(&diags);
+
+    if (p->valid && p->spec.has_schedule) {
+        struct util_err zerr = {0};
+        if (tz_zone_load(&p->zone, db, p->spec.schedule.timezone, &zerr) != 0) {
+            /* The validator accepted the name, so the database changed under us. */
+            p->valid = false;
+            p->invalid_message = util_asprintf("spec.schedule.timezone: %s", zerr.msg);
+            policy_free(&p->spec);
+            memset(&p->spec, 0, sizeof(p->spec));
+        } else {
+            sched_init(&p->sched, &p->spec.schedule.cron, p->zone);
+            p->has_sched = true;
+        }
+    }
+    if (p->zone == NULL)
+        p->zone = tz_zone_utc();
+
+    ctl_schedule_hash(&p->spec, p->schedule_hash);
+    if (hash != NULL && strlen(hash) == 16) {
+        p->status_has_hash = true;
+        memcpy(p->status_hash, hash, 17);
+    }
+    p->status_changed_at = ctl_json_time(obj, "status.scheduleChangedAt");
+    if (!p->status_has_hash)
+        p->schedule_changed = p->created; /* never reconciled: the schedule began with the policy */
+    else if (strcmp(p->status_hash, p->schedule_hash) == 0 && p->status_changed_at != 0)
+        p->schedule_changed = p->status_changed_at;
+    else
+        p->schedule_changed = now;
+    return 0;
+}
+
+void ctl_policy_free(struct ctl_policy *p)
+{
+    free(p->ns);
+    free(p->name);
+    free(p->uid);
+    free(p->key);
+    free(p->invalid_message);
+    if (p->valid)
+        policy_free(&p->spec);
+    tz_zone_free(p->zone);
+    memset(p, 0, sizeof(*p));
+}

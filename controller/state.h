@@ -1,0 +1,117 @@
+/*
+ * state: what the controller remembers of the cluster, as compact structs.
+ *
+ * Informers hand over whole JSON objects; each is reduced here to the few fields the
+ * controller decides with and the JSON is dropped. A node keeps its name, creation
+ * time, readiness and one 64-bit hash per label (a nodeSelector is matched by
+ * hashing its pairs), so a node costs about 100 bytes plus 8 per label whatever its
+ * JSON weighs (often 10 KiB). A Backup keeps its identity, slot and phase; a Job its
+ * owner and outcome; a policy its validated spec, zone and bound schedule.
+ *
+ * Pure: JSON in, structs out, time as RFC 3339 strings parsed to seconds.
+ */
+#ifndef LODE_CTL_STATE_H
+#define LODE_CTL_STATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "objects.h"
+#include "policy/policy.h"
+#include "schedule/schedule.h"
+#include "tz/tz.h"
+
+struct ctl_node {
+    char *name;
+    int64_t created;
+    bool ready;
+    size_t nlabels;
+    uint64_t *labels; /* ctl_label_hash(key, value) of each label, sorted */
+};
+
+/* Fills n from a core/v1 Node. UTIL_EINVAL (with a message) when it has no name. */
+int ctl_node_from_json(struct ctl_node *n, const json_t *obj, struct util_err *err);
+void ctl_node_free(struct ctl_node *n);
+uint64_t ctl_label_hash(const char *key, const char *value);
+/* True when the node has every label of the policy's nodeSelector. */
+bool ctl_node_matches(const struct ctl_node *n, const struct policy *p);
+
+enum ctl_phase { CTL_PHASE_PENDING, CTL_PHASE_RUNNING, CTL_PHASE_SUCCEEDED, CTL_PHASE_FAILED };
+const char *ctl_phase_name(enum ctl_phase p);
+bool ctl_phase_done(enum ctl_phase p);
+
+#define CTL_ANNOT_SLOT_TIME "lodestore.io/slot-time"
+
+struct ctl_backup {
+    char *ns, *name, *uid;
+    char *policy, *host;
+    char *slot; /* "" for a backup started by hand */
+    enum ctl_trigger trigger;
+    bool has_slot_time;
+    int64_t slot_time; /* from the lodestore.io/slot-time annotation, set at creation */
+    int64_t created;
+    enum ctl_phase phase; /* Pending when the status has none yet */
+    char *reason;         /* status.reason, or NULL */
+    int64_t started;      /* status.startTime, else 0 */
+    int64_t completed;    /* status.completionTime, else 0 */
+    bool deleting;        /* metadata.deletionTimestamp is set */
+};
+
+int ctl_backup_from_json(struct ctl_backup *b, const json_t *obj, struct util_err *err);
+void ctl_backup_free(struct ctl_backup *b);
+
+struct ctl_job {
+    char *ns, *name;
+    char *owner;       /* the name of the Backup that owns it, or NULL */
+    int64_t started;   /* status.startTime, else 0 */
+    int64_t completed; /* the time of its Complete or Failed condition, else 0 */
+    bool finished;
+    bool succeeded;
+    char *fail_reason; /* the Failed condition's reason (DeadlineExceeded, ...), or NULL */
+    int active;        /* pods running or pending */
+};
+
+int ctl_job_from_json(struct ctl_job *j, const json_t *obj, struct util_err *err);
+void ctl_job_free(struct ctl_job *j);
+
+/* A policy as the controller keeps it. */
+struct ctl_policy {
+    char *ns, *name, *uid, *key; /* key: "ns/name" */
+    int64_t generation;
+    int64_t created;
+    bool valid;
+    char *invalid_message; /* every validator error, "; "-joined, when !valid */
+    struct policy spec;    /* filled when valid */
+    struct tz_zone *zone;  /* owned: the schedule's zone, or UTC */
+    bool has_sched;
+    struct sched sched;
+    /* The schedule's identity (cron, zone, jitter) and since when it holds. */
+    char schedule_hash[17];
+    bool status_has_hash;      /* the status records a schedule hash... */
+    char status_hash[17];      /* ...this one */
+    int64_t status_changed_at; /* status.scheduleChangedAt, else 0 */
+    int64_t schedule_changed;  /* the effective time the current schedule began */
+};
+
+/*
+ * Fills p from a BackupPolicy object: metadata, the validator's verdict (the whole
+ * policy_parse_json run; an invalid policy is kept with its message), the zone from
+ * db, and the schedule's start time: the recorded scheduleChangedAt when the recorded
+ * hash matches, else `now` (the controller saw it change), or the creation time for a
+ * policy with no status yet. Returns 0, or UTIL_EINVAL when the object lacks the
+ * metadata every object has (then nothing is kept).
+ */
+int ctl_policy_from_json(struct ctl_policy *p, const json_t *obj, const struct tz_db *db,
+                         int64_t now, struct util_err *err);
+void ctl_policy_free(struct ctl_policy *p);
+
+/* Parses an RFC 3339 member of obj (a dotted path such as "status.startTime"); 0 when absent. */
+int64_t ctl_json_time(const json_t *obj, const char *path);
+/* A member by dotted path of object keys (keys with dots cannot be named), or NULL. */
+const json_t *ctl_json_path(const json_t *obj, const char *path);
+/* A string member by dotted path, or NULL. */
+const char *ctl_json_str(const json_t *obj, const char *path);
+
+#endif

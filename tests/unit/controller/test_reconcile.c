@@ -1,0 +1,506 @@
+/*
+ * The controller's decisions for one (policy, host), with a fake clock: on-time
+ * runs, catch-up after an outage, skips behind a running backup, time_limit, Job
+ * outcomes, manual runs, history and overdue. Policies go through the real
+ * validator and the system's tz database.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "reconcile.h"
+
+static struct tz_db *db;
+
+static int64_t T(const char *s)
+{
+    int64_t t;
+    assert_int_equal(util_parse_rfc3339(s, &t, NULL), 0);
+    return t;
+}
+
+static void load_policy(struct ctl_policy *p, const char *spec_json, int64_t now)
+{
+    char *text = util_asprintf(
+        "{\"apiVersion\":\"lodestore.io/v1alpha1\",\"kind\":\"BackupPolicy\","
+        "\"metadata\":{\"name\":\"etc\",\"namespace\":\"ops\",\"uid\":\"puid\",\"generation\":1,"
+        "\"creationTimestamp\":\"2026-03-01T00:00:00Z\"},\"spec\":%s}",
+        spec_json);
+    json_error_t jerr;
+    json_t *obj = json_loads(text, 0, &jerr);
+    assert_non_null(obj);
+    struct util_err err = {0};
+    assert_int_equal(ctl_policy_from_json(p, obj, db, now, &err), 0);
+    json_decref(obj);
+    free(text);
+}
+
+#define DAILY_UTC                                                                                  \
+    "{\"repository\":\"main\",\"paths\":[\"/etc\"],"                                               \
+    "\"schedule\":{\"cron\":\"0 2 * * *\",\"jitter\":\"0s\"},\"limits\":{\"maxRuntime\":\"2h\"}}"
+
+struct fixture {
+    struct ctl_policy policy;
+    struct ctl_node node;
+    struct ctl_backup backups[16];
+    struct ctl_job jobs[16];
+    struct ctl_backup *bp[16];
+    const struct ctl_job *jp[16];
+    size_t n;
+    struct ctl_config cfg;
+    struct ctl_actions acts;
+    struct ctl_pair_output out;
+};
+
+static void fixture_init(struct fixture *f, const char *spec)
+{
+    memset(f, 0, sizeof(*f));
+    load_policy(&f->policy, spec, T("2026-03-01T00:00:00Z"));
+    assert_true(f->policy.valid);
+    f->node.name = "node-1";
+    f->node.created = T("2026-01-01T00:00:00Z");
+    f->node.ready = true;
+    f->cfg.history = 3;
+    f->cfg.job.agent_image = "lodestore:test";
+    f->cfg.job.ttl_seconds = 3600;
+    ctl_actions_init(&f->acts);
+}
+
+static void fixture_free(struct fixture *f)
+{
+    for (size_t i = 0; i < f->n; i++) {
+        ctl_backup_free(&f->backups[i]);
+        ctl_job_free(&f->jobs[i]);
+    }
+    ctl_actions_free(&f->acts);
+    ctl_policy_free(&f->policy);
+}
+
+/* Adds a Backup of the fixture's pair; job_state: NULL none, "active", "ok", "failed", "deadline".
+ */
+static struct ctl_backup *add_backup(struct fixture *f, const char *slot, const char *slot_time,
+                                     const char *phase, const char *created, const char *job_state)
+{
+    size_t i = f->n++;
+    struct ctl_backup *b = &f->backups[i];
+    memset(b, 0, sizeof(*b));
+    b->ns = util_strdup("ops");
+    b->name = util_asprintf("bk-%zu", i);
+    b->uid = util_asprintf("buid-%zu", i);
+    b->policy = util_strdup("etc");
+    b->host = util_strdup("node-1");
+    b->slot = util_strdup(slot);
+    b->trigger = slot[0] ? CTL_TRIGGER_SCHEDULED : CTL_TRIGGER_MANUAL;
+    if (slot_time != NULL) {
+        b->has_slot_time = true;
+        b->slot_time = T(slot_time);
+    }
+    b->created = T(created);
+    b->phase = CTL_PHASE_PENDING;
+    for (int p = CTL_PHASE_PENDING; p <= CTL_PHASE_FAILED; p++)
+        if (strcmp(phase, ctl_phase_name(p)) == 0)
+            b->phase = p;
+    if (b->phase == CTL_PHASE_SUCCEEDED || b->phase == CTL_PHASE_FAILED)
+        b->completed = b->created + 600;
+    f->bp[i] = b;
+    f->jp[i] = NULL;
+    if (job_state != NULL) {
+        struct ctl_job *j = &f->jobs[i];
+        memset(j, 0, sizeof(*j));
+        j->ns = util_strdup("ops");
+        j->name = util_strdup(b->name);
+        j->owner = util_strdup(b->name);
+        j->started = b->created + 5;
+        if (strcmp(job_state, "active") == 0) {
+            j->active = 1;
+        } else {
+            j->finished = true;
+            j->completed = b->created + 300;
+            j->succeeded = strcmp(job_state, "ok") == 0;
+            if (strcmp(job_state, "deadline") == 0)
+                j->fail_reason = util_strdup("DeadlineExceeded");
+            else if (strcmp(job_state, "failed") == 0)
+                j->fail_reason = util_strdup("BackoffLimitExceeded");
+        }
+        f->jp[i] = j;
+    }
+    return b;
+}
+
+static void run(struct fixture *f, const char *now, int64_t reported)
+{
+    struct ctl_pair_input in = {
+        .policy = &f->policy,
+        .host = "node-1",
+        .node = f->node.name ? &f->node : NULL,
+        .backups = f->bp,
+        .jobs = f->jp,
+        .nbackups = f->n,
+        .jobs_synced = true,
+        .limit = sched_alert_limit(f->policy.has_sched ? &f->policy.sched : NULL,
+                                   f->policy.spec.schedule.jitter, f->policy.spec.alerts_max_age,
+                                   T(now)),
+        .offset = 0,
+        .reported_slot = reported,
+        .now = T(now),
+    };
+    ctl_actions_free(&f->acts);
+    ctl_reconcile_pair(&in, &f->cfg, &f->acts, &f->out);
+}
+
+static size_t count(const struct fixture *f, enum ctl_action_type type)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < f->acts.n; i++)
+        n += f->acts.v[i].type == type;
+    return n;
+}
+
+static const struct ctl_action *first(const struct fixture *f, enum ctl_action_type type)
+{
+    for (size_t i = 0; i < f->acts.n; i++)
+        if (f->acts.v[i].type == type)
+            return &f->acts.v[i];
+    fail_msg("no action of type %d", type);
+    return NULL;
+}
+
+static const char *jstr(const json_t *o, const char *path)
+{
+    const char *s = ctl_json_str(o, path);
+    assert_non_null(s);
+    return s;
+}
+
+static void test_on_time_run(void **state)
+{
+    struct fixture f;
+    fixture_init(&f, DAILY_UTC);
+    add_backup(&f, "2026-03-09T02:00", "2026-03-09T02:00:00Z", "Succeeded", "2026-03-09T02:00:01Z",
+               NULL);
+    run(&f, "2026-03-10T01:59:59Z", 0);
+    assert_int_equal(f.acts.n, 0); /* nothing due yet */
+    assert_int_equal(f.out.wake, T("2026-03-10T02:00:00Z"));
+
+    run(&f, "2026-03-10T02:00:05Z", 0);
+    assert_int_equal(count(&f, CTL_ACT_CREATE_RUN), 1);
+    const struct ctl_action *a = first(&f, CTL_ACT_CREATE_RUN);
+    char name[CTL_NAME_MAX];
+    ctl_backup_name("ops", "etc", "node-1", "2026-03-10T02:00", name);
+    assert_string_equal(a->name, name);
+    assert_string_equal(jstr(a->obj, "spec.slot"), "2026-03-10T02:00");
+    assert_string_equal(jstr(a->obj, "spec.trigger"), "scheduled");
+    const json_t *annots = ctl_json_path(a->obj, "metadata.annotations");
+    assert_string_equal(json_string_value(json_object_get(annots, CTL_ANNOT_SLOT_TIME)),
+                        "2026-03-10T02:00:00Z");
+    assert_string_equal(jstr(a->status, "status.runTime"), "2026-03-10T02:00:00Z");
+    assert_string_equal(jstr(a->job, "spec.template.spec.nodeName"), "node-1");
+    assert_string_equal(first(&f, CTL_ACT_EVENT)->reason, "BackupStarted");
+    assert_int_equal(f.out.wake, T("2026-03-11T02:00:00Z"));
+    assert_true(f.out.running);
+    fixture_free(&f);
+}
+
+static void test_slot_already_started_is_not_run_again(void **state)
+{
+    struct fixture f;
+    fixture_init(&f, DAILY_UTC);
+    /* A restart finds the slot's Backup: done, or still running. */
+    add_backup(&f, "2026-03-10T02:00", "2026-03-10T02:00:00Z", "Succeeded", "2026-03-10T02:00:01Z",
+               "ok");
+    run(&f, "2026-03-10T05:00:00Z", 0);
+    assert_int_equal(count(&f, CTL_ACT_CREATE_RUN), 0);
+    assert_int_equal(count(&f, CTL_ACT_EVENT), 0);
+    assert_int_equal(f.out.decision.reason, SCHED_ALREADY_STARTED);
+    fixture_free(&f);
+}
+
+static void test_one_catch_up_after_three_days_offline(void **state)
+{
+    struct fixture f;
+    fixture_init(&f, DAILY_UTC);
+    add_backup(&f, "2026-03-10T02:00", "2026-03-10T02:00:00Z", "Succeeded", "2026-03-10T02:00:01Z",
+               "ok");
+    f.node.ready = false;
+    run(&f, "2026-03-11T02:00:30Z", 0);
+    assert_int_equal(count(&f, CTL_ACT_CREATE_RUN), 0);
+    assert_string_equal(first(&f, CTL_ACT_EVENT)->reason, "Missed");
+    assert_true(f.out.missed);
+    int64_t reported = f.out.reported_slot;
+    /* Reconciled again while still down: the same slot is not reported twice. */
+    run(&f, "2026-03-11T09:00:00Z", reported);
+    assert_int_equal(f.acts.n, 0);
+    assert_false(f.out.missed);
+
+    /* Back three days later at 10:00: one catch-up, for the last missed slot only. */
+    f.node.ready = true;
+    run(&f, "2026-03-13T10:00:00Z", reported);
+    assert_int_equal(count(&f, CTL_ACT_CREATE_RUN), 1);
+    const struct ctl_action *a = first(&f, CTL_ACT_CREATE_RUN);
+    assert_string_equal(jstr(a->obj, "spec.slot"), "2026-03-13T02:00");
+    assert_string_equal(jstr(a->obj, "spec.trigger"), "catch-up");
+    assert_string_equal(first(&f, CTL_ACT_EVENT)->reason, "CaughtUp");
+    assert_non_null(strstr(first(&f, CTL_ACT_EVENT)->message, "8h after its run time"));
+    fixture_free(&f);
+}
+
+static void test_no_catch_up_outside_the_window(void **state)
+{
+    struct fixture f;
+    fixture_init(&f,
+                 "{\"repository\":\"main\",\"paths\":[\"/etc\"],\"schedule\":{\"cron\":\"0 2 * * "
+                 "*\",\"jitter\":\"0s\",\"catchUpWindow\":\"1h\"}}");
+    add_backup(&f, "2026-03-10T02:00", "2026-03-10T02:00:00Z", "Succeeded", "2026-03-10T02:00:01Z",
+               "ok");
+    run(&f, "2026-03-11T03:00:01Z", 0);
+    assert_int_equal(count(&f, CTL_ACT_CREATE_RUN), 0);
+    assert_int_equal(f.out.decision.reason, SCHED_TOO_LATE);
+    assert_non_null(strstr(first(&f, CTL_ACT_EVENT)->message, "catch-up window of 1h"));
+    run(&f, "2026-03-11T03:00:00Z", 0); /* exactly the window: still in time */
+    assert_int_equal(count(&f, CTL_ACT_CREATE_RUN), 1);
+    fixture_free(&f);
+}
+
+static void test_skip_behind_running_then_catch_up(void **state)
+{
+    struct fixture f;
+    fixture_init(&f,
+                 "{\"repository\":\"main\",\"paths\":[\"/etc\"],\"schedule\":{\"cron\":\"0 * * * "
+                 "*\",\"jitter\":\"0s\"},\"limits\":{\"maxRuntime\":\"7d\"}}");
+    add_backup(&f, "2026-03-10T02:00", "2026-03-10T02:00:00Z", "Running", "2026-03-10T02:00:01Z",
+               "active");
+    run(&f, "2026-03-10T03:00:02Z", 0);
+    assert_int_equal(count(&f, CTL_ACT_CREATE_RUN), 0);
+    assert_string_equal(first(&f, CTL_ACT_EVENT)->reason, "Skipped");
+    assert_int_equal(f.out.decision.reason, SCHED_RUNNING);
+
+    /* The long backup ends at 03:20: its outcome is recorded and 03:00 is caught up. */
+    ctl_job_free(&f.jobs[0]);
+    f.jobs[0].ns = util_strdup("ops");
+    f.jobs[0].name = util_strdup("bk-0");
+    f.jobs[0].finished = f.jobs[0].succeeded = true;
+    f.jobs[0].completed = T("2026-03-10T03:20:00Z");
+    run(&f, "2026-03-10T03:20:01Z", f.out.reported_slot);
+    const struct ctl_action *st = first(&f, CTL_ACT_BACKUP_STATUS);
+    assert_string_equal(jstr(st->obj, "status.phase"), "Succeeded");
+    assert_string_equal(jstr(st->obj, "status.completionTime"), "2026-03-10T03:20:00Z");
+    assert_int_equal(count(&f, CTL_ACT_CREATE_RUN), 1);
+    assert_string_equal(jstr(first(&f, CTL_ACT_CREATE_RUN)->obj, "spec.slot"), "2026-03-10T03:00");
+    assert_string_equal(jstr(first(&f, CTL_ACT_CREATE_RUN)->obj, "spec.trigger"), "catch-up");
+    assert_true(f.out.has_success);
+    assert_int_equal(f.out.last_success, T("2026-03-10T03:20:00Z"));
+    fixture_free(&f);
+}
+
+static void test_time_limit(void **state)
+{
+    struct fixture f;
+    fixture_init(&f, DAILY_UTC); /* maxRuntime 2h */
+    add_backup(&f, "2026-03-10T02:00", "2026-03-10T02:00:00Z", "Running", "2026-03-10T02:00:00Z",
+               "active");
+    f.backups[0].started = T("2026-03-10T02:00:05Z");
+    run(&f, "2026-03-10T05:00:04Z", 0);
+    assert_int_equal(count(&f, CTL_ACT_BACKUP_STATUS), 0);
+    assert_int_equal(f.out.wake, T("2026-03-10T05:00:05Z")); /* start + 2h + 1h */
+    run(&f, "2026-03-10T05:00:05Z", 0);
+    const struct ctl_action *st = first(&f, CTL_ACT_BACKUP_STATUS);
+    assert_string_equal(jstr(st->obj, "status.phase"), "Failed");
+    assert_string_equal(jstr(st->obj, "status.reason"), "time_limit");
+    assert_non_null(strstr(jstr(st->obj, "status.message"), "maxRuntime of 2h"));
+    assert_string_equal(first(&f, CTL_ACT_DELETE_JOB)->name, "bk-0");
+    assert_string_equal(first(&f, CTL_ACT_EVENT)->reason, "TimeLimit");
+    assert_false(f.out.running);
+    fixture_free(&f);
+}
+
+static void test_job_outcomes(void **state)
+{
+    struct fixture f;
+    fixture_init(&f, DAILY_UTC);
+    add_backup(&f, "2026-03-08T02:00", "2026-03-08T02:00:00Z", "Running", "2026-03-08T02:00:00Z",
+               "deadline");
+    add_backup(&f, "2026-03-09T02:00", "2026-03-09T02:00:00Z", "Pending", "2026-03-09T02:00:00Z",
+               "failed");
+    add_backup(&f, "2026-03-10T02:00", "2026-03-10T02:00:00Z", "Pending", "2026-03-10T02:00:00Z",
+               "active");
+    run(&f, "2026-03-10T02:00:30Z", 0);
+    assert_int_equal(count(&f, CTL_ACT_BACKUP_STATUS), 3);
+    assert_string_equal(jstr(f.acts.v[0].obj, "status.reason"), "max_runtime");
+    assert_non_null(strstr(jstr(f.acts.v[0].obj, "status.message"), "no snapshot was written"));
+    assert_string_equal(jstr(f.acts.v[1].obj, "status.reason"), "job_failed");
+    assert_string_equal(jstr(f.acts.v[2].obj, "status.phase"), "Running");
+    assert_int_equal(count(&f, CTL_ACT_CREATE_RUN), 0);
+    fixture_free(&f);
+}
+
+static void test_manual_backup_waits_its_turn(void **state)
+{
+    struct fixture f;
+    fixture_init(&f, DAILY_UTC);
+    add_backup(&f, "", NULL, "Pending", "2026-03-10T10:00:00Z", NULL);
+    run(&f, "2026-03-10T10:00:01Z", 0);
+    assert_int_equal(count(&f, CTL_ACT_CREATE_JOB), 1);
+    const json_t *owners = json_object_get(
+        json_object_get(first(&f, CTL_ACT_CREATE_JOB)->obj, "metadata"), "ownerReferences");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(owners, 0), "uid")),
+                        "buid-0");
+
+    /* Not while another backup of the policy runs on the host, nor on a node not Ready. */
+    add_backup(&f, "", NULL, "Running", "2026-03-10T09:00:00Z", "active");
+    run(&f, "2026-03-10T10:00:01Z", 0);
+    assert_int_equal(count(&f, CTL_ACT_CREATE_JOB), 0);
+    fixture_free(&f);
+
+    fixture_init(&f, DAILY_UTC);
+    add_backup(&f, "", NULL, "Pending", "2026-03-10T10:00:00Z", NULL);
+    f.node.ready = false;
+    run(&f, "2026-03-10T10:00:01Z", 0);
+    assert_int_equal(count(&f, CTL_ACT_CREATE_JOB), 0);
+    fixture_free(&f);
+}
+
+static void test_history_keeps_newest_success(void **state)
+{
+    struct fixture f;
+    fixture_init(&f, DAILY_UTC); /* history 3 */
+    add_backup(&f, "2026-03-04T02:00", "2026-03-04T02:00:00Z", "Succeeded", "2026-03-04T02:00:00Z",
+               NULL);
+    add_backup(&f, "2026-03-05T02:00", "2026-03-05T02:00:00Z", "Succeeded", "2026-03-05T02:00:00Z",
+               NULL);
+    for (int d = 6; d <= 10; d++) {
+        char slot[32], t[32];
+        snprintf(slot, sizeof(slot), "2026-03-%02dT02:00", d);
+        snprintf(t, sizeof(t), "2026-03-%02dT02:00:00Z", d);
+        add_backup(&f, slot, t, "Failed", t, NULL);
+    }
+    run(&f, "2026-03-10T03:00:00Z", 0);
+    /* Seven finished: keep the newest three and the newest success (03-05); delete three. */
+    assert_int_equal(count(&f, CTL_ACT_DELETE_BACKUP), 3);
+    for (size_t i = 0; i < f.acts.n; i++) {
+        if (f.acts.v[i].type == CTL_ACT_DELETE_BACKUP) {
+            assert_string_not_equal(f.acts.v[i].name, "bk-1");
+            assert_string_not_equal(f.acts.v[i].name, "bk-6");
+        }
+    }
+    fixture_free(&f);
+}
+
+static void test_overdue(void **state)
+{
+    struct fixture f;
+    fixture_init(&f,
+                 "{\"repository\":\"main\",\"paths\":[\"/etc\"],\"schedule\":{\"cron\":\"0 2 * * "
+                 "*\"}}"); /* daily UTC, jitter 15m: limit 48h15m */
+    /* No backup yet: the age counts from the policy's creation (later than the node's). */
+    run(&f, "2026-03-03T00:15:00Z", 0);
+    assert_false(f.out.overdue);
+    run(&f, "2026-03-03T00:15:01Z", 0);
+    assert_true(f.out.overdue);
+    assert_int_equal(f.out.overdue_start, T("2026-03-01T00:00:00Z"));
+
+    add_backup(&f, "2026-03-10T02:00", "2026-03-10T02:00:00Z", "Succeeded", "2026-03-10T02:00:00Z",
+               NULL); /* completed at 02:10 */
+    run(&f, "2026-03-11T12:00:00Z", 0);
+    assert_false(f.out.overdue);
+    assert_int_equal(f.out.last_success, T("2026-03-10T02:10:00Z"));
+    /* It will become overdue 48h15m after the success: the pair wakes then at the latest. */
+    assert_true(f.out.wake <= T("2026-03-12T02:25:01Z"));
+
+    /* maxAge overrides; a policy without schedule or maxAge is never overdue. */
+    fixture_free(&f);
+    fixture_init(&f, "{\"repository\":\"main\",\"paths\":[\"/etc\"]}");
+    run(&f, "2030-01-01T00:00:00Z", 0);
+    assert_false(f.out.overdue);
+    assert_int_equal(f.acts.n, 0);
+    fixture_free(&f);
+}
+
+static void test_slots_before_creation_are_not_missed(void **state)
+{
+    struct fixture f;
+    fixture_init(&f, DAILY_UTC);                /* created 2026-03-01T00:00Z */
+    f.node.created = T("2026-03-05T12:00:00Z"); /* joined later */
+    run(&f, "2026-03-05T12:30:00Z", 0);
+    assert_int_equal(count(&f, CTL_ACT_CREATE_RUN), 0);
+    assert_int_equal(count(&f, CTL_ACT_EVENT), 0);
+    assert_int_equal(f.out.decision.reason, SCHED_NOTHING_DUE);
+    fixture_free(&f);
+}
+
+static void test_invalid_policy_does_nothing(void **state)
+{
+    struct ctl_policy p;
+    load_policy(
+        &p, "{\"repository\":\"main\",\"paths\":[\"/etc\"],\"schedule\":{\"cron\":\"0 0 30 2 *\"}}",
+        T("2026-03-01T00:00:00Z"));
+    assert_false(p.valid);
+    assert_non_null(strstr(p.invalid_message, "spec.schedule.cron"));
+    ctl_policy_free(&p);
+}
+
+static void test_schedule_change_time(void **state)
+{
+    struct ctl_policy p;
+    /* No status yet: the schedule began with the policy. */
+    load_policy(&p, DAILY_UTC, T("2026-03-09T00:00:00Z"));
+    assert_int_equal(p.schedule_changed, T("2026-03-01T00:00:00Z"));
+    char hash[17];
+    memcpy(hash, p.schedule_hash, 17);
+    ctl_policy_free(&p);
+
+    /* A recorded hash that matches keeps its time; one that differs means "changed now". */
+    json_t *obj = json_pack(
+        "{s:s, s:s, s:{s:s, s:s, s:s, s:i, s:s}, s:{s:s, s:[s], s:{s:s, s:s}}, s:{s:s, s:s}}",
+        "apiVersion", "lodestore.io/v1alpha1", "kind", "BackupPolicy", "metadata", "name", "etc",
+        "namespace", "ops", "uid", "u", "generation", 2, "creationTimestamp",
+        "2026-03-01T00:00:00Z", "spec", "repository", "main", "paths", "/etc", "schedule", "cron",
+        "0 2 * * *", "jitter", "0s", "status", "scheduleHash", hash, "scheduleChangedAt",
+        "2026-03-05T00:00:00Z");
+    struct util_err err = {0};
+    assert_int_equal(ctl_policy_from_json(&p, obj, db, T("2026-03-09T00:00:00Z"), &err), 0);
+    assert_int_equal(p.schedule_changed, T("2026-03-05T00:00:00Z"));
+    ctl_policy_free(&p);
+    json_object_set_new(json_object_get(json_object_get(obj, "spec"), "schedule"), "cron",
+                        json_string("0 3 * * *"));
+    assert_int_equal(ctl_policy_from_json(&p, obj, db, T("2026-03-09T00:00:00Z"), &err), 0);
+    assert_int_equal(p.schedule_changed, T("2026-03-09T00:00:00Z"));
+    ctl_policy_free(&p);
+    json_decref(obj);
+}
+
+static int setup(void **state)
+{
+    struct util_err err = {0};
+    return tz_db_open(&db, NULL, &err);
+}
+
+static int teardown(void **state)
+{
+    tz_db_close(db);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_on_time_run),
+        cmocka_unit_test(test_slot_already_started_is_not_run_again),
+        cmocka_unit_test(test_one_catch_up_after_three_days_offline),
+        cmocka_unit_test(test_no_catch_up_outside_the_window),
+        cmocka_unit_test(test_skip_behind_running_then_catch_up),
+        cmocka_unit_test(test_time_limit),
+        cmocka_unit_test(test_job_outcomes),
+        cmocka_unit_test(test_manual_backup_waits_its_turn),
+        cmocka_unit_test(test_history_keeps_newest_success),
+        cmocka_unit_test(test_overdue),
+        cmocka_unit_test(test_slots_before_creation_are_not_missed),
+        cmocka_unit_test(test_invalid_policy_does_nothing),
+        cmocka_unit_test(test_schedule_change_time),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
