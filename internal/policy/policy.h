@@ -14,11 +14,19 @@
  * quoted numbers where an integer belongs; a plain scalar is a string wherever a
  * string belongs (`NO` is the string "NO").
  *
- * The zone name is checked against a struct tz_db (names only: the zone file is not
- * parsed here), so this module does no I/O of its own when db is NULL, where
- * only the syntax of the name is checked.
+ * The zone name is checked for its syntax (tz_name_check) and, when a struct
+ * tz_db is given, loaded once from it to prove that it exists and is usable
+ * (one small file read); with db NULL the module does no I/O at all.
  *
- * Costs: one pass over the events; memory is the struct plus the error list.
+ * Field paths read like Kubernetes': spec.retention.keepLast, spec.paths[0]
+ * (list indexes count from 0), metadata.labels[app.kubernetes.io/name] (keys
+ * that are not plain words go in brackets). Line and column count from 1, the
+ * column in characters. docs/policy.md is the reference for people.
+ *
+ * Costs: one pass over the events into a small node tree (one allocation per
+ * node), one walk over it; duplicate keys are found by sorting, so a hostile
+ * document with many keys costs O(n log n). Input is capped at 1 MiB and 64
+ * levels of nesting.
  */
 #ifndef LODE_POLICY_H
 #define LODE_POLICY_H
@@ -53,10 +61,10 @@ enum policy_ionice_class {
 };
 
 struct policy_schedule {
-    char *cron_text;      /* as written, for display */
+    char *cron_text; /* as written, for display */
     struct cron_expr cron;
-    char *timezone;       /* as written; "UTC" by default */
-    int64_t jitter;       /* seconds, 0 .. 86400 */
+    char *timezone;          /* as written; "UTC" by default */
+    int64_t jitter;          /* seconds, 0 .. 86400 */
     int64_t catch_up_window; /* seconds, 60 .. 30d */
 };
 
@@ -67,16 +75,16 @@ struct policy_retention {
 };
 
 struct policy_limits {
-    uint64_t upload_rate;  /* bytes per second; 0 = unlimited */
-    int nice;              /* -1 = host default */
+    uint64_t upload_rate; /* bytes per second; 0 = unlimited */
+    int nice;             /* -1 = host default */
     enum policy_ionice_class ionice_class;
-    int ionice_level;      /* -1 = none */
-    int64_t max_runtime;   /* seconds */
+    int ionice_level;    /* -1 = none */
+    int64_t max_runtime; /* seconds */
 };
 
 struct policy {
     char *name;
-    char *namespace;       /* "default" when the document has none */
+    char *namespace; /* "default" when the document has none */
     char *repository;
     char **paths;
     size_t npaths;
@@ -84,6 +92,8 @@ struct policy {
     size_t nnode_selector;
     struct policy_label *labels;
     size_t nlabels;
+    struct policy_label *annotations;
+    size_t nannotations;
     bool has_schedule;
     struct policy_schedule schedule;
     bool has_retention;
@@ -96,7 +106,7 @@ struct policy {
 struct policy_diag {
     int line;
     int column;
-    char *path;    /* "spec.retention.keepLast"; "" for the document itself */
+    char *path; /* "spec.retention.keepLast"; "" for the document itself */
     char *message;
 };
 
@@ -107,7 +117,15 @@ struct policy_diags {
 };
 
 void policy_diags_init(struct policy_diags *d);
+/* Frees the messages and paths and leaves d empty, ready for reuse. */
 void policy_diags_free(struct policy_diags *d);
+/*
+ * Appends an error (the message is formatted). The parsers use it, and so may a
+ * caller that reports a problem of its own in the same list, such as a file that
+ * cannot be read (line and column 0, path "").
+ */
+void policy_diags_add(struct policy_diags *d, int line, int column, const char *path,
+                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 /*
  * Decodes and validates a YAML document. Returns 0 when valid (out is filled and
@@ -119,8 +137,11 @@ int policy_parse_yaml(struct policy *out, const char *data, size_t len, const st
                       struct policy_diags *diags);
 
 /*
- * The same for the JSON object of a BackupPolicy as the Kubernetes API returns it
- * (metadata may carry extra server fields, which are ignored; status is ignored).
+ * The same for the JSON object of a BackupPolicy as the Kubernetes API returns it:
+ * server fields of metadata (uid, resourceVersion, managedFields, ...) and status
+ * are ignored, null counts as absent (as the API server prunes it), and a value's
+ * JSON type must fit its field (7, not "7" or 7.0, for an integer). Errors have
+ * line and column 0. obj NULL is an error, not a crash.
  */
 int policy_parse_json(struct policy *out, const json_t *obj, const struct tz_db *db,
                       struct policy_diags *diags);
