@@ -307,12 +307,13 @@ static void request_complete(struct kube_request *r, CURLcode code)
 static void client_pump(struct kube_client *c);
 static void client_do_close(struct kube_client *c);
 
-/* Delivers finished transfers. Stops early if a callback closed the client. */
+/* Delivers finished transfers. Stops once a callback closed the client (or asked to). */
 static void client_check_done(struct kube_client *c)
 {
     CURLMsg *m;
     int left;
-    while (!c->closing && (m = curl_multi_info_read(c->multi, &left)) != NULL) {
+    while (!c->closing && !c->close_requested &&
+           (m = curl_multi_info_read(c->multi, &left)) != NULL) {
         struct kube_request *r;
         char *priv = NULL;
         if (m->msg != CURLMSG_DONE)

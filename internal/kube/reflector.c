@@ -16,11 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define REFL_PAGE_DEFAULT   500
-#define REFL_WATCH_MIN_S    300
-#define REFL_WATCH_MAX_S    600
-#define REFL_WATCH_SHORT_MS 1000 /* a watch that ends sooner, with no event, counts as a failure   \
-                                  */
+#define REFL_PAGE_DEFAULT 500
+#define REFL_WATCH_MIN_S  300
+#define REFL_WATCH_MAX_S  600
+#define REFL_WATCH_SHORT_MS                                                                        \
+    1000 /* a watch that ends sooner, with no event, counts as a failure                           \
+          */
 
 enum refl_next { REFL_LIST, REFL_WATCH };
 
