@@ -400,7 +400,9 @@ static void on_watch_done(const struct kube_result *res, void *arg)
     } else if (res->error == 0 && res->status == 200) {
         /* The server's timeout: go on from where we are, unless it keeps ending at once. */
         if (lasted < REFL_WATCH_SHORT_MS && r->watch_events == 0) {
-            refl_fail(r, REFL_WATCH, "watch ended at once");
+            char *what = util_asprintf("watch %s: ended at once with no event", r->resource);
+            refl_fail(r, REFL_WATCH, what);
+            free(what);
         } else {
             kube_backoff_reset(&r->backoff);
             refl_schedule(r, REFL_WATCH, 0);

@@ -52,7 +52,7 @@ struct fake_server {
     int open_handles;
 };
 
-static void fake_on_closed(uv_handle_t *h)
+static inline void fake_on_closed(uv_handle_t *h)
 {
     struct fake_server *s = h->data;
     if (h != (uv_handle_t *)&s->listener) {
@@ -64,7 +64,7 @@ static void fake_on_closed(uv_handle_t *h)
     s->open_handles--;
 }
 
-static void fake_conn_close(struct fake_conn *c)
+static inline void fake_conn_close(struct fake_conn *c)
 {
     struct fake_server *s = c->srv;
     if (c->closing)
@@ -80,13 +80,13 @@ static void fake_conn_close(struct fake_conn *c)
     uv_close((uv_handle_t *)&c->tcp, fake_on_closed);
 }
 
-static void fake_on_written(uv_write_t *w, int status)
+static inline void fake_on_written(uv_write_t *w, int status)
 {
     free(w->data);
     free(w);
 }
 
-static void fake_write(struct fake_conn *c, const char *data, size_t len)
+static inline void fake_write(struct fake_conn *c, const char *data, size_t len)
 {
     if (c->closing || len == 0)
         return;
@@ -101,7 +101,7 @@ static void fake_write(struct fake_conn *c, const char *data, size_t len)
     }
 }
 
-static const char *fake_reason(int status)
+static inline const char *fake_reason(int status)
 {
     switch (status) {
     case 200:
@@ -121,7 +121,7 @@ static const char *fake_reason(int status)
     }
 }
 
-static void fake_respond(struct fake_conn *c, int status, const char *body)
+static inline void fake_respond(struct fake_conn *c, int status, const char *body)
 {
     char head[256];
     size_t len = strlen(body);
@@ -134,7 +134,8 @@ static void fake_respond(struct fake_conn *c, int status, const char *body)
 }
 
 /* A Status body, as the API server sends with errors. */
-static void fake_status(struct fake_conn *c, int status, const char *reason, const char *message)
+static inline void fake_status(struct fake_conn *c, int status, const char *reason,
+                               const char *message)
 {
     char *body = util_asprintf("{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
                                "\"status\":\"Failure\",\"message\":\"%s\",\"reason\":\"%s\","
@@ -144,7 +145,7 @@ static void fake_status(struct fake_conn *c, int status, const char *reason, con
     free(body);
 }
 
-static void fake_stream_begin(struct fake_conn *c, int status)
+static inline void fake_stream_begin(struct fake_conn *c, int status)
 {
     char head[256];
     int n = snprintf(head, sizeof(head),
@@ -154,7 +155,7 @@ static void fake_stream_begin(struct fake_conn *c, int status)
     fake_write(c, head, (size_t)n);
 }
 
-static void fake_stream_write(struct fake_conn *c, const char *data, size_t len)
+static inline void fake_stream_write(struct fake_conn *c, const char *data, size_t len)
 {
     char head[32];
     int n = snprintf(head, sizeof(head), "%zx\r\n", len);
@@ -165,18 +166,19 @@ static void fake_stream_write(struct fake_conn *c, const char *data, size_t len)
     fake_write(c, "\r\n", 2);
 }
 
-static void fake_stream_puts(struct fake_conn *c, const char *s)
+static inline void fake_stream_puts(struct fake_conn *c, const char *s)
 {
     fake_stream_write(c, s, strlen(s));
 }
 
-static void fake_stream_end(struct fake_conn *c)
+static inline void fake_stream_end(struct fake_conn *c)
 {
     fake_write(c, "0\r\n\r\n", 5);
 }
 
 /* Copies a header's value if the line is that header. */
-static void fake_header(const char *line, size_t len, const char *name, char *out, size_t size)
+static inline void fake_header(const char *line, size_t len, const char *name, char *out,
+                               size_t size)
 {
     size_t n = strlen(name);
     if (len > n + 1 && strncasecmp(line, name, n) == 0 && line[n] == ':') {
@@ -194,7 +196,7 @@ static void fake_header(const char *line, size_t len, const char *name, char *ou
 }
 
 /* Parses complete requests out of the input and hands each to the handler. */
-static void fake_parse(struct fake_conn *c)
+static inline void fake_parse(struct fake_conn *c)
 {
     for (;;) {
         char *end = c->in.data ? strstr(c->in.data, "\r\n\r\n") : NULL;
@@ -233,13 +235,13 @@ static void fake_parse(struct fake_conn *c)
     }
 }
 
-static void fake_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+static inline void fake_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     buf->base = util_malloc(65536);
     buf->len = 65536;
 }
 
-static void fake_on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
+static inline void fake_on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 {
     struct fake_conn *c = st->data;
     if (n > 0) {
@@ -251,7 +253,7 @@ static void fake_on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
     free(buf->base);
 }
 
-static void fake_on_connection(uv_stream_t *l, int status)
+static inline void fake_on_connection(uv_stream_t *l, int status)
 {
     struct fake_server *s = l->data;
     struct fake_conn *c;
@@ -272,7 +274,7 @@ static void fake_on_connection(uv_stream_t *l, int status)
     uv_read_start((uv_stream_t *)&c->tcp, fake_alloc, fake_on_read);
 }
 
-static int fake_start(struct fake_server *s, uv_loop_t *loop, fake_handler h, void *data)
+static inline int fake_start(struct fake_server *s, uv_loop_t *loop, fake_handler h, void *data)
 {
     struct sockaddr_in addr;
     struct sockaddr_storage name;
@@ -293,7 +295,7 @@ static int fake_start(struct fake_server *s, uv_loop_t *loop, fake_handler h, vo
     return 0;
 }
 
-static void fake_stop(struct fake_server *s)
+static inline void fake_stop(struct fake_server *s)
 {
     while (s->conns != NULL)
         fake_conn_close(s->conns);
@@ -302,7 +304,8 @@ static void fake_stop(struct fake_server *s)
 }
 
 /* The value of a query parameter in a target, or "" (raw, not decoded). */
-static const char *fake_query(const struct fake_req *r, const char *key, char *out, size_t size)
+static inline const char *fake_query(const struct fake_req *r, const char *key, char *out,
+                                     size_t size)
 {
     const char *q = strchr(r->target, '?');
     size_t kl = strlen(key);
@@ -324,7 +327,7 @@ static const char *fake_query(const struct fake_req *r, const char *key, char *o
 }
 
 /* True if the target's path (before '?') is path. */
-static bool fake_path_is(const struct fake_req *r, const char *path)
+static inline bool fake_path_is(const struct fake_req *r, const char *path)
 {
     size_t n = strlen(path);
     return strncmp(r->target, path, n) == 0 && (r->target[n] == '\0' || r->target[n] == '?');

@@ -1,0 +1,365 @@
+/*
+ * The reflector against a scripted fake API server: paged lists, watch events,
+ * bookmarks, the normal end of a watch, 410 as an ERROR event and as an HTTP status,
+ * deletes found by a relist, errors with backoff, and closing from a callback.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kube/fake_api.h"
+#include "kube/kube.h"
+
+#define MAX_OBJ 16
+
+/* The fake's store: objects in ns1, by name, each with its resourceVersion. */
+struct obj {
+    char name[16];
+    int rv;
+    bool live;
+};
+
+struct t {
+    uv_loop_t loop;
+    uv_timer_t watchdog;
+    struct fake_server srv;
+    struct kube_client *c;
+    struct kube_reflector *r;
+    struct obj objs[MAX_OBJ];
+    int nobj, rv;
+    int lists, watches; /* requests the server saw */
+    int step;           /* what the scenario does with the next watch */
+    char log[4096];     /* the reflector's callbacks, in order */
+    char accept_list[256], accept_watch[256];
+    char watch_rvs[256]; /* resourceVersion of each watch request, ';'-separated */
+    int list_fail;       /* answer this many lists with 500 first */
+    bool close_in_add;
+    bool closed;
+};
+
+static void logf_(struct t *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void logf_(struct t *t, const char *fmt, ...)
+{
+    size_t n = strlen(t->log);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->log + n, sizeof(t->log) - n, fmt, ap);
+    va_end(ap);
+}
+
+static void put(struct t *t, const char *name)
+{
+    int i;
+    for (i = 0; i < t->nobj; i++)
+        if (strcmp(t->objs[i].name, name) == 0)
+            break;
+    if (i == t->nobj) {
+        assert_true(t->nobj < MAX_OBJ);
+        snprintf(t->objs[t->nobj++].name, sizeof(t->objs[0].name), "%s", name);
+    }
+    t->objs[i].rv = ++t->rv;
+    t->objs[i].live = true;
+}
+
+static void del(struct t *t, const char *name)
+{
+    for (int i = 0; i < t->nobj; i++)
+        if (strcmp(t->objs[i].name, name) == 0)
+            t->objs[i].live = false;
+    t->rv++;
+}
+
+/* LIST with limit and continue (the index of the next object). */
+static void answer_list(struct t *t, struct fake_conn *c, struct fake_req *r)
+{
+    char q[64];
+    int limit = atoi(fake_query(r, "limit", q, sizeof(q)));
+    int start = atoi(fake_query(r, "continue", q, sizeof(q)));
+    int sent = 0, i;
+    struct util_buf b;
+    util_buf_init(&b);
+    util_buf_puts(&b, "{\"kind\":\"ConfigMapList\",\"items\":[");
+    for (i = start; i < t->nobj && (limit == 0 || sent < limit); i++) {
+        if (!t->objs[i].live)
+            continue;
+        util_buf_printf(&b,
+                        "%s{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns1\","
+                        "\"resourceVersion\":\"%d\"}}",
+                        sent ? "," : "", t->objs[i].name, t->objs[i].rv);
+        sent++;
+    }
+    while (i < t->nobj && !t->objs[i].live)
+        i++;
+    util_buf_printf(&b, "],\"metadata\":{\"resourceVersion\":\"%d\"", t->rv);
+    if (i < t->nobj)
+        util_buf_printf(&b, ",\"continue\":\"%d\"", i);
+    util_buf_puts(&b, "}}");
+    fake_respond(c, 200, b.data);
+    util_buf_free(&b);
+}
+
+static void ev(struct fake_conn *c, const char *type, const char *name, int rv)
+{
+    char *s = util_asprintf("{\"type\":\"%s\",\"object\":{\"metadata\":{\"name\":\"%s\","
+                            "\"namespace\":\"ns1\",\"resourceVersion\":\"%d\"}}}\n",
+                            type, name, rv);
+    fake_stream_puts(c, s);
+    free(s);
+}
+
+static void handler(struct fake_server *s, struct fake_conn *c, struct fake_req *r)
+{
+    struct t *t = s->data;
+    char q[64];
+    size_t n;
+    if (strcmp(fake_query(r, "watch", q, sizeof(q)), "1") != 0) {
+        t->lists++;
+        snprintf(t->accept_list, sizeof(t->accept_list), "%s", r->accept);
+        if (t->list_fail > 0) {
+            t->list_fail--;
+            fake_status(c, 500, "InternalError", "boom");
+            return;
+        }
+        answer_list(t, c, r);
+        return;
+    }
+    t->watches++;
+    snprintf(t->accept_watch, sizeof(t->accept_watch), "%s", r->accept);
+    n = strlen(t->watch_rvs);
+    snprintf(t->watch_rvs + n, sizeof(t->watch_rvs) - n, "%s;",
+             fake_query(r, "resourceVersion", q, sizeof(q)));
+    switch (t->step++) {
+    case 0:
+        /* Events, a bookmark, then the server's timeout ends the watch. */
+        fake_stream_begin(c, 200);
+        put(t, "x");
+        ev(c, "ADDED", "x", t->rv);
+        put(t, "a");
+        ev(c, "MODIFIED", "a", t->rv);
+        del(t, "b");
+        ev(c, "DELETED", "b", t->rv);
+        t->rv++;
+        fake_stream_puts(c, "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"ConfigMap\","
+                            "\"metadata\":{\"resourceVersion\":\"9\"}}}\n");
+        fake_stream_end(c);
+        break;
+    case 1:
+        /* While "disconnected": d goes, c changes, y comes; history is compacted. */
+        del(t, "d");
+        put(t, "c");
+        put(t, "y");
+        fake_stream_begin(c, 200);
+        fake_stream_puts(c, "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"status\":"
+                            "\"Failure\",\"message\":\"too old resource version: 9 (12)\","
+                            "\"reason\":\"Expired\",\"code\":410}}\n");
+        /* The stream stays open: the reflector must drop it by itself. */
+        break;
+    case 2:
+        fake_status(c, 410, "Expired", "too old resource version");
+        break;
+    case 3:
+        fake_status(c, 500, "InternalError", "etcd is sad");
+        break;
+    case 4:
+        /* A watch that ends at once with nothing in it. */
+        fake_stream_begin(c, 200);
+        fake_stream_end(c);
+        break;
+    default:
+        /* Held open; the scenario ends here. */
+        fake_stream_begin(c, 200);
+        logf_(t, "END;");
+        kube_reflector_close(t->r);
+        t->r = NULL;
+        kube_client_close(t->c, NULL, NULL);
+        t->c = NULL;
+        fake_stop(&t->srv);
+        uv_close((uv_handle_t *)&t->watchdog, NULL);
+        t->closed = true;
+        break;
+    }
+}
+
+static void add_cb(struct kube_reflector *r, const char *ns, const char *name, json_t *obj,
+                   void *arg)
+{
+    struct t *t = arg;
+    const char *rv =
+        json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+    logf_(t, "add %s/%s %s;", ns, name, rv);
+    if (t->close_in_add) {
+        /* Closing from inside a callback: nothing more may be delivered. */
+        kube_reflector_close(r);
+        t->r = NULL;
+        kube_client_close(t->c, NULL, NULL);
+        t->c = NULL;
+        fake_stop(&t->srv);
+        uv_close((uv_handle_t *)&t->watchdog, NULL);
+        t->closed = true;
+    }
+}
+
+static void update_cb(struct kube_reflector *r, const char *ns, const char *name, json_t *obj,
+                      void *arg)
+{
+    const char *rv =
+        json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+    logf_(arg, "update %s %s;", name, rv);
+}
+
+static void delete_cb(struct kube_reflector *r, const char *ns, const char *name, json_t *obj,
+                      void *arg)
+{
+    logf_(arg, "delete %s/%s %s;", ns, name, obj ? "obj" : "gone");
+}
+
+static void synced_cb(struct kube_reflector *r, void *arg)
+{
+    struct t *t = arg;
+    logf_(t, "synced %s n=%zu;", kube_reflector_resource_version(r), kube_reflector_size(r));
+}
+
+static void error_cb(struct kube_reflector *r, const char *what, uint64_t delay_ms, void *arg)
+{
+    struct t *t = arg;
+    /* The test's backoff is 10 ms base, 40 ms cap. */
+    assert_true(delay_ms >= 5 && delay_ms <= 40);
+    logf_(t, "error %s;", what);
+}
+
+static const struct kube_reflector_cbs cbs = {add_cb, update_cb, delete_cb, synced_cb, error_cb};
+
+static void on_watchdog(uv_timer_t *h)
+{
+    struct t *t = h->data;
+    fail_msg("the scenario did not finish; log: %s", t->log);
+}
+
+static void start(struct t *t, bool metadata_only)
+{
+    struct kube_config cfg = {0};
+    struct util_err err = {0};
+    struct kube_reflector_opts o = {
+        .res = {"", "v1", "configmaps", "ns1"},
+        .label_selector = "app=lode",
+        .metadata_only = metadata_only,
+        .page_size = 2,
+        .watch_timeout_min_s = 60,
+        .watch_timeout_max_s = 61,
+        .backoff_base_ms = 10,
+        .backoff_cap_ms = 40,
+    };
+    assert_int_equal(uv_loop_init(&t->loop), 0);
+    assert_int_equal(fake_start(&t->srv, &t->loop, handler, t), 0);
+    uv_timer_init(&t->loop, &t->watchdog);
+    t->watchdog.data = t;
+    uv_timer_start(&t->watchdog, on_watchdog, 10000, 0);
+    cfg.server = util_asprintf("http://127.0.0.1:%d", t->srv.port);
+    cfg.insecure = true;
+    assert_int_equal(kube_client_init(&t->loop, &t->c, &cfg, NULL, &err), 0);
+    kube_config_free(&cfg);
+    assert_int_equal(kube_reflector_init(t->c, &t->r, &o, &cbs, t, &err), 0);
+    kube_reflector_start(t->r);
+}
+
+static void finish_run(struct t *t)
+{
+    uv_run(&t->loop, UV_RUN_DEFAULT);
+    assert_true(t->closed);
+    assert_int_equal(t->srv.open_handles, 0);
+    assert_int_equal(uv_loop_close(&t->loop), 0);
+}
+
+static void test_list_watch_relist(void **state)
+{
+    struct t t = {0};
+    const char *names[] = {"a", "b", "c", "d", "e"};
+    for (int i = 0; i < 5; i++)
+        put(&t, names[i]);
+    start(&t, true);
+    finish_run(&t);
+    assert_string_equal(
+        t.log,
+        /* The first list, in three pages of two. */
+        "add ns1/a 1;add ns1/b 2;add ns1/c 3;add ns1/d 4;add ns1/e 5;synced 5 n=5;"
+        /* Watch 1: events, a bookmark at 9, then the normal end. */
+        "add ns1/x 6;update a 7;delete ns1/b obj;"
+        /* Watch 2 from 9: ERROR 410, so a relist finds c and y changed and d gone. */
+        "update c 11;add ns1/y 12;delete ns1/d gone;synced 12 n=5;"
+        /* Watch 3: HTTP 410, relist, nothing changed. */
+        "synced 12 n=5;"
+        /* Watch 4: a 500, retried after a backoff from the same version. */
+        "error watch configmaps: HTTP 500: etcd is sad;"
+        /* Watch 5 ends at once with nothing: counted as a failure too. */
+        "error watch configmaps: ended at once with no event;"
+        "END;");
+    assert_string_equal(t.watch_rvs, "5;9;12;12;12;12;");
+    assert_int_equal(t.lists, 3 * 3);
+    assert_non_null(strstr(t.accept_list, "as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"));
+    assert_non_null(strstr(t.accept_watch, "as=PartialObjectMetadata;g=meta.k8s.io;v=v1"));
+    assert_null(strstr(t.accept_watch, "List"));
+}
+
+static void test_list_errors_back_off(void **state)
+{
+    struct t t = {0};
+    put(&t, "a");
+    t.list_fail = 2;
+    t.step = 5; /* the first watch ends the scenario */
+    start(&t, false);
+    finish_run(&t);
+    assert_string_equal(t.log, "error list configmaps: HTTP 500: boom;"
+                               "error list configmaps: HTTP 500: boom;"
+                               "add ns1/a 1;synced 1 n=1;END;");
+    assert_string_equal(t.accept_list, "application/json");
+}
+
+static void test_close_inside_callback(void **state)
+{
+    struct t t = {0};
+    put(&t, "a");
+    put(&t, "b");
+    t.close_in_add = true;
+    start(&t, false);
+    finish_run(&t);
+    assert_string_equal(t.log, "add ns1/a 1;");
+    assert_int_equal(t.watches, 0);
+}
+
+static void test_init_errors(void **state)
+{
+    uv_loop_t loop;
+    struct kube_client *c;
+    struct kube_reflector *r;
+    struct kube_config cfg = {.server = "https://h"};
+    struct util_err err = {0};
+    struct kube_reflector_opts o = {.res = {"", "v1", NULL, NULL}};
+    assert_int_equal(uv_loop_init(&loop), 0);
+    assert_int_equal(kube_client_init(&loop, &c, &cfg, NULL, &err), 0);
+    assert_int_equal(kube_reflector_init(c, &r, &o, &cbs, NULL, &err), UTIL_EINVAL);
+    assert_non_null(strstr(err.msg, "plural"));
+    o.res.resource = "nodes";
+    o.watch_timeout_min_s = 10;
+    o.watch_timeout_max_s = 5;
+    assert_int_equal(kube_reflector_init(c, &r, &o, &cbs, NULL, &err), UTIL_EINVAL);
+    assert_non_null(strstr(err.msg, "watch timeout"));
+    kube_client_close(c, NULL, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_list_watch_relist),
+        cmocka_unit_test(test_list_errors_back_off),
+        cmocka_unit_test(test_close_inside_callback),
+        cmocka_unit_test(test_init_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
