@@ -15,6 +15,17 @@
 #include "tz/tz.h"
 #include "util/util.h"
 
+/*
+ * How much to thin the heavy sampling loops: 1 normally, 10 under valgrind
+ * (tests/run.sh sets VALGRIND=1), which is 20 times slower and checks memory, not
+ * coverage; the sanitizer pass runs every point.
+ */
+static inline int test_stride(void)
+{
+    const char *v = getenv("VALGRIND");
+    return v != NULL && strcmp(v, "1") == 0 ? 10 : 1;
+}
+
 /* Seconds of a civil date-time, read as UTC or as a local wall clock alike. */
 static inline int64_t civil(int64_t y, unsigned mo, unsigned d, unsigned h, unsigned mi)
 {
@@ -74,6 +85,20 @@ static inline void check_resolution(const struct tz_zone *z, int64_t local)
         break;
     }
     }
+}
+
+/* Fails unless local resolves to kind with these instants (at1 only when repeated). */
+static inline void expect_local(const struct tz_zone *z, int64_t local, enum tz_local_kind kind,
+                                int64_t at0, int64_t at1)
+{
+    struct tz_local r;
+    tz_resolve_local(z, local, &r);
+    char l[UTIL_TIME_BUF], a[UTIL_TIME_BUF], b[UTIL_TIME_BUF];
+    util_format_utc(local, l, sizeof(l));
+    util_format_utc(r.at[0], a, sizeof(a));
+    util_format_utc(r.at[1], b, sizeof(b));
+    if (r.kind != kind || r.at[0] != at0 || (kind == TZ_LOCAL_REPEATED && r.at[1] != at1))
+        fail_msg("%s local %s: kind %d at %s %s", tz_zone_name(z), l, r.kind, a, b);
 }
 
 #endif
