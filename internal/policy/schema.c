@@ -449,9 +449,19 @@ static bool schema_integer_trap(struct schema_walk *w, const struct policy_node 
         return true;
     }
     if (dlen > 2 && digits[0] == '0' && strchr("xXoObB", digits[1]) != NULL) {
-        schema_error(w, n,
-                     "hexadecimal, octal and binary numbers are not accepted: write the number "
-                     "in decimal");
+        /* Say which decimal number was meant, when the digits make one. */
+        int base = strchr("xX", digits[1]) ? 16 : strchr("oO", digits[1]) ? 8 : 2;
+        const char *set = base == 16 ? "0123456789abcdefABCDEF" : base == 8 ? "01234567" : "01";
+        if (schema_all(digits + 2, dlen - 2, set) && dlen - 2 <= 15) {
+            unsigned long long v = strtoull(digits + 2, NULL, base);
+            schema_error(w, n,
+                         "hexadecimal, octal and binary numbers are not accepted: write %s%llu",
+                         s[0] == '-' ? "-" : "", v);
+        } else {
+            schema_error(w, n,
+                         "hexadecimal, octal and binary numbers are not accepted: write the "
+                         "number in decimal");
+        }
         return true;
     }
     if (schema_all(digits, dlen, "0123456789_") && memchr(digits, '_', dlen) != NULL) {
