@@ -155,7 +155,6 @@ int cmd_validate(int argc, char **argv)
         return CLI_USAGE;
     if (output == CLI_OUTPUT_JSON)
         files = json_array();
-    fflush(stdout);
     for (int i = optind; i < argc; i++) {
         int rc = cmd_validate_file(argv[i], db, output, files);
         if (rc > status)

@@ -2,17 +2,18 @@
  * YAML to the node tree, from libyaml's events.
  *
  * The event API is used rather than libyaml's document loader because the loader
- * resolves aliases and drops the difference between a plain and a quoted scalar,
- * both of which the strict rules need. Each node keeps the start mark of its
- * event. What YAML allows and a policy does not (anchors, aliases, tags, a
- * second document, %TAG directives) is reported here, with its position; what
- * depends on the schema is left to the walk.
+ * turns an alias into a second reference to the anchored node, so the alias can
+ * no longer be reported where it was written, and because its tree would only be
+ * copied again into ours. Each node keeps the start mark of its event. What YAML
+ * allows and a policy does not (anchors, aliases, tags, a second document, %TAG
+ * directives) is reported here, with its position; what depends on the schema
+ * is left to the walk.
  *
  * libyaml stops at the first syntax error. The tree built until then is kept, so
  * the errors before that point are reported too. A value that starts with '*'
  * or '@' is a syntax error (an alias, a reserved character) that people meet
- * with crons such as `*` "/15 * * * *" and "@daily"; the raw line at the error tells
- * us so, and the message shows the quoted form.
+ * with crons whose first field is a star, or with @daily; the raw line at the
+ * error tells us so, and the message shows the quoted form.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -21,16 +22,12 @@
 
 #include "policy_int.h"
 
-struct yaml_frame {
-    struct policy_node *node; /* a map or a list still open */
-};
-
 struct yaml_builder {
     const char *data;
     size_t len;
     struct policy_diags *diags;
     struct policy_node *root;
-    struct yaml_frame stack[POLICY_MAX_DEPTH + 1];
+    struct policy_node *stack[POLICY_MAX_DEPTH + 1]; /* the maps and lists still open */
     int depth;
     int hint_line; /* the line of a quoting hint already given, 0 when none */
     /* Anchors defined so far: an alias of one of them is a real alias, any other
@@ -60,7 +57,7 @@ static char *yaml_builder_path(const struct yaml_builder *b)
     util_buf_init(&path);
     util_buf_puts(&path, "");
     for (int i = 0; i < b->depth; i++) {
-        const struct policy_node *n = b->stack[i].node;
+        const struct policy_node *n = b->stack[i];
         if (n->kind == POLICY_NODE_LIST) {
             /* The child frame, if any, is the last item. */
             if (i + 1 < b->depth)
@@ -71,7 +68,7 @@ static char *yaml_builder_path(const struct yaml_builder *b)
             break;
         const struct policy_pair *p = &n->pairs[n->npairs - 1];
         bool awaiting = p->value == NULL;
-        bool child = i + 1 < b->depth && p->value == b->stack[i + 1].node;
+        bool child = i + 1 < b->depth && p->value == b->stack[i + 1];
         if (!awaiting && !child)
             break;
         if (p->key->kind != POLICY_NODE_SCALAR)
@@ -93,7 +90,7 @@ static void yaml_attach(struct yaml_builder *b, struct policy_node *n)
             policy_node_free(n); /* cannot happen in one document; never leak */
         return;
     }
-    top = b->stack[b->depth - 1].node;
+    top = b->stack[b->depth - 1];
     if (top->kind == POLICY_NODE_LIST) {
         policy_node_add_item(top, n);
         return;
@@ -402,12 +399,12 @@ static bool yaml_builder_event(struct yaml_builder *b, const yaml_event_t *e, in
                                                                  : POLICY_NODE_MAP,
                             line, column);
         yaml_attach(b, n);
-        b->stack[b->depth++].node = n;
+        b->stack[b->depth++] = n;
         return true;
     case YAML_SEQUENCE_END_EVENT:
     case YAML_MAPPING_END_EVENT:
         if (b->depth > 0)
-            b->stack[--b->depth].node->closed = true;
+            b->stack[--b->depth]->closed = true;
         return true;
     case YAML_STREAM_START_EVENT:
     case YAML_STREAM_END_EVENT:
