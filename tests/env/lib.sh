@@ -1,0 +1,217 @@
+# Helpers for end-to-end tests that run against the environment of
+# cluster-up.sh. Source it from a tests/e2e/test_*.sh script; it loads
+# state.env and s3.env (so $KUBECONFIG, $S3_ENDPOINT, $S3_BUCKET, ... are set)
+# and refuses to go on when no environment runs.
+#
+# Counters in the style of tests/cli/lib.sh: pass, fail, check_eq,
+# check_contains, finish (prints "N passed, M failed", which tests/run.sh sums).
+#
+# Cluster helpers (every wait is bounded):
+#   kc ARGS...                  kubectl as "admin" (system:masters)
+#   kc_op ARGS...               kubectl as "operator" (operator-rbac.yaml)
+#   env_get ARGS... JSONPATH    kc get ARGS -o jsonpath=JSONPATH, e.g.
+#                               env_get -n ns job/x '{.status.succeeded}'
+#   env_create_nodes N PREFIX [KEY=VALUE...]
+#                               nodes PREFIX-0 .. PREFIX-(N-1), labelled, Ready
+#   env_delete_nodes PREFIX     deletes them
+#   env_kwok_result RESULT KEY=VALUE...
+#                               from now on, running pods with all these labels
+#                               fail, hang or succeed (a KWOK Stage; returns once
+#                               KWOK has loaded it). Label a Job's pod template
+#                               lodestore.io/kwok-result=fail|hang for the same
+#                               effect without a call.
+#   env_kwok_clear              removes the stages env_kwok_result added
+#   env_wait_job NS JOB TYPE [SECONDS]
+#                               waits for condition TYPE (Complete, Failed, ...)
+#                               to be True on the Job
+# S3 helpers (SigV4 through curl --aws-sigv4, TLS verified against the test CA):
+#   env_s3 METHOD PATH [BODY-FILE [CURL ARGS...]]
+#                               signed request (the payload hash is signed too);
+#                               sets S3_CODE (HTTP status) and S3_BODY; PATH is
+#                               /bucket/key?query; BODY-FILE "" for none
+#   env_s3_as ACCESS SECRET METHOD PATH [BODY-FILE [CURL ARGS...]]
+#                               the same with other keys
+set -u
+# shellcheck source=tests/env/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+if [[ ! -f $ENV_STATE ]]; then
+	echo "tests/env/lib.sh: no environment in $ENV_DIR; run 'make cluster-up' first" >&2
+	exit 1
+fi
+# shellcheck disable=SC1090
+source "$ENV_STATE"
+# shellcheck disable=SC1090
+source "$S3_ENV"
+export KUBECONFIG S3_ENDPOINT S3_REGION S3_BUCKET S3_ACCESS_KEY S3_SECRET_KEY S3_CA_FILE
+
+T_PASSED=0
+T_FAILED=0
+T_TMP=$(mktemp -d)
+trap 'rm -rf "$T_TMP"' EXIT
+
+pass() {
+	T_PASSED=$((T_PASSED + 1))
+	echo "ok - $1"
+}
+fail() {
+	T_FAILED=$((T_FAILED + 1))
+	echo "not ok - $1"
+	shift
+	printf '    %s\n' "$@"
+}
+check_eq() { # name got want
+	if [[ $2 == "$3" ]]; then pass "$1"; else fail "$1" "got:  $2" "want: $3"; fi
+}
+check_contains() { # name haystack needle
+	if [[ $2 == *"$3"* ]]; then pass "$1"; else fail "$1" "missing: $3" "in: $2"; fi
+}
+finish() {
+	echo "$T_PASSED passed, $T_FAILED failed"
+	[[ $T_FAILED -eq 0 ]]
+}
+
+# The discovery cache lives with the environment: the port changes each time.
+kc() {
+	"$KUBECTL" --kubeconfig "$KUBECONFIG" --cache-dir "$ENV_DIR/kube-cache" --context admin \
+		--request-timeout 30s "$@"
+}
+kc_op() {
+	"$KUBECTL" --kubeconfig "$KUBECONFIG" --cache-dir "$ENV_DIR/kube-cache" --context operator \
+		--request-timeout 30s "$@"
+}
+
+env_get() {
+	local jsonpath=${*: -1}
+	kc get "${@:1:$#-1}" -o "jsonpath=$jsonpath"
+}
+
+env_create_nodes() {
+	local n=$1 prefix=$2 i kv
+	shift 2
+	{
+		echo 'apiVersion: v1'
+		echo 'kind: List'
+		echo 'items:'
+		for ((i = 0; i < n; i++)); do
+			echo '  - apiVersion: v1'
+			echo '    kind: Node'
+			echo '    metadata:'
+			echo "      name: $prefix-$i"
+			echo '      labels:'
+			echo "        lodestore.io/env-nodes: \"$prefix\""
+			echo "        kubernetes.io/hostname: \"$prefix-$i\""
+			for kv in "$@"; do
+				echo "        ${kv%%=*}: \"${kv#*=}\""
+			done
+		done
+	} | kc apply -f - >/dev/null || return 1
+	env_wait "$((30 + n / 10))" "$n nodes $prefix-* to be Ready" _env_nodes_ready "$prefix" "$n"
+}
+_env_nodes_ready() { # PREFIX N
+	local ready
+	ready=$(kc get nodes -l "lodestore.io/env-nodes=$1" \
+		-o 'jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' |
+		grep -c '^True$')
+	[[ $ready -eq $2 ]]
+}
+
+env_delete_nodes() {
+	kc delete nodes -l "lodestore.io/env-nodes=$1" >/dev/null
+}
+
+env_kwok_result() {
+	local result=$1 name
+	shift
+	[[ $# -gt 0 ]] || {
+		echo "env_kwok_result: give at least one KEY=VALUE label" >&2
+		return 2
+	}
+	name=lodestore-dyn-$result-$(printf '%s\n' "$@" | sha1sum | cut -c1-12)
+	ENV_STAGE_ORIGIN=dynamic env_kwok_stage "$name" "$result" "$@" >"$T_TMP/stage.yaml" || return 2
+	kc apply --server-side -f "$T_TMP/stage.yaml" >/dev/null || return 1
+	_env_kwok_sync
+}
+
+env_kwok_clear() {
+	kc delete stages.kwok.x-k8s.io -l lodestore.io/kwok-stage=dynamic >/dev/null || return 1
+	_env_kwok_sync
+}
+
+# KWOK watches Stage objects and publishes its set of pod stages as a whole,
+# in the order the apiserver sent them. So when a stage created after ours
+# acts on a pod, ours is in force too. The probe stage makes one probe pod on a
+# probe node succeed; each poll that finds it not yet done touches the pod,
+# because KWOK looks at a pod again only when the pod changes.
+_env_kwok_sync() {
+	local token ok=0
+	token=$(openssl rand -hex 6)
+	{
+		ENV_STAGE_ORIGIN=sync env_kwok_stage "lodestore-sync-$token" succeed "lodestore.io/kwok-probe=$token"
+		cat <<EOF
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: lodestore-kwok-sync-$token
+  labels: {lodestore.io/kwok-probe: "$token"}
+EOF
+	} | kc apply -f - >/dev/null || return 1
+	kc apply -f - >/dev/null <<EOF || return 1
+apiVersion: v1
+kind: Pod
+metadata:
+  name: lodestore-kwok-sync-$token
+  namespace: default
+  labels: {lodestore.io/kwok-probe: "$token"}
+spec:
+  nodeName: lodestore-kwok-sync-$token
+  restartPolicy: Never
+  containers:
+    - name: probe
+      image: lodestore.invalid/probe
+EOF
+	if env_wait 30 "KWOK to load a new stage" _env_kwok_probe_done "$token"; then
+		ok=1
+	fi
+	kc -n default delete pod "lodestore-kwok-sync-$token" --grace-period=0 --force >/dev/null 2>&1
+	kc delete node "lodestore-kwok-sync-$token" >/dev/null
+	kc delete stages.kwok.x-k8s.io "lodestore-sync-$token" >/dev/null
+	[[ $ok == 1 ]]
+}
+_env_kwok_probe_done() {
+	local phase
+	phase=$(kc -n default get pod "lodestore-kwok-sync-$1" -o 'jsonpath={.status.phase}')
+	[[ $phase == Succeeded ]] && return 0
+	kc -n default annotate --overwrite pod "lodestore-kwok-sync-$1" "lodestore.io/kwok-poke=$RANDOM" >/dev/null
+	return 1
+}
+
+env_wait_job() {
+	local ns=$1 job=$2 type=$3 limit=${4:-60}
+	env_wait "$limit" "job $ns/$job to be $type" _env_job_is "$ns" "$job" "$type"
+}
+_env_job_is() {
+	[[ $(kc -n "$1" get job "$2" -o "jsonpath={.status.conditions[?(@.type==\"$3\")].status}") == True ]]
+}
+
+env_s3_as() {
+	local access=$1 secret=$2 method=$3 path=$4 body=${5:-} sha
+	shift 4
+	[[ $# -gt 0 ]] && shift
+	# curl 7.88 signs but does not send x-amz-content-sha256, which S3 servers
+	# require; passed as a header, curl includes it in the signature.
+	if [[ -n $body ]]; then
+		sha=$(sha256sum "$body" | cut -d' ' -f1)
+		set -- --data-binary "@$body" "$@"
+	else
+		sha=$(printf '' | sha256sum | cut -d' ' -f1)
+	fi
+	S3_CODE=$(curl -s --max-time 30 --cacert "$S3_CA_FILE" --aws-sigv4 "aws:amz:$S3_REGION:s3" \
+		--user "$access:$secret" -H "x-amz-content-sha256: $sha" -X "$method" \
+		-o "$T_TMP/s3body" -w '%{http_code}' "$@" "$S3_ENDPOINT$path")
+	S3_BODY=$(cat "$T_TMP/s3body" 2>/dev/null)
+}
+env_s3() {
+	env_s3_as "$S3_ACCESS_KEY" "$S3_SECRET_KEY" "$@"
+}
