@@ -100,5 +100,12 @@ int64_t tz_rule_day(const struct tz_rule *r, int64_t y);
 bool tz_footer_dst_at(const struct tz_footer *f, int64_t t);
 /* The first instant after t where the footer switches, or INT64_MAX. */
 int64_t tz_footer_next(const struct tz_footer *f, int64_t t);
+/*
+ * Calls emit_cb for every switch in (lo, hi) that changes the state, in order, in
+ * one pass over the years (what tz_footer_next would find one call at a time).
+ * Returns how many.
+ */
+size_t tz_footer_changes(const struct tz_footer *f, int64_t lo, int64_t hi,
+                         void (*emit_cb)(void *arg, int64_t at, bool dst), void *arg);
 
 #endif

@@ -7,6 +7,7 @@
  */
 #include "tz/tz_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define DAY 86400
@@ -201,23 +202,32 @@ bad:
                         (int)(len > 100 ? 100 : len), s, what);
 }
 
-int64_t tz_rule_day(const struct tz_rule *r, int64_t y)
+/* Days before each month in a common year. */
+static const uint16_t month_start[12] = {0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334};
+static const uint8_t month_days[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+
+/* The rule's day in the year whose January 1 is day jan1; a few additions. */
+static int64_t rule_day_in(const struct tz_rule *r, int64_t jan1, bool leap)
 {
-    int64_t jan1 = util_days_from_civil(y, 1, 1);
     switch (r->kind) {
     case TZ_RULE_JULIAN1:
-        return jan1 + r->day - 1 + (util_is_leap(y) && r->day >= 60 ? 1 : 0);
+        return jan1 + r->day - 1 + (leap && r->day >= 60 ? 1 : 0);
     case TZ_RULE_JULIAN0:
         return jan1 + r->day;
     default: {
-        int64_t first = util_days_from_civil(y, r->month, 1);
-        int64_t d = first + (r->wday + 7 - util_weekday_from_days(first)) % 7 + 7 * (r->week - 1);
-        int64_t last = first + util_days_in_month(y, r->month) - 1;
-        while (d > last)
-            d -= 7;
-        return d;
+        unsigned m = r->month - 1u;
+        int64_t first = jan1 + month_start[m] + (leap && m >= 2 ? 1 : 0);
+        int64_t wd = ((first + 4) % 7 + 7) % 7; /* 1970-01-01 was a Thursday */
+        int64_t d = first + (r->wday - wd + 7) % 7 + 7 * (r->week - 1);
+        int64_t last = first + month_days[m] + (leap && m == 1 ? 1 : 0) - 1;
+        return d > last ? d - 7 : d; /* week 5 means the last such weekday */
     }
     }
+}
+
+int64_t tz_rule_day(const struct tz_rule *r, int64_t y)
+{
+    return rule_day_in(r, util_days_from_civil(y, 1, 1), util_is_leap(y));
 }
 
 /*
@@ -244,27 +254,36 @@ static int64_t year_of(int64_t t)
     return y;
 }
 
-static int64_t jan1_instant(int64_t y)
+/* The two switches of rule year y (end first), given its January 1. */
+static void year_switches(const struct tz_footer *f, int64_t y, int64_t jan1, struct sw out[2])
 {
-    return util_days_from_civil(y, 1, 1) * DAY;
+    bool leap = util_is_leap(y);
+    out[0] = (struct sw){rule_day_in(&f->end, jan1, leap) * DAY + f->end.time - f->dst_off, 2 * y,
+                         false};
+    out[1] = (struct sw){rule_day_in(&f->start, jan1, leap) * DAY + f->start.time - f->std_off,
+                         2 * y + 1, true};
 }
 
-/* The switches of rule years y0..y1 (at most 8 years), sorted. Returns the count. */
+static bool sw_before(const struct sw *a, const struct sw *b)
+{
+    return a->at < b->at || (a->at == b->at && a->rank < b->rank);
+}
+
+/* The switches of rule years y0..y1, sorted by instant then rank. Returns the count. */
 static size_t switches(const struct tz_footer *f, int64_t y0, int64_t y1, struct sw *out)
 {
     size_t n = 0;
+    int64_t jan1 = util_days_from_civil(y0, 1, 1);
     for (int64_t y = y0; y <= y1; y++) {
-        out[n++] =
-            (struct sw){tz_rule_day(&f->end, y) * DAY + f->end.time - f->dst_off, 2 * y, false};
-        out[n++] = (struct sw){tz_rule_day(&f->start, y) * DAY + f->start.time - f->std_off,
-                               2 * y + 1, true};
+        year_switches(f, y, jan1, out + n);
+        n += 2;
+        jan1 += util_is_leap(y) ? 366 : 365;
     }
-    /* Insertion sort: the list is short and nearly sorted. */
+    /* Insertion sort: the list is nearly sorted already. */
     for (size_t i = 1; i < n; i++) {
         struct sw x = out[i];
         size_t j = i;
-        while (j > 0 &&
-               (out[j - 1].at > x.at || (out[j - 1].at == x.at && out[j - 1].rank > x.rank))) {
+        while (j > 0 && sw_before(&x, &out[j - 1])) {
             out[j] = out[j - 1];
             j--;
         }
@@ -273,15 +292,33 @@ static size_t switches(const struct tz_footer *f, int64_t y0, int64_t y1, struct
     return n;
 }
 
+/*
+ * Every switch of rule year Y lies in [January 1 of Y - SPILL, January 1 of Y+1 +
+ * SPILL], and each rule's switch moves forward between 358 and 373 days from one
+ * year to the next. So the last switch at or before t is one of years y-1 and y
+ * when t is at least SPILL inside its year y (years before y-1 are overtaken by
+ * the later of y-1's switches, years after y start after t); otherwise look at
+ * years y-2 .. y+1.
+ */
 bool tz_footer_dst_at(const struct tz_footer *f, int64_t t)
 {
-    struct sw v[8];
     t = clamp_t(t);
-    /*
-     * The switches of rule year y - 2 all lie before January 1 of y, so the last
-     * switch at or before t is among years y - 2 .. y + 1 (later years start after t).
-     */
     int64_t y = year_of(t);
+    int64_t jan1 = util_days_from_civil(y, 1, 1);
+    int64_t j0 = jan1 * DAY, j1 = (jan1 + (util_is_leap(y) ? 366 : 365)) * DAY;
+    if (t >= j0 + SPILL && t < j1 - SPILL) {
+        struct sw v[4];
+        year_switches(f, y - 1, jan1 - (util_is_leap(y - 1) ? 366 : 365), v);
+        year_switches(f, y, jan1, v + 2);
+        const struct sw *best = NULL;
+        for (int i = 0; i < 4; i++) {
+            if (v[i].at <= t && (best == NULL || sw_before(best, &v[i])))
+                best = &v[i];
+        }
+        if (best != NULL)
+            return best->dst;
+    }
+    struct sw v[8];
     size_t n = switches(f, y - 2, y + 1, v);
     bool dst = v[0].dst;
     for (size_t i = 0; i < n && v[i].at <= t; i++)
@@ -300,7 +337,7 @@ int64_t tz_footer_next(const struct tz_footer *f, int64_t t)
         int64_t y = year_of(t);
         size_t n = switches(f, y - 2, y + 3, v);
         /* Switches of years after y + 3 start after this: those before it are final. */
-        int64_t final_before = jan1_instant(y + 4) - SPILL;
+        int64_t final_before = util_days_from_civil(y + 4, 1, 1) * DAY - SPILL;
         bool dst = v[0].dst;
         size_t i = 0;
         for (; i < n && v[i].at <= t; i++)
@@ -316,4 +353,35 @@ int64_t tz_footer_next(const struct tz_footer *f, int64_t t)
         t = final_before - 1;
     }
     return INT64_MAX;
+}
+
+size_t tz_footer_changes(const struct tz_footer *f, int64_t lo, int64_t hi,
+                         void (*emit_cb)(void *arg, int64_t at, bool dst), void *arg)
+{
+    if (f->never_changes || lo >= hi)
+        return 0;
+    lo = clamp_t(lo);
+    hi = clamp_t(hi);
+    int64_t y0 = year_of(lo) - 2, y1 = year_of(hi) + 2;
+    size_t cap = (size_t)(y1 - y0 + 1) * 2, count = 0;
+    struct sw *v = util_malloc(cap * sizeof(*v));
+    size_t n = switches(f, y0, y1, v);
+    bool dst = tz_footer_dst_at(f, lo);
+    size_t i = 0;
+    while (i < n && v[i].at <= lo)
+        i++;
+    /* Switches before hi are final: later years' switches start after hi + SPILL. */
+    while (i < n && v[i].at < hi) {
+        int64_t x = v[i].at;
+        bool now = dst;
+        for (; i < n && v[i].at == x; i++)
+            now = v[i].dst;
+        if (now != dst) {
+            emit_cb(arg, x, now);
+            count++;
+            dst = now;
+        }
+    }
+    free(v);
+    return count;
 }

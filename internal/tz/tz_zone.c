@@ -100,6 +100,17 @@ static uint16_t footer_type(const struct tz_footer *f, bool dst)
     return dst ? f->dst_type : f->std_type;
 }
 
+struct gen {
+    struct tz_zone *z;
+    size_t *cap;
+};
+
+static void gen_cb(void *arg, int64_t at, bool dst)
+{
+    struct gen *g = arg;
+    push_transition(g->z, g->cap, at, footer_type(&g->z->f, dst));
+}
+
 /*
  * Applies the footer: the type at footer_from, and the footer's transitions from
  * gen_lo to gen_hi precomputed into the array so that lookups there are one binary
@@ -138,13 +149,8 @@ static void apply_footer(struct tz_zone *z, size_t *cap)
     } else {
         z->pre_type = type;
     }
-    for (int64_t t = z->gen_lo;;) {
-        int64_t x = tz_footer_next(f, t);
-        if (x >= z->gen_hi)
-            break;
-        push_transition(z, cap, x, footer_type(f, tz_footer_dst_at(f, x)));
-        t = x;
-    }
+    struct gen g = {z, cap};
+    tz_footer_changes(f, z->gen_lo, z->gen_hi, gen_cb, &g);
 }
 
 static void offset_range(struct tz_zone *z)
