@@ -15,8 +15,8 @@
  * string belongs (`NO` is the string "NO").
  *
  * The zone name is checked for its syntax (tz_name_check) and, when a struct
- * tz_db is given, loaded once from it to prove that it exists and is usable
- * (one small file read); with db NULL the module does no I/O at all.
+ * tz_db is given, looked up in it (tz_db_check_zone: one small file read); with
+ * db NULL the module does no I/O at all.
  *
  * Field paths read like Kubernetes': spec.retention.keepLast, spec.paths[0]
  * (list indexes count from 0), metadata.labels[app.kubernetes.io/name] (keys
