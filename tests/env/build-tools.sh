@@ -19,6 +19,11 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${LODE_CACHE:-$HOME/.cache/lodestore}
 
+# Go lives in /usr/local/go on our machines, not always on PATH.
+if ! command -v go >/dev/null && [[ -x /usr/local/go/bin/go ]]; then
+	PATH=$PATH:/usr/local/go/bin
+fi
+command -v go >/dev/null || { echo "build-tools: Go is needed (go1.26 with the module proxy)" >&2; exit 1; }
 export GOTOOLCHAIN=local GOWORK=off CGO_ENABLED=0
 export GOFLAGS="-trimpath -buildvcs=false -mod=readonly"
 

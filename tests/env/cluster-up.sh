@@ -53,7 +53,11 @@ k8s_dir=$(env_tool_dir k8s)
 etcd_dir=$(env_tool_dir etcd)
 kwok_dir=$(env_tool_dir kwok)
 s3_dir=$(env_tool_dir versitygw)
-kwok_src=$(cd "$ENV_HERE/tools/kwok" && GOTOOLCHAIN=local GOFLAGS=-mod=readonly go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
+# KWOK's stage definitions are read from its module in the Go module cache;
+# the download is a no-op when the module is there (it is after a build, but
+# the binary cache may outlive a cleaned module cache).
+kwok_src=$(cd "$ENV_HERE/tools/kwok" && export GOTOOLCHAIN=local GOFLAGS=-mod=readonly &&
+	go mod download sigs.k8s.io/kwok && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
 [[ -d $kwok_src/kustomize/stage ]] || env_die "cluster-up: KWOK's stages are not in the module cache at $kwok_src"
 
 # A directory without state.env is a leftover of a failed start or of

@@ -11,6 +11,10 @@
 #   etcd/ s3/ kwok/ data of etcd, versitygw's bucket directory, KWOK's stages
 
 ENV_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# Go lives in /usr/local/go on our machines, not always on PATH.
+if ! command -v go >/dev/null && [[ -x /usr/local/go/bin/go ]]; then
+	PATH=$PATH:/usr/local/go/bin
+fi
 ENV_DIR=${LODE_ENV_DIR:-/tmp/lodestore-env}
 ENV_STATE=$ENV_DIR/state.env
 ENV_LOGS=$ENV_DIR/logs
