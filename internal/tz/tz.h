@@ -3,9 +3,17 @@
  *
  * A zone is read from a TZif file (version 2 or later; the 64-bit data only) into
  * an immutable struct tz_zone: the transitions, their UTC offsets, and the POSIX
- * TZ footer that rules every instant after the last transition (with the version
- * 3 extensions: hours up to 167 and negative, e.g. "M3.5.0/-1"). Files with leap
- * seconds ("right/" zones) are rejected: Lodestore counts POSIX seconds.
+ * TZ footer that rules every instant at or after the last transition (with the
+ * version 3 extensions: hours up to 167 and negative, e.g. "M3.5.0/-1"; southern
+ * zones and negative DST such as Europe/Dublin's "IST-1GMT0,M10.5.0,M3.5.0/1";
+ * DST all year such as "EST5EDT,0/0,J365/25"; a DST name without rules takes the
+ * US rules). Files with leap seconds ("right/" zones) are rejected: Lodestore
+ * counts POSIX seconds. The file is never trusted: every count, index, offset
+ * (at most a week) and the order of the transitions are checked.
+ *
+ * Before the first transition the zone is in time type 0 (RFC 9636); a file with
+ * no transitions follows its footer everywhere. Fat files (every transition to
+ * 2037) and slim files (only up to the last rule change) give the same answers.
  *
  * Two primitives serve everything else:
  *   tz_offset_at()      an instant -> the UTC offset in force there;
@@ -15,13 +23,19 @@
  * A "local time" is counted in seconds since 1970-01-01T00:00 on the wall clock,
  * as if that clock were UTC, so the civil helpers of util.h convert it.
  *
- * Costs: a zone is a few KiB, read once. tz_offset_at() is a binary search over
- * the transitions (about 250 for a European zone), or for instants past the last
- * transition a footer rule evaluation that is cached per year. Nothing allocates
- * after tz_zone_load(), and a loaded zone may be shared read-only.
+ * Costs: tz_zone_load() reads one file (a few KiB) and precomputes the footer's
+ * transitions up to 2200 into the transition array (about 330 more entries, 14
+ * bytes each, for a DST zone; about 35 us). After that nothing allocates, and a
+ * loaded zone may be shared read-only between threads. tz_offset_at() is then one
+ * binary search (about 600 entries, 20 ns); tz_resolve_local() one binary search
+ * and a walk over the one or two spans near the time (about 30 ns). Past 2200 (or
+ * before 1800 in a file with no transitions) the footer rules are evaluated
+ * directly, year by year, a few times slower. Instants are clamped to +-2^60 s
+ * (36 billion years), so no input overflows.
  *
- * The only I/O is in tz_db_open() and tz_zone_load(); tz_zone_parse() builds a zone
- * from bytes and is what the tests and the fuzzer drive.
+ * The only I/O is in tz_db_open(), tz_db_check_zone() and tz_zone_load();
+ * tz_zone_parse() builds a zone from bytes and is what the tests and the fuzzer
+ * drive.
  */
 #ifndef LODE_TZ_H
 #define LODE_TZ_H
@@ -102,12 +116,21 @@ struct tz_local {
     int64_t at[2];
 };
 
-/* Resolves a local wall-clock time (seconds, see above) to instants. */
+/*
+ * Resolves a local wall-clock time (seconds, see above) to instants: every instant
+ * t with t + tz_offset_at(t) == local. In a gap, at[0] is the first transition
+ * that jumps over the time (the first instant after the gap, e.g. 04:00 EEST for
+ * Kyiv's 03:30 on 2026-03-29). A time that occurs three times or more (possible
+ * only in odd historical data) is REPEATED with the first and the last instant.
+ * Never allocates; at[1] equals at[0] unless REPEATED.
+ */
 void tz_resolve_local(const struct tz_zone *z, int64_t local, struct tz_local *out);
 
 /*
  * The first transition strictly after t, or INT64_MAX when there is none (a zone
- * with no DST). Lets callers walk a range without sampling it.
+ * with no DST). Lets callers walk a range without sampling it. A transition here
+ * changes the offset, the DST flag or the abbreviation: entries of the file that
+ * change nothing (such as zic's at 2038-01-19) are skipped.
  */
 int64_t tz_next_transition(const struct tz_zone *z, int64_t t);
 
