@@ -35,7 +35,8 @@ static int read_small_file(const char *path, size_t max, unsigned char **data, s
     struct stat st;
     size_t n = 0;
     int rc = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO planted in the directory must not hang the reader. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP)
             return util_err_set(err, UTIL_ENOENT, "%s: no such file", path);
@@ -237,6 +238,64 @@ free_path:
 }
 
 /*
+ * The zone or link name of tzdata.zi nearest to name (edit distance at most 2, the
+ * first of equals), for "did you mean". Empty when there is none or no tzdata.zi.
+ */
+static void suggest(const struct tz_db *db, const char *name, char *out, size_t size)
+{
+    unsigned char *data = NULL;
+    size_t len = 0, best = 3;
+    char *path = util_asprintf("%s/tzdata.zi", db->dir);
+    char word[128];
+
+    out[0] = '\0';
+    if (read_small_file(path, TZ_MAX_ZI, &data, &len, NULL) != 0)
+        goto free_path;
+    for (const char *line = (const char *)data; line < (const char *)data + len;) {
+        const char *eol = memchr(line, '\n', (size_t)((const char *)data + len - line));
+        if (eol == NULL)
+            eol = (const char *)data + len;
+        /* "Z NAME ..." names a zone, "L TARGET NAME" a link. */
+        const char *w = NULL, *wend = NULL;
+        if (eol - line > 2 && line[0] == 'Z' && line[1] == ' ') {
+            w = line + 2;
+            wend = memchr(w, ' ', (size_t)(eol - w));
+        } else if (eol - line > 2 && line[0] == 'L' && line[1] == ' ') {
+            const char *sp = memchr(line + 2, ' ', (size_t)(eol - line - 2));
+            if (sp != NULL) {
+                w = sp + 1;
+                wend = eol;
+            }
+        }
+        if (w != NULL && wend != NULL && (size_t)(wend - w) < sizeof(word)) {
+            memcpy(word, w, (size_t)(wend - w));
+            word[wend - w] = '\0';
+            size_t d = util_edit_distance(name, word);
+            if (d < best && strlen(word) < size) {
+                best = d;
+                memcpy(out, word, strlen(word) + 1);
+            }
+        }
+        line = eol + 1;
+    }
+    free(data);
+free_path:
+    free(path);
+}
+
+/* UTIL_ENOENT with "unknown time zone", the reason, and the nearest known name. */
+static int unknown_zone(const struct tz_db *db, const char *name, bool not_tzif,
+                        struct util_err *err)
+{
+    char near[128];
+    suggest(db, name, near, sizeof(near));
+    return util_err_set(err, UTIL_ENOENT, "unknown time zone \"%s\" (%s %s%s)%s%s%s", name,
+                        not_tzif ? "not a TZif file in" : "not in", db->dir,
+                        not_tzif ? "" : " nor a link of its tzdata.zi",
+                        near[0] ? "; did you mean \"" : "", near, near[0] ? "\"?" : "");
+}
+
+/*
  * Resolves name to the bytes of its file: the file itself, or through the links of
  * tzdata.zi. *data is NULL with 0 returned when the zone does not exist.
  */
@@ -277,13 +336,11 @@ int tz_db_check_zone(const struct tz_db *db, const char *name, struct util_err *
     if (rc != 0)
         return rc;
     if (data == NULL)
-        return util_err_set(err, UTIL_ENOENT, "unknown time zone \"%s\" (not in %s)", name,
-                            db->dir);
+        return unknown_zone(db, name, false, err);
     bool tzif = len >= 4 && memcmp(data, "TZif", 4) == 0;
     free(data);
     if (!tzif)
-        return util_err_set(err, UTIL_ENOENT, "unknown time zone \"%s\" (%s/%s is not a TZif file)",
-                            name, db->dir, name);
+        return unknown_zone(db, name, true, err);
     return 0;
 }
 
@@ -302,11 +359,9 @@ int tz_zone_load(struct tz_zone **out, const struct tz_db *db, const char *name,
     if (rc != 0)
         return rc;
     if (data == NULL)
-        return util_err_set(err, UTIL_ENOENT, "unknown time zone \"%s\" (not in %s)", name,
-                            db->dir);
+        return unknown_zone(db, name, false, err);
     if (len < 4 || memcmp(data, "TZif", 4) != 0) {
-        rc = util_err_set(err, UTIL_ENOENT, "unknown time zone \"%s\" (%s/%s is not a TZif file)",
-                          name, db->dir, name);
+        rc = unknown_zone(db, name, true, err);
         goto free_data;
     }
     rc = tz_zone_parse(out, name, data, len, err);

@@ -161,6 +161,8 @@ static void test_zone_load_errors(void **state)
     assert_int_equal(tz_zone_load(&z, db, "Mars/Olympus_Mons", &err), UTIL_ENOENT);
     assert_null(z);
     assert_non_null(strstr(err.msg, "unknown time zone \"Mars/Olympus_Mons\""));
+    assert_int_equal(tz_zone_load(&z, db, "America/New_Yrok", &err), UTIL_ENOENT);
+    assert_non_null(strstr(err.msg, "did you mean \"America/New_York\"?"));
     /* A directory is not a zone. */
     assert_int_equal(tz_zone_load(&z, db, "Europe", &err), UTIL_ENOENT);
     assert_non_null(strstr(err.msg, "unknown time zone \"Europe\""));
@@ -231,6 +233,19 @@ static void test_zone_load_links_from_tzdata_zi(void **state)
     assert_non_null(strstr(err.msg, "not a TZif file"));
     assert_int_equal(tz_db_check_zone(db, "leapseconds", &err), UTIL_ENOENT);
     assert_int_equal(tz_db_check_zone(db, "Old_Kiev", &err), 0);
+    /* A near miss gets a suggestion from tzdata.zi's zone and link names. */
+    assert_int_equal(tz_zone_load(&z, db, "Kiew", &err), UTIL_ENOENT);
+    assert_non_null(strstr(err.msg, "did you mean \"Kiev\"?"));
+    assert_int_equal(tz_db_check_zone(db, "Kyv", &err), UTIL_ENOENT);
+    assert_non_null(strstr(err.msg, "did you mean \"Kyiv\"?"));
+    assert_int_equal(tz_zone_load(&z, db, "Nowhere_At_All", &err), UTIL_ENOENT);
+    assert_null(strstr(err.msg, "did you mean"));
+    /* A FIFO is not a zone, and reading it must not block. */
+    char *fifo = util_asprintf("%s/Pipe", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_int_equal(tz_zone_load(&z, db, "Pipe", &err), UTIL_ENOENT);
+    unlink(fifo);
+    free(fifo);
     tz_db_close(db);
 
     remove_file(dir, "Kyiv");
