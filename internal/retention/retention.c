@@ -44,6 +44,16 @@ struct ret_idset {
     size_t mask;
 };
 
+static uint64_t ret_hash_i64(int64_t v)
+{
+    uint64_t x = (uint64_t)v; /* splitmix64's finaliser: every bit reaches every bit */
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
 static uint64_t ret_hash_str(const char *s)
 {
     uint64_t h = 14695981039346656037ull; /* FNV-1a */
@@ -51,7 +61,12 @@ static uint64_t ret_hash_str(const char *s)
         h ^= (unsigned char)*s;
         h *= 1099511628211ull;
     }
-    return h ^ (h >> 29);
+    /*
+     * FNV's low bits depend only on the low bits of the input, and the slot is
+     * taken from the low bits: ids that differ in their last characters would
+     * cluster. The finaliser spreads the high bits down.
+     */
+    return ret_hash_i64((int64_t)h);
 }
 
 static void ret_idset_init(struct ret_idset *set, size_t n)
@@ -86,16 +101,6 @@ struct ret_labelset {
     size_t cap; /* a power of two, or 0 before the first add */
     size_t n;
 };
-
-static uint64_t ret_hash_i64(int64_t v)
-{
-    uint64_t x = (uint64_t)v; /* splitmix64's finaliser: every bit reaches every bit */
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
 
 static void ret_labelset_place(int64_t *slots, size_t cap, int64_t label)
 {
@@ -244,7 +249,6 @@ int ret_evaluate(const struct ret_snapshot *snaps, size_t n, const struct policy
                  const struct tz_zone *zone, struct ret_decision *out, struct util_err *err)
 {
     static const struct policy_retention none = {0};
-    struct ret_idset ids = {0};
     struct ret_item *items = NULL;
     struct ret_labelset seen[RET_NPERIODS] = {{0}};
     int64_t want[RET_NPERIODS];
@@ -264,27 +268,30 @@ int ret_evaluate(const struct ret_snapshot *snaps, size_t n, const struct policy
     want[RET_WEEK] = rules->keep_weekly;
     want[RET_MONTH] = rules->keep_monthly;
 
-    /* Ids must be present and unique: the order of equal times depends on them. */
+    /* Ids must be present: the order of equal times depends on them. */
     for (size_t i = 0; i < n; i++)
         if (snaps[i].id == NULL || snaps[i].id[0] == '\0')
             return util_err_set(err, UTIL_EINVAL, "snapshot %zu has no id", i);
-    ret_idset_init(&ids, n);
-    for (size_t i = 0; i < n; i++) {
-        size_t j = ret_idset_add(&ids, snaps, i);
-        if (j != (size_t)-1) {
-            rc = util_err_set(err, UTIL_EINVAL, "snapshots %zu and %zu have the same id \"%s\"", j,
-                              i, snaps[i].id);
-            goto free_ids;
-        }
-    }
-    free(ids.slots);
-    ids.slots = NULL;
 
     items = util_malloc((n ? n : 1) * sizeof(*items));
     for (size_t i = 0; i < n; i++)
         items[i] = (struct ret_item){snaps[i].time, snaps[i].id, i, snaps[i].incomplete,
                                      snaps[i].suspicious};
     ret_sort(items, n);
+    /*
+     * The same id at the same time twice would make the order, and so the answer,
+     * depend on the input order. After the sort such a pair is adjacent, so this
+     * costs one comparison of times per snapshot, not a hash set of every id.
+     */
+    for (size_t i = 1; i < n; i++) {
+        if (items[i].time == items[i - 1].time && strcmp(items[i].id, items[i - 1].id) == 0) {
+            size_t a = items[i - 1].index, b = items[i].index;
+            rc = util_err_set(err, UTIL_EINVAL,
+                              "snapshots %zu and %zu have the same id \"%s\" and the same time",
+                              a < b ? a : b, a < b ? b : a, items[i].id);
+            goto free_items;
+        }
+    }
 
     for (size_t i = 0; i < n; i++) {
         const struct ret_item *it = &items[i];
@@ -331,9 +338,8 @@ int ret_evaluate(const struct ret_snapshot *snaps, size_t n, const struct policy
 
     for (int p = 0; p < RET_NPERIODS; p++)
         ret_labelset_free(&seen[p]);
+free_items:
     free(items);
-free_ids:
-    free(ids.slots);
     return rc;
 }
 

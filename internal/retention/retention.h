@@ -32,10 +32,11 @@
  * keys, wrong types, bad times and duplicate ids are errors that name the item).
  *
  * Costs: ret_evaluate() is O(n log n) time (one sort; an input already in either
- * order is detected in O(n) and not sorted again) and O(n) memory: about 40 bytes
- * per snapshot for the sort records and the id check, plus a set of the periods
- * seen, which only grows with the number of distinct days, weeks and months. One
- * zone lookup (tz_offset_at) per snapshot when a period rule is present.
+ * order is detected in O(n) and not sorted again) and O(n) memory: 32 bytes per
+ * snapshot for the sort records (twice that while the C library's merge sort
+ * runs), plus a set of the periods seen, which only grows with the number of
+ * distinct days, weeks and months. One zone lookup (tz_offset_at) per snapshot
+ * while a period rule still counts.
  */
 #ifndef LODE_RETENTION_H
 #define LODE_RETENTION_H
@@ -69,9 +70,16 @@ enum ret_reason {
  * end. */
 const char *ret_reason_name(unsigned i);
 
-/* One snapshot. The id is borrowed: it must outlive the call that reads it. */
+/*
+ * One snapshot. The id is borrowed: it must outlive the call that reads it. Ids
+ * are unique in a list: ret_snapshots_from_json() rejects any repeated id, and
+ * storage keys cannot repeat. ret_evaluate() itself rejects only the same id at
+ * the same time, the one repetition that would make its answer depend on the
+ * input order; a full check would cost a hash set of every id, about half of
+ * its time at a million snapshots.
+ */
 struct ret_snapshot {
-    const char *id;  /* non-empty, unique within the list */
+    const char *id;  /* non-empty */
     int64_t time;    /* received time, seconds since the epoch (UTC) */
     bool incomplete; /* takes part in the rules, but is not "good" */
     bool suspicious; /* always kept, invisible to every rule */
@@ -91,7 +99,8 @@ bool ret_rules_empty(const struct policy_retention *rules);
  * Applies the rules to n snapshots. out must have room for n decisions; it is
  * filled newest first (time descending, then id descending). rules NULL means no
  * rules; zone NULL means UTC. Returns 0, or UTIL_EINVAL with a message when an id
- * is missing, empty or not unique, or a rule is negative (out is then undefined).
+ * is missing or empty, two snapshots have the same id and time, or a rule is
+ * negative (out is then undefined).
  */
 int ret_evaluate(const struct ret_snapshot *snaps, size_t n, const struct policy_retention *rules,
                  const struct tz_zone *zone, struct ret_decision *out, struct util_err *err);

@@ -581,8 +581,11 @@ static void test_errors(void **state)
     struct util_err err = {0};
     struct policy_retention r = {.keep_last = 1};
 
+    /* The same id at the same time: the order would depend on the input order. */
+    s[2].time = 10;
     assert_int_equal(ret_evaluate(s, 3, &r, NULL, d, &err), UTIL_EINVAL);
-    assert_string_equal(err.msg, "snapshots 0 and 2 have the same id \"a\"");
+    assert_string_equal(err.msg, "snapshots 0 and 2 have the same id \"a\" and the same time");
+    s[2].time = 30;
 
     s[2].id = "";
     assert_int_equal(ret_evaluate(s, 3, &r, NULL, d, &err), UTIL_EINVAL);
