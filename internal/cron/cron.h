@@ -42,11 +42,15 @@ int cron_parse(struct cron_expr *out, const char *text, struct util_err *err);
 /* True when the local date (y, m, d; weekday w, 0 = Sunday) is a day the expression fires on. */
 bool cron_day_matches(const struct cron_expr *e, int64_t y, unsigned m, unsigned d, unsigned w);
 
+/* Times cron_next and cron_prev accept: about two million years either side of 1970. */
+#define CRON_T_LIMIT ((int64_t)1 << 46)
+
 /*
  * The first local minute strictly after `after` that matches (local seconds as in
  * tz.h, any second within a minute). Returns 0 and fills *next (a multiple of 60),
- * or UTIL_ENOENT when nothing matches within 28 years (cannot happen for an
- * expression cron_parse accepted, as Feb 29 on a given weekday recurs every 28).
+ * UTIL_ENOENT when nothing matches within 28 years (cannot happen for an
+ * expression cron_parse accepted, as Feb 29 on a given weekday recurs every 28),
+ * or UTIL_ERANGE when |after| > CRON_T_LIMIT.
  */
 int cron_next(const struct cron_expr *e, int64_t after, int64_t *next);
 
