@@ -66,8 +66,9 @@ $(BUILD)/obj/%.o: %.c
 # `git describe` changes (the stamp file is rewritten only then).
 VERSION_STAMP := $(BUILD)/version.stamp
 $(shell mkdir -p $(BUILD) && (echo '$(VERSION)' | cmp -s - $(VERSION_STAMP) || echo '$(VERSION)' > $(VERSION_STAMP)))
-$(BUILD)/obj/cli/cmd_version.o $(BUILD)/obj/controller/main.o: $(VERSION_STAMP)
-$(BUILD)/obj/cli/cmd_version.o $(BUILD)/obj/controller/main.o: CPPFLAGS += -DLODE_VERSION=\"$(VERSION)\"
+VERSIONED_OBJ := $(BUILD)/obj/cli/cmd_version.o $(BUILD)/obj/controller/main.o $(BUILD)/obj/controller/controller.o
+$(VERSIONED_OBJ): $(VERSION_STAMP)
+$(VERSIONED_OBJ): CPPFLAGS += -DLODE_VERSION=\"$(VERSION)\"
 
 $(BUILD)/liblode.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)

@@ -93,8 +93,18 @@ static bool ctl_reconcile_backup(const struct ctl_pair_input *in, const struct c
     const struct policy *spec = &in->policy->spec;
     char buf[64];
 
-    if (ctl_phase_done(b->phase) || b->deleting)
+    if (b->deleting)
         return false;
+    if (ctl_phase_done(b->phase)) {
+        /*
+         * A run failed with time_limit may have got its Job after the verdict (the Job is
+         * created right after the Backup): it must not run on.
+         */
+        if (job != NULL && !job->finished && !job->deleting && b->reason != NULL &&
+            strcmp(b->reason, "time_limit") == 0)
+            ctl_action_add(acts, CTL_ACT_DELETE_JOB, b->ns, job->name);
+        return false;
+    }
 
     int64_t start = b->started > 0 ? b->started : (job && job->started ? job->started : b->created);
     int64_t max_runtime = in->policy->valid ? spec->limits.max_runtime : POLICY_DEFAULT_MAX_RUNTIME;
@@ -218,12 +228,16 @@ static void ctl_create_run(const struct ctl_pair_input *in, const struct ctl_con
 }
 
 static void ctl_report_missed(const struct ctl_pair_input *in, const struct sched_decision *d,
-                              struct ctl_actions *acts, struct ctl_pair_output *out)
+                              const struct ctl_backup *last_slot, struct ctl_actions *acts,
+                              struct ctl_pair_output *out)
 {
     const struct ctl_policy *p = in->policy;
     char slot[CTL_SLOT_MAX], window[32];
 
     if (!d->has_slot || d->slot.at == in->reported_slot)
+        return;
+    /* The slot that is running (or ran) is not missed, whatever else holds the host. */
+    if (last_slot != NULL && last_slot->slot_time >= d->slot.at)
         return;
     /* Reported once per slot: a pair is reconciled many times while it waits. */
     out->reported_slot = d->slot.at;
@@ -332,7 +346,7 @@ void ctl_reconcile_pair(const struct ctl_pair_input *in, const struct ctl_config
             ctl_create_run(in, cfg, &out->decision, acts);
             running = true;
         } else {
-            ctl_report_missed(in, &out->decision, acts, out);
+            ctl_report_missed(in, &out->decision, last_slot, acts, out);
         }
         if (out->decision.next_run < out->wake)
             out->wake = out->decision.next_run;

@@ -208,6 +208,7 @@ int ctl_job_from_json(struct ctl_job *j, const json_t *obj, struct util_err *err
             j->owner = util_strdup(oname);
     }
     j->started = ctl_json_time(obj, "status.startTime");
+    j->deleting = ctl_json_path(obj, "metadata.deletionTimestamp") != NULL;
     j->active = (int)json_integer_value(ctl_json_path(obj, "status.active"));
     json_array_foreach(conds, i, o)
     {

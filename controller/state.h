@@ -71,6 +71,7 @@ struct ctl_job {
     bool succeeded;
     char *fail_reason; /* the Failed condition's reason (DeadlineExceeded, ...), or NULL */
     int active;        /* pods running or pending */
+    bool deleting;     /* metadata.deletionTimestamp is set */
 };
 
 int ctl_job_from_json(struct ctl_job *j, const json_t *obj, struct util_err *err);

@@ -220,6 +220,21 @@ static void test_slot_already_started_is_not_run_again(void **state)
     fixture_free(&f);
 }
 
+static void test_the_running_slot_is_not_reported_missed(void **state)
+{
+    struct fixture f;
+    fixture_init(&f, DAILY_UTC);
+    add_backup(&f, "2026-03-10T02:00", "2026-03-10T02:00:00Z", "Running", "2026-03-10T02:00:01Z",
+               "active");
+    run(&f, "2026-03-10T02:00:30Z", 0);
+    assert_int_equal(count(&f, CTL_ACT_EVENT), 0);
+    assert_false(f.out.missed);
+    f.node.ready = false; /* the node going away does not make its running slot missed */
+    run(&f, "2026-03-10T02:01:00Z", 0);
+    assert_int_equal(count(&f, CTL_ACT_EVENT), 0);
+    fixture_free(&f);
+}
+
 static void test_one_catch_up_after_three_days_offline(void **state)
 {
     struct fixture f;
@@ -315,6 +330,16 @@ static void test_time_limit(void **state)
     assert_string_equal(first(&f, CTL_ACT_DELETE_JOB)->name, "bk-0");
     assert_string_equal(first(&f, CTL_ACT_EVENT)->reason, "TimeLimit");
     assert_false(f.out.running);
+
+    /* Recorded as failed; a Job that is still there (or came late) is deleted, once. */
+    f.backups[0].phase = CTL_PHASE_FAILED;
+    f.backups[0].reason = util_strdup("time_limit");
+    run(&f, "2026-03-10T05:01:00Z", 0);
+    assert_int_equal(count(&f, CTL_ACT_DELETE_JOB), 1);
+    assert_int_equal(count(&f, CTL_ACT_BACKUP_STATUS), 0);
+    f.jobs[0].deleting = true;
+    run(&f, "2026-03-10T05:02:00Z", 0);
+    assert_int_equal(count(&f, CTL_ACT_DELETE_JOB), 0);
     fixture_free(&f);
 }
 
@@ -490,6 +515,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_on_time_run),
         cmocka_unit_test(test_slot_already_started_is_not_run_again),
+        cmocka_unit_test(test_the_running_slot_is_not_reported_missed),
         cmocka_unit_test(test_one_catch_up_after_three_days_offline),
         cmocka_unit_test(test_no_catch_up_outside_the_window),
         cmocka_unit_test(test_skip_behind_running_then_catch_up),

@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# The controller against the real control plane of tests/env (kube-apiserver, the Job
+# controller of kube-controller-manager, KWOK nodes and pods). Every wait is bounded;
+# the slowest step waits for the next minute boundary of a "* * * * *" schedule.
+#
+# What it checks, as an operator would:
+#   - a minute schedule gives exactly one Backup and one Job per selected node per slot,
+#     named from (policy, host, slot), pinned, read-only mounts, deadline = maxRuntime;
+#   - nodeSelector leaves other nodes alone; Backups reach Succeeded from their Jobs;
+#   - the policy's status: Valid, Ready, hosts, next run, observedGeneration;
+#   - a policy the schema admits but the validator rejects gets Valid=False with the
+#     validator's message;
+#   - the controller killed (SIGKILL) across a slot runs that slot once per node after
+#     its restart (its one catch-up), and no slot twice;
+#   - with the clock past maxRuntime + 1h, a hung backup fails with time_limit and its Job
+#     goes; a policy with maxAge and no backup shows Overdue as a condition and a metric;
+#   - /metrics parses as Prometheus text.
+source "$(dirname "$0")/../env/lib.sh"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+CTL=${LODE_CONTROLLER:-$ROOT/build/lode-controller}
+NS=e2e-$(openssl rand -hex 3)
+LATE=$NS-late
+PIDS=()
+
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+    kc delete ns "$NS" "$LATE" --wait=false >/dev/null 2>&1
+    env_delete_nodes "$NS-db" >/dev/null 2>&1
+    env_delete_nodes "$NS-web" >/dev/null 2>&1
+    env_kwok_clear >/dev/null 2>&1
+    rm -rf "$T_TMP"
+}
+trap cleanup EXIT
+
+# start_controller NAME ARGS...: runs the controller as the least-privileged "operator"
+# identity; sets PORT_<NAME> from its log once /metrics listens.
+start_controller() {
+    local name=$1
+    shift
+    "$CTL" --kubeconfig "$KUBECONFIG" --context operator --metrics-addr 127.0.0.1:0 \
+        --agent-image lodestore.invalid/agent:e2e --log-level debug "$@" \
+        >>"$T_TMP/$name.log" 2>&1 &
+    PIDS+=($!)
+    eval "PID_$name=$!"
+    env_wait 20 "controller $name to listen" grep -q 'metrics on 127.0.0.1:' "$T_TMP/$name.log" || {
+        cat "$T_TMP/$name.log"
+        return 1
+    }
+    local port
+    port=$(grep -o 'metrics on 127.0.0.1:[0-9]*' "$T_TMP/$name.log" | tail -n 1 | cut -d: -f2)
+    eval "PORT_$name=$port"
+}
+
+count() { # NS SELECTOR -> number of Backups
+    kc -n "$1" get backups -l "$2" -o name | wc -l
+}
+backups_are() { [[ $(count "$1" "$2") -eq $3 ]]; }
+phase_count() { # NS POLICY PHASE
+    kc -n "$1" get backups -l "lodestore.io/policy=$2" \
+        -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -c "^$3\$"
+}
+all_succeeded() { [[ $(phase_count "$1" "$2" Succeeded) -eq $3 ]]; }
+cond() { # NS POLICY TYPE -> status
+    env_get -n "$1" "backuppolicy/$2" "{.status.conditions[?(@.type==\"$3\")].status}"
+}
+cond_is() { [[ $(cond "$1" "$2" "$3") == "$4" ]]; }
+
+kc apply --server-side -f "$ROOT/crd/" >/dev/null
+kc wait --for condition=established --timeout=30s crd/backuppolicies.lodestore.io \
+    crd/backups.lodestore.io crd/backuprepositories.lodestore.io >/dev/null
+kc create namespace "$NS" >/dev/null
+kc create namespace "$LATE" >/dev/null
+env_create_nodes 3 "$NS-db" role=db
+env_create_nodes 1 "$NS-web" role=web
+
+start_controller main --namespace "$NS"
+
+# ---- a minute schedule on three nodes ----
+kc -n "$NS" apply -f - >/dev/null <<EOF
+apiVersion: lodestore.io/v1alpha1
+kind: BackupPolicy
+metadata: {name: minutely}
+spec:
+  repository: main
+  paths: [/etc, /var/lib/app]
+  nodeSelector: {role: db}
+  schedule: {cron: "* * * * *", jitter: 0s}
+  limits: {maxRuntime: 2h, nice: 10}
+EOF
+env_wait 90 "three Backups of the first slot" backups_are "$NS" lodestore.io/policy=minutely 3
+slot=$(kc -n "$NS" get backups -l lodestore.io/policy=minutely -o jsonpath='{.items[0].spec.slot}')
+check_eq "one Backup per selected node for the slot" \
+    "$(kc -n "$NS" get backups -l lodestore.io/policy=minutely -o jsonpath='{range .items[*]}{.spec.host}{" "}{.spec.slot}{"\n"}{end}' | sort | tr '\n' ';')" \
+    "$NS-db-0 $slot;$NS-db-1 $slot;$NS-db-2 $slot;"
+check_eq "no Backup on the node the selector leaves out" "$(count "$NS" "lodestore.io/host=$NS-web-0")" 0
+
+job=$(kc -n "$NS" get jobs -l "lodestore.io/host=$NS-db-1" -o jsonpath='{.items[0].metadata.name}')
+bk=$(kc -n "$NS" get backups -l "lodestore.io/host=$NS-db-1" -o jsonpath='{.items[0].metadata.name}')
+check_eq "the Job is named after its Backup" "$job" "$bk"
+check_contains "the name is the policy and the slot" "$job" "minutely-$(tr -d ':T-' <<<"$slot")-"
+check_eq "the Job is pinned to its node" "$(env_get -n "$NS" "job/$job" '{.spec.template.spec.nodeName}')" "$NS-db-1"
+check_eq "the deadline is maxRuntime" "$(env_get -n "$NS" "job/$job" '{.spec.activeDeadlineSeconds}')" 7200
+check_eq "no retries" "$(env_get -n "$NS" "job/$job" '{.spec.backoffLimit}')" 0
+check_eq "paths mounted read-only from the host" \
+    "$(env_get -n "$NS" "job/$job" '{range .spec.template.spec.containers[0].volumeMounts[*]}{.mountPath}={.readOnly} {end}')" \
+    "/host/etc=true /host/var/lib/app=true "
+check_contains "nice reaches the agent" "$(env_get -n "$NS" "job/$job" '{.spec.template.spec.containers[0].args}')" '"--nice","10"'
+check_eq "labels name policy, host and slot" \
+    "$(env_get -n "$NS" "job/$job" '{.metadata.labels.lodestore\.io/policy} {.metadata.labels.lodestore\.io/host}')" \
+    "minutely $NS-db-1"
+
+env_wait 60 "the three Backups to succeed" all_succeeded "$NS" minutely 3 &&
+    pass "Backups take their Jobs' outcome (Succeeded)" || fail "Backups take their Jobs' outcome"
+env_wait 30 "Ready=True" cond_is "$NS" minutely Ready True &&
+    pass "policy Ready=True" || fail "policy Ready=True" "$(kc -n "$NS" get backuppolicy minutely -o yaml)"
+check_eq "policy Valid=True" "$(cond "$NS" minutely Valid)" True
+check_eq "status counts the selected hosts" "$(env_get -n "$NS" backuppolicy/minutely '{.status.hosts}')" 3
+check_eq "status observes the generation" "$(env_get -n "$NS" backuppolicy/minutely '{.status.observedGeneration}')" \
+    "$(env_get -n "$NS" backuppolicy/minutely '{.metadata.generation}')"
+check_contains "status gives the next run" "$(env_get -n "$NS" backuppolicy/minutely '{.status.nextRun}')" "Z"
+
+# ---- the validator behind the schema ----
+kc -n "$NS" apply -f - >/dev/null <<EOF
+apiVersion: lodestore.io/v1alpha1
+kind: BackupPolicy
+metadata: {name: never}
+spec:
+  repository: main
+  paths: [/etc]
+  schedule: {cron: "0 0 30 2 *"}
+EOF
+env_wait 20 "Valid=False" cond_is "$NS" never Valid False &&
+    pass "a policy that passed the schema but fails the validator: Valid=False" ||
+    fail "Valid=False for a never-firing cron"
+check_contains "Valid carries the validator's message" \
+    "$(env_get -n "$NS" backuppolicy/never '{.status.conditions[?(@.type=="Valid")].message}')" \
+    "spec.schedule.cron"
+
+# ---- killed across a slot: one run per node for the missed slot, no duplicate ----
+kill -9 "$PID_main"
+wait "$PID_main" 2>/dev/null
+boundary=$(( ($(date +%s) / 60 + 1) * 60 ))
+past_boundary() { [[ $(date +%s) -ge $((boundary + 2)) ]]; }
+env_wait 70 "a slot to pass while the controller is down" past_boundary
+missed=$(date -u -d "@$boundary" +%Y-%m-%dT%H:%M)
+start_controller main2 --namespace "$NS"
+runs_of_missed() { kc -n "$NS" get backups -l lodestore.io/policy=minutely -o jsonpath='{range .items[*]}{.spec.slot} {.spec.host}{"\n"}{end}' | grep -c "^$missed "; }
+three_runs() { [[ $(runs_of_missed) -ge 3 ]]; }
+env_wait 30 "the runs of the slot missed while down" three_runs
+check_eq "exactly one run per node for the slot missed while down" "$(runs_of_missed)" 3
+dups=$(kc -n "$NS" get backups -l lodestore.io/policy=minutely -o jsonpath='{range .items[*]}{.spec.host} {.spec.slot}{"\n"}{end}' | sort | uniq -d | wc -l)
+check_eq "no slot ran twice on a host" "$dups" 0
+
+# ---- the metrics ----
+metrics=$(curl -fsS "http://127.0.0.1:$PORT_main2/metrics")
+bad=$(grep -v '^#' <<<"$metrics" | grep -Ev '^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? -?[0-9.eE+-]+$|^[a-zA-Z_:][a-zA-Z0-9_:]*(\{.*\})? (NaN|\+Inf|-Inf)$' | head -n 3)
+check_eq "/metrics is Prometheus text" "$bad" ""
+check_contains "/metrics has the hosts' next runs" "$metrics" "lodestore_host_next_run_timestamp_seconds{policy=\"$NS/minutely\",host=\"$NS-db-0\"}"
+check_eq "/healthz" "$(curl -fsS "http://127.0.0.1:$PORT_main2/healthz")" ok
+env_wait 20 "/readyz" curl -fsS "http://127.0.0.1:$PORT_main2/readyz" && pass "/readyz once synced" || fail "/readyz"
+
+# ---- time_limit and overdue, with the controller's clock three hours ahead ----
+env_kwok_result hang "lodestore.io/policy=stuck"
+kc -n "$LATE" apply -f - >/dev/null <<EOF
+apiVersion: lodestore.io/v1alpha1
+kind: BackupPolicy
+metadata: {name: stuck}
+spec:
+  repository: main
+  paths: [/etc]
+  nodeSelector: {role: db}
+  schedule: {cron: "0 * * * *", jitter: 0s, catchUpWindow: 1d}
+  limits: {maxRuntime: 1h}
+---
+apiVersion: lodestore.io/v1alpha1
+kind: BackupPolicy
+metadata: {name: watched}
+spec:
+  repository: main
+  paths: [/etc]
+  nodeSelector: {role: web}
+  alerts: {maxAge: 1h}
+EOF
+start_controller late --namespace "$LATE" --clock-offset 3h
+failed_time_limit() {
+    [[ $(kc -n "$LATE" get backups -l lodestore.io/policy=stuck -o jsonpath='{range .items[*]}{.status.reason}{"\n"}{end}' | grep -c '^time_limit$') -ge 1 ]]
+}
+env_wait 60 "a hung backup to fail with time_limit" failed_time_limit &&
+    pass "a backup active past maxRuntime + 1h fails with time_limit" || fail "time_limit" "$(kc -n "$LATE" get backups -o yaml | tail -40)"
+bk=$(kc -n "$LATE" get backups -l lodestore.io/policy=stuck -o jsonpath='{range .items[?(@.status.reason=="time_limit")]}{.metadata.name}{"\n"}{end}' | head -n 1)
+gone() { ! kc -n "$LATE" get job "$1" >/dev/null 2>&1 || [[ -n $(env_get -n "$LATE" "job/$1" '{.metadata.deletionTimestamp}') ]]; }
+env_wait 30 "its Job to be deleted" gone "$bk" && pass "the stuck Job is cleaned up" || fail "the stuck Job is cleaned up"
+check_contains "the status says why" "$(env_get -n "$LATE" "backup/$bk" '{.status.message}')" "maxRuntime of 1h"
+
+env_wait 30 "Overdue=True" cond_is "$LATE" watched Overdue True &&
+    pass "a host without a backup past maxAge: Overdue=True" || fail "Overdue=True"
+check_contains "Overdue names the host" "$(env_get -n "$LATE" backuppolicy/watched '{.status.conditions[?(@.type=="Overdue")].message}')" "$NS-web-0"
+check_eq "the overdue count" "$(env_get -n "$LATE" backuppolicy/watched '{.status.overdue}')" 1
+check_contains "overdue as a metric" "$(curl -fsS "http://127.0.0.1:$PORT_late/metrics")" \
+    "lodestore_host_overdue{policy=\"$LATE/watched\",host=\"$NS-web-0\"} 1"
+check_eq "the on-time controller sees no overdue host where backups succeed" \
+    "$(cond "$NS" minutely Overdue)" False
+
+# ---- graceful stop ----
+kill -TERM "$PID_late"
+if wait "$PID_late"; then pass "SIGTERM stops the controller cleanly (exit 0)"; else fail "SIGTERM exit status"; fi
+
+finish
