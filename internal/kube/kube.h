@@ -37,6 +37,19 @@
  *   - A reflector keeps one "namespace/name resourceVersion" string per object (about
  *     60 bytes plus a 16-byte slot of an open-addressing table), nothing else.
  *
+ * Choices, and why:
+ *   - The rate limit (default 20 QPS, burst 30, as kube-controller-manager used) applies
+ *     to every request but watches, GETs included, in FIFO order; < 0 turns it off and
+ *     leaves the server's priority and fairness in charge.
+ *   - Backoff after a failed list or watch: 1 s doubling to a 30 s cap, each delay drawn
+ *     from [d/2, d], reset by a complete list or a watch that ran normally.
+ *   - Each watch asks the server to end it after a random 300-600 s, so that many
+ *     reflectors do not reconnect in step; the normal end reconnects at once from the
+ *     last resourceVersion (bookmarks keep it fresh), and a 410 (HTTP or ERROR event)
+ *     relists. A watch that ends at once with nothing in it counts as a failure, so a
+ *     misbehaving server cannot make it spin.
+ *   - Lists are consistent reads (no resourceVersion=0), paged (default 500 per page).
+ *
  * Ownership: every function that takes a callback calls it at most once per request
  * (a watch calls its event callback once per event and its done callback once), and
  * never when it returned an error. Callbacks run on the loop thread; they may start or
@@ -430,10 +443,20 @@ struct kube_reflector_opts {
 int kube_reflector_init(struct kube_client *c, struct kube_reflector **out,
                         const struct kube_reflector_opts *opts,
                         const struct kube_reflector_cbs *cbs, void *arg, struct util_err *err);
-/* Starts listing. */
+/*
+ * Starts: lists first; after a stop that followed a complete list, resumes watching
+ * from the last resourceVersion instead (if that expired meanwhile, the 410 brings a
+ * relist, which reports what changed, deletes included).
+ */
 void kube_reflector_start(struct kube_reflector *r);
-/* Cancels the request or pending retry; the key set is kept (start relists). */
+/* Cancels the request or pending retry; the key set and version are kept. */
 void kube_reflector_stop(struct kube_reflector *r);
+/*
+ * Moves the version a stopped, synced reflector resumes from. For tests that need a
+ * version the server has forgotten ("1" is one on any live cluster).
+ */
+int kube_reflector_set_resource_version(struct kube_reflector *r, const char *rv,
+                                        struct util_err *err);
 /* Stops and frees it once its timer is closed. Safe from its own callbacks. */
 void kube_reflector_close(struct kube_reflector *r);
 /* True once a complete list has been delivered. */

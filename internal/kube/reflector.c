@@ -352,6 +352,8 @@ static void refl_list_page(struct kube_reflector *r)
 
 /* ---- watching ---- */
 
+static bool refl_too_large(const char *message);
+
 static void on_event(const struct kube_watch_event *ev, void *arg)
 {
     struct kube_reflector *r = arg;
@@ -378,7 +380,7 @@ static void on_event(const struct kube_watch_event *ev, void *arg)
             kube_request_cancel(r->req);
             r->req = NULL;
         }
-        if (ev->code == 410) {
+        if (ev->code == 410 || refl_too_large(ev->message)) {
             refl_schedule(r, REFL_LIST, 0);
             break;
         }
@@ -390,12 +392,23 @@ static void on_event(const struct kube_watch_event *ev, void *arg)
     }
 }
 
+/*
+ * A version newer than the server has (after an etcd restore, or behind a lagging
+ * apiserver) is answered "Too large resource version" (504); waiting will not fix it,
+ * relisting does (client-go does the same).
+ */
+static bool refl_too_large(const char *message)
+{
+    return strstr(message, "Too large resource version") != NULL;
+}
+
 static void on_watch_done(const struct kube_result *res, void *arg)
 {
     struct kube_reflector *r = arg;
     uint64_t lasted = uv_now(kube__loop(r->c)) - r->watch_start_ms;
     r->req = NULL;
-    if (res->error == 0 && res->status == 410) {
+    if (res->error == 0 &&
+        (res->status == 410 || (res->status == 504 && refl_too_large(res->message)))) {
         refl_schedule(r, REFL_LIST, 0);
     } else if (res->error == 0 && res->status == 200) {
         /* The server's timeout: go on from where we are, unless it keeps ending at once. */
@@ -484,7 +497,19 @@ void kube_reflector_start(struct kube_reflector *r)
     if (r->running || r->closing)
         return;
     r->running = true;
-    refl_schedule(r, REFL_LIST, 0);
+    /* After a stop, resume watching; a version that expired meanwhile brings a relist. */
+    refl_schedule(r, r->synced && r->rv != NULL ? REFL_WATCH : REFL_LIST, 0);
+}
+
+int kube_reflector_set_resource_version(struct kube_reflector *r, const char *rv,
+                                        struct util_err *err)
+{
+    if (r->running || r->closing)
+        return util_err_set(err, UTIL_EINVAL, "the reflector must be stopped to move its version");
+    if (!r->synced || rv == NULL || rv[0] == '\0')
+        return util_err_set(err, UTIL_EINVAL, "the reflector has not listed yet, or rv is empty");
+    refl_set_rv(r, rv);
+    return 0;
 }
 
 void kube_reflector_stop(struct kube_reflector *r)

@@ -163,9 +163,13 @@ static void handler(struct fake_server *s, struct fake_conn *c, struct fake_req 
         fake_status(c, 410, "Expired", "too old resource version");
         break;
     case 3:
-        fake_status(c, 500, "InternalError", "etcd is sad");
+        /* A version the server has not reached (an etcd restore): relist, as for 410. */
+        fake_status(c, 504, "Timeout", "Too large resource version: 13, current: 12");
         break;
     case 4:
+        fake_status(c, 500, "InternalError", "etcd is sad");
+        break;
+    case 5:
         /* A watch that ends at once with nothing in it. */
         fake_stream_begin(c, 200);
         fake_stream_end(c);
@@ -181,6 +185,46 @@ static void handler(struct fake_server *s, struct fake_conn *c, struct fake_req 
         fake_stop(&t->srv);
         uv_close((uv_handle_t *)&t->watchdog, NULL);
         t->closed = true;
+        break;
+    }
+}
+
+/* The resume scenario: the first watch stops the reflector, which resumes from "1". */
+static void resume_handler(struct fake_server *s, struct fake_conn *c, struct fake_req *r)
+{
+    struct t *t = s->data;
+    struct util_err err = {0};
+    char q[64];
+    size_t n;
+    if (strcmp(fake_query(r, "watch", q, sizeof(q)), "1") != 0) {
+        t->lists++;
+        answer_list(t, c, r);
+        return;
+    }
+    n = strlen(t->watch_rvs);
+    snprintf(t->watch_rvs + n, sizeof(t->watch_rvs) - n, "%s;",
+             fake_query(r, "resourceVersion", q, sizeof(q)));
+    switch (t->watches++) {
+    case 0:
+        fake_stream_begin(c, 200);
+        assert_int_equal(kube_reflector_set_resource_version(t->r, "1", &err), UTIL_EINVAL);
+        kube_reflector_stop(t->r);
+        del(t, "a");
+        put(t, "c");
+        assert_int_equal(kube_reflector_set_resource_version(t->r, "", &err), UTIL_EINVAL);
+        assert_int_equal(kube_reflector_set_resource_version(t->r, "1", &err), 0);
+        logf_(t, "resume;");
+        kube_reflector_start(t->r);
+        break;
+    case 1:
+        fake_status(c, 410, "Expired", "too old resource version: 1 (4)");
+        break;
+    default:
+        /* From here the ordinary handler (which records the version itself) ends it. */
+        t->watch_rvs[n] = '\0';
+        s->handler = handler;
+        t->step = 6;
+        handler(s, c, r);
         break;
     }
 }
@@ -291,15 +335,15 @@ static void test_list_watch_relist(void **state)
         "add ns1/x 6;update a 7;delete ns1/b obj;"
         /* Watch 2 from 9: ERROR 410, so a relist finds c and y changed and d gone. */
         "update c 11;add ns1/y 12;delete ns1/d gone;synced 12 n=5;"
-        /* Watch 3: HTTP 410, relist, nothing changed. */
-        "synced 12 n=5;"
-        /* Watch 4: a 500, retried after a backoff from the same version. */
+        /* Watch 3: HTTP 410, relist, nothing changed; watch 4: too large, the same. */
+        "synced 12 n=5;synced 12 n=5;"
+        /* Watch 5: a 500, retried after a backoff from the same version. */
         "error watch configmaps: HTTP 500: etcd is sad;"
-        /* Watch 5 ends at once with nothing: counted as a failure too. */
+        /* Watch 6 ends at once with nothing: counted as a failure too. */
         "error watch configmaps: ended at once with no event;"
         "END;");
-    assert_string_equal(t.watch_rvs, "5;9;12;12;12;12;");
-    assert_int_equal(t.lists, 3 * 3);
+    assert_string_equal(t.watch_rvs, "5;9;12;12;12;12;12;");
+    assert_int_equal(t.lists, 4 * 3);
     assert_non_null(strstr(t.accept_list, "as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"));
     assert_non_null(strstr(t.accept_watch, "as=PartialObjectMetadata;g=meta.k8s.io;v=v1"));
     assert_null(strstr(t.accept_watch, "List"));
@@ -310,13 +354,28 @@ static void test_list_errors_back_off(void **state)
     struct t t = {0};
     put(&t, "a");
     t.list_fail = 2;
-    t.step = 5; /* the first watch ends the scenario */
+    t.step = 6; /* the first watch ends the scenario */
     start(&t, false);
     finish_run(&t);
     assert_string_equal(t.log, "error list configmaps: HTTP 500: boom;"
                                "error list configmaps: HTTP 500: boom;"
                                "add ns1/a 1;synced 1 n=1;END;");
     assert_string_equal(t.accept_list, "application/json");
+}
+
+static void test_stop_and_resume(void **state)
+{
+    struct t t = {0};
+    put(&t, "a");
+    put(&t, "b");
+    start(&t, false);
+    t.srv.handler = resume_handler;
+    finish_run(&t);
+    /* No list on resume; the expired version brings one: c is new, a gone (found at the end). */
+    assert_string_equal(t.log, "add ns1/a 1;add ns1/b 2;synced 2 n=2;resume;"
+                               "add ns1/c 4;delete ns1/a gone;synced 4 n=2;END;");
+    assert_string_equal(t.watch_rvs, "2;1;4;");
+    assert_int_equal(t.lists, 2);
 }
 
 static void test_close_inside_callback(void **state)
@@ -356,9 +415,8 @@ static void test_init_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_list_watch_relist),
-        cmocka_unit_test(test_list_errors_back_off),
-        cmocka_unit_test(test_close_inside_callback),
+        cmocka_unit_test(test_list_watch_relist), cmocka_unit_test(test_list_errors_back_off),
+        cmocka_unit_test(test_stop_and_resume),   cmocka_unit_test(test_close_inside_callback),
         cmocka_unit_test(test_init_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
