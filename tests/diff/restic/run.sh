@@ -55,12 +55,18 @@ finish() {
 phase() { echo "# $1 after $(($(date +%s) - start))s"; }
 
 # ---- tools ----
-for tool in restic zic jq cc; do
+for tool in restic jq cc; do
     if ! command -v "$tool" >/dev/null; then
         notok "$tool is installed (run make setup)"
         finish
     fi
 done
+# zic lives in /usr/sbin, which is not on every PATH.
+ZIC=$(command -v zic || echo /usr/sbin/zic)
+[ -x "$ZIC" ] || {
+    notok "zic is installed (tzdata's compiler; run make setup)"
+    finish
+}
 ver=$(restic version)
 case "$ver" in
 "restic 0.14."* | "restic 0.15."*) ;;
@@ -106,7 +112,7 @@ if ! restic init -q >"$work/init.log" 2>&1; then
     notok "restic init" "$(cat "$work/init.log")"
     finish
 fi
-if ! zic -d "$work/zoneinfo" "$work/h/fixed.zi" 2>"$work/zic.log"; then
+if ! "$ZIC" -d "$work/zoneinfo" "$work/h/fixed.zi" 2>"$work/zic.log"; then
     notok "zic compiles the fixed-offset zones" "$(cat "$work/zic.log")"
     finish
 fi
