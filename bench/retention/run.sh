@@ -20,9 +20,12 @@ trap 'rm -rf "$work"' EXIT
     echo "bench/retention: build first (make)" >&2
     exit 2
 }
+# Copies, so a rebuild in the shared tree during the run cannot swap them.
+cp "$BUILD/liblode.a" "$BUILD/lode" "$work/"
+LODE=$work/lode
 # shellcheck disable=SC2046
 cc -std=c17 -O2 -g -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iinternal -o "$work/bench" \
-    bench/retention/bench_retention.c "$BUILD/liblode.a" $(pkg-config --libs jansson) -lm
+    bench/retention/bench_retention.c "$work/liblode.a" $(pkg-config --libs jansson) -lm
 
 echo "# retention benchmark, $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "# machine: $(nproc) CPUs, $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -55,7 +58,7 @@ restic cat snapshot "$(restic snapshots --json | jq -r '.[0].id')" >"$work/templ
 rm "$work/repo/snapshots/"* # only the bench history: a forget run reads every snapshot file
 # shellcheck disable=SC2046
 cc -std=c17 -O2 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iinternal -o "$work/diffrestic" \
-    tests/diff/restic/diffrestic.c "$BUILD/liblode.a" $(pkg-config --cflags --libs jansson openssl) -lm
+    tests/diff/restic/diffrestic.c "$work/liblode.a" $(pkg-config --cflags --libs jansson openssl) -lm
 # restic is given the non-suspicious snapshots (it has no such notion), times in UTC.
 jq -r '.[] | select(.suspicious | not) | ["bench", .time] | @tsv' "$work/snapshots.json" |
     "$work/diffrestic" forge "$work/mk.json" "$work/template.json" "$work/repo" 2>/dev/null
@@ -70,7 +73,10 @@ measure() {
     "$@" >/dev/null
     for ((i = 0; i < RUNS; i++)); do
         /usr/bin/time -f '%e %U %S' -o "$work/time" \
-            bash -c 'for ((j = 0; j < $0; j++)); do "$@" >/dev/null; done' "$k" "$@"
+            bash -c 'for ((j = 0; j < $0; j++)); do "$@" >/dev/null || exit 1; done' "$k" "$@" || {
+            echo "bench/retention: failed: $*" >&2
+            exit 1
+        }
         read -r e u s <"$work/time"
         walls+=("$e")
         cpus+=("$(awk -v u="$u" -v s="$s" 'BEGIN {print u + s}')")
@@ -83,12 +89,13 @@ measure() {
 # shellcheck disable=SC2086
 read -r rf_wall rf_cpu <<<"$(TZ=UTC measure 1 restic --no-cache forget --dry-run --json --group-by host $flags)"
 read -r ro_wall ro_cpu <<<"$(measure 1 restic --no-cache cat config)"
-read -r lf_wall lf_cpu <<<"$(measure 50 "$BUILD/lode" forget --policy "$work/policy.yaml" --snapshots "$work/snapshots.json" --output json)"
+read -r lf_wall lf_cpu <<<"$(measure 50 "$LODE" forget --policy "$work/policy.yaml" --snapshots "$work/snapshots.json" --output json)"
+[ -n "$rf_cpu" ] && [ -n "$ro_cpu" ] && [ -n "$lf_cpu" ] || exit 1
 engine_wall=$(sed -n 's/.* shuffled_wall_ms=\([0-9.]*\).*/\1/p' "$work/engine1000.txt")
 engine_cpu=$(sed -n 's/.* shuffled_cpu_ms=\([0-9.]*\).*/\1/p' "$work/engine1000.txt")
 # shellcheck disable=SC2086
 kept_restic=$(TZ=UTC restic --no-cache forget --dry-run --json --group-by host $flags | jq '.[0].keep | length')
-kept_lode=$("$BUILD/lode" forget --policy "$work/policy.yaml" --snapshots "$work/snapshots.json" --output json |
+kept_lode=$("$LODE" forget --policy "$work/policy.yaml" --snapshots "$work/snapshots.json" --output json |
     jq '[.keep[] | select(.reasons | index("suspicious") | not)] | length')
 
 echo
