@@ -89,17 +89,14 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/liblode.a $(TEST_HELPER_OBJ) $(CT
 	$(CC) $(CPPFLAGS) -Icontroller -Itests/unit $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ $< \
 		$(TEST_HELPER_OBJ) $(CTL_TESTABLE_OBJ) $(BUILD)/liblode.a $(CMOCKA_LIBS) $(PKG_LIBS) -lm
 
-# The test build adds ASan and UBSan. `make test SAN=` runs it without them.
+# make test: everything, as tests/all.sh describes (sanitised unit and CLI tests,
+# valgrind, the fuzz targets over their seeds, the end-to-end tests on the local
+# control plane). LODE_E2E=0 make test leaves the end-to-end phase out.
 TEST_SAN ?= address,undefined
 test:
 	$(MAKE) --no-print-directory SAN=$(TEST_SAN) all unit-bins
-	LODE=$(if $(TEST_SAN),build/san-$(TEST_SAN),build)/lode \
-	BUILD=$(if $(TEST_SAN),build/san-$(TEST_SAN),build) \
-	  tests/run.sh
-	$(MAKE) --no-print-directory valgrind
-
-.PHONY: unit-bins
-unit-bins: $(TEST_BIN)
+	$(MAKE) --no-print-directory all unit-bins fuzz-build
+	SAN_BUILD=build/san-$(TEST_SAN) tests/all.sh
 
 # valgrind runs the unsanitised unit tests; any leak or error fails the run.
 valgrind: all $(TEST_BIN)

@@ -199,8 +199,9 @@ static void ctl_create_run(const struct ctl_pair_input *in, const struct ctl_con
 {
     const struct ctl_policy *p = in->policy;
     char slot[CTL_SLOT_MAX], name[CTL_NAME_MAX], late[32], window[32];
-    enum ctl_trigger trigger =
-        d->late <= CTL_ON_TIME_SECONDS ? CTL_TRIGGER_SCHEDULED : CTL_TRIGGER_CATCH_UP;
+    /* A slot reported skipped or missed that now runs is a catch-up, however soon. */
+    bool caught_up = d->late > CTL_ON_TIME_SECONDS || d->slot.at == in->reported_slot;
+    enum ctl_trigger trigger = caught_up ? CTL_TRIGGER_CATCH_UP : CTL_TRIGGER_SCHEDULED;
 
     ctl_slot_text(d->slot.local, slot);
     ctl_backup_name(p->ns, p->name, in->host, slot, name);

@@ -35,7 +35,10 @@
 #include "objects.h"
 #include "state.h"
 
-/* What a Backup may be late by and still count as on time rather than a catch-up. */
+/*
+ * What a run may be late by and still count as on time rather than a catch-up (a slot
+ * that was reported skipped or missed is a catch-up however soon it runs).
+ */
 #define CTL_ON_TIME_SECONDS 60
 /* A Backup still active this long past start + maxRuntime fails with time_limit. */
 #define CTL_TIME_LIMIT_GRACE 3600

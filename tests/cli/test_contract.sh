@@ -37,14 +37,14 @@ check_rc "validate: an unreadable file is an I/O error (exit 2)" 2
 run validate --no-such-flag "$EX"
 check_rc "validate: an unknown flag is a usage error (exit 2)" 2
 
-f=$(policy star apiVersion: lodestore.io/v1alpha1 kind: BackupPolicy 'metadata: {name: p}' spec: \
+f=$(policy star 'apiVersion: lodestore.io/v1alpha1' 'kind: BackupPolicy' 'metadata: {name: p}' spec: \
     '  repository: main' '  paths: [/etc]' '  schedule:' '    cron: */15 * * * *')
 run validate "$f"
 check_rc "validate: an unquoted cron starting with * is invalid" 1
 check_contains "validate: the error shows the quoted form" "$OUT$ERR" '"*/15 * * * *"'
 check_contains "validate: the error is at the cron's line" "$OUT$ERR" "$f:8:"
 
-f=$(policy many apiVersion: lodestore.io/v1alpha1 kind: BackupPolicy 'metadata: {name: p}' spec: \
+f=$(policy many 'apiVersion: lodestore.io/v1alpha1' 'kind: BackupPolicy' 'metadata: {name: p}' spec: \
     '  repository: main' '  paths: [etc]' '  schedule: {cron: "0 0 30 2 *", jitter: 25h}' \
     '  retention: {keepLast: "3", keepDayly: 2}' '  limits: {nice: 20, ioniceLevel: 4}')
 run validate --output json "$f"
@@ -55,7 +55,7 @@ sorted=$(jq -c '[.files[0].errors[] | [.line, .column]] | . == sort' <<<"$OUT")
 check_eq "validate: errors in document order" "$sorted" true
 
 # ---- schedule: the page's DST examples ----
-kyiv=$(policy kyiv apiVersion: lodestore.io/v1alpha1 kind: BackupPolicy 'metadata: {name: p, namespace: ops}' spec: \
+kyiv=$(policy kyiv 'apiVersion: lodestore.io/v1alpha1' 'kind: BackupPolicy' 'metadata: {name: p, namespace: ops}' spec: \
     '  repository: main' '  paths: [/etc]' '  schedule: {cron: "30 3 * * *", timezone: Europe/Kyiv, jitter: 0s}')
 run schedule "$kyiv" --host node-1 --from 2026-03-28T12:00:00Z --count 2 --output json
 check_rc "schedule: exit 0" 0
@@ -73,14 +73,14 @@ check_eq "schedule: Kyiv 03:30 on 2026-10-25 runs at the first 03:30 only" \
     "$(jq -c '[.runs[] | [.slot, .slotTime, .note]]' <<<"$OUT")" \
     '[["2026-10-25T03:30","2026-10-25T00:30:00Z","repeated"],["2026-10-26T03:30","2026-10-26T01:30:00Z",null]]'
 
-lh=$(policy lh apiVersion: lodestore.io/v1alpha1 kind: BackupPolicy 'metadata: {name: p}' spec: \
+lh=$(policy lh 'apiVersion: lodestore.io/v1alpha1' 'kind: BackupPolicy' 'metadata: {name: p}' spec: \
     '  repository: main' '  paths: [/etc]' '  schedule: {cron: "15 2 * * *", timezone: Australia/Lord_Howe, jitter: 0s}')
 run schedule "$lh" --host h --from 2026-10-03T12:00:00Z --count 1 --output json
 check_eq "schedule: Lord Howe 02:15 on 2026-10-04 runs at 02:30 local" \
     "$(jq -c '.runs[0] | [.slot, .slotTime, .note]' <<<"$OUT")" '["2026-10-04T02:15","2026-10-03T15:30:00Z","shifted"]'
 check_eq "schedule: namespace defaults to default" "$(jq -r .policy <<<"$OUT")" "default/p"
 
-ny=$(policy ny apiVersion: lodestore.io/v1alpha1 kind: BackupPolicy 'metadata: {name: p}' spec: \
+ny=$(policy ny 'apiVersion: lodestore.io/v1alpha1' 'kind: BackupPolicy' 'metadata: {name: p}' spec: \
     '  repository: main' '  paths: [/etc]' '  schedule: {cron: "@hourly", timezone: America/New_York, jitter: 0s}')
 run schedule "$ny" --host h --from 2026-11-01T03:30:00Z --until 2026-11-01T07:30:00Z --output json
 check_eq "schedule: New York @hourly on 2026-11-01: 00:00 EDT, 01:00 EDT, 02:00 EST" \
@@ -91,7 +91,7 @@ run schedule "$ny" --host h --from 2026-11-01T06:10:00Z --count 1 --output json
 check_eq "schedule: from inside the repeated hour, never the second 01:00" \
     "$(jq -r '.runs[0].slotTime' <<<"$OUT")" "2026-11-01T07:00:00Z"
 
-halfhour=$(policy hh apiVersion: lodestore.io/v1alpha1 kind: BackupPolicy 'metadata: {name: p}' spec: \
+halfhour=$(policy hh 'apiVersion: lodestore.io/v1alpha1' 'kind: BackupPolicy' 'metadata: {name: p}' spec: \
     '  repository: main' '  paths: [/etc]' '  schedule: {cron: "0,30 3 * * *", timezone: Europe/Kyiv, jitter: 0s}')
 run schedule "$halfhour" --host h --from 2026-03-28T12:00:00Z --count 2 --output json
 check_eq "schedule: non-fixed schedules skip the gap" "$(jq -c '[.runs[].slot]' <<<"$OUT")" \
@@ -113,7 +113,7 @@ check_eq "schedule: runTime = slotTime + offset" \
     "$(jq -r '.runs[0] | ((.runTime | fromdate) - (.slotTime | fromdate))' <<<"$OUT")" "$want"
 check_eq "schedule: alert limit is maxAge when set (36h)" "$(jq .alertLimitSeconds <<<"$OUT")" 129600
 
-utcd=$(policy utcd apiVersion: lodestore.io/v1alpha1 kind: BackupPolicy 'metadata: {name: p}' spec: \
+utcd=$(policy utcd 'apiVersion: lodestore.io/v1alpha1' 'kind: BackupPolicy' 'metadata: {name: p}' spec: \
     '  repository: main' '  paths: [/etc]' '  schedule: {cron: "0 1 * * *"}')
 run schedule "$utcd" --host h --from 2026-06-01T00:00:00Z --count 1 --output json
 check_eq "schedule: UTC daily, default jitter 15m: limit 48h15m" "$(jq .alertLimitSeconds <<<"$OUT")" 173700
@@ -125,7 +125,7 @@ run schedule "$utcd" --host h --from yesterday --count 1
 check_rc "schedule: a bad --from is a usage error" 2
 
 # ---- forget ----
-pol=$(policy daily3 apiVersion: lodestore.io/v1alpha1 kind: BackupPolicy 'metadata: {name: p}' spec: \
+pol=$(policy daily3 'apiVersion: lodestore.io/v1alpha1' 'kind: BackupPolicy' 'metadata: {name: p}' spec: \
     '  repository: main' '  paths: [/etc]' '  retention: {keepDaily: 3}')
 cat >"$T_TMP/r1.json" <<'J'
 [{"id":"s1","time":"2026-05-01T10:00:00Z"},{"id":"s2","time":"2026-05-01T22:00:00Z"},
@@ -137,13 +137,13 @@ check_rc "forget: exit 0" 0
 check_eq "forget: keepDaily 3 (R1), newest first with reasons" "$(jq -c . <<<"$OUT")" \
     '{"keep":[{"id":"s6","reasons":["daily","newest-good"]},{"id":"s5","reasons":["daily","newest-good"]},{"id":"s3","reasons":["daily"]}],"forget":[{"id":"s4"},{"id":"s2"},{"id":"s1"}]}'
 
-pol=$(policy none apiVersion: lodestore.io/v1alpha1 kind: BackupPolicy 'metadata: {name: p}' spec: \
+pol=$(policy none 'apiVersion: lodestore.io/v1alpha1' 'kind: BackupPolicy' 'metadata: {name: p}' spec: \
     '  repository: main' '  paths: [/etc]')
 run forget --policy "$pol" --snapshots "$T_TMP/r1.json" --output json
 check_eq "forget: no rules keeps everything" "$(jq -c '[.keep[].reasons] | unique' <<<"$OUT")" '[["newest-good","no-rules"],["no-rules"]]'
 check_eq "forget: no rules forgets nothing" "$(jq -c '.forget' <<<"$OUT")" '[]'
 
-pol=$(policy last1 apiVersion: lodestore.io/v1alpha1 kind: BackupPolicy 'metadata: {name: p}' spec: \
+pol=$(policy last1 'apiVersion: lodestore.io/v1alpha1' 'kind: BackupPolicy' 'metadata: {name: p}' spec: \
     '  repository: main' '  paths: [/etc]' '  retention: {keepLast: 1}')
 cat >"$T_TMP/r5.json" <<'J'
 [{"id":"s1","time":"2026-06-01T00:00:00Z"},{"id":"s2","time":"2026-06-02T00:00:00Z"},
@@ -162,7 +162,7 @@ run forget --policy "$pol" --snapshots "$T_TMP/ties.json" --output json
 check_eq "forget: equal times, the larger id is newer" "$(jq -c . <<<"$OUT")" \
     '{"keep":[{"id":"b","reasons":["last"]},{"id":"x2","reasons":["newest-good"]},{"id":"x1","reasons":["newest-good"]}],"forget":[{"id":"a"}]}'
 
-pol=$(policy within apiVersion: lodestore.io/v1alpha1 kind: BackupPolicy 'metadata: {name: p}' spec: \
+pol=$(policy within 'apiVersion: lodestore.io/v1alpha1' 'kind: BackupPolicy' 'metadata: {name: p}' spec: \
     '  repository: main' '  paths: [/etc]' '  retention: {keepWithin: 24h}')
 cat >"$T_TMP/r6.json" <<'J'
 [{"id":"a","time":"2026-03-22T12:00:00Z"},{"id":"b","time":"2026-03-22T11:00:00Z"},
@@ -173,7 +173,7 @@ run forget --policy "$pol" --snapshots "$T_TMP/r6.json" --output json
 check_eq "forget: keepWithin is inclusive, from the newest snapshot" "$(jq -c '[.keep[].id], [.forget[].id]' <<<"$OUT" | paste -sd' ')" \
     '["a","b","c"] ["d","e"]'
 
-pol=$(policy monthly apiVersion: lodestore.io/v1alpha1 kind: BackupPolicy 'metadata: {name: p}' spec: \
+pol=$(policy monthly 'apiVersion: lodestore.io/v1alpha1' 'kind: BackupPolicy' 'metadata: {name: p}' spec: \
     '  repository: main' '  paths: [/etc]' '  schedule: {cron: "@daily", timezone: Europe/Kyiv}' '  retention: {keepMonthly: 2}')
 cat >"$T_TMP/r3.json" <<'J'
 [{"id":"s1","time":"2026-02-15T12:00:00Z"},{"id":"s2","time":"2026-03-31T20:30:00Z"},

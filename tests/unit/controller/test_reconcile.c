@@ -294,6 +294,20 @@ static void test_skip_behind_running_then_catch_up(void **state)
     assert_string_equal(first(&f, CTL_ACT_EVENT)->reason, "Skipped");
     assert_int_equal(f.out.decision.reason, SCHED_RUNNING);
 
+    /* Ended within the minute: the skipped slot still runs as a catch-up. */
+    {
+        struct fixture g;
+        fixture_init(&g, "{\"repository\":\"main\",\"paths\":[\"/etc\"],\"schedule\":{\"cron\":\"0 * * "
+                         "* *\",\"jitter\":\"0s\"}}");
+        add_backup(&g, "2026-03-10T02:00", "2026-03-10T02:00:00Z", "Succeeded",
+                   "2026-03-10T02:00:01Z", NULL);
+        run(&g, "2026-03-10T03:00:30Z", T("2026-03-10T03:00:00Z"));
+        assert_string_equal(jstr(first(&g, CTL_ACT_CREATE_RUN)->obj, "spec.trigger"), "catch-up");
+        run(&g, "2026-03-10T03:00:30Z", 0);
+        assert_string_equal(jstr(first(&g, CTL_ACT_CREATE_RUN)->obj, "spec.trigger"), "scheduled");
+        fixture_free(&g);
+    }
+
     /* The long backup ends at 03:20: its outcome is recorded and 03:00 is caught up. */
     ctl_job_free(&f.jobs[0]);
     f.jobs[0].ns = util_strdup("ops");
