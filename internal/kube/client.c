@@ -28,6 +28,7 @@
 #define CLIENT_DEFAULT_MAX_RESP   ((size_t)64 << 20)
 #define CLIENT_WATCH_DEFAULT_S    300
 #define CLIENT_WATCH_GRACE_MS     30000
+#define CLIENT_MAX_IDLE_S         20L
 #define CLIENT_ACCEPT_JSON        "application/json"
 #define CLIENT_ACCEPT_META_LIST                                                                    \
     "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
@@ -595,6 +596,13 @@ static int client_submit(struct kube_client *c, struct req_spec *s, kube_result_
     curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 15L);
     curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+    /*
+     * A pooled connection idle longer than this is not reused: a server may close it
+     * meanwhile (kube-apiserver's limit is 90 s), and a request written into a
+     * connection closing under it fails ("Send failure: Broken pipe") instead of
+     * being retried. The cost is one TLS handshake after a quiet spell.
+     */
+    curl_easy_setopt(e, CURLOPT_MAXAGE_CONN, CLIENT_MAX_IDLE_S);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, c->cfg.insecure ? 0L : 1L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, c->cfg.insecure ? 0L : 2L);
     if (c->cfg.ca_pem != NULL) {
