@@ -557,6 +557,65 @@ static void test_token_reread_on_401(void **state)
     assert_int_equal(t.got[1].status, 200);
 }
 
+static void periodic_got_cb(const struct kube_result *res, void *arg);
+
+/* The periodic re-read: a rotated file is picked up; a vanished one keeps the old token. */
+static char warnings[512];
+
+static void warn_cb(const char *msg, void *arg)
+{
+    snprintf(warnings, sizeof(warnings), "%s", msg);
+}
+
+static void periodic_handler(struct fake_server *s, struct fake_conn *c, struct fake_req *r)
+{
+    record(s->data, r);
+    fake_respond(c, 200, "{}");
+}
+
+static void on_later_next(uv_timer_t *h)
+{
+    struct t *t = h->data;
+    assert_int_equal(kube_get(t->c, &cms, "a", NULL, periodic_got_cb, t, NULL, NULL), 0);
+}
+
+/* After each answer: change the file, let 10 reload periods pass, send the next. */
+static void periodic_got_cb(const struct kube_result *res, void *arg)
+{
+    struct t *t = arg;
+    got_cb(res, arg);
+    if (t->ngot == 1)
+        write_token("tok-rotated");
+    else if (t->ngot == 2)
+        unlink(token_path);
+    if (t->ngot < 3)
+        uv_timer_start(&t->later, on_later_next, 200, 0);
+}
+
+static void test_token_periodic_reread(void **state)
+{
+    struct t t;
+    struct kube_client_opts o = {.token_reload_ms = 20, .warn_cb = warn_cb};
+    snprintf(token_path, sizeof(token_path), "/tmp/lode-kube-token-XXXXXX");
+    int fd = mkstemp(token_path);
+    assert_true(fd >= 0);
+    close(fd);
+    write_token("tok-first");
+    warnings[0] = '\0';
+    setup_t(&t, periodic_handler, &o);
+    kube_client_close(t.c, NULL, NULL);
+    t.c = client_for(&t, &o, NULL, token_path);
+    t.want = 3;
+    assert_int_equal(kube_get(t.c, &cms, "a", NULL, periodic_got_cb, &t, NULL, NULL), 0);
+    run_t(&t);
+    assert_int_equal(t.nseen, 3);
+    assert_string_equal(t.seen[0].auth, "Bearer tok-first");
+    assert_string_equal(t.seen[1].auth, "Bearer tok-rotated");
+    assert_string_equal(t.seen[2].auth, "Bearer tok-rotated");
+    assert_non_null(strstr(warnings, "token file"));
+    assert_non_null(strstr(warnings, "cannot open"));
+}
+
 static void test_init_errors(void **state)
 {
     uv_loop_t loop;
@@ -586,6 +645,7 @@ int main(void)
         cmocka_unit_test(test_watch_cancel_inside_callback),
         cmocka_unit_test(test_close_with_requests_pending),
         cmocka_unit_test(test_token_reread_on_401),
+        cmocka_unit_test(test_token_periodic_reread),
         cmocka_unit_test(test_init_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
