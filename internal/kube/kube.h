@@ -34,8 +34,12 @@
  *     callback takes a reference.
  *   - A watch holds at most one partial line (bounded by max_line_bytes); each event is
  *     parsed, delivered and freed: no JSON tree outlives its callback.
- *   - A reflector keeps one "namespace/name resourceVersion" string per object (about
- *     60 bytes plus a 16-byte slot of an open-addressing table), nothing else.
+ *   - A reflector keeps one "namespace/name resourceVersion" string per object and a
+ *     16-byte slot of an open-addressing table (3/8 to 3/4 full): about 50-100 bytes
+ *     per object, nothing else.
+ *   - CPU: splitting costs about 0.4 us per 6.4 KiB event; decoding it with jansson about
+ *     90 us (70 MB/s, measured on the 2-core development machine under load), which is
+ *     why metadata-only watches matter for Nodes.
  *
  * Choices, and why:
  *   - The rate limit (default 20 QPS, burst 30, as kube-controller-manager used) applies
@@ -49,12 +53,18 @@
  *     relists. A watch that ends at once with nothing in it counts as a failure, so a
  *     misbehaving server cannot make it spin.
  *   - Lists are consistent reads (no resourceVersion=0), paged (default 500 per page).
+ *   - A pooled connection idle for more than 20 s is not reused: a request written into
+ *     a connection the server is closing would fail instead of being retried.
+ *   - One client has one FIFO: a burst of creates delays a request queued behind it. A
+ *     Lease renewal that must not wait belongs on a client of its own (as client-go's
+ *     leader election has its own limiter).
  *
  * Ownership: every function that takes a callback calls it at most once per request
  * (a watch calls its event callback once per event and its done callback once), and
- * never when it returned an error. Callbacks run on the loop thread; they may start or
- * cancel requests, including their own. Borrowed pointers in callback arguments are
- * valid only during the callback.
+ * never when it returned an error. Callbacks run on the loop thread; they may start
+ * requests, cancel others, close the client, and a watch's event callback may cancel
+ * its own watch. Borrowed pointers in callback arguments are valid only during the
+ * callback.
  */
 #ifndef LODE_KUBE_H
 #define LODE_KUBE_H
