@@ -10,8 +10,13 @@
 #   - the policy's status: Valid, Ready, hosts, next run, observedGeneration;
 #   - a policy the schema admits but the validator rejects gets Valid=False with the
 #     validator's message;
+#   - a node added later gets runs and a removed one none;
 #   - the controller killed (SIGKILL) across a slot runs that slot once per node after
 #     its restart (its one catch-up), and no slot twice;
+#   - two replicas with leader election: one leader, no duplicate run, and the standby
+#     takes over when the leader is killed;
+#   - a backup still running makes the next slot skipped (an Event, a metric), and that
+#     slot is caught up once when the backup ends;
 #   - with the clock past maxRuntime + 1h, a hung backup fails with time_limit and its Job
 #     goes; a policy with maxAge and no backup shows Overdue as a condition and a metric;
 #   - /metrics parses as Prometheus text.
@@ -20,14 +25,14 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 CTL=${LODE_CONTROLLER:-$ROOT/build/lode-controller}
 NS=e2e-$(openssl rand -hex 3)
 LATE=$NS-late
+HA=$NS-ha
 PIDS=()
 
 cleanup() {
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
     for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-    kc delete ns "$NS" "$LATE" --wait=false >/dev/null 2>&1
-    env_delete_nodes "$NS-db" >/dev/null 2>&1
-    env_delete_nodes "$NS-web" >/dev/null 2>&1
+    kc delete ns "$NS" "$LATE" "$HA" --wait=false >/dev/null 2>&1
+    for n in db web new ha slow; do env_delete_nodes "$NS-$n" >/dev/null 2>&1; done
     env_kwok_clear >/dev/null 2>&1
     rm -rf "$T_TMP"
 }
@@ -71,10 +76,39 @@ kc wait --for condition=established --timeout=30s crd/backuppolicies.lodestore.i
     crd/backups.lodestore.io crd/backuprepositories.lodestore.io >/dev/null
 kc create namespace "$NS" >/dev/null
 kc create namespace "$LATE" >/dev/null
+kc create namespace "$HA" >/dev/null
 env_create_nodes 3 "$NS-db" role=db
 env_create_nodes 1 "$NS-web" role=web
+env_create_nodes 1 "$NS-ha" role=ha
+env_create_nodes 1 "$NS-slow" role=slow
+env_kwok_result hang "lodestore.io/policy=slow"
 
 start_controller main --namespace "$NS"
+# Two replicas for the HA namespace; they run alongside the main flow's waits.
+HA_FLAGS=(--namespace "$HA" --leader-elect --leader-election-namespace "$HA" --lease-duration 6s
+    --renew-deadline 4s --retry-period 1s)
+start_controller ha_a "${HA_FLAGS[@]}" --identity replica-a
+start_controller ha_b "${HA_FLAGS[@]}" --identity replica-b
+kc -n "$HA" apply -f - >/dev/null <<EOF
+apiVersion: lodestore.io/v1alpha1
+kind: BackupPolicy
+metadata: {name: ha}
+spec:
+  repository: main
+  paths: [/etc]
+  nodeSelector: {role: ha}
+  schedule: {cron: "* * * * *", jitter: 0s}
+---
+apiVersion: lodestore.io/v1alpha1
+kind: BackupPolicy
+metadata: {name: slow}
+spec:
+  repository: main
+  paths: [/srv]
+  nodeSelector: {role: slow}
+  schedule: {cron: "* * * * *", jitter: 0s}
+  limits: {maxRuntime: 1h}
+EOF
 
 # ---- a minute schedule on three nodes ----
 kc -n "$NS" apply -f - >/dev/null <<EOF
@@ -138,6 +172,9 @@ check_contains "Valid carries the validator's message" \
     "spec.schedule.cron"
 
 # ---- killed across a slot: one run per node for the missed slot, no duplicate ----
+# Meanwhile a node joins and one leaves: the missed slot runs on the nodes there now.
+env_create_nodes 1 "$NS-new" role=db
+kc delete node "$NS-db-0" >/dev/null
 kill -9 "$PID_main"
 wait "$PID_main" 2>/dev/null
 boundary=$(( ($(date +%s) / 60 + 1) * 60 ))
@@ -149,6 +186,9 @@ runs_of_missed() { kc -n "$NS" get backups -l lodestore.io/policy=minutely -o js
 three_runs() { [[ $(runs_of_missed) -ge 3 ]]; }
 env_wait 30 "the runs of the slot missed while down" three_runs
 check_eq "exactly one run per node for the slot missed while down" "$(runs_of_missed)" 3
+check_eq "the node added later runs, the removed one does not" \
+    "$(kc -n "$NS" get backups -l lodestore.io/policy=minutely -o jsonpath='{range .items[*]}{.spec.slot} {.spec.host}{"\n"}{end}' | grep "^$missed " | cut -d' ' -f2 | sort | tr '\n' ' ')" \
+    "$NS-db-1 $NS-db-2 $NS-new-0 "
 dups=$(kc -n "$NS" get backups -l lodestore.io/policy=minutely -o jsonpath='{range .items[*]}{.spec.host} {.spec.slot}{"\n"}{end}' | sort | uniq -d | wc -l)
 check_eq "no slot ran twice on a host" "$dups" 0
 
@@ -156,9 +196,61 @@ check_eq "no slot ran twice on a host" "$dups" 0
 metrics=$(curl -fsS "http://127.0.0.1:$PORT_main2/metrics")
 bad=$(grep -v '^#' <<<"$metrics" | grep -Ev '^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? -?[0-9.eE+-]+$|^[a-zA-Z_:][a-zA-Z0-9_:]*(\{.*\})? (NaN|\+Inf|-Inf)$' | head -n 3)
 check_eq "/metrics is Prometheus text" "$bad" ""
-check_contains "/metrics has the hosts' next runs" "$metrics" "lodestore_host_next_run_timestamp_seconds{policy=\"$NS/minutely\",host=\"$NS-db-0\"}"
+check_contains "/metrics has the hosts' next runs" "$metrics" "lodestore_host_next_run_timestamp_seconds{policy=\"$NS/minutely\",host=\"$NS-db-1\"}"
 check_eq "/healthz" "$(curl -fsS "http://127.0.0.1:$PORT_main2/healthz")" ok
 env_wait 20 "/readyz" curl -fsS "http://127.0.0.1:$PORT_main2/readyz" && pass "/readyz once synced" || fail "/readyz"
+
+# ---- a slot skipped behind a running backup, caught up when it ends ----
+skipped_event() { [[ -n $(kc -n "$HA" get events --field-selector reason=Skipped -o name) ]]; }
+env_wait 90 "a Skipped event for the slow policy" skipped_event &&
+    pass "a slot behind a running backup is skipped with an Event" || fail "Skipped event"
+leader_port() {
+    local p
+    for p in "$PORT_ha_a" "$PORT_ha_b"; do
+        curl -fsS "http://127.0.0.1:$p/metrics" 2>/dev/null | grep -q '^lodestore_leader 1$' && { echo "$p"; return 0; }
+    done
+    return 1
+}
+LP=$(leader_port)
+check_contains "the missed slot is counted" "$(curl -fsS "http://127.0.0.1:$LP/metrics")" \
+    "lodestore_host_missed_slots_total{policy=\"$HA/slow\",host=\"$NS-slow-0\"} 1"
+# Now let the hung backup finish: the last skipped slot runs once; earlier ones never.
+env_kwok_clear
+env_kwok_result succeed "lodestore.io/policy=slow"
+kc -n "$HA" annotate pods -l lodestore.io/policy=slow --overwrite "lodestore.io/kwok-poke=$RANDOM" >/dev/null
+catch_up_slot() {
+    kc -n "$HA" get backups -l lodestore.io/policy=slow -o jsonpath='{range .items[*]}{.spec.slot} {.spec.trigger}{"\n"}{end}' | awk '$2 == "catch-up" {print $1}'
+}
+has_catch_up() { [[ -n $(catch_up_slot) ]]; }
+env_wait 60 "the skipped slot to be caught up" has_catch_up
+skipped=$(kc -n "$HA" get events --field-selector reason=Skipped -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' | grep -o 'slot [0-9T:-]*' | cut -d' ' -f2 | sort -u)
+cu=$(catch_up_slot)
+last_skipped=$(tail -n 1 <<<"$skipped")
+check_eq "one catch-up when the running backup ends, for the last skipped slot" "$cu" "$last_skipped"
+slow_slots=$(kc -n "$HA" get backups -l lodestore.io/policy=slow -o jsonpath='{range .items[*]}{.spec.slot}{"\n"}{end}')
+replayed=$(grep -Fxf <(head -n -1 <<<"$skipped") <<<"$slow_slots" | wc -l)
+check_eq "earlier skipped slots are never replayed" "$replayed" 0
+
+# ---- two replicas: one leader, no duplicate, failover ----
+leaders=0
+for p in "$PORT_ha_a" "$PORT_ha_b"; do
+    curl -fsS "http://127.0.0.1:$p/metrics" | grep -q '^lodestore_leader 1$' && leaders=$((leaders + 1))
+done
+check_eq "two replicas, one leader" "$leaders" 1
+check_eq "no slot ran twice with two replicas" \
+    "$(kc -n "$HA" get backups -o jsonpath='{range .items[*]}{.spec.policy} {.spec.host} {.spec.slot}{"\n"}{end}' | sort | uniq -d | wc -l)" 0
+if [[ $LP == "$PORT_ha_a" ]]; then victim=$PID_ha_a; heir=$PORT_ha_b; else victim=$PID_ha_b; heir=$PORT_ha_a; fi
+kill -9 "$victim"
+killed_at=$(date -u +%Y-%m-%dT%H:%M)
+heir_leads() { curl -fsS "http://127.0.0.1:$heir/metrics" | grep -q '^lodestore_leader 1$'; }
+env_wait 30 "the standby to take the Lease" heir_leads && pass "the standby takes over when the leader dies" ||
+    fail "failover"
+later_run() {
+    kc -n "$HA" get backups -l lodestore.io/policy=ha -o jsonpath='{range .items[*]}{.spec.slot}{"\n"}{end}' |
+        awk -v k="$killed_at" '$1 > k {f=1} END {exit !f}'
+}
+env_wait 90 "a run by the new leader" later_run && pass "the new leader runs the next slot" ||
+    fail "the new leader runs the next slot"
 
 # ---- time_limit and overdue, with the controller's clock three hours ahead ----
 env_kwok_result hang "lodestore.io/policy=stuck"
