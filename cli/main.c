@@ -18,6 +18,8 @@ static const struct cli_command cli_commands[] = {
      "check policy files, reporting every error with its line and column"},
     {"schedule", cmd_schedule, "show the next runs of a policy for a host, with DST notes"},
     {"forget", cmd_forget, "show which snapshots retention keeps and why (--dry-run)"},
+    {"apply", cmd_apply, "validate a policy file, then create or update it in the cluster"},
+    {"status", cmd_status, "per host: last success, age, limit, overdue and next run"},
     {"version", cmd_version, "print the version and the tz database version"},
 };
 
