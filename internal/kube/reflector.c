@@ -225,6 +225,14 @@ static void refl_fail_result(struct kube_reflector *r, enum refl_next next, cons
     free(what);
 }
 
+/* A list that answered 200 with something unusable. */
+static void refl_fail_msg(struct kube_reflector *r, enum refl_next next, const char *msg)
+{
+    char *what = util_asprintf("list %s: %s", r->resource, msg);
+    refl_fail(r, next, what);
+    free(what);
+}
+
 /* ---- listing ---- */
 
 /* Delivers the deletes that a complete list revealed. False if a callback stopped us. */
@@ -295,7 +303,7 @@ static void on_list(const struct kube_result *res, void *arg)
     meta = json_object_get(res->body, "metadata");
     rv = json_string_value(json_object_get(meta, "resourceVersion"));
     if (!json_is_array(items) && !json_is_null(items) && items != NULL) {
-        refl_fail(r, REFL_LIST, "list: the response has no items list");
+        refl_fail_msg(r, REFL_LIST, "the response has no items list");
         return;
     }
     json_array_foreach(items, i, item)
@@ -317,7 +325,7 @@ static void on_list(const struct kube_result *res, void *arg)
         return;
     }
     if (rv == NULL || rv[0] == '\0') {
-        refl_fail(r, REFL_LIST, "list: the response has no resourceVersion");
+        refl_fail_msg(r, REFL_LIST, "the response has no resourceVersion");
         return;
     }
     refl_set_rv(r, rv);

@@ -185,6 +185,16 @@ static void test_verbs(void **state)
     assert_int_equal(kube_get(t.c, &cms, NULL, NULL, got_cb, &t, NULL, &err), UTIL_EINVAL);
     assert_int_equal(kube_get(t.c, &cms, "", NULL, got_cb, &t, NULL, &err), UTIL_EINVAL);
     assert_int_equal(kube_create(t.c, &cms, NULL, got_cb, &t, NULL, &err), UTIL_EINVAL);
+    assert_non_null(strstr(err.msg, "body is missing"));
+    assert_int_equal(kube_update(t.c, &cms, NULL, NULL, obj, got_cb, &t, NULL, &err), UTIL_EINVAL);
+    assert_int_equal(kube_merge_patch(t.c, &cms, NULL, NULL, obj, got_cb, &t, NULL, &err),
+                     UTIL_EINVAL);
+    assert_int_equal(kube_apply(t.c, &cms, NULL, NULL, obj, got_cb, &t, NULL, &err), UTIL_EINVAL);
+    assert_int_equal(kube_delete(t.c, &cms, NULL, NULL, got_cb, &t, NULL, &err), UTIL_EINVAL);
+    struct kube_resource noversion = {"", "", "configmaps", NULL};
+    assert_int_equal(kube_list(t.c, &noversion, NULL, got_cb, &t, NULL, &err), UTIL_EINVAL);
+    assert_int_equal(kube_watch(t.c, &noversion, NULL, NULL, got_cb, &t, NULL, &err), UTIL_EINVAL);
+    assert_int_equal(kube_get(t.c, &cms, "a", "", got_cb, &t, NULL, &err), UTIL_EINVAL);
     json_decref(obj);
     json_decref(status);
     run_t(&t);

@@ -193,6 +193,21 @@ static void test_event_build(void **state)
     assert_null(json_object_get(json_object_get(ev, "involvedObject"), "namespace"));
     assert_int_equal(json_string_length(json_object_get(ev, "message")), 1023);
     json_decref(ev);
+    /* What cannot be an Event is refused before anything is sent. */
+    struct util_err err = {0};
+    struct kube_object_ref nokind = {"v1", NULL, NULL, "n1", NULL};
+    assert_int_equal(
+        kube_event_create(NULL, &nokind, "Normal", "R", "m", "c", 0, NULL, NULL, NULL, &err),
+        UTIL_EINVAL);
+    assert_non_null(strstr(err.msg, "apiVersion, kind and name"));
+    assert_int_equal(
+        kube_event_create(NULL, &node, "Info", "R", "m", "c", 0, NULL, NULL, NULL, &err),
+        UTIL_EINVAL);
+    assert_non_null(strstr(err.msg, "Normal or Warning"));
+    assert_int_equal(
+        kube_event_create(NULL, &node, "Normal", "", "m", "c", 0, NULL, NULL, NULL, &err),
+        UTIL_EINVAL);
+    assert_non_null(strstr(err.msg, "a reason"));
     ev = kube_event_build(&node, "Normal", "Started", "bad \xff byte", "c", 0);
     assert_string_equal(json_string_value(json_object_get(ev, "message")), "bad ? byte");
     json_decref(ev);

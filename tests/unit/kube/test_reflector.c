@@ -38,6 +38,7 @@ struct t {
     char accept_list[256], accept_watch[256];
     char watch_rvs[256]; /* resourceVersion of each watch request, ';'-separated */
     int list_fail;       /* answer this many lists with 500 first */
+    int list_bad;        /* then this many (at most 2) with unusable lists */
     bool close_in_add;
     bool closed;
 };
@@ -123,6 +124,11 @@ static void handler(struct fake_server *s, struct fake_conn *c, struct fake_req 
         if (t->list_fail > 0) {
             t->list_fail--;
             fake_status(c, 500, "InternalError", "boom");
+            return;
+        }
+        if (t->list_bad > 0) {
+            /* Answers that are JSON but not a usable list. */
+            fake_respond(c, 200, t->list_bad-- == 2 ? "{\"items\":3}" : "{\"items\":[]}");
             return;
         }
         answer_list(t, c, r);
@@ -354,11 +360,14 @@ static void test_list_errors_back_off(void **state)
     struct t t = {0};
     put(&t, "a");
     t.list_fail = 2;
+    t.list_bad = 2;
     t.step = 6; /* the first watch ends the scenario */
     start(&t, false);
     finish_run(&t);
     assert_string_equal(t.log, "error list configmaps: HTTP 500: boom;"
                                "error list configmaps: HTTP 500: boom;"
+                               "error list configmaps: the response has no items list;"
+                               "error list configmaps: the response has no resourceVersion;"
                                "add ns1/a 1;synced 1 n=1;END;");
     assert_string_equal(t.accept_list, "application/json");
 }
