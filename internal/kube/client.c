@@ -84,6 +84,8 @@ struct kube_client {
     struct kube_client_opts opts; /* strings below are owned copies */
     char *field_manager;
     char *user_agent;
+    char *base_url;                /* where requests go: the server, or tls-server-name */
+    struct curl_slist *connect_to; /* tls-server-name: "NAME:PORT:HOST:PORT", or NULL */
     struct kube_bucket bucket;
     struct req_list limited_q, free_q, active;
     struct client_poll *polls;
@@ -180,6 +182,8 @@ static void client_finish_close(struct kube_client *c)
     kube_config_free(&c->cfg);
     free(c->field_manager);
     free(c->user_agent);
+    free(c->base_url);
+    curl_slist_free_all(c->connect_to);
     free(c);
     curl_global_cleanup();
     if (cb != NULL)
@@ -577,12 +581,14 @@ static int client_submit(struct kube_client *c, struct req_spec *s, kube_result_
     r->body = s->body;
     r->body_len = s->body_len;
     r->timeout_ms = s->timeout_ms ? s->timeout_ms : c->opts.timeout_ms;
-    r->url = util_asprintf("%s%s", c->cfg.server, s->path->data);
+    r->url = util_asprintf("%s%s", c->base_url, s->path->data);
     util_buf_init(&r->resp);
     kube_lines_init(&r->lines, c->opts.max_line_bytes);
 
     curl_easy_setopt(e, CURLOPT_PRIVATE, r);
     curl_easy_setopt(e, CURLOPT_URL, r->url);
+    if (c->connect_to != NULL)
+        curl_easy_setopt(e, CURLOPT_CONNECT_TO, c->connect_to);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, c->cfg.insecure ? "http,https" : "https");
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
@@ -863,6 +869,55 @@ static char *dup_mem(const char *p, size_t len)
     return p != NULL ? util_strndup(p, len) : NULL;
 }
 
+/*
+ * tls-server-name: the certificate is checked against another name than the server's
+ * host. curl checks the URL's host, so requests go to https://NAME:PORT/... and
+ * CURLOPT_CONNECT_TO sends the connection to the real host and port. (SNI and the Host
+ * header carry NAME too; kube-apiserver does not mind.)
+ */
+static int client_tls_name(struct kube_client *c, const char *name, struct util_err *err)
+{
+    CURLU *u;
+    char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL, *entry;
+    int rc = 0;
+
+    if (name == NULL || name[0] == '\0') {
+        c->base_url = util_strdup(c->cfg.server);
+        return 0;
+    }
+    for (const char *p = name; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '-' || *p == '.'))
+            return util_err_set(err, UTIL_EINVAL, "tls-server-name \"%s\" is not a DNS name", name);
+    u = curl_url();
+    if (u == NULL || curl_url_set(u, CURLUPART_URL, c->cfg.server, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK) {
+        rc = util_err_set(err, UTIL_EINVAL, "server \"%s\" is not a URL curl can read",
+                          c->cfg.server);
+        goto free_parts;
+    }
+    /* The path is "/" or a prefix such as "/k8s/clusters/x"; the API paths follow it. */
+    c->base_url =
+        util_asprintf("%s://%s:%s%s", scheme, name, port, strcmp(path, "/") == 0 ? "" : path);
+    entry = util_asprintf("%s:%s:%s:%s", name, port, host, port);
+    c->connect_to = curl_slist_append(NULL, entry);
+    free(entry);
+    if (c->connect_to == NULL) {
+        fprintf(stderr, "lodestore: out of memory building CURLOPT_CONNECT_TO\n");
+        abort();
+    }
+free_parts:
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(port);
+    curl_free(path);
+    curl_url_cleanup(u);
+    return rc;
+}
+
 int kube_client_init(uv_loop_t *loop, struct kube_client **out, const struct kube_config *cfg,
                      const struct kube_client_opts *opts, struct util_err *err)
 {
@@ -875,10 +930,6 @@ int kube_client_init(uv_loop_t *loop, struct kube_client **out, const struct kub
         opts = &no_opts;
     if (cfg->server == NULL)
         return util_err_set(err, UTIL_EINVAL, "the Kubernetes configuration has no server");
-    if (cfg->tls_server_name != NULL)
-        return util_err_set(err, UTIL_EINVAL,
-                            "tls-server-name is not supported; use a server name that the "
-                            "certificate covers");
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
         return util_err_set(err, UTIL_EIO, "cannot initialise libcurl");
     c = util_calloc(1, sizeof(*c));
@@ -914,6 +965,8 @@ int kube_client_init(uv_loop_t *loop, struct kube_client **out, const struct kub
     c->cfg.token = dup_or_null(cfg->token);
     c->cfg.token_file = dup_or_null(cfg->token_file);
     c->cfg.insecure = cfg->insecure;
+    if ((rc = client_tls_name(c, cfg->tls_server_name, err)) != 0)
+        goto free_client;
     if (c->cfg.token_file != NULL) {
         char *token;
         if ((rc = kube__read_token(c->cfg.token_file, &token, err)) != 0)
@@ -950,6 +1003,8 @@ free_client:
     kube_config_free(&c->cfg);
     free(c->field_manager);
     free(c->user_agent);
+    free(c->base_url);
+    curl_slist_free_all(c->connect_to);
     free(c);
     curl_global_cleanup();
     return rc;

@@ -695,6 +695,42 @@ static void test_tls_verified(void)
     kube_config_free(&cfg);
 }
 
+/* tls-server-name: the certificate names localhost and 127.0.0.1, not wrong.example. */
+static void test_tls_server_name(void)
+{
+    static const char *const names[] = {"localhost", "wrong.example"};
+    for (int i = 0; i < 2; i++) {
+        struct kube_config cfg;
+        struct kube_client *c;
+        struct call a = {0};
+        struct util_err err = {0};
+        if (kube_config_load_file(&cfg, getenv("KUBECONFIG"), NULL, &err) != 0) {
+            check("tls-server-name", 0, "%s", err.msg);
+            return;
+        }
+        cfg.tls_server_name = util_strdup(names[i]);
+        if (kube_client_init(&loop, &c, &cfg, NULL, &err) != 0) {
+            check("tls-server-name", 0, "%s", err.msg);
+            kube_config_free(&cfg);
+            return;
+        }
+        kube_config_free(&cfg);
+        struct kube_resource nsres = {"", "v1", "namespaces", NULL};
+        kube_get(c, &nsres, ns, NULL, call_cb, &a, NULL, NULL);
+        if (wait_call(&a, "tls-server-name")) {
+            if (i == 0)
+                check("tls-server-name localhost: verified against the name, connects to the IP",
+                      a.status == 200, "error %d status %ld: %s", a.error, a.status, a.message);
+            else
+                check("tls-server-name wrong.example: refused, the certificate does not name it",
+                      a.error == KUBE_ECONN && strstr(a.message, "wrong.example") != NULL,
+                      "error %d status %ld: %s", a.error, a.status, a.message);
+        }
+        call_reset(&a);
+        kube_client_close(c, NULL, NULL);
+    }
+}
+
 int main(void)
 {
     struct kube_config cfg;
@@ -727,6 +763,7 @@ int main(void)
     test_reflector_reconnect(c);
     test_client_certificate();
     test_tls_verified();
+    test_tls_server_name();
     expire_history(c);
     test_watch_expired(c);
     reflector_resume_expired(r);

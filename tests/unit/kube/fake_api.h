@@ -26,6 +26,7 @@ struct fake_req {
     char accept[256];
     char content_type[128];
     char auth[512];
+    char host[256];
     char *body; /* NUL-terminated, owned by the connection until the next request */
     size_t body_len;
 };
@@ -218,6 +219,7 @@ static inline void fake_parse(struct fake_conn *c)
             fake_header(line, ll, "Accept", c->req.accept, sizeof(c->req.accept));
             fake_header(line, ll, "Content-Type", c->req.content_type, sizeof(c->req.content_type));
             fake_header(line, ll, "Authorization", c->req.auth, sizeof(c->req.auth));
+            fake_header(line, ll, "Host", c->req.host, sizeof(c->req.host));
             fake_header(line, ll, "Content-Length", cl, sizeof(cl));
         }
         body_len = strtoul(cl, NULL, 10);

@@ -626,6 +626,39 @@ static void test_token_periodic_reread(void **state)
     assert_non_null(strstr(warnings, "cannot open"));
 }
 
+static void test_tls_server_name(void **state)
+{
+    struct t t;
+    struct kube_config cfg = {0};
+    struct util_err err = {0};
+    char want[64];
+    setup_t(&t, verbs_handler, NULL);
+    kube_client_close(t.c, NULL, NULL);
+    /* Requests name the other host; the connection still goes to the server's. */
+    cfg.server = util_asprintf("http://127.0.0.1:%d/", t.srv.port);
+    cfg.tls_server_name = util_strdup("api.example");
+    cfg.insecure = true;
+    if (kube_client_init(&t.loop, &t.c, &cfg, NULL, &err) != 0)
+        fail_msg("kube_client_init: %s", err.msg);
+    t.want = 1;
+    assert_int_equal(kube_get(t.c, &cms, "a", NULL, got_cb, &t, NULL, NULL), 0);
+    run_t(&t);
+    assert_int_equal(t.got[0].status, 200);
+    snprintf(want, sizeof(want), "api.example:%d", t.srv.port);
+    assert_string_equal(t.seen[0].host, want);
+    assert_string_equal(t.seen[0].target, "/api/v1/namespaces/ns1/configmaps/a");
+    /* A name that is not a DNS name is refused. */
+    uv_loop_t loop;
+    struct kube_client *c;
+    free(cfg.tls_server_name);
+    cfg.tls_server_name = util_strdup("api.example:1@evil");
+    uv_loop_init(&loop);
+    assert_int_equal(kube_client_init(&loop, &c, &cfg, NULL, &err), UTIL_EINVAL);
+    assert_non_null(strstr(err.msg, "is not a DNS name"));
+    assert_int_equal(uv_loop_close(&loop), 0);
+    kube_config_free(&cfg);
+}
+
 static void test_init_errors(void **state)
 {
     uv_loop_t loop;
@@ -656,6 +689,7 @@ int main(void)
         cmocka_unit_test(test_close_with_requests_pending),
         cmocka_unit_test(test_token_reread_on_401),
         cmocka_unit_test(test_token_periodic_reread),
+        cmocka_unit_test(test_tls_server_name),
         cmocka_unit_test(test_init_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
