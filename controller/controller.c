@@ -368,6 +368,22 @@ static void ctl_pair_remove_backup(struct ctl_pair *pr, const struct ctl_backup 
     }
 }
 
+/* A run that the cache sees end, once: the counters of lodestore_runs_total. */
+static void ctl_count_outcome(struct ctl *c, const struct ctl_backup *b)
+{
+    char *key = util_asprintf("%s/%s", b->ns, b->policy);
+    struct ctl_policy_entry *e = ctl_map_get(&c->policies, key);
+    free(key);
+    if (e == NULL)
+        return;
+    if (b->phase == CTL_PHASE_SUCCEEDED)
+        e->succeeded++;
+    else
+        e->failed++;
+    if (b->phase == CTL_PHASE_FAILED && b->reason != NULL && strcmp(b->reason, "time_limit") == 0)
+        e->time_limit++;
+}
+
 static void ctl_backup_upsert(struct kube_reflector *r, const char *ns, const char *name,
                               json_t *obj, void *arg)
 {
@@ -394,6 +410,8 @@ static void ctl_backup_upsert(struct kube_reflector *r, const char *ns, const ch
         pr->backups[pr->nbackups++] = b;
         ctl_mark(c, pr);
     } else if (b != NULL) {
+        if (!ctl_phase_done(b->phase) && ctl_phase_done(fresh.phase))
+            ctl_count_outcome(c, &fresh);
         ctl_backup_free(b);
         *b = fresh; /* in place: the pair's pointer stays valid */
         ctl_mark(c, ctl_pair_get(c, b->ns, b->policy, b->host, true));
@@ -547,9 +565,34 @@ static void ctl_op_done(struct ctl_op *op, const struct kube_result *res, const 
     ctl_op_free(op);
 }
 
+static void ctl_backup_upsert(struct kube_reflector *r, const char *ns, const char *name,
+                              json_t *obj, void *arg);
+static void ctl_job_upsert(struct kube_reflector *r, const char *ns, const char *name, json_t *obj,
+                           void *arg);
+
+/*
+ * The API server answers a write with the object as written: put it in the cache at
+ * once, so a reconcile that runs before the watch delivers it does not write again.
+ */
+static void ctl_write_through(struct ctl *c, enum ctl_action_type type,
+                              const struct kube_result *res, const char *ns, const char *name)
+{
+    if (res->error != 0 || res->status < 200 || res->status >= 300 || !json_is_object(res->body))
+        return;
+    const char *kind = ctl_json_str(res->body, "kind");
+    if (kind == NULL)
+        return;
+    if (strcmp(kind, "Backup") == 0 &&
+        (type == CTL_ACT_CREATE_RUN || type == CTL_ACT_BACKUP_STATUS))
+        ctl_backup_upsert(NULL, ns, name, res->body, c);
+    else if (strcmp(kind, "Job") == 0 && type == CTL_ACT_CREATE_JOB)
+        ctl_job_upsert(NULL, ns, name, res->body, c);
+}
+
 static void ctl_simple_cb(const struct kube_result *res, void *arg)
 {
     struct ctl_op *op = arg;
+    ctl_write_through(op->c, op->type, res, op->ns, op->name);
     static const char *const what[] = {"create run", "create Job",    "status of Backup",
                                        "delete Job", "delete Backup", "event"};
     ctl_op_done(op, res, what[op->type]);
@@ -561,6 +604,7 @@ static void ctl_run_created_cb(const struct kube_result *res, void *arg)
     struct ctl *c = op->c;
     struct util_err err = {0};
     if (res->error == 0 && res->status == 201) {
+        ctl_write_through(c, CTL_ACT_CREATE_RUN, res, op->ns, op->name);
         const char *uid = ctl_json_str(res->body, "metadata.uid");
         json_t *owner = json_pack("[{s:s, s:s, s:s, s:s, s:b, s:b}]", "apiVersion", CTL_API_VERSION,
                                   "kind", "Backup", "name", op->name, "uid", uid ? uid : "",
@@ -632,20 +676,10 @@ static void ctl_execute(struct ctl *c, struct ctl_pair *pr, struct ctl_policy_en
     case CTL_ACT_CREATE_JOB:
         rc = kube_create(c->kube, &rj, a->obj, ctl_simple_cb, op, NULL, &err);
         break;
-    case CTL_ACT_BACKUP_STATUS: {
-        const char *phase = ctl_json_str(a->obj, "status.phase");
-        const char *reason = ctl_json_str(a->obj, "status.reason");
-        if (phase != NULL && strcmp(phase, "Succeeded") == 0)
-            e->succeeded++;
-        if (phase != NULL && strcmp(phase, "Failed") == 0) {
-            e->failed++;
-            if (reason != NULL && strcmp(reason, "time_limit") == 0)
-                e->time_limit++;
-        }
+    case CTL_ACT_BACKUP_STATUS:
         rc = kube_merge_patch(c->kube, &rb, a->name, "status", a->obj, ctl_simple_cb, op, NULL,
                               &err);
         break;
-    }
     case CTL_ACT_DELETE_JOB:
         rc = kube_delete(c->kube, &rj, a->name, "Background", ctl_simple_cb, op, NULL, &err);
         break;
