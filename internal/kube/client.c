@@ -449,14 +449,14 @@ static int on_watch_line(const char *line, size_t len, void *arg)
     if (r->event_cb != NULL)
         r->event_cb(&ev, r->arg);
     json_decref(root);
-    return r->cancelled ? 1 : 0;
+    return r->cancelled || r->c->close_requested ? 1 : 0;
 }
 
 static size_t on_write(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
     struct kube_request *r = userdata;
     size_t n = size * nmemb;
-    if (r->cancelled)
+    if (r->cancelled || r->c->close_requested)
         return 0;
     if (r->status == 0)
         curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);

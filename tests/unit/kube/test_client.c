@@ -41,8 +41,9 @@ struct t {
     struct kube_request *req;
     char events[2048]; /* "TYPE name rv;" per watch event */
     int nevents;
-    int cancel_after;   /* cancel the watch after this many events */
-    bool close_on_both; /* close once 4 events and 1 result arrived */
+    int cancel_after;    /* cancel the watch after this many events */
+    bool close_on_both;  /* close once 4 events and 1 result arrived */
+    bool close_at_first; /* close the client at the first watch event */
     bool closed;
     uint64_t t0;
 };
@@ -414,6 +415,8 @@ static void event_cb(const struct kube_watch_event *ev, void *arg)
         /* Another request from inside curl's callback: queued, then sent. */
         assert_int_equal(kube_get(t->c, &cms, "after", NULL, got_cb, t, NULL, NULL), 0);
     }
+    if (t->close_at_first)
+        finish(t);
     /* Closing from inside curl's write callback is deferred until curl returns. */
     if (t->close_on_both && t->ngot == 1 && t->nevents == 4)
         finish(t);
@@ -503,6 +506,19 @@ static void test_close_with_requests_pending(void **state)
     assert_int_equal(t.ngot, 1);
     assert_int_equal(t.got[0].status, 200);
     assert_int_equal(t.nevents, 4);
+}
+
+static void test_close_inside_event_callback(void **state)
+{
+    struct t t;
+    struct kube_list_opts lo = {.resource_version = "hold"};
+    setup_t(&t, watch_handler, NULL);
+    t.close_at_first = true;
+    assert_int_equal(kube_watch(t.c, &cms, &lo, event_cb, got_cb, &t, NULL, NULL), 0);
+    run_t(&t);
+    /* The other events of the same chunk are not delivered, nor is the end. */
+    assert_string_equal(t.events, "ADDED a 11;");
+    assert_int_equal(t.ngot, 0);
 }
 
 /* ---- the token file ---- */
@@ -687,6 +703,7 @@ int main(void)
         cmocka_unit_test(test_watch_failures),
         cmocka_unit_test(test_watch_cancel_inside_callback),
         cmocka_unit_test(test_close_with_requests_pending),
+        cmocka_unit_test(test_close_inside_event_callback),
         cmocka_unit_test(test_token_reread_on_401),
         cmocka_unit_test(test_token_periodic_reread),
         cmocka_unit_test(test_tls_server_name),
