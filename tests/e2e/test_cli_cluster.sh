@@ -308,6 +308,23 @@ check_eq "without POLICY: every policy of the namespace" "$(jq -c '[.policies[].
     "[\"$NS/hand\",\"$NS/p1\",\"$NS/p2\"]"
 lode status -A --output json
 check_contains "--all-namespaces: the policy is among the cluster's" "$(jq -c '[.policies[].policy]' <<<"$OUT")" "\"$NS/hand\""
+
+# A policy the schema admits but the validator rejects (kubectl, not lode apply, put it
+# there): it backs nothing up, so the check fails.
+kc -n "$NS" apply -f - >/dev/null <<EOF
+apiVersion: lodestore.io/v1alpha1
+kind: BackupPolicy
+metadata: {name: never}
+spec: {repository: main, paths: [/etc], schedule: {cron: "0 0 30 2 *"}}
+EOF
+lode status never -n "$NS" --output json
+check_rc "an invalid policy in the cluster: exit 1" 1
+check_eq "an invalid policy: valid false, the validator's path, no next run" \
+    "$(jq -c '.policies[0] | [.valid, [.errors[].path], .nextRun]' <<<"$OUT")" '[false,["spec.schedule.cron"],null]'
+lode status never -n "$NS"
+check_contains "an invalid policy, text: said" "$OUT" "this policy is invalid and runs nothing"
+check_contains "an invalid policy, text: the error" "$OUT" "error: spec.schedule.cron: "
+
 lode status nope -n "$NS"
 check_rc "an unknown policy: exit 2" 2
 check_contains "an unknown policy: not found" "$ERR" "backuppolicy \"nope\" not found in namespace \"$NS\""
