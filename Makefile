@@ -98,6 +98,9 @@ test:
 	$(MAKE) --no-print-directory all unit-bins fuzz-build
 	SAN_BUILD=build/san-$(TEST_SAN) tests/all.sh
 
+.PHONY: unit-bins
+unit-bins: $(TEST_BIN)
+
 # valgrind runs the unsanitised unit tests; any leak or error fails the run.
 valgrind: all $(TEST_BIN)
 	VALGRIND=1 BUILD=$(BUILD) LODE=$(BUILD)/lode tests/run.sh

@@ -79,7 +79,8 @@ struct ctl {
     struct ctl_config rcfg;
     /* metrics */
     struct ctl_metrics_histogram reconcile_hist;
-    struct ctl_map api_counts; /* "VERB code" -> counter (uint64_t*) */
+    struct ctl_metrics_histogram skew_hist; /* run created minus run time */
+    struct ctl_map api_counts;              /* "VERB code" -> counter (uint64_t*) */
     struct ctl_metrics_histogram api_hist;
     uint64_t reconciles;
 };
@@ -309,19 +310,15 @@ static void ctl_node_upsert(struct kube_reflector *r, const char *ns, const char
 {
     struct ctl *c = arg;
     struct util_err err = {0};
-    struct ctl_node *n = util_calloc(1, sizeof(*n));
-    if (ctl_node_from_json(n, obj, &err) != 0) {
-        free(n);
+    struct ctl_node *n;
+    if (ctl_node_from_json(&n, obj, &err) != 0)
         return;
-    }
     struct ctl_node *old = ctl_map_set(&c->nodes, n->name, n);
     bool changed = old == NULL || old->ready != n->ready || old->nlabels != n->nlabels ||
                    memcmp(old->labels, n->labels, n->nlabels * sizeof(*n->labels)) != 0 ||
                    old->created != n->created;
-    if (old != NULL) {
+    if (old != NULL)
         ctl_node_free(old);
-        free(old);
-    }
     if (!changed)
         return; /* status heartbeats change nothing we decide with */
     size_t it = 0;
@@ -355,7 +352,6 @@ static void ctl_node_delete(struct kube_reflector *r, const char *ns, const char
         ((struct ctl_policy_entry *)v)->status_dirty = true;
     ctl_kick(c);
     ctl_node_free(n);
-    free(n);
 }
 
 static void ctl_pair_remove_backup(struct ctl_pair *pr, const struct ctl_backup *b)
@@ -644,7 +640,14 @@ static void ctl_run_created_cb(const struct kube_result *res, void *arg)
             struct kube_result fake = {.error = UTIL_EIO, .message = err.msg};
             ctl_op_done(jb, &fake, "create Job");
         }
-        ctl_log(c, 1, "started %s/%s", op->ns, op->name);
+        /* How late the run started against its run time (slot + jitter offset). */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        double now = (double)ts.tv_sec + (double)c->opts.clock_offset + ts.tv_nsec / 1e9;
+        int64_t run_time = ctl_json_time(op->status, "status.runTime");
+        double skew = now - (double)run_time;
+        ctl_metrics_observe(&c->skew_hist, skew > 0 ? skew : 0);
+        ctl_log(c, 1, "started %s/%s skew_ms=%.0f", op->ns, op->name, skew * 1000);
     }
     ctl_op_done(op, res, "create Backup");
 }
@@ -1158,6 +1161,10 @@ static void ctl_metrics_write(struct ctl *c, struct util_buf *b)
             }
         }
     }
+    ctl_metrics_family(b, "lodestore_run_start_delay_seconds", "histogram",
+                       "How long after its run time (slot plus jitter offset) a run's Backup was "
+                       "created.");
+    ctl_metrics_histogram_write(b, "lodestore_run_start_delay_seconds", NULL, &c->skew_hist);
     ctl_metrics_family(b, "lodestore_workqueue_depth", "gauge", "Pairs waiting to be reconciled.");
     ctl_metrics_sample(b, "lodestore_workqueue_depth", NULL, (double)c->ndirty);
     ctl_metrics_family(b, "lodestore_reconcile_duration_seconds", "histogram",
@@ -1416,10 +1423,8 @@ void ctl_free(struct ctl *c)
         free(e);
     }
     it = 0;
-    while (ctl_map_next(&c->nodes, &it, &k, &v)) {
+    while (ctl_map_next(&c->nodes, &it, &k, &v))
         ctl_node_free(v);
-        free(v);
-    }
     it = 0;
     while (ctl_map_next(&c->backups, &it, &k, &v)) {
         ctl_backup_free(v);

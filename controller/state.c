@@ -64,7 +64,7 @@ static int ctl_u64_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-int ctl_node_from_json(struct ctl_node *n, const json_t *obj, struct util_err *err)
+int ctl_node_from_json(struct ctl_node **out, const json_t *obj, struct util_err *err)
 {
     const char *name = ctl_json_str(obj, "metadata.name");
     const json_t *labels = ctl_json_path(obj, "metadata.labels");
@@ -74,12 +74,20 @@ int ctl_node_from_json(struct ctl_node *n, const json_t *obj, struct util_err *e
     size_t i;
     const json_t *c;
 
-    memset(n, 0, sizeof(*n));
     if (name == NULL)
         return util_err_set(err, UTIL_EINVAL, "a Node without metadata.name");
-    n->name = util_strdup(name);
+    /*
+     * One block: the struct, then the label hashes (8-byte aligned after it), then the
+     * name. A node is reported every few minutes by its kubelet; one allocation keeps the
+     * cache at about a hundred bytes plus 8 per label.
+     */
+    size_t nl = json_object_size(labels), namelen = strlen(name);
+    struct ctl_node *n = util_malloc(sizeof(*n) + nl * sizeof(uint64_t) + namelen + 1);
+    memset(n, 0, sizeof(*n));
+    n->labels = (uint64_t *)(n + 1);
+    n->name = (char *)(n->labels + nl);
+    memcpy(n->name, name, namelen + 1);
     n->created = ctl_json_time(obj, "metadata.creationTimestamp");
-    n->labels = util_calloc(json_object_size(labels) + 1, sizeof(*n->labels));
     json_object_foreach((json_t *)labels, k, v)
     {
         if (json_is_string(v))
@@ -96,14 +104,13 @@ int ctl_node_from_json(struct ctl_node *n, const json_t *obj, struct util_err *e
     /* A node being drained is not a place to start a backup. */
     if (json_is_true(ctl_json_path(obj, "spec.unschedulable")))
         n->ready = false;
+    *out = n;
     return 0;
 }
 
 void ctl_node_free(struct ctl_node *n)
 {
-    free(n->name);
-    free(n->labels);
-    memset(n, 0, sizeof(*n));
+    free(n);
 }
 
 bool ctl_node_matches(const struct ctl_node *n, const struct policy *p)

@@ -23,6 +23,7 @@
 #include "schedule/schedule.h"
 #include "tz/tz.h"
 
+/* A node: the struct, its label hashes and its name share one allocation. */
 struct ctl_node {
     char *name;
     int64_t created;
@@ -31,8 +32,11 @@ struct ctl_node {
     uint64_t *labels; /* ctl_label_hash(key, value) of each label, sorted */
 };
 
-/* Fills n from a core/v1 Node. UTIL_EINVAL (with a message) when it has no name. */
-int ctl_node_from_json(struct ctl_node *n, const json_t *obj, struct util_err *err);
+/*
+ * Builds a node from a core/v1 Node in one allocation (freed by ctl_node_free).
+ * UTIL_EINVAL (with a message) when it has no name.
+ */
+int ctl_node_from_json(struct ctl_node **out, const json_t *obj, struct util_err *err);
 void ctl_node_free(struct ctl_node *n);
 uint64_t ctl_label_hash(const char *key, const char *value);
 /* True when the node has every label of the policy's nodeSelector. */

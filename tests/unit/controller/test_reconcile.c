@@ -297,8 +297,9 @@ static void test_skip_behind_running_then_catch_up(void **state)
     /* Ended within the minute: the skipped slot still runs as a catch-up. */
     {
         struct fixture g;
-        fixture_init(&g, "{\"repository\":\"main\",\"paths\":[\"/etc\"],\"schedule\":{\"cron\":\"0 * * "
-                         "* *\",\"jitter\":\"0s\"}}");
+        fixture_init(&g,
+                     "{\"repository\":\"main\",\"paths\":[\"/etc\"],\"schedule\":{\"cron\":\"0 * * "
+                     "* *\",\"jitter\":\"0s\"}}");
         add_backup(&g, "2026-03-10T02:00", "2026-03-10T02:00:00Z", "Succeeded",
                    "2026-03-10T02:00:01Z", NULL);
         run(&g, "2026-03-10T03:00:30Z", T("2026-03-10T03:00:00Z"));

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# The controller at scale (make bench): a local control plane with KWOK nodes, policies
+# that each select a share of them, and one slot for all of them at once. Reports, in
+# one run:
+#   - memory of the caches per node and per schedule entry (bench_memory, allocator count);
+#   - slot-to-Backup-created delay beyond each host's jitter offset, p50 / p99 / max, from
+#     the controller's own log of every run it starts;
+#   - API requests per run, from /metrics before and after the slot;
+#   - the controller's RSS (current and peak) and CPU seconds over the slot.
+# NODES (default 1000), POLICIES (default 20), JITTER (default 2m), QPS (default 50).
+# It talks only to 127.0.0.1 and ends by itself (every wait bounded).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+NODES=${NODES:-1000}
+POLICIES=${POLICIES:-20}
+JITTER=${JITTER:-2m}
+QPS=${QPS:-50}
+export LODE_ENV_DIR=${LODE_ENV_DIR:-/tmp/lodestore-bench}
+out=${BENCH_OUT:-build/bench/controller}
+mkdir -p "$out"
+
+echo "== memory per cached node and per schedule entry"
+cc -O2 -std=c17 -D_GNU_SOURCE -Iinternal -Icontroller -o "$out/bench_memory" \
+    bench/controller/bench_memory.c "$BUILD"/obj/controller/state.o "$BUILD"/obj/controller/map.o \
+    "$BUILD"/obj/controller/heap.o "$BUILD"/liblode.a \
+    $(pkg-config --libs jansson yaml-0.1 openssl libcurl libuv) -lm
+"$out/bench_memory" 5000 | tee "$out/memory.txt"
+
+echo "== scale: $NODES KWOK nodes, $POLICIES policies, jitter $JITTER, --qps $QPS"
+tests/env/cluster-up.sh
+# shellcheck disable=SC1091
+source tests/env/common.sh
+# shellcheck disable=SC1090
+source "$ENV_DIR/state.env"
+kc() { "$KUBECTL" --kubeconfig "$KUBECONFIG" --context admin --request-timeout 60s "$@"; }
+ctl_pid=
+cleanup() {
+    [[ -n $ctl_pid ]] && kill "$ctl_pid" 2>/dev/null
+    tests/env/cluster-down.sh
+}
+trap cleanup EXIT
+
+kc apply --server-side -f crd/ >/dev/null
+kc wait --for condition=established --timeout=30s crd/backuppolicies.lodestore.io \
+    crd/backups.lodestore.io >/dev/null
+kc create namespace bench >/dev/null
+batch=200
+for ((start = 0; start < NODES; start += batch)); do
+    {
+        echo 'apiVersion: v1'
+        echo 'kind: List'
+        echo 'items:'
+        for ((i = start; i < start + batch && i < NODES; i++)); do
+            printf '  - {apiVersion: v1, kind: Node, metadata: {name: bench-%05d, labels: {shard: "%d", lodestore.io/env-nodes: bench, kubernetes.io/hostname: bench-%05d}}}\n' \
+                "$i" $((i % POLICIES)) "$i"
+        done
+    } | kc apply -f - >/dev/null
+done
+ready_nodes() {
+    [[ $(kc get nodes -l lodestore.io/env-nodes=bench \
+        -o 'jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' |
+        grep -c '^True$') -ge $NODES ]]
+}
+env_wait 300 "$NODES nodes to be Ready" ready_nodes
+
+log=$out/controller.log
+"$BUILD/lode-controller" --kubeconfig "$KUBECONFIG" --context operator --metrics-addr 127.0.0.1:0 \
+    --agent-image lodestore.invalid/agent:bench --qps "$QPS" --burst $((QPS * 2)) \
+    --namespace bench >"$log" 2>&1 &
+ctl_pid=$!
+env_wait 30 "the controller to listen" grep -q 'metrics on 127.0.0.1:' "$log"
+port=$(grep -o 'metrics on 127.0.0.1:[0-9]*' "$log" | cut -d: -f2)
+env_wait 120 "the caches to sync" grep -q 'caches synced' "$log"
+
+# One slot for every policy: the minute that starts at least 90 s from now.
+slot=$(( ($(date +%s) + 90) / 60 * 60 ))
+minute=$(date -u -d "@$slot" +%-M)
+hour=$(date -u -d "@$slot" +%-H)
+for ((p = 0; p < POLICIES; p++)); do
+    cat <<EOF
+---
+apiVersion: lodestore.io/v1alpha1
+kind: BackupPolicy
+metadata: {name: shard-$p}
+spec:
+  repository: main
+  paths: [/etc]
+  nodeSelector: {shard: "$p"}
+  schedule: {cron: "$minute $hour * * *", jitter: $JITTER}
+EOF
+done | kc -n bench apply -f - >/dev/null
+
+api_total() {
+    curl -fsS "http://127.0.0.1:$port/metrics" | awk '/^lodestore_api_requests_total/ {s += $NF} END {print s + 0}'
+}
+cpu_seconds() { awk '{print ($14 + $15) / 100}' "/proc/$ctl_pid/stat"; }
+wait_until() { [[ $(date +%s) -ge $1 ]]; }
+env_wait 200 "just before the slot" wait_until $((slot - 2))
+api0=$(api_total)
+cpu0=$(cpu_seconds)
+started() { [[ $(grep -c ' started bench/' "$log") -ge $NODES ]]; }
+jitter_s=$(( $(sed -E 's/m$//' <<<"$JITTER") * 60 ))
+env_wait $((jitter_s + 600)) "$NODES runs to start" started
+api1=$(api_total)
+cpu1=$(cpu_seconds)
+runs=$(grep -c ' started bench/' "$log")
+rss=$(awk '/^VmRSS/ {print $2}' "/proc/$ctl_pid/status")
+hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$ctl_pid/status")
+grep -o 'skew_ms=[0-9-]*' "$log" | cut -d= -f2 | sort -n >"$out/skew_ms.txt"
+pct() { awk -v p="$1" '{v[NR] = $1} END {i = int(NR * p / 100 + 0.999); if (i < 1) i = 1; print v[i]}' "$out/skew_ms.txt"; }
+
+{
+    echo "nodes $NODES, policies $POLICIES, runs started $runs, jitter $JITTER, qps $QPS"
+    echo "delay beyond the jitter offset (ms): p50 $(pct 50), p99 $(pct 99), max $(tail -n 1 "$out/skew_ms.txt")"
+    echo "API requests per run: $(awk -v a="$api0" -v b="$api1" -v r="$runs" 'BEGIN {printf "%.2f", (b - a) / r}')"
+    echo "controller RSS: ${rss} KiB now, ${hwm} KiB peak; CPU over the slot: $(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN {printf "%.2f", b - a}') s"
+} | tee "$out/scale.txt"
