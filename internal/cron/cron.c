@@ -521,6 +521,51 @@ static int cron_bit_upto(uint64_t mask, int upto)
 /* The years a search may cover: Feb 29 on a given weekday recurs within 28. */
 #define CRON_SEARCH_YEARS 29
 
+/*
+ * True when every day matches: all months, and the day rule passes every date.
+ * Most schedules are so (every five minutes, 02:30 daily, @hourly), and for them
+ * the search needs no calendar at all: the next time of day, today or tomorrow.
+ */
+static inline bool cron_every_day(const struct cron_expr *e)
+{
+    bool all_mdays = (e->mdays & 0xfffffffeu) == 0xfffffffeu, all_wdays = (e->wdays & 0x7f) == 0x7f;
+    if ((e->months & 0x1ffe) != 0x1ffe)
+        return false;
+    if (!e->mday_star && !e->wday_star)
+        return all_mdays || all_wdays;
+    return all_mdays && all_wdays;
+}
+
+/* The first matching minute of the day at or after minute-of-day (h, mi), or -1. */
+static inline int64_t cron_time_from(const struct cron_expr *e, unsigned h, unsigned mi)
+{
+    int b;
+    for (; (b = cron_bit_from(e->hours, h)) >= 0; h++, mi = 0) {
+        if ((unsigned)b != h) {
+            h = (unsigned)b;
+            mi = 0;
+        }
+        if ((b = cron_bit_from(e->minutes, mi)) >= 0)
+            return (int64_t)h * 3600 + (int64_t)b * 60;
+    }
+    return -1;
+}
+
+/* The last matching minute of the day at or before minute-of-day (h, mi), or -1. */
+static inline int64_t cron_time_upto(const struct cron_expr *e, int h, int mi)
+{
+    int b;
+    for (; (b = cron_bit_upto(e->hours, h)) >= 0; h--, mi = 59) {
+        if (b != h) {
+            h = b;
+            mi = 59;
+        }
+        if ((b = cron_bit_upto(e->minutes, mi)) >= 0)
+            return (int64_t)h * 3600 + (int64_t)b * 60;
+    }
+    return -1;
+}
+
 int cron_next(const struct cron_expr *e, int64_t after, int64_t *next)
 {
     int64_t y, y_limit;
@@ -532,6 +577,13 @@ int cron_next(const struct cron_expr *e, int64_t after, int64_t *next)
         return UTIL_ENOENT;
     if (after < -CRON_T_LIMIT || after > CRON_T_LIMIT)
         return UTIL_ERANGE;
+    if (cron_every_day(e)) {
+        int64_t start = after - after % 60 + (after % 60 < 0 ? 0 : 60);
+        int64_t day = start - ((start % 86400) + 86400) % 86400, rem = start - day, x;
+        x = cron_time_from(e, (unsigned)(rem / 3600), (unsigned)(rem % 3600 / 60));
+        *next = x >= 0 ? day + x : day + 86400 + cron_time_from(e, 0, 0);
+        return 0;
+    }
     day1 = cron_split(after - after % 60 + (after % 60 < 0 ? 0 : 60), &y, &m, &d, &h, &mi);
     day1 -= d - 1;
     y_limit = y + CRON_SEARCH_YEARS;
@@ -581,6 +633,14 @@ int cron_prev(const struct cron_expr *e, int64_t before, int64_t *prev)
         return UTIL_ENOENT;
     if (before < -CRON_T_LIMIT || before > CRON_T_LIMIT)
         return UTIL_ERANGE;
+    if (cron_every_day(e)) {
+        int64_t last = before - 1;
+        int64_t start = last - last % 60 - (last % 60 < 0 ? 60 : 0);
+        int64_t day = start - ((start % 86400) + 86400) % 86400, rem = start - day, x;
+        x = cron_time_upto(e, (int)(rem / 3600), (int)(rem % 3600 / 60));
+        *prev = x >= 0 ? day + x : day - 86400 + cron_time_upto(e, 23, 59);
+        return 0;
+    }
     /* The last whole minute strictly before `before`. */
     {
         unsigned um, ud, uh, umi;

@@ -66,6 +66,7 @@ void sched_init(struct sched *s, const struct cron_expr *cron, const struct tz_z
      * make later are among those seen. Every zone of the tz database qualifies.
      */
     s->simple = min_span == INT64_MAX || max_fold < min_span;
+    s->constant = last_change == INT64_MIN;
 
     /* The day's pattern: every matching day has the same minutes. */
     s->day_first = s->day_last = -1;
@@ -120,6 +121,12 @@ int sched_next(const struct sched *s, int64_t after, struct sched_slot *out)
     if (after < -SCHED_T_LIMIT || after > SCHED_T_LIMIT)
         return UTIL_ERANGE;
     off = tz_offset_at(s->zone, after);
+    if (s->constant) {
+        if (cron_next(&s->cron, after + off, &L) != 0)
+            return UTIL_ENOENT;
+        *out = (struct sched_slot){L, L - off, SCHED_NOTE_NONE};
+        return 0;
+    }
     /* The first match after the wall clock at `after` whose instant is after `after`. */
     for (L = after + off;;) {
         if (cron_next(&s->cron, L, &L) != 0 || L - (after + off) > SCHED_SEARCH_SPAN)
@@ -159,6 +166,12 @@ int sched_prev(const struct sched *s, int64_t at_or_before, struct sched_slot *o
     if (T < -SCHED_T_LIMIT || T > SCHED_T_LIMIT)
         return UTIL_ERANGE;
     off = tz_offset_at(s->zone, T);
+    if (s->constant) {
+        if (cron_prev(&s->cron, T + off + 1, &L) != 0)
+            return UTIL_ENOENT;
+        *out = (struct sched_slot){L, L - off, SCHED_NOTE_NONE};
+        return 0;
+    }
     for (L = T + off + 1;;) {
         if (cron_prev(&s->cron, L, &L) != 0 || (T + off) - L > SCHED_SEARCH_SPAN)
             return UTIL_ENOENT;

@@ -45,7 +45,8 @@ struct sched {
     const struct tz_zone *zone; /* borrowed: must outlive the sched */
     bool fixed;                 /* cron_is_fixed_time(): gap slots shift instead of skipping */
     int32_t off_min, off_max;   /* the smallest and largest UTC offset the zone ever uses */
-    bool simple; /* every fold is shorter than every stretch between changes (see sched_init) */
+    bool simple;   /* every fold is shorter than every stretch between changes (see sched_init) */
+    bool constant; /* the offset never changes (UTC, Etc/GMT+5): local time is the instant */
     /* The matching minutes of a day, for the alert limit: first, last, count, largest gap. */
     int32_t day_first, day_last, day_count, day_max_gap; /* seconds after midnight; seconds */
 };
