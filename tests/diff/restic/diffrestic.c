@@ -409,20 +409,26 @@ static int cmd_gen(int argc, char **argv)
         struct gen_snap s[GEN_MAXN];
         int g = h % groups;
         size_t zi = (size_t)(rng() % GEN_NZONES);
-        bool schedule;
+        bool schedule, sample;
         size_t n;
         char host[16], hdir[4096], rec[48], loc[48], fixed[32];
         json_t *list = json_array(), *meta_snaps = json_array(), *meta;
 
-        if (h < real)
-            zi = (size_t)(1 + h % 3);     /* real backups: Kyiv, New York, Lord Howe */
+        /*
+         * A sample of real backups (REAL < HISTORIES): short histories across a
+         * clock change in Kyiv, New York or Lord Howe. With every history real
+         * (the literal recipe), they are generated like the forged ones.
+         */
+        sample = h < real && real < histories;
+        if (sample)
+            zi = (size_t)(1 + h % 3);
         schedule = zi != 0 || chance(50); /* UTC: by schedule, or by having none */
         snprintf(host, sizeof(host), "h%03d", h);
         pathf(hdir, sizeof(hdir), "%s/%03d", dir, h);
         if (mkdir(hdir, 0755) != 0 && errno != EEXIST)
             die("mkdir %s: %s", hdir, strerror(errno));
 
-        n = gen_history(s, zones[zi], last_allowed, h < real);
+        n = gen_history(s, zones[zi], last_allowed, sample);
         gen_avoid_boundary(s, n, &rules[g]);
         qsort(s, n, sizeof(s[0]), gen_cmp_time);
         for (size_t i = 0; i < n; i++) {
