@@ -13,6 +13,8 @@
 #   - a node added later gets runs and a removed one none;
 #   - the controller killed (SIGKILL) across a slot runs that slot once per node after
 #     its restart (its one catch-up), and no slot twice;
+#   - the kube-apiserver restarting across a slot: the slot runs once per node when it
+#     is back, nothing twice;
 #   - two replicas with leader election: one leader, no duplicate run, and the standby
 #     takes over when the leader is killed;
 #   - a backup still running makes the next slot skipped (an Event, a metric), and that
@@ -251,6 +253,37 @@ later_run() {
 }
 env_wait 90 "a run by the new leader" later_run && pass "the new leader runs the next slot" ||
     fail "the new leader runs the next slot"
+
+# ---- the API server restarts across a slot: the slot still runs once per node ----
+# The apiserver is stopped and started again with its own command line (read from
+# /proc), so its port and certificates stay; the watches break and must resume. It
+# comes after the leader-election checks: a leader that cannot renew its Lease exits.
+restart_apiserver_across_slot() {
+    local pid=$APISERVER_PID args=() boundary cwd
+    mapfile -d '' args <"/proc/$pid/cmdline"
+    cwd=$(readlink "/proc/$pid/cwd")
+    boundary=$(( ($(date +%s) / 60 + 1) * 60 ))
+    # Stop it a few seconds before the boundary, start it a few seconds after.
+    wait_until() { [[ $(date +%s) -ge $1 ]]; }
+    env_wait 70 "a few seconds before the slot" wait_until $((boundary - 4))
+    kill "$pid"
+    env_wait 30 "the apiserver to stop" bash -c "! kill -0 $pid 2>/dev/null"
+    env_wait 20 "the slot to pass" wait_until $((boundary + 3))
+    (cd "$cwd" && exec "${args[@]}") >>"$ENV_DIR/logs/kube-apiserver.log" 2>&1 &
+    APISERVER_PID=$!
+    sed -i "s/^APISERVER_PID=.*/APISERVER_PID=$APISERVER_PID/" "$ENV_STATE"
+    env_wait 60 "the apiserver to be ready" kc get --raw /readyz
+    OUTAGE_SLOT=$(date -u -d "@$boundary" +%Y-%m-%dT%H:%M)
+}
+restart_apiserver_across_slot
+runs_of_outage() { kc -n "$NS" get backups -l lodestore.io/policy=minutely -o jsonpath='{range .items[*]}{.spec.slot} {.spec.host}{"\n"}{end}' | grep -c "^$OUTAGE_SLOT "; }
+outage_done() { [[ $(runs_of_outage) -ge 3 ]]; }
+env_wait 60 "the runs of the slot during the outage" outage_done
+check_eq "the slot during an apiserver outage runs once per node" "$(runs_of_outage)" 3
+check_eq "still no slot twice on a host after the watches broke" \
+    "$(kc -n "$NS" get backups -l lodestore.io/policy=minutely -o jsonpath='{range .items[*]}{.spec.host} {.spec.slot}{"\n"}{end}' | sort | uniq -d | wc -l)" 0
+curl -fsS "http://127.0.0.1:$PORT_main2/healthz" >/dev/null && pass "the controller lived through the outage" ||
+    fail "the controller lived through the outage"
 
 # ---- time_limit and overdue, with the controller's clock three hours ahead ----
 env_kwok_result hang "lodestore.io/policy=stuck"
