@@ -385,8 +385,14 @@ static int cmd_gen(int argc, char **argv)
     for (size_t z = 0; z < GEN_NZONES; z++)
         if (tz_zone_load(&zones[z], db, gen_zones[z], &err) != 0)
             die("%s", err.msg);
-    /* All in the past: restic leaves snapshots from the future out of keepWithin's anchor. */
-    last_allowed = (int64_t)time(NULL) - 2 * 86400;
+    /*
+     * All in the past, since restic leaves snapshots from the future out of
+     * keepWithin's anchor; and a fixed bound, so a seed gives the same histories
+     * on any day (unless the clock is before November 2026).
+     */
+    last_allowed = 1793491200; /* 2026-11-01 */
+    if (last_allowed > (int64_t)time(NULL) - 2 * 86400)
+        last_allowed = (int64_t)time(NULL) - 2 * 86400;
 
     rules = util_calloc((size_t)groups, sizeof(*rules));
     hosts = util_calloc((size_t)groups, sizeof(*hosts));
