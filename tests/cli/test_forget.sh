@@ -139,7 +139,18 @@ check_contains "io: names the file" "$ERR" "nope.json"
 run forget --policy "$SEED" --snapshots "$T_TMP/r10.json" --zoneinfo "$T_TMP/no-zoneinfo"
 check_rc "io: a zoneinfo directory that does not exist" 2
 
+# A zone file that passes the policy's check (it starts like TZif) but cannot be read.
+mkdir -p "$T_TMP/zi/Europe"
+printf 'TZif2\0\0\0damaged' >"$T_TMP/zi/Europe/Kyiv"
+run forget --policy "$SEED" --snapshots "$T_TMP/r10.json" --zoneinfo "$T_TMP/zi"
+check_rc "io: a damaged zone file in the tz database" 2
+check_contains "io: names the zone" "$ERR" 'time zone "Europe/Kyiv"'
+
 # ---- invalid input: exit 1 ----
+NOZONE=$(policy nozone '  schedule: {cron: "@daily", timezone: Europe/Nowhere}' '  retention: {keepLast: 1}')
+run forget --policy "$NOZONE" --snapshots "$T_TMP/r10.json"
+check_rc "invalid: a policy naming an unknown zone" 1
+check_contains "invalid: says so with the line" "$ERR" "$NOZONE:7:"
 BADP=$(policy badp '  retention: {keepLast: 0, keepDialy: 7}')
 run forget --policy "$BADP" --snapshots "$T_TMP/r10.json"
 check_rc "invalid: a policy with errors" 1
