@@ -56,6 +56,7 @@ struct ctl {
     struct tz_db *db;
     struct kube_config cfg;
     struct kube_client *kube;
+    struct kube_client *lease_kube; /* the Lease's own client: renewals never queue behind creates */
     struct ctl_leader *leader;
     struct ctl_httpd httpd;
     struct kube_reflector *refl[4];
@@ -1316,6 +1317,14 @@ int ctl_init(struct ctl **out, uv_loop_t *loop, const struct ctl_options *opts,
         goto close_client;
 
     if (opts->leader_elect) {
+        struct kube_client_opts lopts;
+        memset(&lopts, 0, sizeof(lopts));
+        lopts.qps = -1; /* one GET and at most one PUT per retry period */
+        lopts.timeout_ms = (uint64_t)opts->renew_deadline_ms;
+        lopts.user_agent = copts.user_agent;
+        rc = kube_client_init(loop, &c->lease_kube, &c->cfg, &lopts, err);
+        if (rc != 0)
+            goto close_client;
         struct ctl_leader_opts lo = {opts->lease_namespace ? opts->lease_namespace
                                                            : kube_client_namespace(c->kube),
                                      opts->lease_name,
@@ -1326,7 +1335,7 @@ int ctl_init(struct ctl **out, uv_loop_t *loop, const struct ctl_options *opts,
                                      ctl_start_acting,
                                      ctl_lost_cb,
                                      c};
-        rc = ctl_leader_init(&c->leader, loop, c->kube, &lo, err);
+        rc = ctl_leader_init(&c->leader, loop, c->lease_kube, &lo, err);
         if (rc != 0)
             goto close_client;
     }
@@ -1347,6 +1356,8 @@ close_leader:
     if (c->leader != NULL)
         ctl_leader_close(c->leader);
 close_client:
+    if (c->lease_kube != NULL)
+        kube_client_close(c->lease_kube, NULL, NULL);
     for (int i = 0; i < 4; i++)
         if (c->refl[i] != NULL)
             kube_reflector_close(c->refl[i]);
@@ -1384,17 +1395,24 @@ static void ctl_httpd_closed_cb(struct ctl_httpd *s)
 {
 }
 
+/* The Lease was handed over (or there was none to give up): its client can go. */
+static void ctl_lease_released_cb(void *arg)
+{
+    struct ctl *c = arg;
+    ctl_leader_close(c->leader);
+    c->leader = NULL;
+    kube_client_close(c->lease_kube, NULL, NULL);
+    c->lease_kube = NULL;
+}
+
 void ctl_stop(struct ctl *c)
 {
     if (c->stopping)
         return;
     c->stopping = true;
     ctl_log(c, 1, "stopping");
-    if (c->leader != NULL) {
-        ctl_leader_stop(c->leader);
-        ctl_leader_close(c->leader);
-        c->leader = NULL;
-    }
+    if (c->leader != NULL)
+        ctl_leader_stop(c->leader, ctl_lease_released_cb, c);
     for (int i = 0; i < 4; i++) {
         if (c->refl[i] != NULL) {
             kube_reflector_close(c->refl[i]);

@@ -187,23 +187,39 @@ void ctl_leader_start(struct ctl_leader *l)
     uv_timer_start(&l->timer, ctl_leader_tick_cb, 0, (uint64_t)l->opts.retry_period_ms);
 }
 
+struct ctl_leader_release {
+    void (*done_cb)(void *arg);
+    void *arg;
+};
+
 static void ctl_leader_released_cb(const struct kube_result *res, void *arg)
 {
+    struct ctl_leader_release *r = arg;
+    r->done_cb(r->arg);
+    free(r);
 }
 
-void ctl_leader_stop(struct ctl_leader *l)
+void ctl_leader_stop(struct ctl_leader *l, void (*done_cb)(void *arg), void *arg)
 {
     struct util_err err = {0};
+    bool was_leading = l->leading && !l->stopped;
     uv_timer_stop(&l->timer);
-    if (l->leading && !l->stopped) {
-        /* Hand over at once: a standby need not wait out the lease. */
-        json_t *patch = json_pack("{s:{s:n}}", "spec", "holderIdentity");
-        kube_merge_patch(l->kube, &l->res, l->name, NULL, patch, ctl_leader_released_cb, NULL, NULL,
-                         &err);
-        json_decref(patch);
-    }
     l->stopped = true;
     l->leading = false;
+    if (was_leading) {
+        /* Hand over at once: a standby need not wait out the lease. */
+        struct ctl_leader_release *r = util_calloc(1, sizeof(*r));
+        r->done_cb = done_cb;
+        r->arg = arg;
+        json_t *patch = json_pack("{s:{s:n}}", "spec", "holderIdentity");
+        int rc = kube_merge_patch(l->kube, &l->res, l->name, NULL, patch, ctl_leader_released_cb,
+                                  r, NULL, &err);
+        json_decref(patch);
+        if (rc == 0)
+            return;
+        free(r);
+    }
+    done_cb(arg);
 }
 
 static void ctl_leader_closed_cb(uv_handle_t *h)

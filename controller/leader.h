@@ -38,8 +38,12 @@ struct ctl_leader_opts {
 int ctl_leader_init(struct ctl_leader **out, uv_loop_t *loop, struct kube_client *kube,
                     const struct ctl_leader_opts *opts, struct util_err *err);
 void ctl_leader_start(struct ctl_leader *l);
-/* Stops trying; a leader gives the Lease up (clears the holder) so a standby takes over at once. */
-void ctl_leader_stop(struct ctl_leader *l);
+/*
+ * Stops trying; a leader gives the Lease up (clears the holder) so a standby takes over
+ * at once. done_cb runs when that write has been answered (or at once when there is
+ * nothing to give up); only then may the client be closed.
+ */
+void ctl_leader_stop(struct ctl_leader *l, void (*done_cb)(void *arg), void *arg);
 void ctl_leader_close(struct ctl_leader *l);
 bool ctl_leader_is_leader(const struct ctl_leader *l);
 

@@ -54,7 +54,10 @@ count_output() { # name status
 # E2E=1: only the end-to-end scripts (tests/e2e/test_*.sh), which need the local
 # control plane that tests/env/with-cluster.sh brings up around this run.
 if [ "${E2E:-0}" = 1 ]; then
-    for t in $(ls tests/e2e/test_*.sh 2>/dev/null | sort); do
+    # test_env.sh ends by taking the environment down (and checking nothing is left), so
+    # it runs last.
+    for t in $(ls tests/e2e/test_*.sh 2>/dev/null | grep -v '/test_env.sh$' | sort) \
+        $(ls tests/e2e/test_env.sh 2>/dev/null); do
         case "$t" in *"${TESTS_FILTER:-}"*) ;; *) continue ;; esac
         bash "$t" >"$log" 2>&1
         count_output "$t" $?

@@ -241,7 +241,7 @@ done
 check_eq "two replicas, one leader" "$leaders" 1
 check_eq "no slot ran twice with two replicas" \
     "$(kc -n "$HA" get backups -o jsonpath='{range .items[*]}{.spec.policy} {.spec.host} {.spec.slot}{"\n"}{end}' | sort | uniq -d | wc -l)" 0
-if [[ $LP == "$PORT_ha_a" ]]; then victim=$PID_ha_a; heir=$PORT_ha_b; else victim=$PID_ha_b; heir=$PORT_ha_a; fi
+if [[ $LP == "$PORT_ha_a" ]]; then victim=$PID_ha_a; heir=$PORT_ha_b; heir_pid=$PID_ha_b; else victim=$PID_ha_b; heir=$PORT_ha_a; heir_pid=$PID_ha_a; fi
 kill -9 "$victim"
 killed_at=$(date -u +%Y-%m-%dT%H:%M)
 heir_leads() { curl -fsS "http://127.0.0.1:$heir/metrics" | grep -q '^lodestore_leader 1$'; }
@@ -253,6 +253,10 @@ later_run() {
 }
 env_wait 90 "a run by the new leader" later_run && pass "the new leader runs the next slot" ||
     fail "the new leader runs the next slot"
+kill -TERM "$heir_pid"
+wait "$heir_pid" 2>/dev/null
+check_eq "a leader stopped with SIGTERM hands the Lease over (no holder left)" \
+    "$(env_get -n "$HA" lease/lodestore-controller '{.spec.holderIdentity}')" ""
 
 # ---- the API server restarts across a slot: the slot still runs once per node ----
 # The apiserver is stopped and started again with its own command line (read from
@@ -266,8 +270,11 @@ restart_apiserver_across_slot() {
     # Stop it a few seconds before the boundary, start it a few seconds after.
     wait_until() { [[ $(date +%s) -ge $1 ]]; }
     env_wait 70 "a few seconds before the slot" wait_until $((boundary - 4))
+    # SIGTERM; it drains its watches, which can take long on a loaded machine: after
+    # 15 s it is killed outright, which is a restart too (a crash).
     kill "$pid"
-    env_wait 30 "the apiserver to stop" bash -c "! kill -0 $pid 2>/dev/null"
+    env_wait 15 "the apiserver to stop" bash -c "! kill -0 $pid 2>/dev/null" || kill -9 "$pid"
+    env_wait 15 "the apiserver to be gone" bash -c "! kill -0 $pid 2>/dev/null"
     env_wait 20 "the slot to pass" wait_until $((boundary + 3))
     (cd "$cwd" && exec "${args[@]}") >>"$ENV_DIR/logs/kube-apiserver.log" 2>&1 &
     APISERVER_PID=$!
