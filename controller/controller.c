@@ -12,6 +12,7 @@
 #include "leader.h"
 #include "map.h"
 #include "metrics.h"
+#include "queue.h"
 #include "state.h"
 
 #ifndef LODE_VERSION
@@ -32,7 +33,6 @@ struct ctl_pair {
     size_t nbackups, cap;
     int64_t reported_slot;
     int inflight; /* writes not yet answered: skip reconciling until they are */
-    bool dirty;
     /* The last reconcile's view, for status and metrics. */
     bool selected, running, overdue, has_success;
     int64_t last_success, overdue_start, next_run;
@@ -56,7 +56,8 @@ struct ctl {
     struct tz_db *db;
     struct kube_config cfg;
     struct kube_client *kube;
-    struct kube_client *lease_kube; /* the Lease's own client: renewals never queue behind creates */
+    struct kube_client
+        *lease_kube; /* the Lease's own client: renewals never queue behind creates */
     struct ctl_leader *leader;
     struct ctl_httpd httpd;
     struct kube_reflector *refl[4];
@@ -69,8 +70,7 @@ struct ctl {
     size_t nids, idcap;
     uint32_t *free_ids;
     size_t nfree, freecap;
-    uint32_t *dirty;
-    size_t ndirty, dirtycap;
+    struct ctl_queue queue; /* pair ids to reconcile, de-duplicated */
     struct ctl_heap heap;
     uv_timer_t wake_timer;
     uv_idle_t work;
@@ -152,11 +152,7 @@ static void ctl_kick(struct ctl *c)
 
 static void ctl_mark(struct ctl *c, struct ctl_pair *pr)
 {
-    if (pr->dirty)
-        return;
-    pr->dirty = true;
-    c->dirty = util_grow(c->dirty, &c->dirtycap, c->ndirty + 1, sizeof(*c->dirty));
-    c->dirty[c->ndirty++] = pr->id;
+    ctl_queue_add(&c->queue, pr->id);
     ctl_kick(c);
 }
 
@@ -204,7 +200,7 @@ static void ctl_pair_drop(struct ctl *c, struct ctl_pair *pr)
 /* A pair with nothing left to watch over goes. */
 static void ctl_pair_maybe_drop(struct ctl *c, struct ctl_pair *pr)
 {
-    if (!pr->selected && pr->nbackups == 0 && pr->inflight == 0 && !pr->dirty)
+    if (!pr->selected && pr->nbackups == 0 && pr->inflight == 0)
         ctl_pair_drop(c, pr);
 }
 
@@ -752,6 +748,7 @@ static void ctl_reconcile(struct ctl *c, struct ctl_pair *pr)
                       ? sched_jitter_offset(e->p.ns, e->p.name, pr->host, e->p.spec.schedule.jitter)
                       : 0,
         .reported_slot = pr->reported_slot,
+        .was_overdue = pr->overdue,
         .now = now,
     };
     struct ctl_actions acts;
@@ -804,21 +801,23 @@ static void ctl_work_cb(uv_idle_t *h)
     if (!c->acting || c->stopping || !ctl_synced(c))
         return;
     uint64_t t0 = uv_hrtime();
-    /* Take the current list: reconciling may mark more pairs, for the next round. */
-    uint32_t *ids = c->dirty;
-    size_t n = c->ndirty;
-    c->dirty = NULL;
-    c->ndirty = c->dirtycap = 0;
+    /*
+     * The pairs queued now; a pair marked while reconciled (its own writes come back
+     * through the cache) is queued again by ctl_queue_done, for the next round.
+     */
+    size_t n = ctl_queue_len(&c->queue);
     for (size_t i = 0; i < n; i++) {
-        struct ctl_pair *pr = ids[i] < c->nids ? c->by_id[ids[i]] : NULL;
-        if (pr == NULL)
-            continue;
-        pr->dirty = false;
-        if (pr->inflight > 0)
-            continue; /* its answer marks it again */
-        ctl_reconcile(c, pr);
+        uint32_t id;
+        if (!ctl_queue_pop(&c->queue, &id))
+            break;
+        struct ctl_pair *pr = id < c->nids ? c->by_id[id] : NULL;
+        /* A pair with writes in flight waits: their answers queue it again. */
+        if (pr != NULL && pr->inflight == 0)
+            ctl_reconcile(c, pr);
+        ctl_queue_done(&c->queue, id);
     }
-    free(ids);
+    if (ctl_queue_len(&c->queue) > 0)
+        ctl_kick(c);
     if (n > 0)
         ctl_metrics_observe(&c->reconcile_hist, (double)(uv_hrtime() - t0) / 1e9);
     ctl_status_flush(c);
@@ -1167,7 +1166,7 @@ static void ctl_metrics_write(struct ctl *c, struct util_buf *b)
                        "created.");
     ctl_metrics_histogram_write(b, "lodestore_run_start_delay_seconds", NULL, &c->skew_hist);
     ctl_metrics_family(b, "lodestore_workqueue_depth", "gauge", "Pairs waiting to be reconciled.");
-    ctl_metrics_sample(b, "lodestore_workqueue_depth", NULL, (double)c->ndirty);
+    ctl_metrics_sample(b, "lodestore_workqueue_depth", NULL, (double)ctl_queue_len(&c->queue));
     ctl_metrics_family(b, "lodestore_reconcile_duration_seconds", "histogram",
                        "Time to reconcile the dirty pairs of one loop iteration.");
     ctl_metrics_histogram_write(b, "lodestore_reconcile_duration_seconds", NULL,
@@ -1267,6 +1266,7 @@ int ctl_init(struct ctl **out, uv_loop_t *loop, const struct ctl_options *opts,
     ctl_map_init(&c->pairs);
     ctl_map_init(&c->api_counts);
     ctl_heap_init(&c->heap);
+    ctl_queue_init(&c->queue);
     c->rcfg.history = opts->history;
     c->rcfg.job.agent_image = opts->agent_image;
     c->rcfg.job.ttl_seconds = opts->job_ttl;
@@ -1476,7 +1476,7 @@ void ctl_free(struct ctl *c)
     ctl_heap_close(&c->heap);
     free(c->by_id);
     free(c->free_ids);
-    free(c->dirty);
+    ctl_queue_close(&c->queue);
     kube_config_free(&c->cfg);
     tz_db_close(c->db);
     free(c->identity);

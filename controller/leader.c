@@ -212,8 +212,8 @@ void ctl_leader_stop(struct ctl_leader *l, void (*done_cb)(void *arg), void *arg
         r->done_cb = done_cb;
         r->arg = arg;
         json_t *patch = json_pack("{s:{s:n}}", "spec", "holderIdentity");
-        int rc = kube_merge_patch(l->kube, &l->res, l->name, NULL, patch, ctl_leader_released_cb,
-                                  r, NULL, &err);
+        int rc = kube_merge_patch(l->kube, &l->res, l->name, NULL, patch, ctl_leader_released_cb, r,
+                                  NULL, &err);
         json_decref(patch);
         if (rc == 0)
             return;

@@ -362,6 +362,15 @@ void ctl_reconcile_pair(const struct ctl_pair_input *in, const struct ctl_config
         out->overdue_start = start;
         out->overdue = sched_overdue(in->limit, out->has_success, out->last_success,
                                      in->node->created, p->created, in->now);
+        if (out->overdue && !in->was_overdue) {
+            char lim[32], since[UTIL_TIME_BUF];
+            policy_format_duration(in->limit, lim, sizeof(lim));
+            util_format_utc(start, since, sizeof(since));
+            ctl_event(acts, p->ns, NULL, "Warning", "Overdue",
+                      util_asprintf("host %s has no successful backup within %s (%s %s)", in->host,
+                                    lim, out->has_success ? "last success" : "counting since",
+                                    since));
+        }
         if (!out->overdue && start + in->limit + 1 < out->wake)
             out->wake = start + in->limit + 1;
     }

@@ -88,6 +88,7 @@ struct ctl_pair_input {
     int64_t limit;         /* the policy's alert limit now (sched_alert_limit) */
     int64_t offset;        /* this host's jitter offset */
     int64_t reported_slot; /* the last due slot already reported skipped or missed, or 0 */
+    bool was_overdue;      /* the last reconcile found the host overdue (Events on change) */
     int64_t now;
 };
 

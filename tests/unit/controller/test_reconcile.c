@@ -132,6 +132,8 @@ static struct ctl_backup *add_backup(struct fixture *f, const char *slot, const 
     return b;
 }
 
+static bool f_was_overdue;
+
 static void run(struct fixture *f, const char *now, int64_t reported)
 {
     struct ctl_pair_input in = {
@@ -147,6 +149,7 @@ static void run(struct fixture *f, const char *now, int64_t reported)
                                    T(now)),
         .offset = 0,
         .reported_slot = reported,
+        .was_overdue = f_was_overdue,
         .now = T(now),
     };
     ctl_actions_free(&f->acts);
@@ -167,6 +170,23 @@ static const struct ctl_action *first(const struct fixture *f, enum ctl_action_t
         if (f->acts.v[i].type == type)
             return &f->acts.v[i];
     fail_msg("no action of type %d", type);
+    return NULL;
+}
+
+static size_t count_events(const struct fixture *f, const char *reason)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < f->acts.n; i++)
+        n += f->acts.v[i].type == CTL_ACT_EVENT && strcmp(f->acts.v[i].reason, reason) == 0;
+    return n;
+}
+
+static const struct ctl_action *event(const struct fixture *f, const char *reason)
+{
+    for (size_t i = 0; i < f->acts.n; i++)
+        if (f->acts.v[i].type == CTL_ACT_EVENT && strcmp(f->acts.v[i].reason, reason) == 0)
+            return &f->acts.v[i];
+    fail_msg("no %s event", reason);
     return NULL;
 }
 
@@ -227,11 +247,11 @@ static void test_the_running_slot_is_not_reported_missed(void **state)
     add_backup(&f, "2026-03-10T02:00", "2026-03-10T02:00:00Z", "Running", "2026-03-10T02:00:01Z",
                "active");
     run(&f, "2026-03-10T02:00:30Z", 0);
-    assert_int_equal(count(&f, CTL_ACT_EVENT), 0);
+    assert_int_equal(count_events(&f, "Skipped") + count_events(&f, "Missed"), 0);
     assert_false(f.out.missed);
     f.node.ready = false; /* the node going away does not make its running slot missed */
     run(&f, "2026-03-10T02:01:00Z", 0);
-    assert_int_equal(count(&f, CTL_ACT_EVENT), 0);
+    assert_int_equal(count_events(&f, "Skipped") + count_events(&f, "Missed"), 0);
     fixture_free(&f);
 }
 
@@ -442,6 +462,12 @@ static void test_overdue(void **state)
     run(&f, "2026-03-03T00:15:01Z", 0);
     assert_true(f.out.overdue);
     assert_int_equal(f.out.overdue_start, T("2026-03-01T00:00:00Z"));
+    /* Becoming overdue is an Event, once: not again while it stays overdue. */
+    assert_non_null(strstr(event(&f, "Overdue")->message, "within 48h15m"));
+    f_was_overdue = true;
+    run(&f, "2026-03-03T00:20:00Z", 0);
+    assert_int_equal(count_events(&f, "Overdue"), 0);
+    f_was_overdue = false;
 
     add_backup(&f, "2026-03-10T02:00", "2026-03-10T02:00:00Z", "Succeeded", "2026-03-10T02:00:00Z",
                NULL); /* completed at 02:10 */
