@@ -485,16 +485,19 @@ static inline unsigned cron_dim(int64_t y, unsigned m)
  */
 static uint32_t cron_month_days(const struct cron_expr *e, int64_t y, unsigned m, uint64_t day1)
 {
-    unsigned dim = cron_dim(y, m);
-    unsigned w1 = (unsigned)((day1 + 4) % 7); /* 1970-01-01 was a Thursday */
+    unsigned dim = cron_dim(y, m), w1;
     uint64_t rep = e->wdays & 0x7f, wk;
     uint32_t valid = (uint32_t)(((UINT64_C(1) << (dim + 1)) - 1) & ~UINT64_C(1));
+    bool both = !e->mday_star && !e->wday_star;
 
+    if (!both && !(e->mdays & valid))
+        return 0; /* no allowed day in this month (February 29 in a common year) */
+    w1 = (unsigned)((day1 + 4) % 7); /* 1970-01-01 was a Thursday */
     rep |= rep << 7;
     rep |= rep << 14;
     rep |= rep << 28; /* 56 bits: bit j set when weekday j % 7 matches */
     wk = (rep >> w1) << 1;
-    if (!e->mday_star && !e->wday_star)
+    if (both)
         return (uint32_t)((e->mdays | wk) & valid);
     return (uint32_t)(e->mdays & wk & valid);
 }
@@ -589,7 +592,16 @@ int cron_next(const struct cron_expr *e, int64_t after, int64_t *next)
     y_limit = y + CRON_SEARCH_YEARS;
 
     /* Each level resets the ones below it when it moves; a month's days are built once. */
-    for (; y <= y_limit; y++, m = 1, d = 1, h = 0, mi = 0, day1 = cron_days(y, 1, 1)) {
+    /* A new year starts at "month 0", so the first allowed month computes its 1st. */
+    for (; y <= y_limit; y++, m = 0, d = 1, h = 0, mi = 0) {
+        /* An expression that fires only on February 29 goes from leap year to leap year. */
+        if (m == 0 && e->months == (1u << 2) && (e->mdays & 0x1ffffffeu) == 0 &&
+            (e->mday_star || e->wday_star)) {
+            while (!((y % 4 == 0 && y % 100 != 0) || y % 400 == 0))
+                y++;
+            if (y > y_limit)
+                break;
+        }
         for (; (b = cron_bit_from(e->months, m)) >= 0; m++, d = 1, h = 0, mi = 0) {
             uint32_t days;
             if ((unsigned)b != m) {
@@ -654,7 +666,7 @@ int cron_prev(const struct cron_expr *e, int64_t before, int64_t *prev)
     }
     y_limit = y - CRON_SEARCH_YEARS;
 
-    for (; y >= y_limit; y--, m = 12, d = 31, h = 23, mi = 59, day1 = cron_days(y, 12, 1)) {
+    for (; y >= y_limit; y--, m = 13, d = 31, h = 23, mi = 59) {
         for (; (b = cron_bit_upto(e->months, m)) >= 1; m--, d = 31, h = 23, mi = 59) {
             uint32_t days;
             if (b != m) {

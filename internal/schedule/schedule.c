@@ -41,6 +41,9 @@ void sched_init(struct sched *s, const struct cron_expr *cron, const struct tz_z
      */
     off = tz_offset_at(zone, t);
     s->off_min = s->off_max = off;
+    s->table_lo = util_days_from_civil(2000, 1, 1) * SCHED_DAY;
+    s->table_hi = util_days_from_civil(2060, 1, 1) * SCHED_DAY;
+    s->table_off[0] = tz_offset_at(zone, s->table_lo);
     for (;;) {
         int32_t next_off;
         t = tz_next_transition(zone, t);
@@ -49,6 +52,14 @@ void sched_init(struct sched *s, const struct cron_expr *cron, const struct tz_z
         next_off = tz_offset_at(zone, t);
         if (next_off == off)
             continue; /* a change of name or DST flag only */
+        if (t > s->table_lo && t < s->table_hi) {
+            if (s->ntable < SCHED_TABLE) {
+                s->table_at[s->ntable++] = t;
+                s->table_off[s->ntable] = next_off;
+            } else {
+                s->table_hi = t; /* full: the table ends before this change */
+            }
+        }
         if (off - next_off > max_fold)
             max_fold = off - next_off;
         if (last_change != INT64_MIN && t - last_change < min_span)
@@ -111,7 +122,7 @@ static bool sched_instant(const struct sched *s, int64_t L, int64_t *at, enum sc
     return true;
 }
 
-int sched_next(const struct sched *s, int64_t after, struct sched_slot *out)
+static int sched_next_zone(const struct sched *s, int64_t after, struct sched_slot *out)
 {
     struct sched_slot best;
     int64_t L, at = 0;
@@ -154,6 +165,75 @@ int sched_next(const struct sched *s, int64_t after, struct sched_slot *out)
     }
     *out = best;
     return 0;
+}
+
+/*
+ * sched_next from the table of a simple zone: the segment of constant offset that
+ * holds `after`, then each cron match in turn, walking segment by segment. In a
+ * simple zone a local time can only have been on the clock before in the segment
+ * just before (a fold), and the local times a gap jumps over lie between two
+ * segments. Returns 1 when the answer needs what the table does not hold.
+ */
+static int sched_next_table(const struct sched *s, int64_t after, struct sched_slot *out)
+{
+    const int64_t *at = s->table_at;
+    const int32_t *off = s->table_off;
+    size_t n = s->ntable, lo = 0, hi = n, k;
+    int32_t fold_max = s->off_max - s->off_min;
+    int64_t L;
+
+    /* k: the number of changes at or before `after`; its segment is [at[k-1], at[k]). */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (at[mid] <= after)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    k = lo;
+    if (k == 0)
+        return 1; /* the segment before the first change is not fully known */
+    for (L = after + off[k];;) {
+        if (cron_next(&s->cron, L, &L) != 0)
+            return UTIL_ENOENT;
+        for (;;) {
+            int32_t o = off[k];
+            int64_t start = at[k - 1], end = k < n ? at[k] : s->table_hi;
+            if (off[k - 1] > o && L < start + off[k - 1])
+                break; /* on the clock before the fold at start, so before `after`: skip */
+            if (L - o < end) {
+                enum sched_note note = SCHED_NOTE_NONE;
+                if (k < n) {
+                    if (off[k + 1] < o && L >= end + off[k + 1])
+                        note = SCHED_NOTE_REPEATED; /* the fold at end brings it back */
+                } else if (L - o >= s->table_hi - fold_max) {
+                    return 1; /* a fold just past the table could repeat it */
+                }
+                *out = (struct sched_slot){L, L - o, note};
+                return 0;
+            }
+            if (k == n)
+                return 1;
+            if (off[k + 1] > o && L < end + off[k + 1]) {
+                /* In the gap at `end`. */
+                if (!s->fixed)
+                    break;
+                *out = (struct sched_slot){L, end, SCHED_NOTE_SHIFTED};
+                return 0;
+            }
+            k++;
+        }
+    }
+}
+
+int sched_next(const struct sched *s, int64_t after, struct sched_slot *out)
+{
+    if (s->simple && !s->constant && after >= s->table_lo && after < s->table_hi) {
+        int rc = sched_next_table(s, after, out);
+        if (rc <= 0)
+            return rc;
+    }
+    return sched_next_zone(s, after, out);
 }
 
 int sched_prev(const struct sched *s, int64_t at_or_before, struct sched_slot *out)

@@ -17,9 +17,10 @@
  * is read-only, nothing allocates and nothing does I/O except the jitter hash,
  * which calls OpenSSL's SHA-256.
  *
- * Costs: sched_next() costs one cron search and two zone lookups (under 100 ns)
- * in every zone whose folds are shorter than the time between its clock changes,
- * which is every zone of the tz database; in others, and in sched_prev() when a
+ * Costs: sched_next() costs one cron search and a binary search over the zone's
+ * changes of offset copied into the sched (2000-2060), or two zone lookups outside
+ * those years, in every zone whose folds are shorter than the time between its
+ * clock changes, which is every zone of the tz database; in others, and in sched_prev() when a
  * clock change lies between the start and the answer, it also resolves the cron
  * matches within the zone's offset range of the answer, a few more lookups for the
  * usual one-hour change. sched_init() walks the zone's transitions once (tens of
@@ -39,6 +40,8 @@
 #include "tz/tz.h"
 #include "util/util.h"
 
+#define SCHED_TABLE 120
+
 /* A cron expression bound to a zone. Built by sched_init, read-only afterwards. */
 struct sched {
     struct cron_expr cron;
@@ -49,6 +52,16 @@ struct sched {
     bool constant; /* the offset never changes (UTC, Etc/GMT+5): local time is the instant */
     /* The matching minutes of a day, for the alert limit: first, last, count, largest gap. */
     int32_t day_first, day_last, day_count, day_max_gap; /* seconds after midnight; seconds */
+    /*
+     * The zone's changes of offset from 2000 to 2060 (or its first SCHED_TABLE ones
+     * from 2000), copied here so that sched_next needs no zone lookup in those
+     * years: a binary search over at most SCHED_TABLE entries, and the segment
+     * arithmetic. About 1.5 KiB per schedule.
+     */
+    int64_t table_lo, table_hi; /* exact for instants in [table_lo, table_hi) */
+    uint32_t ntable;
+    int64_t table_at[SCHED_TABLE];      /* the changes, increasing, inside (lo, hi) */
+    int32_t table_off[SCHED_TABLE + 1]; /* the offset before table_at[0], then after each */
 };
 
 enum sched_note {
