@@ -936,7 +936,8 @@ static void ref_free(void)
 static void test_against_reference(void **state)
 {
     const char *env = getenv("LODE_PROPERTY_CASES");
-    long cases = env ? strtol(env, NULL, 10) : 700;
+    /* Under valgrind (tests/run.sh sets VALGRIND=1) a smaller sample keeps the run short. */
+    long cases = env ? strtol(env, NULL, 10) : getenv("VALGRIND") ? 150 : 700;
     size_t compared = 0, near_change = 0, notes = 0;
 
     load_zone_names();
@@ -990,7 +991,7 @@ static void test_large_changes(void **state)
 {
     static const char *const crons[] = {"0 0 * * *",  "*/30 * * * *", "30 2 * * *",
                                         "0 12 * * 5", "15 * * * *",   "@hourly"};
-    size_t changes = 0, compared = 0, notes = 0;
+    size_t changes = 0, compared = 0, notes = 0, seen = 0;
     const int64_t lo = utc("1850-01-01T00:00:00Z"), hi = utc("2040-01-01T00:00:00Z");
 
     load_zone_names();
@@ -1000,6 +1001,8 @@ static void test_large_changes(void **state)
             int32_t d = tz_offset_at(z, a) - tz_offset_at(z, a - 1);
             if (d > -7200 && d < 7200)
                 continue;
+            if (getenv("VALGRIND") && seen++ % 4 != 0)
+                continue; /* a quarter of them under valgrind */
             const char *c = crons[changes % (sizeof(crons) / sizeof(crons[0]))];
             struct sched s = make(zone_names[i], c);
             assert_true(s.simple);
@@ -1030,7 +1033,7 @@ static void test_large_changes(void **state)
     free(zone_names);
     zone_names = NULL;
     nzone_names = 0;
-    assert_true(changes > 100);
+    assert_true(changes > (getenv("VALGRIND") ? 25u : 100u));
     assert_true(compared > 100);
 }
 
