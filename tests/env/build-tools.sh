@@ -154,9 +154,17 @@ main() {
 		module_of "$t" >/dev/null || { echo "build-tools: unknown tool '$t'" >&2; exit 2; }
 	done
 	mkdir -p "$cache"
-	# One builder at a time: a second caller waits, then finds the stamps.
-	exec 9>"$cache/.build.lock"
-	flock 9
+	# One builder at a time: a second caller waits, then finds the stamps. The
+	# lock (shared with other tools that use this cache) is taken only when
+	# something is missing, so a warm run never waits behind someone's build.
+	local missing=0
+	for t in "${tools[@]}"; do
+		cached "$t" "$(tool_dir "$t")" || missing=1
+	done
+	if [[ $missing == 1 ]]; then
+		exec 9>"$cache/.build.lock"
+		flock 9
+	fi
 	for t in "${tools[@]}"; do
 		build_one "$t"
 	done

@@ -18,6 +18,7 @@
 # Environment: LODE_ENV_DIR, LODE_CACHE (binary cache), LODE_ENV_TIMEOUT
 # (seconds allowed for each readiness wait, default 120).
 set -euo pipefail
+set +m # no job control: a daemon started with & must not lead a process group (setsid would fork)
 # shellcheck source=tests/env/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
