@@ -3,12 +3,17 @@
  *
  * The one subtle function is the slot search. A slot's instant is not monotonic
  * in its local time in general (a gap followed closely by a fold can make an
- * earlier local time happen later), so the search proves its answer: when no
- * transition lies between the start and the candidate, the offset is constant
- * there and the first cron match is the answer; otherwise every cron match whose
- * local time can map into that interval (the zone's offset range bounds them) is
- * resolved and the smallest instant wins.
+ * earlier local time happen later), so the search must prove its answer. In a
+ * "simple" zone, where every fold is shorter than every stretch between changes,
+ * a local time can have been on the clock before only in the segment just before
+ * a fold, and the first cron match whose instant is after the start is the
+ * answer; sched_next walks the segments of the table copied into the sched, or
+ * asks the zone outside it. In other zones, when a change lies between the start
+ * and the candidate, every cron match whose local time can map into that interval
+ * (the zone's offset range bounds them) is resolved and the smallest instant wins.
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <openssl/evp.h>
