@@ -138,6 +138,14 @@ void ctl_options_defaults(struct ctl_options *o)
     o->log_level = 1;
 }
 
+/* "ns/name", the key of the namespaced caches, in a caller's buffer (names are bounded). */
+#define CTL_KEY_MAX (63 + 1 + 253 + 1)
+static const char *ctl_key(char buf[CTL_KEY_MAX], const char *ns, const char *name)
+{
+    snprintf(buf, CTL_KEY_MAX, "%s/%s", ns, name);
+    return buf;
+}
+
 static char *ctl_pair_key(const char *ns, const char *policy, const char *host)
 {
     return util_asprintf("%s/%s\n%s", ns, policy, host);
@@ -206,9 +214,9 @@ static void ctl_pair_maybe_drop(struct ctl *c, struct ctl_pair *pr)
 
 static struct ctl_policy_entry *ctl_policy_of(struct ctl *c, const struct ctl_pair *pr)
 {
-    char *key = util_asprintf("%s/%s", pr->ns, pr->policy);
+    char keybuf[CTL_KEY_MAX];
+    const char *key = ctl_key(keybuf, pr->ns, pr->policy);
     struct ctl_policy_entry *e = ctl_map_get(&c->policies, key);
-    free(key);
     return e;
 }
 
@@ -222,6 +230,14 @@ static void ctl_select(struct ctl *c, struct ctl_policy_entry *e, const struct c
         return;
     pr->selected = match;
     ctl_mark(c, pr);
+}
+
+static void ctl_policy_entry_free(struct ctl_policy_entry *e)
+{
+    json_decref(e->conditions);
+    free(e->last_status);
+    ctl_policy_free(&e->p);
+    free(e);
 }
 
 static void ctl_policy_upsert(struct kube_reflector *r, const char *ns, const char *name,
@@ -280,9 +296,9 @@ static void ctl_policy_delete(struct kube_reflector *r, const char *ns, const ch
                               json_t *obj, void *arg)
 {
     struct ctl *c = arg;
-    char *key = util_asprintf("%s/%s", ns, name);
+    char keybuf[CTL_KEY_MAX];
+    const char *key = ctl_key(keybuf, ns, name);
     struct ctl_policy_entry *e = ctl_map_del(&c->policies, key);
-    free(key);
     if (e == NULL)
         return;
     /* Its pairs stay while they hold Backups; they are no longer scheduled. */
@@ -296,10 +312,7 @@ static void ctl_policy_delete(struct kube_reflector *r, const char *ns, const ch
             ctl_mark(c, pr);
         }
     }
-    json_decref(e->conditions);
-    free(e->last_status);
-    ctl_policy_free(&e->p);
-    free(e);
+    ctl_policy_entry_free(e);
 }
 
 static void ctl_node_upsert(struct kube_reflector *r, const char *ns, const char *name, json_t *obj,
@@ -364,9 +377,9 @@ static void ctl_pair_remove_backup(struct ctl_pair *pr, const struct ctl_backup 
 /* A run that the cache sees end, once: the counters of lodestore_runs_total. */
 static void ctl_count_outcome(struct ctl *c, const struct ctl_backup *b)
 {
-    char *key = util_asprintf("%s/%s", b->ns, b->policy);
+    char keybuf[CTL_KEY_MAX];
+    const char *key = ctl_key(keybuf, b->ns, b->policy);
     struct ctl_policy_entry *e = ctl_map_get(&c->policies, key);
-    free(key);
     if (e == NULL)
         return;
     if (b->phase == CTL_PHASE_SUCCEEDED)
@@ -387,7 +400,8 @@ static void ctl_backup_upsert(struct kube_reflector *r, const char *ns, const ch
         ctl_log(c, 1, "Backup %s/%s ignored: %s", ns, name, err.msg);
         return;
     }
-    char *key = util_asprintf("%s/%s", ns, name);
+    char keybuf[CTL_KEY_MAX];
+    const char *key = ctl_key(keybuf, ns, name);
     struct ctl_backup *b = ctl_map_get(&c->backups, key);
     if (b != NULL && (strcmp(b->policy, fresh.policy) != 0 || strcmp(b->host, fresh.host) != 0)) {
         /* The spec is immutable (the CRD says so); should it change anyway, move the Backup. */
@@ -417,16 +431,15 @@ static void ctl_backup_upsert(struct kube_reflector *r, const char *ns, const ch
         pr->backups[pr->nbackups++] = b;
         ctl_mark(c, pr);
     }
-    free(key);
 }
 
 static void ctl_backup_delete(struct kube_reflector *r, const char *ns, const char *name,
                               json_t *obj, void *arg)
 {
     struct ctl *c = arg;
-    char *key = util_asprintf("%s/%s", ns, name);
+    char keybuf[CTL_KEY_MAX];
+    const char *key = ctl_key(keybuf, ns, name);
     struct ctl_backup *b = ctl_map_del(&c->backups, key);
-    free(key);
     if (b == NULL)
         return;
     struct ctl_pair *pr = ctl_pair_get(c, b->ns, b->policy, b->host, false);
@@ -442,9 +455,9 @@ static void ctl_job_touch(struct ctl *c, const struct ctl_job *j)
 {
     if (j->owner == NULL)
         return;
-    char *key = util_asprintf("%s/%s", j->ns, j->owner);
+    char keybuf[CTL_KEY_MAX];
+    const char *key = ctl_key(keybuf, j->ns, j->owner);
     struct ctl_backup *b = ctl_map_get(&c->backups, key);
-    free(key);
     if (b != NULL)
         ctl_mark(c, ctl_pair_get(c, b->ns, b->policy, b->host, true));
 }
@@ -459,9 +472,9 @@ static void ctl_job_upsert(struct kube_reflector *r, const char *ns, const char 
         free(j);
         return;
     }
-    char *key = util_asprintf("%s/%s", ns, name);
+    char keybuf[CTL_KEY_MAX];
+    const char *key = ctl_key(keybuf, ns, name);
     struct ctl_job *old = ctl_map_set(&c->jobs, key, j);
-    free(key);
     if (old != NULL) {
         ctl_job_free(old);
         free(old);
@@ -473,9 +486,9 @@ static void ctl_job_delete(struct kube_reflector *r, const char *ns, const char 
                            void *arg)
 {
     struct ctl *c = arg;
-    char *key = util_asprintf("%s/%s", ns, name);
+    char keybuf[CTL_KEY_MAX];
+    const char *key = ctl_key(keybuf, ns, name);
     struct ctl_job *j = ctl_map_del(&c->jobs, key);
-    free(key);
     if (j == NULL)
         return;
     ctl_job_touch(c, j);
@@ -690,9 +703,9 @@ static void ctl_execute(struct ctl *c, struct ctl_pair *pr, struct ctl_policy_en
         struct kube_object_ref ref = {CTL_API_VERSION, "BackupPolicy", a->ns, e->p.name, e->p.uid};
         if (a->name[0] != '\0') {
             struct ctl_backup *b;
-            char *key = util_asprintf("%s/%s", a->ns, a->name);
+            char keybuf[CTL_KEY_MAX];
+            const char *key = ctl_key(keybuf, a->ns, a->name);
             b = ctl_map_get(&c->backups, key);
-            free(key);
             ref = (struct kube_object_ref){CTL_API_VERSION, "Backup", a->ns, a->name,
                                            b ? b->uid : NULL};
         }
@@ -731,9 +744,9 @@ static void ctl_reconcile(struct ctl *c, struct ctl_pair *pr)
     struct ctl_node *node = pr->selected ? ctl_map_get(&c->nodes, pr->host) : NULL;
     const struct ctl_job **jobs = util_calloc(pr->nbackups + 1, sizeof(*jobs));
     for (size_t i = 0; i < pr->nbackups; i++) {
-        char *key = util_asprintf("%s/%s", pr->backups[i]->ns, pr->backups[i]->name);
+        char keybuf[CTL_KEY_MAX];
+        const char *key = ctl_key(keybuf, pr->backups[i]->ns, pr->backups[i]->name);
         jobs[i] = ctl_map_get(&c->jobs, key);
-        free(key);
     }
     struct ctl_pair_input in = {
         .policy = &e->p,
@@ -1434,11 +1447,7 @@ void ctl_free(struct ctl *c)
     const char *k;
     void *v;
     while (ctl_map_next(&c->policies, &it, &k, &v)) {
-        struct ctl_policy_entry *e = v;
-        json_decref(e->conditions);
-        free(e->last_status);
-        ctl_policy_free(&e->p);
-        free(e);
+        ctl_policy_entry_free(v);
     }
     it = 0;
     while (ctl_map_next(&c->nodes, &it, &k, &v))
