@@ -222,6 +222,28 @@ static struct ctl_policy_entry *ctl_policy_of(struct ctl *c, const struct ctl_pa
 
 /* ---- informer callbacks ---- */
 
+/*
+ * Marks every pair of a policy (ns and policy set) or of a host (host set) for
+ * reconciling; with unselect, they are no longer scheduled (kept while they hold Backups).
+ */
+static void ctl_mark_pairs(struct ctl *c, const char *ns, const char *policy, const char *host,
+                           bool unselect)
+{
+    size_t it = 0;
+    const char *k;
+    void *v;
+    while (ctl_map_next(&c->pairs, &it, &k, &v)) {
+        struct ctl_pair *pr = v;
+        bool hit = host != NULL ? strcmp(pr->host, host) == 0
+                                : strcmp(pr->ns, ns) == 0 && strcmp(pr->policy, policy) == 0;
+        if (!hit)
+            continue;
+        if (unselect)
+            pr->selected = false;
+        ctl_mark(c, pr);
+    }
+}
+
 static void ctl_select(struct ctl *c, struct ctl_policy_entry *e, const struct ctl_node *n)
 {
     bool match = e->p.valid && ctl_node_matches(n, &e->p.spec);
@@ -284,12 +306,7 @@ static void ctl_policy_upsert(struct kube_reflector *r, const char *ns, const ch
     void *v;
     while (ctl_map_next(&c->nodes, &it, &k, &v))
         ctl_select(c, e, v);
-    it = 0;
-    while (ctl_map_next(&c->pairs, &it, &k, &v)) {
-        struct ctl_pair *pr = v;
-        if (strcmp(pr->ns, e->p.ns) == 0 && strcmp(pr->policy, e->p.name) == 0)
-            ctl_mark(c, pr);
-    }
+    ctl_mark_pairs(c, e->p.ns, e->p.name, NULL, false);
 }
 
 static void ctl_policy_delete(struct kube_reflector *r, const char *ns, const char *name,
@@ -301,17 +318,7 @@ static void ctl_policy_delete(struct kube_reflector *r, const char *ns, const ch
     struct ctl_policy_entry *e = ctl_map_del(&c->policies, key);
     if (e == NULL)
         return;
-    /* Its pairs stay while they hold Backups; they are no longer scheduled. */
-    size_t it = 0;
-    const char *k;
-    void *v;
-    while (ctl_map_next(&c->pairs, &it, &k, &v)) {
-        struct ctl_pair *pr = v;
-        if (strcmp(pr->ns, ns) == 0 && strcmp(pr->policy, name) == 0) {
-            pr->selected = false;
-            ctl_mark(c, pr);
-        }
-    }
+    ctl_mark_pairs(c, ns, name, NULL, true);
     ctl_policy_entry_free(e);
 }
 
@@ -347,17 +354,10 @@ static void ctl_node_delete(struct kube_reflector *r, const char *ns, const char
     struct ctl_node *n = ctl_map_del(&c->nodes, name);
     if (n == NULL)
         return;
+    ctl_mark_pairs(c, NULL, NULL, name, true);
     size_t it = 0;
     const char *k;
     void *v;
-    while (ctl_map_next(&c->pairs, &it, &k, &v)) {
-        struct ctl_pair *pr = v;
-        if (strcmp(pr->host, name) == 0) {
-            pr->selected = false;
-            ctl_mark(c, pr);
-        }
-    }
-    it = 0;
     while (ctl_map_next(&c->policies, &it, &k, &v))
         ((struct ctl_policy_entry *)v)->status_dirty = true;
     ctl_kick(c);
