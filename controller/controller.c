@@ -75,6 +75,7 @@ struct ctl {
     uv_timer_t wake_timer;
     uv_idle_t work;
     uv_timer_t status_timer;
+    uv_timer_t status_soon; /* one flush a second at most, however busy the loop */
     bool acting;
     bool stopping;
     struct ctl_config rcfg;
@@ -807,6 +808,21 @@ static void ctl_arm_timer(struct ctl *c)
 
 static void ctl_status_flush(struct ctl *c);
 
+static void ctl_status_soon_cb(uv_timer_t *t)
+{
+    ctl_status_flush(t->data);
+}
+
+/*
+ * Policy status is written at most once a second: a slot of thousands of runs changes
+ * every pair's view many times, and each flush walks the pairs of every changed policy.
+ */
+static void ctl_status_soon(struct ctl *c)
+{
+    if (!c->stopping && !uv_is_active((uv_handle_t *)&c->status_soon))
+        uv_timer_start(&c->status_soon, ctl_status_soon_cb, 1000, 0);
+}
+
 static void ctl_work_cb(uv_idle_t *h)
 {
     struct ctl *c = h->data;
@@ -833,7 +849,7 @@ static void ctl_work_cb(uv_idle_t *h)
         ctl_kick(c);
     if (n > 0)
         ctl_metrics_observe(&c->reconcile_hist, (double)(uv_hrtime() - t0) / 1e9);
-    ctl_status_flush(c);
+    ctl_status_soon(c);
     ctl_arm_timer(c);
 }
 
@@ -1360,6 +1376,8 @@ int ctl_init(struct ctl **out, uv_loop_t *loop, const struct ctl_options *opts,
     c->wake_timer.data = c;
     uv_timer_init(loop, &c->status_timer);
     c->status_timer.data = c;
+    uv_timer_init(loop, &c->status_soon);
+    c->status_soon.data = c;
     uv_idle_init(loop, &c->work);
     c->work.data = c;
     *out = c;
@@ -1437,6 +1455,7 @@ void ctl_stop(struct ctl *c)
     c->kube = NULL;
     uv_close((uv_handle_t *)&c->wake_timer, ctl_handle_closed_cb);
     uv_close((uv_handle_t *)&c->status_timer, ctl_handle_closed_cb);
+    uv_close((uv_handle_t *)&c->status_soon, ctl_handle_closed_cb);
     uv_close((uv_handle_t *)&c->work, ctl_handle_closed_cb);
     ctl_httpd_close(&c->httpd, ctl_httpd_closed_cb);
 }
