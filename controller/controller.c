@@ -391,6 +391,15 @@ static void ctl_count_outcome(struct ctl *c, const struct ctl_backup *b)
         e->time_limit++;
 }
 
+/* Files b under its (policy, host) pair, creating the pair, and marks it. */
+static void ctl_pair_add_backup(struct ctl *c, struct ctl_backup *b)
+{
+    struct ctl_pair *pr = ctl_pair_get(c, b->ns, b->policy, b->host, true);
+    pr->backups = util_grow(pr->backups, &pr->cap, pr->nbackups + 1, sizeof(*pr->backups));
+    pr->backups[pr->nbackups++] = b;
+    ctl_mark(c, pr);
+}
+
 static void ctl_backup_upsert(struct kube_reflector *r, const char *ns, const char *name,
                               json_t *obj, void *arg)
 {
@@ -413,10 +422,7 @@ static void ctl_backup_upsert(struct kube_reflector *r, const char *ns, const ch
         }
         ctl_backup_free(b);
         *b = fresh;
-        struct ctl_pair *pr = ctl_pair_get(c, b->ns, b->policy, b->host, true);
-        pr->backups = util_grow(pr->backups, &pr->cap, pr->nbackups + 1, sizeof(*pr->backups));
-        pr->backups[pr->nbackups++] = b;
-        ctl_mark(c, pr);
+        ctl_pair_add_backup(c, b);
     } else if (b != NULL) {
         if (!ctl_phase_done(b->phase) && ctl_phase_done(fresh.phase))
             ctl_count_outcome(c, &fresh);
@@ -427,10 +433,7 @@ static void ctl_backup_upsert(struct kube_reflector *r, const char *ns, const ch
         b = util_malloc(sizeof(*b));
         *b = fresh;
         ctl_map_set(&c->backups, key, b);
-        struct ctl_pair *pr = ctl_pair_get(c, b->ns, b->policy, b->host, true);
-        pr->backups = util_grow(pr->backups, &pr->cap, pr->nbackups + 1, sizeof(*pr->backups));
-        pr->backups[pr->nbackups++] = b;
-        ctl_mark(c, pr);
+        ctl_pair_add_backup(c, b);
     }
 }
 
@@ -531,7 +534,6 @@ struct ctl_op {
     char *ns, *name;
     json_t *status, *job;
     enum ctl_action_type type;
-    struct ctl_policy_entry *counted; /* unused after free; only for logging */
 };
 
 static struct ctl_pair *ctl_op_pair(struct ctl_op *op)
@@ -626,8 +628,7 @@ static void ctl_run_created_cb(const struct kube_result *res, void *arg)
                               util_strdup(op->name),
                               NULL,
                               NULL,
-                              CTL_ACT_BACKUP_STATUS,
-                              NULL};
+                              CTL_ACT_BACKUP_STATUS};
         *jb = (struct ctl_op){c,
                               op->pair_id,
                               util_strdup(op->pair_key),
@@ -635,8 +636,7 @@ static void ctl_run_created_cb(const struct kube_result *res, void *arg)
                               util_strdup(op->name),
                               NULL,
                               NULL,
-                              CTL_ACT_CREATE_JOB,
-                              NULL};
+                              CTL_ACT_CREATE_JOB};
         struct kube_resource rb = ctl_res_backups, rj = ctl_res_jobs;
         rb.namespace = rj.namespace = op->ns;
         struct ctl_pair *pr = ctl_op_pair(op);
@@ -756,7 +756,6 @@ static void ctl_reconcile(struct ctl *c, struct ctl_pair *pr)
         .backups = pr->backups,
         .jobs = jobs,
         .nbackups = pr->nbackups,
-        .jobs_synced = true,
         .limit = e->limit,
         .offset = e->p.valid && e->p.spec.has_schedule
                       ? sched_jitter_offset(e->p.ns, e->p.name, pr->host, e->p.spec.schedule.jitter)

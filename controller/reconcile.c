@@ -314,7 +314,7 @@ void ctl_reconcile_pair(const struct ctl_pair_input *in, const struct ctl_config
     }
 
     /* 2. Backups waiting for a Job: one at a time per pair, on a Ready node. */
-    if (p->valid && in->jobs_synced && node_ready && !running) {
+    if (p->valid && node_ready && !running) {
         for (size_t i = 0; i < in->nbackups; i++) {
             if (active[i] && in->jobs[i] == NULL) {
                 ctl_add_job(in, cfg, in->backups[i], acts);

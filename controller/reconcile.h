@@ -84,7 +84,6 @@ struct ctl_pair_input {
     struct ctl_backup *const *backups;
     const struct ctl_job *const *jobs; /* jobs[i]: the Job of backups[i], or NULL */
     size_t nbackups;
-    bool jobs_synced;      /* the Job cache is complete: a missing Job is really missing */
     int64_t limit;         /* the policy's alert limit now (sched_alert_limit) */
     int64_t offset;        /* this host's jitter offset */
     int64_t reported_slot; /* the last due slot already reported skipped or missed, or 0 */

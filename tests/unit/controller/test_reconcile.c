@@ -143,7 +143,6 @@ static void run(struct fixture *f, const char *now, int64_t reported)
         .backups = f->bp,
         .jobs = f->jp,
         .nbackups = f->n,
-        .jobs_synced = true,
         .limit = sched_alert_limit(f->policy.has_sched ? &f->policy.sched : NULL,
                                    f->policy.spec.schedule.jitter, f->policy.spec.alerts_max_age,
                                    T(now)),
