@@ -4,7 +4,7 @@
  * Informers hand over whole JSON objects; each is reduced here to the few fields the
  * controller decides with and the JSON is dropped. A node keeps its name, creation
  * time, readiness and one 64-bit hash per label (a nodeSelector is matched by
- * hashing its pairs), so a node costs about 100 bytes plus 8 per label whatever its
+ * hashing its pairs), so a node costs about 190 bytes plus 8 per label whatever its
  * JSON weighs (often 10 KiB). A Backup keeps its identity, slot and phase; a Job its
  * owner and outcome; a policy its validated spec, zone and bound schedule.
  *

@@ -79,10 +79,35 @@ int main(int argc, char **argv)
         ctl_heap_set(&heap, (uint32_t)i, 1796000000 + i % 3600);
     size_t after_heap = allocated();
 
+    /* Backups as the controller creates them, with a final status. */
+    struct ctl_backup **bks = util_calloc((size_t)n, sizeof(*bks));
+    size_t before_bk = allocated();
+    for (int i = 0; i < n; i++) {
+        char name[64], host[64];
+        snprintf(name, sizeof(name), "etc-and-home-202603290330-%010d", i);
+        snprintf(host, sizeof(host), "ip-10-0-%d-%d.eu-central-1.compute.internal", i / 250,
+                 i % 250);
+        json_t *obj = json_pack(
+            "{s:{s:s, s:s, s:s, s:s, s:{s:s, s:s}}, s:{s:s, s:s, s:s, s:s}, "
+            "s:{s:s, s:s, s:s, s:s}}",
+            "metadata", "name", name, "namespace", "ops", "uid",
+            "3f1c2b7a-8e0d-4d5e-9a41-6b2f0c9d1e77", "creationTimestamp", "2026-03-29T01:00:00Z",
+            "annotations", "lodestore.io/host", host, "lodestore.io/slot-time",
+            "2026-03-29T01:00:00Z", "spec", "policy", "etc-and-home", "host", host, "slot",
+            "2026-03-29T03:30", "trigger", "scheduled", "status", "phase", "Succeeded", "startTime",
+            "2026-03-29T01:00:05Z", "completionTime", "2026-03-29T01:12:40Z", "jobName", name);
+        bks[i] = util_malloc(sizeof(*bks[i]));
+        if (ctl_backup_from_json(bks[i], obj, &err) != 0)
+            return 1;
+        json_decref(obj);
+    }
+    size_t after_bk = allocated();
+
     printf("nodes %d: %.0f bytes of Node JSON each, %.0f bytes cached each\n", n,
            (double)json_bytes / n, (double)(after_nodes - before) / n);
     printf("schedule entries %d: %.1f bytes each (heap entry and position)\n", n * 20,
            (double)(after_heap - after_nodes) / (n * 20));
+    printf("backups %d: %.0f bytes cached each\n", n, (double)(after_bk - before_bk) / n);
     printf("struct sizes: ctl_node %zu, ctl_heap_entry %zu, ctl_backup %zu, ctl_job %zu\n",
            sizeof(struct ctl_node), sizeof(struct ctl_heap_entry), sizeof(struct ctl_backup),
            sizeof(struct ctl_job));
