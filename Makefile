@@ -14,10 +14,27 @@
 
 CC      ?= cc
 SAN     ?=
+
+# The libraries found through pkg-config, one word each (scripts/setup.sh installs
+# their -dev packages). cmocka is asked for separately: only the unit tests link it.
 PKGS    := libuv libcurl jansson yaml-0.1 openssl expat
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
+
+# pkg-config is asked when a recipe first needs the flags, not when this file is
+# read: `make setup all` reads the Makefile before setup has installed the .pc
+# files, and an answer taken then would be empty. Each variable asks once per run
+# (the eval replaces it by its value). A package pkg-config cannot resolve stops
+# the build at once with one line naming it, rather than a wall of link errors.
+pkg_missing = $(strip $(foreach p,$(1),$(if $(shell pkg-config --exists $(p) 2>/dev/null && echo y),,$(p))))
+pkg_query = $(if $(shell command -v pkg-config 2>/dev/null),,$(error pkg-config is not installed: run `make setup`))$\
+	$(if $(call pkg_missing,$(2)),$(error pkg-config cannot find $(call pkg_missing,$(2)): run `make setup`))$\
+	$(shell pkg-config $(1) $(2))
+PKG_CFLAGS  = $(eval PKG_CFLAGS := $$(call pkg_query,--cflags,$$(PKGS)))$(PKG_CFLAGS)
+PKG_LIBS    = $(eval PKG_LIBS := $$(call pkg_query,--libs,$$(PKGS)))$(PKG_LIBS)
+CMOCKA_LIBS = $(eval CMOCKA_LIBS := $$(call pkg_query,--libs,cmocka))$(CMOCKA_LIBS)
+
+# With `make -j setup all`, nothing that needs the packages may start before setup
+# has finished: those rules take setup as an order-only prerequisite when it is a goal.
+SETUP_FIRST := $(filter setup,$(MAKECMDGOALS))
 
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.0.0-dev)
 
@@ -34,7 +51,8 @@ BUILD   := build/san-$(SAN)
 SANFLAGS := -fsanitize=$(SAN) -fno-sanitize-recover=all -fno-omit-frame-pointer
 endif
 
-ALL_CFLAGS := $(WARN) $(CFLAGS) $(SANFLAGS) $(PKG_CFLAGS)
+# Recursive (=), so that PKG_CFLAGS is only asked for by a recipe.
+ALL_CFLAGS = $(WARN) $(CFLAGS) $(SANFLAGS) $(PKG_CFLAGS)
 
 LIB_SRC   := $(sort $(wildcard internal/*/*.c))
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
@@ -58,7 +76,7 @@ endif
 
 all: $(BINS)
 
-$(BUILD)/obj/%.o: %.c
+$(BUILD)/obj/%.o: %.c | $(SETUP_FIRST)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
@@ -84,7 +102,7 @@ $(BUILD)/lode-controller: $(CTL_OBJ) $(BUILD)/liblode.a
 # A unit test links the library, the test helpers and cmocka. The controller's
 # objects other than main.c are linked too, so its reconcile logic can be tested.
 CTL_TESTABLE_OBJ := $(filter-out $(BUILD)/obj/controller/main.o,$(CTL_OBJ))
-$(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/liblode.a $(TEST_HELPER_OBJ) $(CTL_TESTABLE_OBJ)
+$(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/liblode.a $(TEST_HELPER_OBJ) $(CTL_TESTABLE_OBJ) | $(SETUP_FIRST)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Icontroller -Itests/unit $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ $< \
 		$(TEST_HELPER_OBJ) $(CTL_TESTABLE_OBJ) $(BUILD)/liblode.a $(CMOCKA_LIBS) $(PKG_LIBS) -lm
@@ -114,7 +132,7 @@ FUZZ_FLAGS := -std=c17 -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-o
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_BUILD)/%)
 
-$(FUZZ_BUILD)/obj/%.o: %.c
+$(FUZZ_BUILD)/obj/%.o: %.c | $(SETUP_FIRST)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) $(PKG_CFLAGS) -c $< -o $@
 
@@ -135,6 +153,11 @@ format:
 
 setup:
 	scripts/setup.sh
+
+# Every other goal given with setup (test, demo, bench, ...) waits for it too.
+ifneq ($(SETUP_FIRST),)
+$(filter-out setup,$(MAKECMDGOALS)): | setup
+endif
 
 demo: all
 	scripts/demo.sh
