@@ -15,6 +15,8 @@
 #include <jansson.h>
 
 #include "policy/policy.h"
+#include "retention/retention.h"
+#include "schedule/schedule.h"
 #include "tz/tz.h"
 
 #define CLI_OK      0
@@ -29,6 +31,7 @@ int cmd_forget(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_apply(int argc, char **argv);
 int cmd_status(int argc, char **argv);
+
 
 /* Parses the value of --output; prints a usage error and returns -1 when unknown. */
 int cli_parse_output(const char *value, enum cli_output *out);
@@ -57,5 +60,80 @@ void cli_print_json(json_t *v);
 
 /* "2026-03-29T01:00:00Z" as a new JSON string. */
 json_t *cli_json_time(int64_t t);
+
+/*
+ * The answers behind the commands' JSON output, built once here so that every
+ * caller (the command, `lode ui`) gives the same answer to the same question.
+ */
+
+/* One file of `lode validate --output json`: {"file","valid","errors":[...]}. */
+json_t *cli_validate_json_file(const char *file, bool valid, const struct policy_diags *d);
+
+/* A JSON string of s; bytes that are not UTF-8 become U+FFFD instead of failing. */
+json_t *cli_json_string_lossy(const char *s);
+
+/*
+ * The zone a policy's retention periods and schedule use: the schedule's, UTC
+ * without one. UTIL_ENOENT when the zone does not exist (the policy's fault),
+ * another code when the tz database cannot be read.
+ */
+int cli_policy_zone(const struct policy *pol, const struct tz_db *db, struct tz_zone **zone,
+                    struct util_err *err);
+
+/* More runs than this is a mistake in the range asked for (every minute for ten weeks). */
+#define CLI_SCHEDULE_MAX_RUNS 100000
+
+/* The runs of a policy on one host (`lode schedule`, the UI's schedule view). */
+struct cli_schedule_run {
+    struct sched_slot slot;
+    int64_t run_time; /* slot.at + the host's jitter offset */
+};
+
+struct cli_schedule_skip {
+    int64_t local;      /* the skipped wall-clock time */
+    int64_t transition; /* the clock change that skipped it */
+};
+
+struct cli_schedule {
+    struct tz_zone *zone; /* owned; NULL for a policy without a schedule */
+    struct sched sched;   /* valid when zone is not NULL */
+    int64_t offset;       /* the host's jitter offset, seconds */
+    int64_t limit;        /* the alert limit at `from`, or SCHED_NO_LIMIT */
+    struct cli_schedule_run *runs;
+    size_t nruns, runs_cap;
+    struct cli_schedule_skip *skips;
+    size_t nskips, skips_cap;
+};
+
+struct cli_schedule_query {
+    const char *host;
+    int64_t from; /* slots strictly after this instant */
+    size_t count; /* this many runs, unless has_until */
+    bool has_until;
+    int64_t until; /* the runs whose slot instant is at or before this */
+};
+
+/*
+ * Computes the runs of a valid policy on one host. A policy without a schedule
+ * has no runs (out->zone NULL). Returns 0, UTIL_ENOENT for a zone the tz database
+ * lacks, UTIL_ERANGE for more than CLI_SCHEDULE_MAX_RUNS runs, or another code
+ * when the zone cannot be read; out then needs no freeing.
+ */
+int cli_schedule_compute(struct cli_schedule *out, const struct policy *pol, const struct tz_db *db,
+                         const struct cli_schedule_query *q, struct util_err *err);
+/* The JSON of `lode schedule --output json`. */
+json_t *cli_schedule_json(const struct policy *pol, const char *host, const struct cli_schedule *s);
+void cli_schedule_free(struct cli_schedule *s);
+
+/*
+ * The object `lode apply` sends for a policy's YAML text: validated, converted
+ * to JSON as written (no defaults added), and validated again in that form.
+ * Returns 0, UTIL_EINVAL with every error in diags, or another code with err.
+ */
+int cli_apply_object(const char *data, size_t len, const struct tz_db *db, json_t **obj,
+                     struct policy_diags *diags, struct util_err *err);
+
+/* The JSON of `lode forget --output json`: {"keep":[{"id","reasons"}],"forget":[{"id"}]}. */
+json_t *cli_forget_json(const struct ret_snapshot_list *list, const struct ret_decision *d);
 
 #endif

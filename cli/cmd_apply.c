@@ -262,13 +262,41 @@ struct cmd_apply_opts {
     enum cli_output output;
 };
 
+int cli_apply_object(const char *data, size_t len, const struct tz_db *db, json_t **obj,
+                     struct policy_diags *diags, struct util_err *err)
+{
+    struct policy p;
+    int rc;
+
+    *obj = NULL;
+    if (policy_parse_yaml(&p, data, len, db, diags) != 0)
+        return UTIL_EINVAL;
+    policy_free(&p);
+    if ((rc = cmd_apply_to_json(data, len, obj, err)) != 0) {
+        char why[sizeof(err->msg)];
+        snprintf(why, sizeof(why), "%s", err->msg);
+        return util_err_set(err, UTIL_EIO, "internal error: cannot convert the valid document: %s",
+                            why);
+    }
+    if (policy_parse_json(&p, *obj, db, diags) != 0) {
+        json_decref(*obj);
+        *obj = NULL;
+        return util_err_set(err, UTIL_EIO,
+                            "internal error: the document converted to JSON is not valid: "
+                            "%s%s%s",
+                            diags->n ? diags->v[0].path : "", diags->n ? ": " : "",
+                            diags->n ? diags->v[0].message : "");
+    }
+    policy_free(&p);
+    return 0;
+}
+
 /* The object converted from the file, checked again in its JSON form. */
 static int cmd_apply_build(const struct cmd_apply_opts *o, const struct tz_db *db, json_t **obj)
 {
     const char *shown = strcmp(o->file, "-") == 0 ? "<stdin>" : o->file;
     struct util_err err = {0};
     struct policy_diags diags;
-    struct policy p;
     char *data = NULL;
     size_t len = 0;
     int rc;
@@ -278,32 +306,16 @@ static int cmd_apply_build(const struct cmd_apply_opts *o, const struct tz_db *d
         return CLI_USAGE;
     }
     policy_diags_init(&diags);
-    if (policy_parse_yaml(&p, data, len, db, &diags) != 0) {
+    rc = cli_apply_object(data, len, db, obj, &diags, &err);
+    if (rc == UTIL_EINVAL) {
         cli_print_diags(stderr, shown, &diags);
         rc = CLI_INVALID;
-        goto free_diags;
-    }
-    policy_free(&p);
-    if (cmd_apply_to_json(data, len, obj, &err) != 0) {
-        fprintf(stderr, "lode apply: internal error: %s: cannot convert the valid document: %s\n",
-                shown, err.msg);
+    } else if (rc != 0) {
+        fprintf(stderr, "lode apply: %s: %s\n", shown, err.msg);
         rc = CLI_USAGE;
-        goto free_diags;
+    } else {
+        rc = CLI_OK;
     }
-    if (policy_parse_json(&p, *obj, db, &diags) != 0) {
-        fprintf(stderr,
-                "lode apply: internal error: %s: the document converted to JSON is not "
-                "valid:\n",
-                shown);
-        cli_print_diags(stderr, shown, &diags);
-        json_decref(*obj);
-        *obj = NULL;
-        rc = CLI_USAGE;
-        goto free_diags;
-    }
-    policy_free(&p);
-    rc = CLI_OK;
-free_diags:
     policy_diags_free(&diags);
     free(data);
     return rc;

@@ -121,8 +121,7 @@ static void cmd_forget_print_text(const struct policy *pol, const struct tz_zone
     printf("\nkeep %zu snapshot%s, forget %zu\n", kept, kept == 1 ? "" : "s", list->n - kept);
 }
 
-static void cmd_forget_print_json(const struct ret_snapshot_list *list,
-                                  const struct ret_decision *d)
+json_t *cli_forget_json(const struct ret_snapshot_list *list, const struct ret_decision *d)
 {
     json_t *root = json_object();
     json_t *keep = json_array();
@@ -142,21 +141,14 @@ static void cmd_forget_print_json(const struct ret_snapshot_list *list,
     }
     json_object_set_new(root, "keep", keep);
     json_object_set_new(root, "forget", forget);
-    cli_print_json(root);
-    json_decref(root);
+    return root;
 }
 
 /* The zone of the policy's periods; CLI_USAGE or CLI_INVALID (printed) on failure. */
 static int cmd_forget_zone(const struct policy *pol, const struct tz_db *db, struct tz_zone **zone)
 {
     struct util_err err = {0};
-    int rc;
-
-    if (!pol->has_schedule) {
-        *zone = tz_zone_utc();
-        return CLI_OK;
-    }
-    rc = tz_zone_load(zone, db, pol->schedule.timezone, &err);
+    int rc = cli_policy_zone(pol, db, zone, &err);
     if (rc == 0)
         return CLI_OK;
     fprintf(stderr, "lode forget: %s\n", err.msg);
@@ -250,9 +242,11 @@ int cmd_forget(int argc, char **argv)
         rc = CLI_INVALID;
         goto free_list;
     }
-    if (output == CLI_OUTPUT_JSON)
-        cmd_forget_print_json(&list, decisions);
-    else
+    if (output == CLI_OUTPUT_JSON) {
+        json_t *doc = cli_forget_json(&list, decisions);
+        cli_print_json(doc);
+        json_decref(doc);
+    } else
         cmd_forget_print_text(&pol, zone, &list, decisions);
     rc = CLI_OK;
 

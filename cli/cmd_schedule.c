@@ -16,9 +16,6 @@
 #include "cli.h"
 #include "schedule/schedule.h"
 
-/* More runs than this is a mistake in --until (every minute for ten weeks). */
-#define CMD_SCHEDULE_MAX_RUNS 100000
-
 static void cmd_schedule_usage(FILE *f)
 {
     fprintf(f,
@@ -42,32 +39,14 @@ static void cmd_schedule_usage(FILE *f)
             "  --zoneinfo DIR  the tz database (default $LODE_ZONEINFO, else %s)\n\n"
             "A policy without a schedule runs only by hand: it has no runs (exit 0).\n"
             "Exit codes: 0 ok, 1 invalid policy, 2 usage or I/O error.\n",
-            CMD_SCHEDULE_MAX_RUNS, TZ_DEFAULT_DIR);
+            CLI_SCHEDULE_MAX_RUNS, TZ_DEFAULT_DIR);
 }
-
-/* One line of output: a run, or the local times one clock change skipped. */
-struct cmd_schedule_run {
-    struct sched_slot slot;
-    int64_t run_time;
-};
-
-struct cmd_schedule_skip {
-    int64_t local;
-    int64_t transition;
-};
-
-struct cmd_schedule_list {
-    struct cmd_schedule_run *runs;
-    size_t nruns, runs_cap;
-    struct cmd_schedule_skip *skips;
-    size_t nskips, skips_cap;
-};
 
 static void cmd_schedule_skip_cb(int64_t local, int64_t transition, void *arg)
 {
-    struct cmd_schedule_list *l = arg;
+    struct cli_schedule *l = arg;
     l->skips = util_grow(l->skips, &l->skips_cap, l->nskips + 1, sizeof(*l->skips));
-    l->skips[l->nskips++] = (struct cmd_schedule_skip){local, transition};
+    l->skips[l->nskips++] = (struct cli_schedule_skip){local, transition};
 }
 
 /* "2026-03-29T03:30": the slot's wall clock, as the JSON contract writes it. */
@@ -81,21 +60,20 @@ static json_t *cmd_schedule_json_wall(int64_t local)
     return json_string(buf);
 }
 
-static void cmd_schedule_print_json(const struct policy *pol, const char *host,
-                                    const char *timezone, int64_t offset, int64_t limit,
-                                    const struct cmd_schedule_list *l)
+json_t *cli_schedule_json(const struct policy *pol, const char *host, const struct cli_schedule *l)
 {
     json_t *root = json_object(), *runs = json_array(), *notes = json_array();
     static const char *const note_names[] = {NULL, "shifted", "repeated"};
 
     json_object_set_new(root, "policy", json_sprintf("%s/%s", pol->namespace, pol->name));
     json_object_set_new(root, "host", json_string(host));
-    json_object_set_new(root, "timezone", json_string(timezone));
-    json_object_set_new(root, "offsetSeconds", json_integer(offset));
+    json_object_set_new(root, "timezone",
+                        json_string(pol->has_schedule ? pol->schedule.timezone : "UTC"));
+    json_object_set_new(root, "offsetSeconds", json_integer(l->offset));
     json_object_set_new(root, "alertLimitSeconds",
-                        limit == SCHED_NO_LIMIT ? json_null() : json_integer(limit));
+                        l->limit == SCHED_NO_LIMIT ? json_null() : json_integer(l->limit));
     for (size_t i = 0; i < l->nruns; i++) {
-        const struct cmd_schedule_run *r = &l->runs[i];
+        const struct cli_schedule_run *r = &l->runs[i];
         json_t *o = json_object();
         const char *note = note_names[r->slot.note];
         json_object_set_new(o, "slot", cmd_schedule_json_wall(r->slot.local));
@@ -112,8 +90,7 @@ static void cmd_schedule_print_json(const struct policy *pol, const char *host,
     }
     json_object_set_new(root, "runs", runs);
     json_object_set_new(root, "notes", notes);
-    cli_print_json(root);
-    json_decref(root);
+    return root;
 }
 
 /* "Sun 2026-03-29 04:00" for a wall-clock time (local seconds). */
@@ -168,7 +145,7 @@ static void cmd_schedule_fmt_change(const struct tz_zone *zone, const struct sch
 }
 
 /* Prints the skipped local times of one clock change: l->skips[*i] and those after it. */
-static void cmd_schedule_print_skips(const struct tz_zone *zone, const struct cmd_schedule_list *l,
+static void cmd_schedule_print_skips(const struct tz_zone *zone, const struct cli_schedule *l,
                                      size_t *i)
 {
     size_t j = *i;
@@ -212,7 +189,7 @@ static void cmd_schedule_fmt_limit(int64_t limit, char *buf, size_t size)
 
 static void cmd_schedule_print_text(const struct policy *pol, const char *host,
                                     const struct sched *s, const struct tz_db *db, int64_t offset,
-                                    int64_t limit, const struct cmd_schedule_list *l)
+                                    int64_t limit, const struct cli_schedule *l)
 {
     char buf[160], utc[40], run[40], local[40], clock[16], date[16];
     const struct tz_zone *zone = s->zone;
@@ -232,7 +209,7 @@ static void cmd_schedule_print_text(const struct policy *pol, const char *host,
     putchar('\n');
     printf("%-30s %-22s %s\n", "Slot (local time)", "Slot (UTC)", "This host runs");
     for (size_t i = 0; i < l->nruns; i++) {
-        const struct cmd_schedule_run *r = &l->runs[i];
+        const struct cli_schedule_run *r = &l->runs[i];
         struct sched_change ch;
 
         while (k < l->nskips && l->skips[k].transition <= r->slot.at)
@@ -279,15 +256,10 @@ static void cmd_schedule_print_text(const struct policy *pol, const char *host,
 }
 
 static void cmd_schedule_print_unscheduled(const struct policy *pol, const char *host,
-                                           int64_t limit, enum cli_output output)
+                                           int64_t limit)
 {
     char buf[96];
-    struct cmd_schedule_list empty = {0};
 
-    if (output == CLI_OUTPUT_JSON) {
-        cmd_schedule_print_json(pol, host, "UTC", 0, limit, &empty);
-        return;
-    }
     printf("Policy %s/%s has no schedule: it runs only when started by hand, on %s or any "
            "host.\n",
            pol->namespace, pol->name, host);
@@ -303,9 +275,9 @@ static void cmd_schedule_print_unscheduled(const struct policy *pol, const char 
 static int cmd_schedule_parse_count(const char *s, size_t *out)
 {
     uint64_t v;
-    if (util_parse_u64(s, strlen(s), CMD_SCHEDULE_MAX_RUNS, &v) != 0 || v == 0) {
+    if (util_parse_u64(s, strlen(s), CLI_SCHEDULE_MAX_RUNS, &v) != 0 || v == 0) {
         cli_usage_error("schedule", "--count must be a whole number from 1 to %d, not \"%s\"",
-                        CMD_SCHEDULE_MAX_RUNS, s);
+                        CLI_SCHEDULE_MAX_RUNS, s);
         return -1;
     }
     *out = (size_t)v;
@@ -322,28 +294,47 @@ static int cmd_schedule_parse_time(const char *flag, const char *s, int64_t *out
     return 0;
 }
 
-/* Lists the runs and skipped times; CLI_USAGE (printed) when --until asks for too many. */
-static int cmd_schedule_collect(const struct sched *s, int64_t offset, int64_t from, size_t count,
-                                bool has_until, int64_t until, struct cmd_schedule_list *l)
+int cli_schedule_compute(struct cli_schedule *out, const struct policy *pol, const struct tz_db *db,
+                         const struct cli_schedule_query *q, struct util_err *err)
 {
     struct sched_slot slot;
-    int64_t t = from;
+    int64_t t = q->from;
+    int rc;
 
-    while (has_until || l->nruns < count) {
-        if (sched_next(s, t, &slot) != 0 || (has_until && slot.at > until))
+    memset(out, 0, sizeof(*out));
+    out->limit = sched_alert_limit(NULL, 0, pol->alerts_max_age, q->from);
+    if (!pol->has_schedule)
+        return 0;
+    if ((rc = tz_zone_load(&out->zone, db, pol->schedule.timezone, err)) != 0)
+        return rc;
+    sched_init(&out->sched, &pol->schedule.cron, out->zone);
+    out->offset = sched_jitter_offset(pol->namespace, pol->name, q->host, pol->schedule.jitter);
+    out->limit = sched_alert_limit(&out->sched, pol->schedule.jitter, pol->alerts_max_age, q->from);
+    while (q->has_until || out->nruns < q->count) {
+        if (sched_next(&out->sched, t, &slot) != 0 || (q->has_until && slot.at > q->until))
             break;
-        if (l->nruns == CMD_SCHEDULE_MAX_RUNS)
-            return cli_usage_error("schedule",
-                                   "more than %d runs until --until: use --count or an earlier "
-                                   "--until",
-                                   CMD_SCHEDULE_MAX_RUNS);
-        l->runs = util_grow(l->runs, &l->runs_cap, l->nruns + 1, sizeof(*l->runs));
-        l->runs[l->nruns++] = (struct cmd_schedule_run){slot, slot.at + offset};
+        if (out->nruns == CLI_SCHEDULE_MAX_RUNS) {
+            cli_schedule_free(out);
+            return util_err_set(err, UTIL_ERANGE,
+                                "more than %d runs until the end of the range: ask for fewer",
+                                CLI_SCHEDULE_MAX_RUNS);
+        }
+        out->runs = util_grow(out->runs, &out->runs_cap, out->nruns + 1, sizeof(*out->runs));
+        out->runs[out->nruns++] = (struct cli_schedule_run){slot, slot.at + out->offset};
         t = slot.at;
     }
     /* Skipped local times of the clock changes in the range shown. */
-    sched_skipped(s, from, has_until ? until : t, cmd_schedule_skip_cb, l);
-    return CLI_OK;
+    sched_skipped(&out->sched, q->from, q->has_until ? q->until : t, cmd_schedule_skip_cb, out);
+    return 0;
+}
+
+void cli_schedule_free(struct cli_schedule *s)
+{
+    free(s->runs);
+    free(s->skips);
+    if (s->zone != NULL)
+        tz_zone_free(s->zone);
+    memset(s, 0, sizeof(*s));
 }
 
 int cmd_schedule(int argc, char **argv)
@@ -357,13 +348,11 @@ int cmd_schedule(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     bool has_from = false, has_count = false, has_until = false;
-    int64_t from = 0, until = 0, offset = 0, limit;
+    int64_t from = 0, until = 0;
     size_t count = 0;
     struct tz_db *db = NULL;
-    struct tz_zone *zone = NULL;
     struct policy pol;
-    struct sched s;
-    struct cmd_schedule_list list = {0};
+    struct cli_schedule list = {0};
     struct util_err err = {0};
     int c, rc;
 
@@ -425,34 +414,29 @@ int cmd_schedule(int argc, char **argv)
     rc = cli_load_policy(path, db, &pol);
     if (rc != CLI_OK)
         goto close_db;
-    limit = sched_alert_limit(NULL, 0, pol.alerts_max_age, from);
-    if (!pol.has_schedule) {
-        cmd_schedule_print_unscheduled(&pol, host, limit, output);
-        rc = CLI_OK;
-        goto free_policy;
-    }
-    rc = tz_zone_load(&zone, db, pol.schedule.timezone, &err);
+    struct cli_schedule_query q = {host, from, count, has_until, until};
+    rc = cli_schedule_compute(&list, &pol, db, &q, &err);
     if (rc != 0) {
+        if (rc == UTIL_ERANGE) {
+            rc = cli_usage_error("schedule", "%s: use --count or an earlier --until", err.msg);
+            goto free_policy;
+        }
         fprintf(stderr, "lode schedule: %s\n", err.msg);
         /* An unknown zone is the policy's fault; a damaged or unreadable one the system's. */
         rc = rc == UTIL_ENOENT ? CLI_INVALID : CLI_USAGE;
         goto free_policy;
     }
-    sched_init(&s, &pol.schedule.cron, zone);
-    offset = sched_jitter_offset(pol.namespace, pol.name, host, pol.schedule.jitter);
-    limit = sched_alert_limit(&s, pol.schedule.jitter, pol.alerts_max_age, from);
-    rc = cmd_schedule_collect(&s, offset, from, count, has_until, until, &list);
-    if (rc != CLI_OK)
-        goto free_list;
-    if (output == CLI_OUTPUT_JSON)
-        cmd_schedule_print_json(&pol, host, pol.schedule.timezone, offset, limit, &list);
-    else
-        cmd_schedule_print_text(&pol, host, &s, db, offset, limit, &list);
-
-free_list:
-    free(list.runs);
-    free(list.skips);
-    tz_zone_free(zone);
+    if (output == CLI_OUTPUT_JSON) {
+        json_t *doc = cli_schedule_json(&pol, host, &list);
+        cli_print_json(doc);
+        json_decref(doc);
+    } else if (!pol.has_schedule) {
+        cmd_schedule_print_unscheduled(&pol, host, list.limit);
+    } else {
+        cmd_schedule_print_text(&pol, host, &list.sched, db, list.offset, list.limit, &list);
+    }
+    rc = CLI_OK;
+    cli_schedule_free(&list);
 free_policy:
     policy_free(&pol);
 close_db:

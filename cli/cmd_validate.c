@@ -35,10 +35,10 @@ static void cmd_validate_usage(FILE *f)
 }
 
 /*
- * A JSON string of s; bytes that are not UTF-8 (a file name can hold any) become
- * U+FFFD, since jansson refuses them and the output must still be produced.
+ * Bytes that are not UTF-8 (a file name can hold any) become U+FFFD, since
+ * jansson refuses them and the output must still be produced.
  */
-static json_t *cmd_validate_json_string(const char *s)
+json_t *cli_json_string_lossy(const char *s)
 {
     json_t *j = json_string(s);
     struct util_buf b;
@@ -58,17 +58,16 @@ static json_t *cmd_validate_json_string(const char *s)
     return j;
 }
 
-static json_t *cmd_validate_json_file(const char *file, bool valid, const struct policy_diags *d)
+json_t *cli_validate_json_file(const char *file, bool valid, const struct policy_diags *d)
 {
     json_t *errors = json_array();
     for (size_t i = 0; i < d->n; i++) {
         const struct policy_diag *g = &d->v[i];
-        json_array_append_new(errors,
-                              json_pack("{s:i, s:i, s:o, s:o}", "line", g->line, "column",
-                                        g->column, "path", cmd_validate_json_string(g->path),
-                                        "message", cmd_validate_json_string(g->message)));
+        json_array_append_new(errors, json_pack("{s:i, s:i, s:o, s:o}", "line", g->line, "column",
+                                                g->column, "path", cli_json_string_lossy(g->path),
+                                                "message", cli_json_string_lossy(g->message)));
     }
-    return json_pack("{s:o, s:b, s:o}", "file", cmd_validate_json_string(file), "valid", valid,
+    return json_pack("{s:o, s:b, s:o}", "file", cli_json_string_lossy(file), "valid", valid,
                      "errors", errors);
 }
 
@@ -93,7 +92,7 @@ static int cmd_validate_file(const char *path, const struct tz_db *db, enum cli_
             if (strncmp(msg, path, strlen(path)) == 0 && strncmp(msg + strlen(path), ": ", 2) == 0)
                 msg += strlen(path) + 2;
             policy_diags_add(&diags, 0, 0, "", "%s", msg);
-            json_array_append_new(files, cmd_validate_json_file(path, false, &diags));
+            json_array_append_new(files, cli_validate_json_file(path, false, &diags));
         }
         rc = CLI_USAGE;
         goto free_diags;
@@ -105,7 +104,7 @@ static int cmd_validate_file(const char *path, const struct tz_db *db, enum cli_
         rc = CLI_INVALID;
     }
     if (output == CLI_OUTPUT_JSON)
-        json_array_append_new(files, cmd_validate_json_file(path, rc == CLI_OK, &diags));
+        json_array_append_new(files, cli_validate_json_file(path, rc == CLI_OK, &diags));
     else if (rc == CLI_OK)
         printf("%s: valid\n", shown);
     else
