@@ -1,18 +1,14 @@
 /*
- * The transport: one CURLM driven by libuv.
- *
- * curl tells us which sockets to watch (CURLMOPT_SOCKETFUNCTION: one uv_poll_t per
- * socket) and when to call it back (CURLMOPT_TIMERFUNCTION: one uv_timer_t); libuv
- * tells curl what happened through curl_multi_socket_action(). Finished transfers are
- * collected with curl_multi_info_read() after each call into curl.
- *
- * curl forbids adding or removing easy handles from inside its own callbacks, and
- * watch events are delivered from inside the write callback. So while the client is
- * inside curl (in_curl), new requests only queue, and cancelled ones are only marked;
- * client_after_curl() adds, removes and frees them once curl has returned. Ordinary
+ * The client: requests on the shared transport (internal/http, one CURLM driven by
+ * libuv), which defers starting and cancelling transfers while curl is inside its own
+ * callbacks (watch events are delivered from inside the write callback). A request is
+ * freed in its transfer's done callback, which runs exactly once, so a request
+ * cancelled from inside curl stays valid until curl has let go of it. Ordinary
  * requests wait in a FIFO behind the token bucket; watches skip it.
  */
 #include "kube/kube_int.h"
+
+#include "http/http.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +38,7 @@ struct req_list {
 };
 
 struct kube_request {
+    struct http_xfer xfer;
     struct kube_client *c;
     struct kube_request *prev, *next;
     struct req_list *list; /* the list it is on, or NULL */
@@ -68,18 +65,11 @@ struct kube_request {
     char errbuf[CURL_ERROR_SIZE];
 };
 
-/* One socket curl asked us to watch. Freed in its close callback. */
-struct client_poll {
-    uv_poll_t handle;
-    curl_socket_t fd;
-    struct kube_client *c;
-    struct client_poll *prev, *next;
-};
-
 struct kube_client {
     uv_loop_t *loop;
-    CURLM *multi;
-    uv_timer_t curl_timer, rate_timer, token_timer;
+    struct http_multi *http;
+    bool own_http; /* created here (closed with the client), or borrowed */
+    uv_timer_t rate_timer, token_timer;
     struct kube_config cfg;
     struct kube_client_opts opts; /* strings below are owned copies */
     char *field_manager;
@@ -88,10 +78,9 @@ struct kube_client {
     struct curl_slist *connect_to; /* tls-server-name: "NAME:PORT:HOST:PORT", or NULL */
     struct kube_bucket bucket;
     struct req_list limited_q, free_q, active;
-    struct client_poll *polls;
-    int in_curl;
     unsigned handles; /* libuv handles not yet closed */
-    bool closing, close_requested;
+    size_t live;      /* requests allocated and not yet freed */
+    bool closing;
     kube_close_cb close_cb;
     void *close_arg;
     uint64_t rng;
@@ -126,6 +115,11 @@ size_t kube_client_active(const struct kube_client *c)
     return c->active.n;
 }
 
+struct http_multi *kube_client_http(const struct kube_client *c)
+{
+    return c->http;
+}
+
 static void list_push(struct req_list *l, struct kube_request *r)
 {
     r->list = l;
@@ -157,13 +151,13 @@ static void list_unlink(struct kube_request *r)
     r->prev = r->next = NULL;
 }
 
+static void client_maybe_finish(struct kube_client *c);
+
+/* Frees a request that curl no longer holds (queued, or its transfer is done). */
 static void request_free(struct kube_request *r)
 {
+    struct kube_client *c = r->c;
     list_unlink(r);
-    if (r->active) {
-        curl_multi_remove_handle(r->c->multi, r->easy);
-        r->active = false;
-    }
     curl_easy_cleanup(r->easy);
     curl_slist_free_all(r->headers);
     free(r->url);
@@ -171,55 +165,49 @@ static void request_free(struct kube_request *r)
     util_buf_free(&r->resp);
     kube_lines_free(&r->lines);
     free(r);
+    c->live--;
+    client_maybe_finish(c);
 }
 
 /* ---- the handles' close callbacks ---- */
 
-static void client_finish_close(struct kube_client *c)
+static void client_free(struct kube_client *c)
 {
-    kube_close_cb cb = c->close_cb;
-    void *arg = c->close_arg;
     kube_config_free(&c->cfg);
     free(c->field_manager);
     free(c->user_agent);
     free(c->base_url);
     curl_slist_free_all(c->connect_to);
     free(c);
-    curl_global_cleanup();
+}
+
+static void client_finish_close(void *arg)
+{
+    struct kube_client *c = arg;
+    kube_close_cb cb = c->close_cb;
+    void *cb_arg = c->close_arg;
+    client_free(c);
     if (cb != NULL)
-        cb(arg);
+        cb(cb_arg);
 }
 
-static void client_handle_closed(struct kube_client *c)
+/* The client is gone once its timers closed and curl let go of its last transfer. */
+static void client_maybe_finish(struct kube_client *c)
 {
-    c->handles--;
-    if (c->closing && c->handles == 0)
+    if (!c->closing || c->handles > 0 || c->live > 0)
+        return;
+    c->handles = 1; /* finish once */
+    if (c->own_http)
+        http_multi_close(c->http, client_finish_close, c);
+    else
         client_finish_close(c);
-}
-
-static void on_poll_closed(uv_handle_t *h)
-{
-    struct client_poll *p = h->data;
-    struct kube_client *c = p->c;
-    free(p);
-    client_handle_closed(c);
 }
 
 static void on_timer_closed(uv_handle_t *h)
 {
-    client_handle_closed(h->data);
-}
-
-static void poll_close(struct kube_client *c, struct client_poll *p)
-{
-    uv_poll_stop(&p->handle);
-    if (p->prev != NULL)
-        p->prev->next = p->next;
-    else
-        c->polls = p->next;
-    if (p->next != NULL)
-        p->next->prev = p->prev;
-    uv_close((uv_handle_t *)&p->handle, on_poll_closed);
+    struct kube_client *c = h->data;
+    c->handles--;
+    client_maybe_finish(c);
 }
 
 /* ---- completing requests ---- */
@@ -310,126 +298,18 @@ static void request_complete(struct kube_request *r, CURLcode code)
 }
 
 static void client_pump(struct kube_client *c);
-static void client_do_close(struct kube_client *c);
 
-/* Delivers finished transfers. Stops once a callback closed the client (or asked to). */
-static void client_check_done(struct kube_client *c)
+/* The transfer ended (or was cancelled): deliver it unless nobody wants it, then free. */
+static void on_xfer_done(struct http_xfer *x, CURLcode code, bool cancelled, void *arg)
 {
-    CURLMsg *m;
-    int left;
-    while (!c->closing && !c->close_requested &&
-           (m = curl_multi_info_read(c->multi, &left)) != NULL) {
-        struct kube_request *r;
-        char *priv = NULL;
-        if (m->msg != CURLMSG_DONE)
-            continue;
-        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &priv);
-        r = (struct kube_request *)priv;
-        CURLcode code = m->data.result;
+    struct kube_request *r = arg;
+    r->active = false;
+    if (!cancelled && !r->cancelled && !r->c->closing) {
         /* Off the active set first, so the callback may start or cancel anything. */
         list_unlink(r);
-        curl_multi_remove_handle(c->multi, r->easy);
-        r->active = false;
-        if (!r->cancelled)
-            request_complete(r, code);
-        request_free(r);
+        request_complete(r, code);
     }
-}
-
-/* What waited for curl to return: cancelled transfers, a close, queued requests. */
-static void client_after_curl(struct kube_client *c)
-{
-    if (c->in_curl > 0 || c->closing)
-        return;
-    for (struct kube_request *r = c->active.head, *next; r != NULL; r = next) {
-        next = r->next;
-        if (r->cancelled)
-            request_free(r);
-    }
-    if (c->close_requested) {
-        client_do_close(c);
-        return;
-    }
-    client_pump(c);
-}
-
-static void client_socket_action(struct kube_client *c, curl_socket_t fd, int flags)
-{
-    int running;
-    c->in_curl++;
-    curl_multi_socket_action(c->multi, fd, flags, &running);
-    c->in_curl--;
-    client_check_done(c);
-    client_after_curl(c);
-}
-
-static void on_poll(uv_poll_t *h, int status, int events)
-{
-    struct client_poll *p = h->data;
-    int flags = 0;
-    if (status < 0)
-        flags = CURL_CSELECT_ERR;
-    if (events & UV_READABLE)
-        flags |= CURL_CSELECT_IN;
-    if (events & UV_WRITABLE)
-        flags |= CURL_CSELECT_OUT;
-    client_socket_action(p->c, p->fd, flags);
-}
-
-static void on_curl_timer(uv_timer_t *t)
-{
-    client_socket_action(t->data, CURL_SOCKET_TIMEOUT, 0);
-}
-
-/* CURLMOPT_SOCKETFUNCTION: start, change or stop watching a socket. */
-static int on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp)
-{
-    struct kube_client *c = userp;
-    struct client_poll *p = socketp;
-    int events = 0;
-
-    if (what == CURL_POLL_REMOVE) {
-        if (p != NULL) {
-            poll_close(c, p);
-            curl_multi_assign(c->multi, fd, NULL);
-        }
-        return 0;
-    }
-    if (p == NULL) {
-        p = util_calloc(1, sizeof(*p));
-        p->c = c;
-        p->fd = fd;
-        if (uv_poll_init_socket(c->loop, &p->handle, fd) != 0) {
-            free(p);
-            return -1;
-        }
-        p->handle.data = p;
-        c->handles++;
-        p->next = c->polls;
-        if (c->polls != NULL)
-            c->polls->prev = p;
-        c->polls = p;
-        curl_multi_assign(c->multi, fd, p);
-    }
-    if (what == CURL_POLL_IN || what == CURL_POLL_INOUT)
-        events |= UV_READABLE;
-    if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
-        events |= UV_WRITABLE;
-    uv_poll_start(&p->handle, events, on_poll);
-    return 0;
-}
-
-/* CURLMOPT_TIMERFUNCTION: curl wants to be called after timeout_ms (-1: never). */
-static int on_curl_timeout_change(CURLM *multi, long timeout_ms, void *userp)
-{
-    struct kube_client *c = userp;
-    if (c->closing)
-        return 0;
-    if (timeout_ms < 0)
-        uv_timer_stop(&c->curl_timer);
-    else
-        uv_timer_start(&c->curl_timer, on_curl_timer, (uint64_t)timeout_ms, 0);
-    return 0;
+    request_free(r);
 }
 
 /* ---- the write callback and watch lines ---- */
@@ -449,14 +329,14 @@ static int on_watch_line(const char *line, size_t len, void *arg)
     if (r->event_cb != NULL)
         r->event_cb(&ev, r->arg);
     json_decref(root);
-    return r->cancelled || r->c->close_requested ? 1 : 0;
+    return r->cancelled || r->c->closing ? 1 : 0;
 }
 
 static size_t on_write(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
     struct kube_request *r = userdata;
     size_t n = size * nmemb;
-    if (r->cancelled || r->c->close_requested)
+    if (r->cancelled || r->c->closing)
         return 0;
     if (r->status == 0)
         curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
@@ -507,7 +387,17 @@ static void request_dispatch(struct kube_request *r)
     r->start_ms = uv_now(c->loop);
     list_push(&c->active, r);
     r->active = true;
-    curl_multi_add_handle(c->multi, r->easy);
+    r->xfer.easy = r->easy;
+    r->xfer.done = on_xfer_done;
+    r->xfer.arg = r;
+    if (http_xfer_start(c->http, &r->xfer, &r->werr) != 0) {
+        /* Only a closing transport refuses; the request ends as a transport failure. */
+        r->active = false;
+        list_unlink(r);
+        r->werror = KUBE_ECONN;
+        request_complete(r, CURLE_FAILED_INIT);
+        request_free(r);
+    }
 }
 
 static void on_rate_timer(uv_timer_t *t)
@@ -519,7 +409,7 @@ static void on_rate_timer(uv_timer_t *t)
 static void client_pump(struct kube_client *c)
 {
     struct kube_request *r;
-    if (c->in_curl > 0 || c->closing)
+    if (c->closing)
         return;
     while ((r = c->free_q.head) != NULL) {
         list_unlink(r);
@@ -557,7 +447,7 @@ static int client_submit(struct kube_client *c, struct req_spec *s, kube_result_
 
     if (out != NULL)
         *out = NULL;
-    if (c->closing || c->close_requested) {
+    if (c->closing) {
         free(s->body);
         return util_err_set(err, UTIL_EINVAL, "the Kubernetes client is closing");
     }
@@ -567,6 +457,7 @@ static int client_submit(struct kube_client *c, struct req_spec *s, kube_result_
         return util_err_set(err, UTIL_EIO, "cannot create a curl handle");
     }
     r = util_calloc(1, sizeof(*r));
+    c->live++;
     r->c = c;
     r->easy = e;
     r->verb = s->verb;
@@ -642,12 +533,15 @@ static int client_submit(struct kube_client *c, struct req_spec *s, kube_result_
 void kube_request_cancel(struct kube_request *r)
 {
     struct kube_client *c = r->c;
+    (void)c;
     if (r->cancelled)
         return;
     r->cancelled = true;
-    /* Inside curl an active transfer can only be marked; client_after_curl frees it. */
-    if (r->active && c->in_curl > 0)
+    /* A transfer is freed in its done callback, now or once curl has let go of it. */
+    if (r->active) {
+        http_xfer_cancel(&r->xfer);
         return;
+    }
     request_free(r);
 }
 
@@ -930,8 +824,6 @@ int kube_client_init(uv_loop_t *loop, struct kube_client **out, const struct kub
         opts = &no_opts;
     if (cfg->server == NULL)
         return util_err_set(err, UTIL_EINVAL, "the Kubernetes configuration has no server");
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-        return util_err_set(err, UTIL_EIO, "cannot initialise libcurl");
     c = util_calloc(1, sizeof(*c));
     c->loop = loop;
     c->opts = *opts;
@@ -978,20 +870,17 @@ int kube_client_init(uv_loop_t *loop, struct kube_client **out, const struct kub
     if (c->rng == 0)
         c->rng = 1;
     kube_bucket_init(&c->bucket, c->opts.qps, c->opts.burst, uv_now(loop));
-    c->multi = curl_multi_init();
-    if (c->multi == NULL) {
-        rc = util_err_set(err, UTIL_EIO, "cannot create a curl multi handle");
-        goto free_client;
+    if (opts->http != NULL) {
+        c->http = opts->http;
+    } else {
+        if ((rc = http_multi_init(loop, &c->http, err)) != 0)
+            goto free_client;
+        c->own_http = true;
     }
-    curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
-    curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
-    curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, on_curl_timeout_change);
-    curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
-    uv_timer_init(loop, &c->curl_timer);
     uv_timer_init(loop, &c->rate_timer);
     uv_timer_init(loop, &c->token_timer);
-    c->curl_timer.data = c->rate_timer.data = c->token_timer.data = c;
-    c->handles = 3;
+    c->rate_timer.data = c->token_timer.data = c;
+    c->handles = 2;
     if (c->cfg.token_file != NULL)
         uv_timer_start(&c->token_timer, on_token_timer, c->opts.token_reload_ms,
                        c->opts.token_reload_ms);
@@ -1000,47 +889,34 @@ int kube_client_init(uv_loop_t *loop, struct kube_client **out, const struct kub
     *out = c;
     return 0;
 free_client:
-    kube_config_free(&c->cfg);
-    free(c->field_manager);
-    free(c->user_agent);
-    free(c->base_url);
-    curl_slist_free_all(c->connect_to);
-    free(c);
-    curl_global_cleanup();
+    client_free(c);
     return rc;
-}
-
-static void client_do_close(struct kube_client *c)
-{
-    struct kube_request *r;
-    c->closing = true;
-    while ((r = c->limited_q.head) != NULL)
-        request_free(r);
-    while ((r = c->free_q.head) != NULL)
-        request_free(r);
-    while ((r = c->active.head) != NULL)
-        request_free(r);
-    /* Stop watching before curl closes its pooled connections' sockets. */
-    for (struct client_poll *p = c->polls; p != NULL; p = p->next)
-        uv_poll_stop(&p->handle);
-    curl_multi_cleanup(c->multi);
-    c->multi = NULL;
-    while (c->polls != NULL)
-        poll_close(c, c->polls);
-    uv_close((uv_handle_t *)&c->curl_timer, on_timer_closed);
-    uv_close((uv_handle_t *)&c->rate_timer, on_timer_closed);
-    uv_close((uv_handle_t *)&c->token_timer, on_timer_closed);
 }
 
 void kube_client_close(struct kube_client *c, kube_close_cb cb, void *arg)
 {
-    if (c->closing || c->close_requested)
+    struct kube_request *r;
+    if (c->closing)
         return;
+    c->closing = true;
     c->close_cb = cb;
     c->close_arg = arg;
-    if (c->in_curl > 0) {
-        c->close_requested = true;
-        return;
+    c->live++; /* hold the client while requests go */
+    while ((r = c->limited_q.head) != NULL)
+        request_free(r);
+    while ((r = c->free_q.head) != NULL)
+        request_free(r);
+    /* A cancel may free its request at once: look for the next one from the head. */
+    for (;;) {
+        for (r = c->active.head; r != NULL && r->cancelled; r = r->next)
+            ;
+        if (r == NULL)
+            break;
+        r->cancelled = true;
+        http_xfer_cancel(&r->xfer);
     }
-    client_do_close(c);
+    uv_close((uv_handle_t *)&c->rate_timer, on_timer_closed);
+    uv_close((uv_handle_t *)&c->token_timer, on_timer_closed);
+    c->live--;
+    client_maybe_finish(c);
 }

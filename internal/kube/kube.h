@@ -13,9 +13,10 @@
  *                     of an ERROR event, e.g. 410 Gone).
  *   kube_bucket_*, kube_backoff_*  a token bucket and jittered exponential backoff,
  *                     pure: time and randomness are inputs.
- *   kube_client_*     the transport: one CURLM, a uv_poll_t per socket, one uv_timer_t for
- *                     curl's timeout, requests queued behind the token bucket. TLS is
- *                     always verified; certificates go to curl as in-memory blobs.
+ *   kube_client_*     requests on the shared transport (internal/http: one CURLM driven
+ *                     by the loop, which the S3 client may share), queued behind the
+ *                     token bucket. TLS is always verified; certificates go to curl as
+ *                     in-memory blobs.
  *   kube_get/list/create/update/merge_patch/apply/delete, kube_watch: the verbs.
  *   kube_reflector_*  list (paged) + watch one resource, with resourceVersion,
  *                     bookmarks, a relist on 410 Gone, and backoff on errors; it
@@ -293,6 +294,7 @@ void kube_query_add(struct util_buf *out, const char *key, const char *value);
 /* ---- the client ---- */
 
 struct kube_client;  /* opaque */
+struct http_multi;   /* internal/http */
 struct kube_request; /* opaque: one request in flight or queued */
 
 /* The outcome of a request. */
@@ -335,6 +337,12 @@ struct kube_client_opts {
     kube_observe_cb observe_cb;  /* optional */
     kube_warn_cb warn_cb;        /* optional */
     void *cb_arg;                /* for observe_cb and warn_cb */
+    /*
+     * The transport to run on (borrowed; it must outlive the client), so that the
+     * controller's Kubernetes and S3 traffic share one curl multi handle. NULL: the
+     * client creates its own on the loop and closes it with itself.
+     */
+    struct http_multi *http;
 };
 
 /*
@@ -354,6 +362,8 @@ const char *kube_client_namespace(const struct kube_client *c);
 /* Requests queued behind the rate limit, and in flight. */
 size_t kube_client_queued(const struct kube_client *c);
 size_t kube_client_active(const struct kube_client *c);
+/* The transport the client runs on, to share with other clients (internal/s3). */
+struct http_multi *kube_client_http(const struct kube_client *c);
 
 /*
  * Cancels a request: its callbacks will not be called, and the client frees it. Safe

@@ -1,0 +1,393 @@
+/*
+ * The shared transport: one CURLM, a uv_poll_t per socket, one uv_timer_t. See http.h.
+ *
+ * Transfers live on one of three lists: queued (started while inside curl, to be
+ * added), active (added to curl), or cancel-pending (cancelled while inside curl, to
+ * be removed). multi_after_curl() drains the last two once curl has returned.
+ */
+#include "http/http.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+enum { XFER_IDLE, XFER_QUEUED, XFER_ACTIVE, XFER_CANCELLING };
+
+struct xfer_list {
+    struct http_xfer *head, *tail;
+    unsigned n;
+};
+
+/* One socket curl asked us to watch. Freed in its close callback. */
+struct multi_poll {
+    uv_poll_t handle;
+    curl_socket_t fd;
+    struct http_multi *m;
+    struct multi_poll *prev, *next;
+};
+
+struct http_multi {
+    uv_loop_t *loop;
+    CURLM *multi;
+    uv_timer_t timer;
+    struct xfer_list queued, active, cancelling;
+    struct multi_poll *polls;
+    int in_curl;
+    unsigned handles; /* libuv handles not yet closed */
+    bool closing, close_requested;
+    http_close_cb close_cb;
+    void *close_arg;
+};
+
+static void list_push(struct xfer_list *l, struct http_xfer *x)
+{
+    x->next = NULL;
+    x->prev = l->tail;
+    if (l->tail != NULL)
+        l->tail->next = x;
+    else
+        l->head = x;
+    l->tail = x;
+    l->n++;
+}
+
+static void list_unlink(struct xfer_list *l, struct http_xfer *x)
+{
+    if (x->prev != NULL)
+        x->prev->next = x->next;
+    else
+        l->head = x->next;
+    if (x->next != NULL)
+        x->next->prev = x->prev;
+    else
+        l->tail = x->prev;
+    l->n--;
+    x->prev = x->next = NULL;
+}
+
+static struct xfer_list *xfer_list_of(struct http_multi *m, struct http_xfer *x)
+{
+    switch (x->state) {
+    case XFER_QUEUED:
+        return &m->queued;
+    case XFER_ACTIVE:
+        return &m->active;
+    case XFER_CANCELLING:
+        return &m->cancelling;
+    default:
+        return NULL;
+    }
+}
+
+/* Takes x off its list (and out of curl) and reports it done. */
+static void xfer_finish(struct http_multi *m, struct http_xfer *x, CURLcode code, bool cancelled)
+{
+    struct xfer_list *l = xfer_list_of(m, x);
+    bool in_curl_handle = x->state == XFER_ACTIVE || x->state == XFER_CANCELLING;
+    if (l != NULL)
+        list_unlink(l, x);
+    if (in_curl_handle)
+        curl_multi_remove_handle(m->multi, x->easy);
+    x->state = XFER_IDLE;
+    x->m = NULL;
+    x->done(x, code, cancelled, x->arg);
+}
+
+uv_loop_t *http_multi_loop(const struct http_multi *m)
+{
+    return m->loop;
+}
+
+unsigned http_multi_running(const struct http_multi *m)
+{
+    return m->queued.n + m->active.n + m->cancelling.n;
+}
+
+/* ---- closing ---- */
+
+static void multi_handle_closed(struct http_multi *m)
+{
+    if (--m->handles > 0 || !m->closing)
+        return;
+    http_close_cb cb = m->close_cb;
+    void *arg = m->close_arg;
+    free(m);
+    curl_global_cleanup();
+    if (cb != NULL)
+        cb(arg);
+}
+
+static void on_poll_closed(uv_handle_t *h)
+{
+    struct multi_poll *p = h->data;
+    struct http_multi *m = p->m;
+    free(p);
+    multi_handle_closed(m);
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+    multi_handle_closed(h->data);
+}
+
+static void poll_close(struct http_multi *m, struct multi_poll *p)
+{
+    uv_poll_stop(&p->handle);
+    if (p->prev != NULL)
+        p->prev->next = p->next;
+    else
+        m->polls = p->next;
+    if (p->next != NULL)
+        p->next->prev = p->prev;
+    uv_close((uv_handle_t *)&p->handle, on_poll_closed);
+}
+
+static void multi_do_close(struct http_multi *m)
+{
+    struct http_xfer *x;
+    /* Owners hear about their transfers first; they may not start new ones. */
+    m->closing = true;
+    while ((x = m->queued.head) != NULL)
+        xfer_finish(m, x, CURLE_ABORTED_BY_CALLBACK, true);
+    while ((x = m->cancelling.head) != NULL)
+        xfer_finish(m, x, CURLE_ABORTED_BY_CALLBACK, true);
+    while ((x = m->active.head) != NULL)
+        xfer_finish(m, x, CURLE_ABORTED_BY_CALLBACK, true);
+    /* Stop watching before curl closes its pooled connections' sockets. */
+    for (struct multi_poll *p = m->polls; p != NULL; p = p->next)
+        uv_poll_stop(&p->handle);
+    curl_multi_cleanup(m->multi);
+    m->multi = NULL;
+    while (m->polls != NULL)
+        poll_close(m, m->polls);
+    uv_close((uv_handle_t *)&m->timer, on_timer_closed);
+}
+
+void http_multi_close(struct http_multi *m, http_close_cb cb, void *arg)
+{
+    if (m->closing || m->close_requested)
+        return;
+    m->close_cb = cb;
+    m->close_arg = arg;
+    if (m->in_curl > 0) {
+        m->close_requested = true;
+        return;
+    }
+    multi_do_close(m);
+}
+
+/* ---- driving curl ---- */
+
+static void multi_check_done(struct http_multi *m)
+{
+    CURLMsg *msg;
+    int left;
+    while (!m->closing && (msg = curl_multi_info_read(m->multi, &left)) != NULL) {
+        char *priv = NULL;
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &priv);
+        struct http_xfer *x = (struct http_xfer *)priv;
+        CURLcode code = msg->data.result;
+        xfer_finish(m, x, code, x->state == XFER_CANCELLING);
+    }
+}
+
+/* What waited for curl to return: cancellations, additions, a close. */
+static void multi_after_curl(struct http_multi *m)
+{
+    struct http_xfer *x;
+    if (m->in_curl > 0 || m->closing)
+        return;
+    if (m->close_requested) {
+        multi_do_close(m);
+        return;
+    }
+    while ((x = m->cancelling.head) != NULL && !m->closing && !m->close_requested)
+        xfer_finish(m, x, CURLE_ABORTED_BY_CALLBACK, true);
+    while ((x = m->queued.head) != NULL && !m->closing && !m->close_requested) {
+        list_unlink(&m->queued, x);
+        x->state = XFER_ACTIVE;
+        list_push(&m->active, x);
+        m->in_curl++;
+        CURLMcode mc = curl_multi_add_handle(m->multi, x->easy);
+        m->in_curl--;
+        if (mc != CURLM_OK) {
+            list_unlink(&m->active, x);
+            x->state = XFER_IDLE;
+            x->m = NULL;
+            x->done(x, CURLE_FAILED_INIT, false, x->arg);
+        }
+    }
+    if (m->close_requested)
+        multi_do_close(m);
+}
+
+static void multi_socket_action(struct http_multi *m, curl_socket_t fd, int flags)
+{
+    int running;
+    m->in_curl++;
+    curl_multi_socket_action(m->multi, fd, flags, &running);
+    m->in_curl--;
+    if (m->in_curl == 0) {
+        /* Done callbacks run outside curl, so they may start and cancel transfers. */
+        multi_check_done(m);
+        multi_after_curl(m);
+    }
+}
+
+static void on_poll(uv_poll_t *h, int status, int events)
+{
+    struct multi_poll *p = h->data;
+    int flags = 0;
+    if (status < 0)
+        flags = CURL_CSELECT_ERR;
+    if (events & UV_READABLE)
+        flags |= CURL_CSELECT_IN;
+    if (events & UV_WRITABLE)
+        flags |= CURL_CSELECT_OUT;
+    multi_socket_action(p->m, p->fd, flags);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+    multi_socket_action(t->data, CURL_SOCKET_TIMEOUT, 0);
+}
+
+/* CURLMOPT_SOCKETFUNCTION: start, change or stop watching a socket. */
+static int on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp)
+{
+    struct http_multi *m = userp;
+    struct multi_poll *p = socketp;
+    int events = 0;
+
+    if (what == CURL_POLL_REMOVE) {
+        if (p != NULL) {
+            poll_close(m, p);
+            curl_multi_assign(m->multi, fd, NULL);
+        }
+        return 0;
+    }
+    if (p == NULL) {
+        p = util_calloc(1, sizeof(*p));
+        p->m = m;
+        p->fd = fd;
+        if (uv_poll_init_socket(m->loop, &p->handle, fd) != 0) {
+            free(p);
+            return -1;
+        }
+        p->handle.data = p;
+        m->handles++;
+        p->next = m->polls;
+        if (m->polls != NULL)
+            m->polls->prev = p;
+        m->polls = p;
+        curl_multi_assign(m->multi, fd, p);
+    }
+    if (what == CURL_POLL_IN || what == CURL_POLL_INOUT)
+        events |= UV_READABLE;
+    if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
+        events |= UV_WRITABLE;
+    uv_poll_start(&p->handle, events, on_poll);
+    return 0;
+}
+
+/* CURLMOPT_TIMERFUNCTION: curl wants to be called after timeout_ms (-1: never). */
+static int on_curl_timeout_change(CURLM *multi, long timeout_ms, void *userp)
+{
+    struct http_multi *m = userp;
+    if (m->closing)
+        return 0;
+    if (timeout_ms < 0)
+        uv_timer_stop(&m->timer);
+    else
+        uv_timer_start(&m->timer, on_timer, (uint64_t)timeout_ms, 0);
+    return 0;
+}
+
+/* ---- transfers ---- */
+
+int http_xfer_start(struct http_multi *m, struct http_xfer *x, struct util_err *err)
+{
+    if (m->closing || m->close_requested)
+        return util_err_set(err, UTIL_EINVAL, "the HTTP transport is closing");
+    if (x->state != XFER_IDLE)
+        return util_err_set(err, UTIL_EINVAL, "an HTTP transfer was started twice");
+    curl_easy_setopt(x->easy, CURLOPT_PRIVATE, x);
+    x->m = m;
+    if (m->in_curl > 0) {
+        x->state = XFER_QUEUED;
+        list_push(&m->queued, x);
+        return 0;
+    }
+    x->state = XFER_ACTIVE;
+    list_push(&m->active, x);
+    m->in_curl++;
+    CURLMcode mc = curl_multi_add_handle(m->multi, x->easy);
+    m->in_curl--;
+    if (mc != CURLM_OK) {
+        list_unlink(&m->active, x);
+        x->state = XFER_IDLE;
+        x->m = NULL;
+        return util_err_set(err, UTIL_EIO, "curl refused a transfer: %s", curl_multi_strerror(mc));
+    }
+    /* Adding may have asked for the timer at once; anything queued meanwhile follows. */
+    multi_after_curl(m);
+    return 0;
+}
+
+void http_xfer_cancel(struct http_xfer *x)
+{
+    struct http_multi *m = x->m;
+    if (m == NULL || x->state == XFER_CANCELLING)
+        return;
+    if (x->state == XFER_QUEUED) {
+        xfer_finish(m, x, CURLE_ABORTED_BY_CALLBACK, true);
+        return;
+    }
+    if (m->in_curl > 0) {
+        list_unlink(&m->active, x);
+        x->state = XFER_CANCELLING;
+        list_push(&m->cancelling, x);
+        return;
+    }
+    xfer_finish(m, x, CURLE_ABORTED_BY_CALLBACK, true);
+}
+
+void http_xfer_resume(struct http_xfer *x)
+{
+    struct http_multi *m = x->m;
+    if (m == NULL || x->state != XFER_ACTIVE)
+        return;
+    m->in_curl++;
+    curl_easy_pause(x->easy, CURLPAUSE_CONT);
+    m->in_curl--;
+    if (m->in_curl == 0) {
+        multi_check_done(m);
+        multi_after_curl(m);
+    }
+}
+
+int http_multi_init(uv_loop_t *loop, struct http_multi **out, struct util_err *err)
+{
+    struct http_multi *m;
+    *out = NULL;
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        return util_err_set(err, UTIL_EIO, "cannot initialise libcurl");
+    m = util_calloc(1, sizeof(*m));
+    m->loop = loop;
+    m->multi = curl_multi_init();
+    if (m->multi == NULL) {
+        free(m);
+        curl_global_cleanup();
+        return util_err_set(err, UTIL_EIO, "cannot create a curl multi handle");
+    }
+    curl_multi_setopt(m->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
+    curl_multi_setopt(m->multi, CURLMOPT_SOCKETDATA, m);
+    curl_multi_setopt(m->multi, CURLMOPT_TIMERFUNCTION, on_curl_timeout_change);
+    curl_multi_setopt(m->multi, CURLMOPT_TIMERDATA, m);
+    uv_timer_init(loop, &m->timer);
+    m->timer.data = m;
+    m->handles = 1;
+    *out = m;
+    return 0;
+}
