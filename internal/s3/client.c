@@ -1,0 +1,746 @@
+/*
+ * The machinery of operations: building, signing and sending one attempt on the
+ * shared transport, reading its headers and body, classifying how it ended, and
+ * retrying with backoff. What each kind of operation does with a reply is in ops.c.
+ */
+#include "s3/s3_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#define DEFAULT_ATTEMPTS    6
+#define DEFAULT_BASE_MS     100
+#define DEFAULT_CAP_MS      10000
+#define DEFAULT_DEADLINE_MS (10 * 60 * 1000)
+#define DEFAULT_CONNECT_MS  10000
+#define DEFAULT_STALL_MS    30000
+#define MAX_IDLE_CONN_S     20L
+#define UNSIGNED_PAYLOAD    "UNSIGNED-PAYLOAD"
+
+static uint32_t client_rand(struct s3_client *c)
+{
+    /* xorshift64*: jitter only, nothing here needs to be unpredictable. */
+    c->rng ^= c->rng >> 12;
+    c->rng ^= c->rng << 25;
+    c->rng ^= c->rng >> 27;
+    return (uint32_t)((c->rng * 2685821657736338717ULL) >> 32);
+}
+
+char *s3__full_key(const struct s3_client *c, const char *rel)
+{
+    return util_asprintf("%s%s", c->cfg.prefix, rel);
+}
+
+int s3__op_error(struct s3_op *op, int error, const char *fmt, ...)
+{
+    va_list ap;
+    op->error = error;
+    va_start(ap, fmt);
+    vsnprintf(op->msg, sizeof(op->msg), fmt, ap);
+    va_end(ap);
+    return error;
+}
+
+/* ---- life of an op ---- */
+
+static void client_maybe_finish(struct s3_client *c);
+
+static void attempt_cleanup(struct s3_op *op)
+{
+    if (op->easy != NULL)
+        curl_easy_cleanup(op->easy);
+    op->easy = NULL;
+    curl_slist_free_all(op->headers);
+    op->headers = NULL;
+    free(op->url);
+    op->url = NULL;
+}
+
+static void on_op_timer_closed(uv_handle_t *h)
+{
+    struct s3_op *op = h->data;
+    struct s3_client *c = op->c;
+    if (op->prev != NULL)
+        op->prev->next = op->next;
+    else
+        c->ops = op->next;
+    if (op->next != NULL)
+        op->next->prev = op->prev;
+    free(op);
+    c->n_ops--;
+    client_maybe_finish(c);
+}
+
+/* Frees what the op holds and closes its timer (the op itself goes in the close callback). */
+static void op_release(struct s3_op *op)
+{
+    if (op->timer_closing)
+        return;
+    op->timer_closing = true;
+    op->c->running--;
+    attempt_cleanup(op);
+    s3__op_free_kind(op);
+    util_buf_free(&op->resp);
+    s3__op_clear_params(op);
+    free(op->req.key);
+    free(op->start_after);
+    free(op->delimiter);
+    uv_close((uv_handle_t *)&op->timer, on_op_timer_closed);
+}
+
+void s3__op_finish(struct s3_op *op, int error)
+{
+    struct s3_result res = {.error = error,
+                            .status = op->status,
+                            .code = op->code,
+                            .message = error != 0 ? op->msg : "",
+                            .requests = op->requests,
+                            .etag = "",
+                            .mtime = -1};
+    if (op->finished)
+        return;
+    op->finished = true;
+    uv_timer_stop(&op->timer);
+    if (error == 0)
+        op->code[0] = '\0';
+    if (op->kind == OP_PUT) {
+        res.etag = op->put_etag;
+    } else if (op->kind == OP_GET || op->kind == OP_HEAD) {
+        res.etag = op->get_etag;
+        res.size = op->obj_size;
+        res.mtime = op->obj_mtime;
+        if (op->kind == OP_GET && op->sink == NULL) {
+            res.body = op->resp.data != NULL ? op->resp.data : "";
+            res.body_len = op->resp.len;
+        }
+    }
+    if (error != 0)
+        s3__op_fail_kind(op);
+    if (!op->cancelled && op->done != NULL)
+        op->done(&res, op->arg);
+    op_release(op);
+}
+
+struct s3_op *s3__op_new(struct s3_client *c, enum s3_kind kind, const struct s3_opts *o,
+                         s3_done_cb done, void *arg)
+{
+    static const struct s3_opts none;
+    struct s3_op *op = util_calloc(1, sizeof(*op));
+    op->c = c;
+    op->kind = kind;
+    op->o = o != NULL ? *o : none;
+    op->start_after = op->o.start_after != NULL ? util_strdup(op->o.start_after) : NULL;
+    op->delimiter = op->o.delimiter != NULL ? util_strdup(op->o.delimiter) : NULL;
+    op->o.start_after = op->start_after;
+    op->o.delimiter = op->delimiter;
+    op->done = done;
+    op->arg = arg;
+    op->obj_mtime = -1;
+    op->deadline =
+        uv_now(c->loop) + (op->o.deadline_ms != 0 ? op->o.deadline_ms : c->opts.deadline_ms);
+    util_buf_init(&op->resp);
+    uv_timer_init(c->loop, &op->timer);
+    op->timer.data = op;
+    op->next = c->ops;
+    if (c->ops != NULL)
+        c->ops->prev = op;
+    c->ops = op;
+    c->n_ops++;
+    c->running++;
+    return op;
+}
+
+void s3__op_param(struct s3_op *op, const char *name, const char *value)
+{
+    if (op->req.n_params >= OP_MAX_PARAMS) {
+        fprintf(stderr, "lodestore: s3: too many query parameters\n");
+        abort();
+    }
+    op->req.params[op->req.n_params].name = util_strdup(name);
+    op->req.params[op->req.n_params].value = util_strdup(value);
+    op->req.n_params++;
+}
+
+void s3__op_clear_params(struct s3_op *op)
+{
+    for (size_t i = 0; i < op->req.n_params; i++) {
+        free((char *)op->req.params[i].name);
+        free((char *)op->req.params[i].value);
+    }
+    op->req.n_params = 0;
+}
+
+void s3_op_cancel(struct s3_op *op)
+{
+    if (op->cancelled || op->finished)
+        return;
+    op->cancelled = true;
+    op->finished = true;
+    if (op->in_flight)
+        http_xfer_cancel(&op->xfer); /* released in the done callback */
+    else
+        op_release(op);
+}
+
+/* ---- curl callbacks ---- */
+
+static size_t on_header(char *buf, size_t size, size_t n, void *ud)
+{
+    struct s3_op *op = ud;
+    size_t len = size * n;
+    char line[512];
+    size_t l = len < sizeof(line) - 1 ? len : sizeof(line) - 1;
+    memcpy(line, buf, l);
+    while (l > 0 && (line[l - 1] == '\r' || line[l - 1] == '\n' || line[l - 1] == ' '))
+        l--;
+    line[l] = '\0';
+    if (strncmp(line, "HTTP/", 5) == 0) {
+        /* A new response (after a 100 Continue): forget the last one's headers. */
+        op->hdr_etag[0] = '\0';
+        op->hdr_mtime = -1;
+        op->hdr_has_length = op->hdr_has_range = false;
+        return len;
+    }
+    char *colon = strchr(line, ':');
+    if (colon == NULL)
+        return len;
+    *colon = '\0';
+    char *v = colon + 1;
+    while (*v == ' ' || *v == '\t')
+        v++;
+    if (strcasecmp(line, "etag") == 0) {
+        size_t vn = strlen(v);
+        if (vn >= 2 && v[0] == '"' && v[vn - 1] == '"') {
+            v[vn - 1] = '\0';
+            v++;
+        }
+        snprintf(op->hdr_etag, sizeof(op->hdr_etag), "%s", v);
+    } else if (strcasecmp(line, "last-modified") == 0) {
+        time_t t = curl_getdate(v, NULL);
+        op->hdr_mtime = t >= 0 ? (int64_t)t : -1;
+    } else if (strcasecmp(line, "content-length") == 0) {
+        op->hdr_has_length = util_parse_u64(v, strlen(v), UINT64_MAX, &op->hdr_length) == 0;
+    } else if (strcasecmp(line, "content-range") == 0) {
+        /* "bytes 100-199/1000" */
+        unsigned long long a, b, t;
+        if (sscanf(v, "bytes %llu-%llu/%llu", &a, &b, &t) == 3) {
+            op->hdr_range_start = a;
+            op->hdr_total = t;
+            op->hdr_has_range = true;
+        }
+    }
+    return len;
+}
+
+static size_t on_write(char *ptr, size_t size, size_t n, void *ud)
+{
+    struct s3_op *op = ud;
+    size_t len = size * n;
+    if (op->cancelled || op->werror != 0)
+        return 0;
+    if (op->status == 0)
+        curl_easy_getinfo(op->easy, CURLINFO_RESPONSE_CODE, &op->status);
+    if (op->status >= 200 && op->status < 300)
+        return s3__op_write(op, ptr, len);
+    /* An error body: keep the start, enough for Code and Message. */
+    if (op->resp.len < OP_MAX_ERRBODY) {
+        size_t take = OP_MAX_ERRBODY - op->resp.len;
+        util_buf_append(&op->resp, ptr, len < take ? len : take);
+    }
+    return len;
+}
+
+static size_t on_read(char *buf, size_t size, size_t n, void *ud)
+{
+    struct s3_op *op = ud;
+    struct s3_client *c = op->c;
+    size_t want = size * n;
+    uint64_t left;
+    const char *src_name = "the body";
+
+    if (op->cancelled)
+        return CURL_READFUNC_ABORT;
+    left = op->body.len - op->sent;
+    if (left == 0)
+        return 0;
+    if (want > left)
+        want = (size_t)left;
+    if (c->opts.pace_cb != NULL) {
+        size_t allowed = c->opts.pace_cb(want, c->opts.pace_arg);
+        if (allowed == 0) {
+            op->paused = true;
+            return CURL_READFUNC_PAUSE;
+        }
+        if (allowed < want)
+            want = allowed;
+    }
+    if (op->body.data != NULL) {
+        memcpy(buf, (const char *)op->body.data + op->sent, want);
+    } else {
+        ssize_t got = op->body.read(op->sent, buf, want, op->body.read_arg);
+        if (got <= 0 || (size_t)got > want) {
+            op->werror = UTIL_EIO;
+            snprintf(op->wmsg, sizeof(op->wmsg), "reading %s at byte %llu failed%s%s", src_name,
+                     (unsigned long long)op->sent, got < 0 ? ": " : " (it ended early)",
+                     got < 0 ? strerror((int)-got) : "");
+            return CURL_READFUNC_ABORT;
+        }
+        want = (size_t)got;
+    }
+    op->sent += want;
+    return want;
+}
+
+/* ---- sending ---- */
+
+static int param_cmp(const void *a, const void *b)
+{
+    const struct s3_header *x = a, *y = b;
+    return strcmp(x->name, y->name);
+}
+
+static void add_header(struct curl_slist **l, const char *name, const char *value)
+{
+    char *h = util_asprintf("%s: %s", name, value);
+    struct curl_slist *n = curl_slist_append(*l, h);
+    free(h);
+    if (n == NULL) {
+        fprintf(stderr, "lodestore: out of memory building HTTP headers\n");
+        abort();
+    }
+    *l = n;
+}
+
+static void on_xfer_done(struct http_xfer *x, CURLcode code, bool cancelled, void *arg);
+
+void s3__op_send(struct s3_op *op)
+{
+    struct s3_client *c = op->c;
+    struct s3_req *q = &op->req;
+    struct util_buf uri, query, auth;
+    struct s3_header hs[8], sorted[OP_MAX_PARAMS];
+    size_t nh = 0;
+    char date[17], body_hash[65];
+    const char *payload_hash;
+    uint64_t now = uv_now(c->loop), remaining;
+    struct util_err err;
+    CURL *e;
+
+    if (op->finished)
+        return;
+    if (now >= op->deadline) {
+        if (op->error == 0)
+            s3__op_error(op, S3_ETIMEDOUT, "%s s3://%s/%s: the deadline passed", q->method,
+                         c->cfg.bucket, q->key != NULL ? q->key : "");
+        s3__op_finish(op, S3_ETIMEDOUT);
+        return;
+    }
+    remaining = op->deadline - now;
+    attempt_cleanup(op);
+    if (s3__op_prepare(op) != 0) {
+        s3__op_finish(op, op->error);
+        return;
+    }
+    if (op->finished)
+        return;
+    op->attempt++;
+    op->requests++;
+    op->status = 0;
+    op->werror = 0;
+    op->wmsg[0] = '\0';
+    op->errbuf[0] = '\0';
+    op->transport_error = false;
+    op->resp.len = 0;
+    op->sent = 0;
+    op->paused = false;
+    op->hdr_etag[0] = '\0';
+    op->hdr_mtime = -1;
+    op->hdr_has_length = op->hdr_has_range = false;
+
+    util_buf_init(&uri);
+    util_buf_init(&query);
+    util_buf_init(&auth);
+    util_buf_puts(&uri, "/");
+    util_buf_puts(&uri, c->cfg.bucket);
+    if (q->key != NULL) {
+        util_buf_puts(&uri, "/");
+        s3_uri_encode(&uri, q->key, strlen(q->key), true);
+    }
+    memcpy(sorted, q->params, q->n_params * sizeof(sorted[0]));
+    qsort(sorted, q->n_params, sizeof(sorted[0]), param_cmp);
+    for (size_t i = 0; i < q->n_params; i++) {
+        if (i > 0)
+            util_buf_puts(&query, "&");
+        s3_uri_encode(&query, sorted[i].name, strlen(sorted[i].name), false);
+        util_buf_puts(&query, "=");
+        s3_uri_encode(&query, sorted[i].value, strlen(sorted[i].value), false);
+    }
+
+    if (q->upload) {
+        if (op->body.data != NULL || op->body.sha256_hex != NULL)
+            payload_hash = op->sha256;
+        else
+            payload_hash = UNSIGNED_PAYLOAD;
+    } else {
+        s3_sha256_hex(q->post_data != NULL ? q->post_data : "", q->post_len, body_hash);
+        payload_hash = body_hash;
+    }
+    int64_t signed_at = (int64_t)time(NULL);
+    s3_amz_date(signed_at, date);
+    /* Signed headers, in name order. */
+    if (q->content_md5[0] != '\0')
+        hs[nh++] = (struct s3_header){"content-md5", q->content_md5};
+    hs[nh++] = (struct s3_header){"host", c->cfg.host};
+    if (q->if_match[0] != '\0')
+        hs[nh++] = (struct s3_header){"if-match", q->if_match};
+    if (q->if_none_match)
+        hs[nh++] = (struct s3_header){"if-none-match", "*"};
+    if (q->range[0] != '\0')
+        hs[nh++] = (struct s3_header){"range", q->range};
+    hs[nh++] = (struct s3_header){"x-amz-content-sha256", payload_hash};
+    hs[nh++] = (struct s3_header){"x-amz-date", date};
+    if (c->cfg.session_token != NULL)
+        hs[nh++] = (struct s3_header){"x-amz-security-token", c->cfg.session_token};
+    struct s3_sign_input in = {.method = q->method,
+                               .canonical_uri = uri.data,
+                               .canonical_query = query.data != NULL ? query.data : "",
+                               .headers = hs,
+                               .n_headers = nh,
+                               .payload_hash = payload_hash,
+                               .access_key = c->cfg.access_key,
+                               .secret_key = c->cfg.secret_key,
+                               .region = c->cfg.region,
+                               .service = "s3",
+                               .time = signed_at};
+    s3_sigv4_authorization(&in, &auth);
+    for (size_t i = 0; i < nh; i++)
+        add_header(&op->headers, hs[i].name, hs[i].value);
+    add_header(&op->headers, "Authorization", auth.data);
+    if (q->content_type != NULL)
+        add_header(&op->headers, "Content-Type", q->content_type);
+    else if (q->post_data != NULL || q->upload)
+        add_header(&op->headers, "Content-Type", "application/octet-stream");
+    op->headers = curl_slist_append(op->headers, "Expect:");
+    op->headers = curl_slist_append(op->headers, "Accept:");
+    if (op->headers == NULL) {
+        fprintf(stderr, "lodestore: out of memory building HTTP headers\n");
+        abort();
+    }
+    op->url = query.len > 0 ? util_asprintf("%s%s?%s", c->cfg.endpoint, uri.data, query.data)
+                            : util_asprintf("%s%s", c->cfg.endpoint, uri.data);
+    util_buf_free(&uri);
+    util_buf_free(&query);
+    util_buf_free(&auth);
+
+    e = op->easy = curl_easy_init();
+    if (e == NULL) {
+        s3__op_error(op, UTIL_EIO, "cannot create a curl handle");
+        s3__op_finish(op, UTIL_EIO);
+        return;
+    }
+    curl_easy_setopt(e, CURLOPT_URL, op->url);
+    curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    curl_easy_setopt(e, CURLOPT_USERAGENT, c->user_agent);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, op->errbuf);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, op->headers);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, op);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, op);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)remaining);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)c->opts.connect_timeout_ms);
+    /* A stall: less than 1 byte/s for the stall time, either way. */
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)(c->opts.stall_timeout_ms + 999) / 1000);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_MAXAGE_CONN, MAX_IDLE_CONN_S);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+    if (c->cfg.ca_pem != NULL) {
+        struct curl_blob b = {c->cfg.ca_pem, c->cfg.ca_len, CURL_BLOB_COPY};
+        curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &b);
+    }
+    if (q->head) {
+        curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    } else if (q->upload) {
+        curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
+        curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, (curl_off_t)op->body.len);
+        curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
+        curl_easy_setopt(e, CURLOPT_READDATA, op);
+    } else if (strcmp(q->method, "POST") == 0 || q->post_data != NULL) {
+        if (strcmp(q->method, "POST") != 0)
+            curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, q->method);
+        curl_easy_setopt(e, CURLOPT_POST, 1L);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, q->post_data != NULL ? q->post_data : "");
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)q->post_len);
+    } else if (strcmp(q->method, "GET") != 0) {
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, q->method);
+    }
+    op->xfer.easy = e;
+    op->xfer.done = on_xfer_done;
+    op->xfer.arg = op;
+    op->in_flight = true;
+    if (http_xfer_start(c->http, &op->xfer, &err) != 0) {
+        op->in_flight = false;
+        s3__op_error(op, S3_ECONN, "%s", err.msg);
+        s3__op_finish(op, S3_ECONN);
+    }
+}
+
+/* ---- how an attempt ended ---- */
+
+static void on_retry_timer(uv_timer_t *t)
+{
+    s3__op_send(t->data);
+}
+
+void s3__op_retry_or_fail(struct s3_op *op)
+{
+    struct s3_client *c = op->c;
+    uint64_t now = uv_now(c->loop), delay;
+    bool retry = op->werror == 0 && s3_retryable(op->status, op->code, op->transport_error);
+    if (!retry) {
+        s3__op_finish(op, op->error);
+        return;
+    }
+    if (op->attempt >= c->opts.max_attempts) {
+        size_t n = strlen(op->msg);
+        snprintf(op->msg + n, sizeof(op->msg) - n, " (gave up after %u attempts)", op->attempt);
+        s3__op_finish(op, op->error);
+        return;
+    }
+    delay = s3_backoff_delay(op->attempt - 1, c->opts.backoff_base_ms, c->opts.backoff_cap_ms,
+                             client_rand(c));
+    if (now + delay >= op->deadline) {
+        size_t n = strlen(op->msg);
+        snprintf(op->msg + n, sizeof(op->msg) - n,
+                 " (no retry: the operation's deadline comes first)");
+        s3__op_finish(op, op->error);
+        return;
+    }
+    uv_timer_start(&op->timer, on_retry_timer, delay, 0);
+}
+
+static bool curl_code_is_tls(CURLcode code)
+{
+    return code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CACERT_BADFILE ||
+           code == CURLE_SSL_CERTPROBLEM || code == CURLE_SSL_ISSUER_ERROR ||
+           code == CURLE_SSL_PINNEDPUBKEYNOTMATCH;
+}
+
+/* The error for an HTTP status and S3 code that a kind did not handle itself. */
+static int status_error(long status, const char *code)
+{
+    if (status == 401 || status == 403)
+        return S3_EDENIED;
+    if (status == 404)
+        return S3_ENOTFOUND;
+    if (status == 412 || strcmp(code, "ConditionalRequestConflict") == 0)
+        return S3_EEXISTS;
+    return S3_EHTTP;
+}
+
+static void on_xfer_done(struct http_xfer *x, CURLcode code, bool cancelled, void *arg)
+{
+    struct s3_op *op = arg;
+    struct s3_client *c = op->c;
+    const char *target = op->req.key != NULL ? op->req.key : "";
+    op->in_flight = false;
+    op->paused = false;
+    if (op->status == 0 && op->easy != NULL)
+        curl_easy_getinfo(op->easy, CURLINFO_RESPONSE_CODE, &op->status);
+    if (cancelled || op->cancelled) {
+        op_release(op);
+        return;
+    }
+    op->code[0] = '\0';
+    if (op->werror != 0) {
+        s3__op_error(op, op->werror, "%s s3://%s/%s: %s", op->req.method, c->cfg.bucket, target,
+                     op->wmsg);
+        op->transport_error = false;
+    } else if (code != CURLE_OK) {
+        bool tls = curl_code_is_tls(code);
+        op->status = 0;
+        op->transport_error = !tls;
+        s3__op_error(op,
+                     tls                                ? S3_ETLS
+                     : code == CURLE_OPERATION_TIMEDOUT ? S3_ETIMEDOUT
+                                                        : S3_ECONN,
+                     "%s %s/%s/%s: %s", op->req.method, c->cfg.endpoint, c->cfg.bucket, target,
+                     op->errbuf[0] ? op->errbuf : curl_easy_strerror(code));
+    }
+    if (c->opts.observe_cb != NULL)
+        c->opts.observe_cb(op->req.metric, op->status,
+                           op->werror != 0 || code != CURLE_OK ? op->error : 0, 0,
+                           c->opts.observe_arg);
+    if (op->werror != 0) {
+        s3__op_finish(op, op->error);
+        return;
+    }
+    if (code != CURLE_OK) {
+        s3__op_complete(op); /* the kind may note the failure (a PUT that may have landed) */
+        return;
+    }
+    if (op->status < 200 || op->status >= 300) {
+        char message[256];
+        if (op->resp.len > 0)
+            s3_error_parse(op->resp.data, op->resp.len, op->code, sizeof(op->code), message,
+                           sizeof(message));
+        else
+            message[0] = '\0';
+        s3__op_error(op, status_error(op->status, op->code), "%s s3://%s/%s: HTTP %ld%s%s%s%s",
+                     op->req.method, c->cfg.bucket, target, op->status, op->code[0] ? " " : "",
+                     op->code, message[0] ? ": " : "", message);
+    } else {
+        op->error = 0;
+    }
+    s3__op_complete(op);
+}
+
+/* ---- the client ---- */
+
+int s3_client_init(uv_loop_t *loop, struct s3_client **out, const struct s3_config *cfg,
+                   const struct s3_client_opts *opts, struct util_err *err)
+{
+    static const struct s3_client_opts none;
+    struct s3_client *c;
+    int rc;
+    *out = NULL;
+    if (opts == NULL)
+        opts = &none;
+    if (cfg->endpoint == NULL || cfg->bucket == NULL || cfg->access_key == NULL ||
+        cfg->secret_key == NULL || cfg->region == NULL || cfg->host == NULL)
+        return util_err_set(err, UTIL_EINVAL,
+                            "the S3 configuration lacks an endpoint, bucket, region or keys");
+    c = util_calloc(1, sizeof(*c));
+    c->loop = loop;
+    c->opts = *opts;
+    if (c->opts.max_attempts == 0)
+        c->opts.max_attempts = DEFAULT_ATTEMPTS;
+    if (c->opts.backoff_base_ms == 0)
+        c->opts.backoff_base_ms = DEFAULT_BASE_MS;
+    if (c->opts.backoff_cap_ms == 0)
+        c->opts.backoff_cap_ms = DEFAULT_CAP_MS;
+    if (c->opts.deadline_ms == 0)
+        c->opts.deadline_ms = DEFAULT_DEADLINE_MS;
+    if (c->opts.connect_timeout_ms == 0)
+        c->opts.connect_timeout_ms = DEFAULT_CONNECT_MS;
+    if (c->opts.stall_timeout_ms == 0)
+        c->opts.stall_timeout_ms = DEFAULT_STALL_MS;
+    c->user_agent = util_strdup(opts->user_agent != NULL ? opts->user_agent : "lodestore");
+    c->opts.user_agent = c->user_agent;
+    c->rng = opts->seed != 0 ? opts->seed : (uv_hrtime() ^ (uint64_t)(uintptr_t)c);
+    if (c->rng == 0)
+        c->rng = 1;
+    c->cfg.endpoint = util_strdup(cfg->endpoint);
+    c->cfg.host = util_strdup(cfg->host);
+    c->cfg.bucket = util_strdup(cfg->bucket);
+    c->cfg.prefix = util_strdup(cfg->prefix != NULL ? cfg->prefix : "");
+    c->cfg.region = util_strdup(cfg->region);
+    c->cfg.access_key = util_strdup(cfg->access_key);
+    c->cfg.secret_key = util_strdup(cfg->secret_key);
+    c->cfg.session_token = cfg->session_token != NULL ? util_strdup(cfg->session_token) : NULL;
+    if (cfg->ca_pem != NULL) {
+        c->cfg.ca_pem = util_strndup(cfg->ca_pem, cfg->ca_len);
+        c->cfg.ca_len = cfg->ca_len;
+    }
+    c->cfg.allow_plain_http = cfg->allow_plain_http;
+    if (opts->http != NULL) {
+        c->http = opts->http;
+    } else {
+        if ((rc = http_multi_init(loop, &c->http, err)) != 0) {
+            s3_config_free(&c->cfg);
+            free(c->user_agent);
+            free(c);
+            return rc;
+        }
+        c->own_http = true;
+    }
+    *out = c;
+    return 0;
+}
+
+static void client_free(void *arg)
+{
+    struct s3_client *c = arg;
+    s3_close_cb cb = c->close_cb;
+    void *cb_arg = c->close_arg;
+    s3_config_free(&c->cfg);
+    free(c->user_agent);
+    free(c);
+    if (cb != NULL)
+        cb(cb_arg);
+}
+
+static void client_maybe_finish(struct s3_client *c)
+{
+    if (!c->closing || c->n_ops > 0)
+        return;
+    c->n_ops = 1; /* once */
+    if (c->own_http)
+        http_multi_close(c->http, client_free, c);
+    else
+        client_free(c);
+}
+
+void s3_client_close(struct s3_client *c, s3_close_cb cb, void *arg)
+{
+    struct s3_op *op;
+    if (c->closing)
+        return;
+    c->closing = true;
+    c->close_cb = cb;
+    c->close_arg = arg;
+    c->n_ops++; /* hold the client while its ops go */
+    for (;;) {
+        for (op = c->ops; op != NULL && (op->cancelled || op->timer_closing); op = op->next)
+            ;
+        if (op == NULL)
+            break;
+        if (op->finished) {
+            op->cancelled = true;
+            op_release(op);
+        } else {
+            s3_op_cancel(op);
+        }
+    }
+    c->n_ops--;
+    client_maybe_finish(c);
+}
+
+void s3_client_resume(struct s3_client *c)
+{
+    struct s3_op *op;
+    /*
+     * Only the transfers paused now: a resumed one may pause again at once. A resume
+     * may finish ops (and free them), so look for the next from the head.
+     */
+    for (op = c->ops; op != NULL; op = op->next)
+        op->resume_me = op->paused && op->in_flight;
+    for (;;) {
+        for (op = c->ops; op != NULL && !op->resume_me; op = op->next)
+            ;
+        if (op == NULL)
+            return;
+        op->resume_me = false;
+        op->paused = false;
+        http_xfer_resume(&op->xfer);
+    }
+}
+
+size_t s3_client_running(const struct s3_client *c)
+{
+    return c->running;
+}
+
+const struct s3_config *s3_client_config(const struct s3_client *c)
+{
+    return &c->cfg;
+}

@@ -1,0 +1,494 @@
+/*
+ * The operations: what each kind sends and what it makes of the reply. The machinery
+ * (signing, sending, retrying) is client.c's; the listing and DeleteObjects kinds are
+ * in batch.c.
+ */
+#include "s3/s3_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <openssl/evp.h>
+
+#define GET_DEFAULT_MAX ((uint64_t)64 << 20)
+
+/* batch.c */
+int s3__list_prepare(struct s3_op *op);
+size_t s3__list_write(struct s3_op *op, const char *data, size_t len);
+void s3__list_complete(struct s3_op *op);
+void s3__list_free(struct s3_op *op);
+int s3__del_prepare(struct s3_op *op);
+void s3__del_complete(struct s3_op *op);
+void s3__del_free(struct s3_op *op);
+void s3__del_fail(struct s3_op *op);
+
+static void md5_hex_of(struct s3_op *op);
+
+static int check_key(const struct s3_client *c, const char *key, struct util_err *err)
+{
+    size_t n;
+    if (key == NULL || key[0] == '\0')
+        return util_err_set(err, UTIL_EINVAL, "an object key is empty");
+    n = strlen(c->cfg.prefix) + strlen(key);
+    if (n > S3_MAX_KEY)
+        return util_err_set(err, UTIL_EINVAL, "the key \"%.100s...\" is longer than %d bytes", key,
+                            S3_MAX_KEY);
+    return 0;
+}
+
+static int closing_error(const struct s3_client *c, struct util_err *err)
+{
+    return c->closing ? util_err_set(err, UTIL_EINVAL, "the S3 client is closing") : 0;
+}
+
+static void op_start(struct s3_op *op, struct s3_op **out)
+{
+    if (out != NULL)
+        *out = op;
+    s3__op_send(op);
+}
+
+/* ---- PUT ---- */
+
+int s3_put(struct s3_client *c, const char *key, const struct s3_body *body,
+           const struct s3_opts *o, s3_done_cb cb, void *arg, struct s3_op **out,
+           struct util_err *err)
+{
+    struct s3_op *op;
+    int rc;
+    if (out != NULL)
+        *out = NULL;
+    if ((rc = closing_error(c, err)) != 0 || (rc = check_key(c, key, err)) != 0)
+        return rc;
+    if (body == NULL || (body->data == NULL && body->read == NULL && body->len > 0))
+        return util_err_set(err, UTIL_EINVAL, "a PUT needs a body (a buffer or a reader)");
+    if (body->sha256_hex != NULL && strlen(body->sha256_hex) != 64)
+        return util_err_set(err, UTIL_EINVAL, "a body's SHA-256 must be 64 hex digits");
+    op = s3__op_new(c, OP_PUT, o, cb, arg);
+    op->body = *body;
+    op->body.sha256_hex = NULL;
+    if (body->sha256_hex != NULL) {
+        for (int i = 0; i < 64; i++)
+            op->sha256[i] = (char)((body->sha256_hex[i] >= 'A' && body->sha256_hex[i] <= 'F')
+                                       ? body->sha256_hex[i] - 'A' + 'a'
+                                       : body->sha256_hex[i]);
+        op->sha256[64] = '\0';
+        op->body.sha256_hex = op->sha256;
+    } else if (body->data != NULL || body->len == 0) {
+        static const char empty[1];
+        if (op->body.data == NULL)
+            op->body.data = empty;
+        s3_sha256_hex(op->body.data, (size_t)op->body.len, op->sha256);
+    }
+    op->body.content_type = NULL;
+    op->req.method = "PUT";
+    op->req.metric = "PUT";
+    op->req.key = s3__full_key(c, key);
+    op->req.upload = true;
+    op->req.if_none_match = op->o.if_none_match;
+    op->req.content_type = body->content_type; /* borrowed for the op's life, like data */
+    op_start(op, out);
+    return 0;
+}
+
+static void put_complete(struct s3_op *op)
+{
+    if (op->req.head) {
+        /* The HEAD check of a conditional PUT whose earlier attempt may have landed. */
+        if (op->status == 200) {
+            md5_hex_of(op);
+            if (op->md5_hex[0] != '\0' && strcasecmp(op->hdr_etag, op->md5_hex) == 0) {
+                snprintf(op->put_etag, sizeof(op->put_etag), "%s", op->hdr_etag);
+                s3__op_finish(op, 0);
+                return;
+            }
+            s3__op_error(op, S3_EEXISTS,
+                         "PUT s3://%s/%s: the key already exists with other content",
+                         op->c->cfg.bucket, op->req.key);
+            s3__op_finish(op, S3_EEXISTS);
+            return;
+        }
+        if (op->status == 404) {
+            s3__op_error(op, S3_EEXISTS,
+                         "PUT s3://%s/%s: the key existed when written and is gone now",
+                         op->c->cfg.bucket, op->req.key);
+            s3__op_finish(op, S3_EEXISTS);
+            return;
+        }
+        s3__op_retry_or_fail(op);
+        return;
+    }
+    if (op->status >= 200 && op->status < 300) {
+        snprintf(op->put_etag, sizeof(op->put_etag), "%s", op->hdr_etag);
+        s3__op_finish(op, 0);
+        return;
+    }
+    if (op->o.if_none_match &&
+        (op->status == 412 ||
+         (op->status == 409 && strcmp(op->code, "ConditionalRequestConflict") == 0))) {
+        if (!op->may_have_landed) {
+            s3__op_error(op, S3_EEXISTS, "PUT s3://%s/%s: the key already exists",
+                         op->c->cfg.bucket, op->req.key);
+            s3__op_finish(op, S3_EEXISTS);
+            return;
+        }
+        /* Ours, landed by an attempt that seemed to fail, or someone else's? Ask. */
+        op->req.head = true;
+        op->req.upload = false;
+        op->req.if_none_match = false;
+        op->req.method = "HEAD";
+        op->req.metric = "HEAD";
+        op->attempt = 0;
+        s3__op_send(op);
+        return;
+    }
+    /* Anything that may have reached the server may have been committed there. */
+    if (op->o.if_none_match && (op->status == 0 || op->status >= 500))
+        op->may_have_landed = true;
+    s3__op_retry_or_fail(op);
+}
+
+/* The MD5 of the body (the ETag S3 gives a single PUT), read again for a streamed body. */
+static void md5_hex_of(struct s3_op *op)
+{
+    static const char digits[] = "0123456789abcdef";
+    unsigned char md[16];
+    unsigned int n = 0;
+    EVP_MD_CTX *ctx;
+    if (op->md5_hex[0] != '\0')
+        return;
+    ctx = EVP_MD_CTX_new();
+    if (ctx == NULL || EVP_DigestInit_ex(ctx, EVP_md5(), NULL) != 1) {
+        EVP_MD_CTX_free(ctx);
+        return;
+    }
+    if (op->body.data != NULL) {
+        EVP_DigestUpdate(ctx, op->body.data, (size_t)op->body.len);
+    } else {
+        char buf[65536];
+        uint64_t off = 0;
+        while (off < op->body.len) {
+            size_t want =
+                op->body.len - off < sizeof(buf) ? (size_t)(op->body.len - off) : sizeof(buf);
+            ssize_t got = op->body.read(off, buf, want, op->body.read_arg);
+            if (got <= 0) {
+                EVP_MD_CTX_free(ctx);
+                return; /* unknown: the check then says "exists" */
+            }
+            EVP_DigestUpdate(ctx, buf, (size_t)got);
+            off += (uint64_t)got;
+        }
+    }
+    EVP_DigestFinal_ex(ctx, md, &n);
+    EVP_MD_CTX_free(ctx);
+    for (int i = 0; i < 16; i++) {
+        op->md5_hex[2 * i] = digits[md[i] >> 4];
+        op->md5_hex[2 * i + 1] = digits[md[i] & 15];
+    }
+    op->md5_hex[32] = '\0';
+}
+
+/* ---- GET and HEAD ---- */
+
+int s3_get(struct s3_client *c, const char *key, const struct s3_opts *o, s3_write_cb sink,
+           s3_done_cb cb, void *arg, struct s3_op **out, struct util_err *err)
+{
+    struct s3_op *op;
+    int rc;
+    if (out != NULL)
+        *out = NULL;
+    if ((rc = closing_error(c, err)) != 0 || (rc = check_key(c, key, err)) != 0)
+        return rc;
+    op = s3__op_new(c, OP_GET, o, cb, arg);
+    if (op->o.max_bytes == 0)
+        op->o.max_bytes = GET_DEFAULT_MAX;
+    op->sink = sink;
+    op->req.method = "GET";
+    op->req.metric = "GET";
+    op->req.key = s3__full_key(c, key);
+    op_start(op, out);
+    return 0;
+}
+
+int s3_head(struct s3_client *c, const char *key, const struct s3_opts *o, s3_done_cb cb, void *arg,
+            struct s3_op **out, struct util_err *err)
+{
+    struct s3_op *op;
+    int rc;
+    if (out != NULL)
+        *out = NULL;
+    if ((rc = closing_error(c, err)) != 0 || (rc = check_key(c, key, err)) != 0)
+        return rc;
+    op = s3__op_new(c, OP_HEAD, o, cb, arg);
+    op->req.method = "HEAD";
+    op->req.metric = "HEAD";
+    op->req.head = true;
+    op->req.key = s3__full_key(c, key);
+    op_start(op, out);
+    return 0;
+}
+
+static int get_prepare(struct s3_op *op)
+{
+    uint64_t from = op->o.range_start + op->delivered;
+    op->pos_in_resp = 0;
+    op->resp_first = UINT64_MAX; /* not known until the first byte */
+    if (op->o.range_len > 0)
+        snprintf(op->req.range, sizeof(op->req.range), "bytes=%llu-%llu", (unsigned long long)from,
+                 (unsigned long long)(op->o.range_start + op->o.range_len - 1));
+    else if (from > 0)
+        snprintf(op->req.range, sizeof(op->req.range), "bytes=%llu-", (unsigned long long)from);
+    else
+        op->req.range[0] = '\0';
+    /* A resumed read must be of the same object. */
+    if (op->delivered > 0 && op->get_etag[0] != '\0')
+        snprintf(op->req.if_match, sizeof(op->req.if_match), "\"%s\"", op->get_etag);
+    return 0;
+}
+
+static size_t get_write(struct s3_op *op, const char *data, size_t len)
+{
+    uint64_t want_abs = op->o.range_start + op->delivered;
+    uint64_t end_abs = op->o.range_len > 0 ? op->o.range_start + op->o.range_len : UINT64_MAX;
+    if (op->resp_first == UINT64_MAX) {
+        /* The first byte of this reply: where in the object it starts. */
+        op->resp_first = op->status == 206 && op->hdr_has_range ? op->hdr_range_start : 0;
+        op->pos_in_resp = op->resp_first;
+        if (op->get_etag[0] == '\0') {
+            snprintf(op->get_etag, sizeof(op->get_etag), "%s", op->hdr_etag);
+            op->obj_mtime = op->hdr_mtime;
+            op->obj_size = op->status == 206 && op->hdr_has_range ? op->hdr_total : op->hdr_length;
+        } else if (op->hdr_etag[0] != '\0' && strcmp(op->hdr_etag, op->get_etag) != 0) {
+            op->werror = S3_EHTTP;
+            snprintf(op->wmsg, sizeof(op->wmsg), "the object changed while it was being read");
+            return 0;
+        }
+    }
+    uint64_t a = op->pos_in_resp, b = op->pos_in_resp + len;
+    op->pos_in_resp = b;
+    if (b <= want_abs || a >= end_abs)
+        return len;
+    uint64_t from = a < want_abs ? want_abs : a;
+    uint64_t to = b > end_abs ? end_abs : b;
+    const char *p = data + (from - a);
+    size_t n = (size_t)(to - from);
+    if (from != want_abs) {
+        op->werror = S3_EPROTO;
+        snprintf(op->wmsg, sizeof(op->wmsg), "the reply skipped bytes of the object");
+        return 0;
+    }
+    if (op->sink != NULL) {
+        if (op->sink(p, n, op->arg) != 0) {
+            op->werror = S3_ECANCELED;
+            snprintf(op->wmsg, sizeof(op->wmsg), "stopped by its reader");
+            return 0;
+        }
+    } else {
+        if (op->resp.len + n > op->o.max_bytes) {
+            op->werror = S3_ETOOBIG;
+            snprintf(op->wmsg, sizeof(op->wmsg), "the object is larger than %llu bytes",
+                     (unsigned long long)op->o.max_bytes);
+            return 0;
+        }
+        util_buf_append(&op->resp, p, n);
+    }
+    op->delivered += n;
+    return len;
+}
+
+static void get_complete(struct s3_op *op)
+{
+    if (op->status >= 200 && op->status < 300) {
+        if (op->kind == OP_HEAD) {
+            snprintf(op->get_etag, sizeof(op->get_etag), "%s", op->hdr_etag);
+            op->obj_mtime = op->hdr_mtime;
+            op->obj_size = op->hdr_length;
+            s3__op_finish(op, 0);
+            return;
+        }
+        if (op->resp_first == UINT64_MAX) {
+            /* An empty body: facts from the headers. */
+            if (op->get_etag[0] == '\0') {
+                snprintf(op->get_etag, sizeof(op->get_etag), "%s", op->hdr_etag);
+                op->obj_mtime = op->hdr_mtime;
+                op->obj_size = op->hdr_has_range ? op->hdr_total : op->hdr_length;
+            }
+        }
+        uint64_t start = op->o.range_start;
+        uint64_t expect = op->obj_size > start ? op->obj_size - start : 0;
+        if (op->o.range_len > 0 && op->o.range_len < expect)
+            expect = op->o.range_len;
+        if (op->delivered < expect) {
+            op->transport_error = true;
+            op->status = 0;
+            s3__op_error(op, S3_ECONN, "GET s3://%s/%s: the reply ended after %llu of %llu bytes",
+                         op->c->cfg.bucket, op->req.key, (unsigned long long)op->delivered,
+                         (unsigned long long)expect);
+            s3__op_retry_or_fail(op);
+            return;
+        }
+        if (op->sink == NULL)
+            util_buf_append(&op->resp, "", 0);
+        s3__op_finish(op, 0);
+        return;
+    }
+    if (op->status == 404) {
+        s3__op_finish(op, S3_ENOTFOUND);
+        return;
+    }
+    if (op->status == 412 && op->delivered > 0) {
+        s3__op_error(op, S3_EHTTP, "GET s3://%s/%s: the object changed while it was being read",
+                     op->c->cfg.bucket, op->req.key);
+        s3__op_finish(op, S3_EHTTP);
+        return;
+    }
+    s3__op_retry_or_fail(op);
+}
+
+/* ---- DELETE, CreateBucket ---- */
+
+int s3_delete(struct s3_client *c, const char *key, const struct s3_opts *o, s3_done_cb cb,
+              void *arg, struct s3_op **out, struct util_err *err)
+{
+    struct s3_op *op;
+    int rc;
+    if (out != NULL)
+        *out = NULL;
+    if ((rc = closing_error(c, err)) != 0 || (rc = check_key(c, key, err)) != 0)
+        return rc;
+    op = s3__op_new(c, OP_DELETE, o, cb, arg);
+    op->req.method = "DELETE";
+    op->req.metric = "DELETE";
+    op->req.key = s3__full_key(c, key);
+    op_start(op, out);
+    return 0;
+}
+
+int s3_create_bucket(struct s3_client *c, const struct s3_opts *o, s3_done_cb cb, void *arg,
+                     struct s3_op **out, struct util_err *err)
+{
+    struct s3_op *op;
+    int rc;
+    if (out != NULL)
+        *out = NULL;
+    if ((rc = closing_error(c, err)) != 0)
+        return rc;
+    op = s3__op_new(c, OP_CREATE_BUCKET, o, cb, arg);
+    op->req.method = "PUT";
+    op->req.metric = "CREATE_BUCKET";
+    if (strcmp(c->cfg.region, "us-east-1") != 0) {
+        op->post = util_asprintf("<CreateBucketConfiguration "
+                                 "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+                                 "<LocationConstraint>%s</LocationConstraint>"
+                                 "</CreateBucketConfiguration>",
+                                 c->cfg.region);
+        op->post_len = strlen(op->post);
+        op->req.post_data = op->post;
+        op->req.post_len = op->post_len;
+        op->req.content_type = "application/xml";
+    } else {
+        op->req.post_data = "";
+        op->req.post_len = 0;
+    }
+    op_start(op, out);
+    return 0;
+}
+
+static void simple_complete(struct s3_op *op)
+{
+    if (op->status >= 200 && op->status < 300) {
+        s3__op_finish(op, 0);
+        return;
+    }
+    if (op->kind == OP_DELETE && op->status == 404 && strcmp(op->code, "NoSuchBucket") != 0) {
+        s3__op_finish(op, 0); /* already gone: what was asked */
+        return;
+    }
+    if (op->kind == OP_CREATE_BUCKET && op->status == 409) {
+        if (strcmp(op->code, "BucketAlreadyOwnedByYou") == 0) {
+            s3__op_finish(op, 0);
+            return;
+        }
+        op->error = S3_EEXISTS;
+        s3__op_finish(op, S3_EEXISTS);
+        return;
+    }
+    s3__op_retry_or_fail(op);
+}
+
+/* ---- dispatch to the kinds ---- */
+
+int s3__op_prepare(struct s3_op *op)
+{
+    switch (op->kind) {
+    case OP_GET:
+        return get_prepare(op);
+    case OP_LIST:
+        return s3__list_prepare(op);
+    case OP_DELETE_OBJECTS:
+        return s3__del_prepare(op);
+    default:
+        return 0;
+    }
+}
+
+size_t s3__op_write(struct s3_op *op, const char *data, size_t len)
+{
+    switch (op->kind) {
+    case OP_GET:
+        return get_write(op, data, len);
+    case OP_LIST:
+        return s3__list_write(op, data, len);
+    case OP_DELETE_OBJECTS:
+        if (op->resp.len + len > OP_MAX_DELETE_REPLY) {
+            op->werror = S3_EPROTO;
+            snprintf(op->wmsg, sizeof(op->wmsg), "the DeleteObjects reply exceeds %u bytes",
+                     OP_MAX_DELETE_REPLY);
+            return 0;
+        }
+        util_buf_append(&op->resp, data, len);
+        return len;
+    default:
+        return len; /* bodies of PUT, DELETE, CreateBucket replies are not needed */
+    }
+}
+
+void s3__op_complete(struct s3_op *op)
+{
+    switch (op->kind) {
+    case OP_PUT:
+        put_complete(op);
+        break;
+    case OP_GET:
+    case OP_HEAD:
+        get_complete(op);
+        break;
+    case OP_LIST:
+        s3__list_complete(op);
+        break;
+    case OP_DELETE_OBJECTS:
+        s3__del_complete(op);
+        break;
+    default:
+        simple_complete(op);
+        break;
+    }
+}
+
+void s3__op_free_kind(struct s3_op *op)
+{
+    if (op->kind == OP_LIST)
+        s3__list_free(op);
+    if (op->kind == OP_DELETE_OBJECTS)
+        s3__del_free(op);
+    free(op->post);
+    op->post = NULL;
+}
+
+void s3__op_fail_kind(struct s3_op *op)
+{
+    if (op->kind == OP_DELETE_OBJECTS)
+        s3__del_fail(op);
+}
