@@ -17,7 +17,7 @@ SAN     ?=
 
 # The libraries found through pkg-config, one word each (scripts/setup.sh installs
 # their -dev packages). cmocka is asked for separately: only the unit tests link it.
-PKGS    := libuv libcurl jansson yaml-0.1 openssl expat
+PKGS    := libuv libcurl jansson yaml-0.1 openssl expat libzstd
 
 # pkg-config is asked when a recipe first needs the flags, not when this file is
 # read: `make setup all` reads the Makefile before setup has installed the .pc

@@ -11,7 +11,7 @@ set -euo pipefail
 
 pkgs=(
   build-essential pkg-config make git
-  libuv1-dev libcurl4-openssl-dev libjansson-dev libyaml-dev libssl-dev libexpat1-dev
+  libuv1-dev libcurl4-openssl-dev libjansson-dev libyaml-dev libssl-dev libexpat1-dev libzstd-dev
   libcmocka-dev
   tzdata
   clang libclang-rt-14-dev clang-format
