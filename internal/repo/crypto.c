@@ -1,0 +1,323 @@
+/*
+ * Keys, AES-256-GCM sealing and config.json. The master key never leaves memory
+ * unwrapped; the working keys are HMAC-SHA256(master, label), so one master key
+ * gives independent keys for data, the chunker's table and the key check.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include "repo/repo.h"
+
+static void repo_random(uint8_t *v, size_t n)
+{
+    if (RAND_bytes(v, (int)n) != 1) {
+        fprintf(stderr, "lode: the system random generator failed\n");
+        abort();
+    }
+}
+
+static void repo_hmac(const uint8_t key[32], const char *label, uint8_t out[32])
+{
+    unsigned int len = 32;
+    HMAC(EVP_sha256(), key, 32, (const unsigned char *)label, strlen(label), out, &len);
+}
+
+void repo_keys_derive(struct repo_keys *k, const uint8_t master[32])
+{
+    uint8_t check[32];
+    repo_hmac(master, "lodestore data key", k->data);
+    repo_hmac(master, "lodestore chunker seed", k->gear_seed);
+    repo_hmac(master, "lodestore key check", check);
+    memcpy(k->check, check, sizeof(k->check));
+    OPENSSL_cleanse(check, sizeof(check));
+}
+
+static void repo_gcm(const uint8_t key[32], bool enc, const uint8_t nonce[12], const void *aad,
+                     size_t aadlen, const uint8_t *in, size_t len, uint8_t *out, uint8_t tag[16],
+                     int *ok)
+{
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    int n = 0;
+    if (!ctx) {
+        fprintf(stderr, "lode: out of memory (cipher context)\n");
+        abort();
+    }
+    *ok = 0;
+    if (EVP_CipherInit_ex(ctx, EVP_aes_256_gcm(), NULL, key, nonce, enc ? 1 : 0) != 1)
+        goto done;
+    if (aadlen && EVP_CipherUpdate(ctx, NULL, &n, aad, (int)aadlen) != 1)
+        goto done;
+    /* EVP takes int lengths: feed large inputs in pieces. */
+    for (size_t off = 0; off < len;) {
+        size_t step = len - off > (1u << 30) ? (1u << 30) : len - off;
+        if (EVP_CipherUpdate(ctx, out + off, &n, in + off, (int)step) != 1)
+            goto done;
+        off += step;
+    }
+    if (!enc && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, 16, tag) != 1)
+        goto done;
+    if (EVP_CipherFinal_ex(ctx, out + len, &n) != 1)
+        goto done;
+    if (enc && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, 16, tag) != 1)
+        goto done;
+    *ok = 1;
+done:
+    EVP_CIPHER_CTX_free(ctx);
+}
+
+static void repo_seal_key(const uint8_t key[32], const void *aad, size_t aadlen, const void *plain,
+                          size_t len, uint8_t *out)
+{
+    int ok;
+    repo_random(out, 12);
+    repo_gcm(key, true, out, aad, aadlen, plain, len, out + 12, out + 12 + len, &ok);
+    if (!ok) {
+        fprintf(stderr, "lode: AES-256-GCM encryption failed\n");
+        abort();
+    }
+}
+
+static int repo_unseal_key(const uint8_t key[32], const void *aad, size_t aadlen,
+                           const uint8_t *sealed, size_t len, uint8_t *out)
+{
+    int ok;
+    uint8_t tag[16];
+    if (len < REPO_SEAL_EXTRA)
+        return UTIL_EIO;
+    memcpy(tag, sealed + len - 16, 16);
+    repo_gcm(key, false, sealed, aad, aadlen, sealed + 12, len - REPO_SEAL_EXTRA, out, tag, &ok);
+    return ok ? 0 : UTIL_EIO;
+}
+
+void repo_seal(const struct repo_keys *k, const void *aad, size_t aadlen, const void *plain,
+               size_t len, uint8_t *out)
+{
+    repo_seal_key(k->data, aad, aadlen, plain, len, out);
+}
+
+int repo_unseal(const struct repo_keys *k, const void *aad, size_t aadlen, const uint8_t *sealed,
+                size_t len, uint8_t *out, struct util_err *err)
+{
+    if (repo_unseal_key(k->data, aad, aadlen, sealed, len, out) != 0)
+        return util_err_set(err, UTIL_EIO,
+                            "authentication failed: the object was changed, truncated or "
+                            "written with another key");
+    return 0;
+}
+
+/* ---- config.json ---- */
+
+#define REPO_WRAP_AAD "lodestore master key"
+
+static int repo_scrypt(const struct repo_config *c, const char *pass, size_t passlen,
+                       uint8_t kek[32], struct util_err *err)
+{
+    uint64_t maxmem = 128 * c->scrypt_n * c->scrypt_r * c->scrypt_p + (1u << 20);
+    if (EVP_PBE_scrypt(pass, passlen, c->salt, sizeof(c->salt), c->scrypt_n, c->scrypt_r,
+                       c->scrypt_p, maxmem, kek, 32) != 1)
+        return util_err_set(err, UTIL_EIO, "scrypt failed (N=%llu, r=%u, p=%u)",
+                            (unsigned long long)c->scrypt_n, c->scrypt_r, c->scrypt_p);
+    return 0;
+}
+
+int repo_config_create(struct repo_config *c, const char *pass, size_t passlen, uint64_t scrypt_n,
+                       struct util_err *err)
+{
+    uint8_t master[32], kek[32];
+    int rc;
+
+    if (passlen == 0)
+        return util_err_set(err, UTIL_EINVAL, "the repository key is empty");
+    memset(c, 0, sizeof(*c));
+    c->format = REPO_FORMAT;
+    c->chunk_min = 512u * 1024;
+    c->chunk_avg = 1024u * 1024;
+    c->chunk_max = 8u * 1024 * 1024;
+    memcpy(c->compression, "zstd-1", 7);
+    c->scrypt_n = scrypt_n;
+    c->scrypt_r = 8;
+    c->scrypt_p = 1;
+    repo_random(c->salt, sizeof(c->salt));
+    repo_random(master, sizeof(master));
+    if ((rc = repo_scrypt(c, pass, passlen, kek, err)) != 0)
+        goto out;
+    repo_seal_key(kek, REPO_WRAP_AAD, strlen(REPO_WRAP_AAD), master, 32, c->wrapped);
+    repo_keys_derive(&c->keys, master);
+    memcpy(c->check, c->keys.check, sizeof(c->check));
+out:
+    OPENSSL_cleanse(master, sizeof(master));
+    OPENSSL_cleanse(kek, sizeof(kek));
+    return rc;
+}
+
+static json_t *repo_b64(const uint8_t *v, size_t n)
+{
+    char *s = util_malloc(4 * ((n + 2) / 3) + 1);
+    EVP_EncodeBlock((unsigned char *)s, v, (int)n);
+    json_t *j = json_string(s);
+    free(s);
+    return j;
+}
+
+/* Exactly n bytes of base64, or an error. */
+static int repo_unb64(const char *s, uint8_t *v, size_t n)
+{
+    size_t len = strlen(s), pad = 0;
+    uint8_t tmp[128];
+    if (len != 4 * ((n + 2) / 3) || len > 4 * sizeof(tmp) / 3)
+        return UTIL_EINVAL;
+    if (len >= 1 && s[len - 1] == '=')
+        pad++;
+    if (len >= 2 && s[len - 2] == '=')
+        pad++;
+    int got = EVP_DecodeBlock(tmp, (const unsigned char *)s, (int)len);
+    if (got < 0 || (size_t)got - pad != n)
+        return UTIL_EINVAL;
+    memcpy(v, tmp, n);
+    return 0;
+}
+
+char *repo_config_encode(const struct repo_config *c)
+{
+    char check[33];
+    repo_hex(c->check, sizeof(c->check), check);
+    json_t *o = json_pack(
+        "{s:i, s:{s:s, s:I, s:I, s:I}, s:s, s:s, s:s, s:{s:s, s:I, s:i, s:i, "
+        "s:o}, s:{s:s, s:o}, s:s}",
+        "format", c->format, "chunker", "algorithm", "fastcdc-gear64", "min",
+        (json_int_t)c->chunk_min, "avg", (json_int_t)c->chunk_avg, "max", (json_int_t)c->chunk_max,
+        "compression", c->compression, "hash", "sha256", "cipher", "aes-256-gcm", "kdf",
+        "algorithm", "scrypt", "N", (json_int_t)c->scrypt_n, "r", (int)c->scrypt_r, "p",
+        (int)c->scrypt_p, "salt", repo_b64(c->salt, sizeof(c->salt)), "masterKey", "wrap",
+        "aes-256-gcm", "sealed", repo_b64(c->wrapped, sizeof(c->wrapped)), "keyCheck", check);
+    char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    char *r = util_asprintf("%s\n", s);
+    free(s);
+    return r;
+}
+
+int repo_config_decode(struct repo_config *c, const char *json, size_t len, struct util_err *err)
+{
+    json_error_t jerr;
+    json_t *o = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
+    const char *algo, *comp, *hash, *cipher, *kdf, *salt, *wrap, *sealed, *check;
+    json_int_t fmt, mn, avg, mx, n, r, p;
+    int rc = UTIL_EINVAL;
+
+    memset(c, 0, sizeof(*c));
+    if (!o)
+        return util_err_set(err, UTIL_EINVAL, "config.json is not JSON: %s (line %d)", jerr.text,
+                            jerr.line);
+    if (json_unpack_ex(o, &jerr, JSON_STRICT,
+                       "{s:I, s:{s:s, s:I, s:I, s:I}, s:s, s:s, s:s, s:{s:s, s:I, s:I, s:I, "
+                       "s:s}, s:{s:s, s:s}, s:s}",
+                       "format", &fmt, "chunker", "algorithm", &algo, "min", &mn, "avg", &avg,
+                       "max", &mx, "compression", &comp, "hash", &hash, "cipher", &cipher, "kdf",
+                       "algorithm", &kdf, "N", &n, "r", &r, "p", &p, "salt", &salt, "masterKey",
+                       "wrap", &wrap, "sealed", &sealed, "keyCheck", &check) != 0) {
+        util_err_set(err, UTIL_EINVAL, "config.json: %s", jerr.text);
+        goto out;
+    }
+    if (fmt != REPO_FORMAT) {
+        util_err_set(err, UTIL_EINVAL,
+                     "config.json: repository format %lld is not supported by this lode (it "
+                     "reads format %d)",
+                     (long long)fmt, REPO_FORMAT);
+        goto out;
+    }
+    if (strcmp(algo, "fastcdc-gear64") != 0 || strcmp(hash, "sha256") != 0 ||
+        strcmp(cipher, "aes-256-gcm") != 0 || strcmp(kdf, "scrypt") != 0 ||
+        strcmp(wrap, "aes-256-gcm") != 0 || strncmp(comp, "zstd-", 5) != 0 ||
+        strlen(comp) >= sizeof(c->compression)) {
+        util_err_set(err, UTIL_EINVAL, "config.json: an algorithm is not one this lode knows");
+        goto out;
+    }
+    if (mn < 64 || avg < mn || mx < avg || mx > (64 << 20) || (avg & (avg - 1)) != 0 || n < 2 ||
+        n > (1 << 20) || (n & (n - 1)) != 0 || r < 1 || r > 32 || p < 1 || p > 16) {
+        util_err_set(err, UTIL_EINVAL,
+                     "config.json: a chunker or scrypt parameter is out of range");
+        goto out;
+    }
+    uint64_t level;
+    if (util_parse_u64(comp + 5, strlen(comp + 5), 19, &level) != 0 || level < 1) {
+        util_err_set(err, UTIL_EINVAL, "config.json: compression \"%s\" is not zstd-1..19", comp);
+        goto out;
+    }
+    if (repo_unb64(salt, c->salt, sizeof(c->salt)) != 0 ||
+        repo_unb64(sealed, c->wrapped, sizeof(c->wrapped)) != 0 || strlen(check) != 32 ||
+        repo_unhex(check, c->check, sizeof(c->check)) != 0) {
+        util_err_set(err, UTIL_EINVAL,
+                     "config.json: the salt, wrapped key or key check is "
+                     "malformed");
+        goto out;
+    }
+    c->format = (int)fmt;
+    c->chunk_min = (uint32_t)mn;
+    c->chunk_avg = (uint32_t)avg;
+    c->chunk_max = (uint32_t)mx;
+    memcpy(c->compression, comp, strlen(comp) + 1);
+    c->scrypt_n = (uint64_t)n;
+    c->scrypt_r = (uint32_t)r;
+    c->scrypt_p = (uint32_t)p;
+    rc = 0;
+out:
+    json_decref(o);
+    if (rc != 0)
+        memset(c, 0, sizeof(*c));
+    return rc;
+}
+
+int repo_config_unlock(struct repo_config *c, const char *pass, size_t passlen,
+                       struct util_err *err)
+{
+    uint8_t kek[32], master[32];
+    int rc;
+    if ((rc = repo_scrypt(c, pass, passlen, kek, err)) != 0)
+        return rc;
+    if (repo_unseal_key(kek, REPO_WRAP_AAD, strlen(REPO_WRAP_AAD), c->wrapped, sizeof(c->wrapped),
+                        master) != 0) {
+        rc = util_err_set(err, UTIL_EINVAL,
+                          "the repository key does not open this repository (wrong key file?)");
+        goto out;
+    }
+    repo_keys_derive(&c->keys, master);
+    if (CRYPTO_memcmp(c->keys.check, c->check, sizeof(c->check)) != 0) {
+        memset(&c->keys, 0, sizeof(c->keys));
+        rc = util_err_set(err, UTIL_EINVAL,
+                          "config.json: the key check does not match the master key (damaged "
+                          "config)");
+    }
+out:
+    OPENSSL_cleanse(kek, sizeof(kek));
+    OPENSSL_cleanse(master, sizeof(master));
+    return rc;
+}
+
+int repo_key_file_read(const char *path, char **pass, size_t *len, struct util_err *err)
+{
+    char *data;
+    size_t n;
+    int rc = util_read_file(path, &data, &n, err);
+    if (rc != 0)
+        return rc;
+    if (n > 0 && data[n - 1] == '\n')
+        n--;
+    if (n > 0 && data[n - 1] == '\r')
+        n--;
+    if (n == 0) {
+        free(data);
+        return util_err_set(err, UTIL_EINVAL, "the key file %s is empty", path);
+    }
+    data[n] = '\0';
+    *pass = data;
+    *len = n;
+    return 0;
+}

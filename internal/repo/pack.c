@@ -1,0 +1,376 @@
+/*
+ * Chunks, packs and chunk sets.
+ *
+ * A pack: "LODEPAK1", the sealed blobs back to back, the sealed table (one
+ * 45-byte entry per blob: hash, offset, stored and plain length, flags), the
+ * table's sealed length (u32, little-endian) and "LODEPEND". The table makes a
+ * pack readable on its own; the blob's associated data (hash, flags, plain
+ * length) means a blob opens only as the chunk the table says it is.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/sha.h>
+#include <zstd.h>
+
+#include "repo/repo.h"
+
+#define PACK_MAGIC     "LODEPAK1"
+#define PACK_END       "LODEPEND"
+#define PACK_ENTRY     45
+#define PACK_TABLE_AAD "lodestore pack table"
+#define CHUNKS_MAGIC   "LODECHK1"
+#define CHUNK_ENTRY    49
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void repo_blob_aad(uint8_t aad[REPO_HASH_LEN + 5], const uint8_t *hash, uint8_t flags,
+                          uint32_t plain)
+{
+    memcpy(aad, hash, REPO_HASH_LEN);
+    aad[REPO_HASH_LEN] = flags;
+    put32(aad + REPO_HASH_LEN + 1, plain);
+}
+
+void repo_blob_seal(const struct repo_keys *k, int level, const uint8_t hash[REPO_HASH_LEN],
+                    const uint8_t *plain, size_t len, uint8_t **out, size_t *outlen, uint8_t *flags)
+{
+    size_t bound = ZSTD_compressBound(len);
+    uint8_t *z = util_malloc(bound);
+    size_t zn = ZSTD_compress(z, bound, plain, len, level);
+    uint8_t aad[REPO_HASH_LEN + 5];
+    const uint8_t *src = plain;
+    size_t n = len;
+
+    /* Compression pays when it saves at least 2%; otherwise the chunk is stored raw,
+     * which is also the anomaly detector's sign of incompressible data. */
+    *flags = 0;
+    if (!ZSTD_isError(zn) && zn < len - len / 50) {
+        *flags = REPO_BLOB_ZSTD;
+        src = z;
+        n = zn;
+    }
+    repo_blob_aad(aad, hash, *flags, (uint32_t)len);
+    *out = util_malloc(n + REPO_SEAL_EXTRA);
+    repo_seal(k, aad, sizeof(aad), src, n, *out);
+    *outlen = n + REPO_SEAL_EXTRA;
+    free(z);
+}
+
+int repo_blob_open(const struct repo_keys *k, const struct repo_chunk *c, const uint8_t *sealed,
+                   uint8_t *out, struct util_err *err)
+{
+    uint8_t aad[REPO_HASH_LEN + 5], digest[SHA256_DIGEST_LENGTH], *tmp = NULL;
+    size_t n;
+    int rc;
+    char hex[2 * REPO_HASH_LEN + 1];
+
+    repo_hex(c->hash, REPO_HASH_LEN, hex);
+    if (c->stored < REPO_SEAL_EXTRA || (c->flags & ~REPO_BLOB_ZSTD) != 0)
+        return util_err_set(err, UTIL_EIO, "chunk %s: malformed entry", hex);
+    n = c->stored - REPO_SEAL_EXTRA;
+    if (!(c->flags & REPO_BLOB_ZSTD) && n != c->plain)
+        return util_err_set(err, UTIL_EIO, "chunk %s: stored length does not match", hex);
+    repo_blob_aad(aad, c->hash, c->flags, c->plain);
+    tmp = util_malloc(n ? n : 1);
+    if ((rc = repo_unseal(k, aad, sizeof(aad), sealed, c->stored, tmp, err)) != 0) {
+        util_err_set(err, rc, "chunk %s: authentication failed (changed or wrong key)", hex);
+        goto out;
+    }
+    if (c->flags & REPO_BLOB_ZSTD) {
+        size_t got = ZSTD_decompress(out, c->plain, tmp, n);
+        if (ZSTD_isError(got) || got != c->plain) {
+            rc = util_err_set(err, UTIL_EIO, "chunk %s: does not decompress", hex);
+            goto out;
+        }
+    } else {
+        memcpy(out, tmp, n);
+    }
+    SHA256(out, c->plain, digest);
+    if (memcmp(digest, c->hash, REPO_HASH_LEN) != 0)
+        rc = util_err_set(err, UTIL_EIO, "chunk %s: content does not match its hash", hex);
+out:
+    free(tmp);
+    return rc;
+}
+
+void repo_pack_writer_init(struct repo_pack_writer *w)
+{
+    memset(w, 0, sizeof(*w));
+    util_buf_init(&w->buf);
+}
+
+const struct repo_chunk *repo_pack_writer_add(struct repo_pack_writer *w,
+                                              const uint8_t hash[REPO_HASH_LEN],
+                                              const uint8_t *sealed, size_t len, uint8_t flags,
+                                              uint32_t plain)
+{
+    if (w->buf.len == 0)
+        util_buf_append(&w->buf, PACK_MAGIC, 8);
+    w->v = util_grow(w->v, &w->cap, w->n + 1, sizeof(*w->v));
+    struct repo_chunk *c = &w->v[w->n++];
+    memset(c, 0, sizeof(*c));
+    memcpy(c->hash, hash, REPO_HASH_LEN);
+    c->offset = (uint32_t)w->buf.len;
+    c->stored = (uint32_t)len;
+    c->plain = plain;
+    c->flags = flags;
+    util_buf_append(&w->buf, sealed, len);
+    return c;
+}
+
+void repo_pack_writer_finish(struct repo_pack_writer *w, const struct repo_keys *k, uint8_t **data,
+                             size_t *len, uint8_t id[REPO_HASH_LEN])
+{
+    size_t tlen = 4 + w->n * PACK_ENTRY;
+    uint8_t *table = util_malloc(tlen), *sealed = util_malloc(tlen + REPO_SEAL_EXTRA), tail[12];
+
+    if (w->buf.len == 0)
+        util_buf_append(&w->buf, PACK_MAGIC, 8);
+    put32(table, (uint32_t)w->n);
+    for (size_t i = 0; i < w->n; i++) {
+        uint8_t *e = table + 4 + i * PACK_ENTRY;
+        memcpy(e, w->v[i].hash, REPO_HASH_LEN);
+        put32(e + 32, w->v[i].offset);
+        put32(e + 36, w->v[i].stored);
+        put32(e + 40, w->v[i].plain);
+        e[44] = w->v[i].flags;
+    }
+    repo_seal(k, PACK_TABLE_AAD, strlen(PACK_TABLE_AAD), table, tlen, sealed);
+    util_buf_append(&w->buf, sealed, tlen + REPO_SEAL_EXTRA);
+    put32(tail, (uint32_t)(tlen + REPO_SEAL_EXTRA));
+    memcpy(tail + 4, PACK_END, 8);
+    util_buf_append(&w->buf, tail, sizeof(tail));
+    *len = w->buf.len;
+    *data = (uint8_t *)util_buf_steal(&w->buf);
+    SHA256(*data, *len, id);
+    free(table);
+    free(sealed);
+}
+
+void repo_pack_writer_reset(struct repo_pack_writer *w)
+{
+    util_buf_free(&w->buf);
+    w->n = 0;
+}
+
+void repo_pack_writer_free(struct repo_pack_writer *w)
+{
+    util_buf_free(&w->buf);
+    free(w->v);
+    memset(w, 0, sizeof(*w));
+}
+
+int repo_pack_read_table(const struct repo_keys *k, const uint8_t *pack, size_t len,
+                         struct repo_chunk **v, size_t *n, struct util_err *err)
+{
+    uint32_t slen, count;
+    uint8_t *table = NULL;
+    size_t tlen, start;
+    int rc;
+
+    *v = NULL;
+    *n = 0;
+    if (len < 8 + 12 + REPO_SEAL_EXTRA + 4 || memcmp(pack, PACK_MAGIC, 8) != 0 ||
+        memcmp(pack + len - 8, PACK_END, 8) != 0)
+        return util_err_set(err, UTIL_EIO, "not a pack (wrong magic or too short)");
+    slen = get32(pack + len - 12);
+    if (slen < REPO_SEAL_EXTRA + 4 || slen > len - 20)
+        return util_err_set(err, UTIL_EIO, "pack table length %u is out of range", slen);
+    start = len - 12 - slen;
+    tlen = slen - REPO_SEAL_EXTRA;
+    table = util_malloc(tlen);
+    if ((rc = repo_unseal(k, PACK_TABLE_AAD, strlen(PACK_TABLE_AAD), pack + start, slen, table,
+                          err)) != 0)
+        goto out;
+    count = get32(table);
+    if ((tlen - 4) / PACK_ENTRY != count || (tlen - 4) % PACK_ENTRY != 0) {
+        rc = util_err_set(err, UTIL_EIO, "pack table holds %u entries in %zu bytes", count, tlen);
+        goto out;
+    }
+    *v = util_calloc(count ? count : 1, sizeof(**v));
+    for (uint32_t i = 0; i < count; i++) {
+        const uint8_t *e = table + 4 + (size_t)i * PACK_ENTRY;
+        struct repo_chunk *c = &(*v)[i];
+        memcpy(c->hash, e, REPO_HASH_LEN);
+        c->offset = get32(e + 32);
+        c->stored = get32(e + 36);
+        c->plain = get32(e + 40);
+        c->flags = e[44];
+        if (c->offset < 8 || c->stored < REPO_SEAL_EXTRA || c->offset > start ||
+            c->stored > start - c->offset || (c->flags & ~REPO_BLOB_ZSTD) != 0) {
+            rc = util_err_set(err, UTIL_EIO, "pack table entry %u points outside the pack", i);
+            free(*v);
+            *v = NULL;
+            goto out;
+        }
+    }
+    *n = count;
+out:
+    free(table);
+    return rc;
+}
+
+/* ---- chunk sets ---- */
+
+void repo_chunkset_init(struct repo_chunkset *s)
+{
+    memset(s, 0, sizeof(*s));
+}
+
+uint32_t repo_chunkset_pack(struct repo_chunkset *s, const uint8_t id[REPO_HASH_LEN])
+{
+    /* Newest first: a backup adds chunks of the pack it just wrote. */
+    for (size_t i = s->npacks; i-- > 0;)
+        if (memcmp(s->packs[i], id, REPO_HASH_LEN) == 0)
+            return (uint32_t)i;
+    s->packs = util_grow(s->packs, &s->cappacks, s->npacks + 1, sizeof(*s->packs));
+    memcpy(s->packs[s->npacks], id, REPO_HASH_LEN);
+    return (uint32_t)s->npacks++;
+}
+
+void repo_chunkset_add(struct repo_chunkset *s, const struct repo_chunk *c)
+{
+    s->v = util_grow(s->v, &s->cap, s->n + 1, sizeof(*s->v));
+    s->v[s->n++] = *c;
+}
+
+static int repo_chunk_cmp(const void *a, const void *b)
+{
+    return memcmp(((const struct repo_chunk *)a)->hash, ((const struct repo_chunk *)b)->hash,
+                  REPO_HASH_LEN);
+}
+
+void repo_chunkset_sort(struct repo_chunkset *s)
+{
+    size_t j = 0;
+    if (s->n > 1)
+        qsort(s->v, s->n, sizeof(*s->v), repo_chunk_cmp);
+    for (size_t i = 0; i < s->n; i++)
+        if (j == 0 || memcmp(s->v[j - 1].hash, s->v[i].hash, REPO_HASH_LEN) != 0)
+            s->v[j++] = s->v[i];
+    s->n = j;
+}
+
+const struct repo_chunk *repo_chunkset_find(const struct repo_chunkset *s,
+                                            const uint8_t hash[REPO_HASH_LEN])
+{
+    struct repo_chunk key;
+    memcpy(key.hash, hash, REPO_HASH_LEN);
+    return s->n ? bsearch(&key, s->v, s->n, sizeof(*s->v), repo_chunk_cmp) : NULL;
+}
+
+static void repo_chunkset_aad(uint8_t *aad, const char *id)
+{
+    memcpy(aad, CHUNKS_MAGIC, 8);
+    memcpy(aad + 8, id, REPO_ID_LEN);
+}
+
+void repo_chunkset_encode(const struct repo_chunkset *s, const struct repo_keys *k, const char *id,
+                          uint8_t **data, size_t *len)
+{
+    size_t plen = 8 + 4 + s->npacks * REPO_HASH_LEN + 4 + s->n * CHUNK_ENTRY;
+    uint8_t *p = util_malloc(plen), *q = p, aad[8 + REPO_ID_LEN];
+
+    memcpy(q, CHUNKS_MAGIC, 8);
+    q += 8;
+    put32(q, (uint32_t)s->npacks);
+    q += 4;
+    for (size_t i = 0; i < s->npacks; i++, q += REPO_HASH_LEN)
+        memcpy(q, s->packs[i], REPO_HASH_LEN);
+    put32(q, (uint32_t)s->n);
+    q += 4;
+    for (size_t i = 0; i < s->n; i++, q += CHUNK_ENTRY) {
+        memcpy(q, s->v[i].hash, REPO_HASH_LEN);
+        put32(q + 32, s->v[i].pack);
+        put32(q + 36, s->v[i].offset);
+        put32(q + 40, s->v[i].stored);
+        put32(q + 44, s->v[i].plain);
+        q[48] = s->v[i].flags;
+    }
+    repo_chunkset_aad(aad, id);
+    *len = plen + REPO_SEAL_EXTRA;
+    *data = util_malloc(*len);
+    repo_seal(k, aad, sizeof(aad), p, plen, *data);
+    free(p);
+}
+
+int repo_chunkset_decode(struct repo_chunkset *s, const struct repo_keys *k, const char *id,
+                         const uint8_t *data, size_t len, struct util_err *err)
+{
+    uint8_t aad[8 + REPO_ID_LEN], *p;
+    size_t plen, need;
+    uint32_t np, nc;
+    int rc;
+
+    repo_chunkset_init(s);
+    if (len < REPO_SEAL_EXTRA + 16 || strlen(id) != REPO_ID_LEN)
+        return util_err_set(err, UTIL_EIO, "chunk set of %.40s: too short", id);
+    plen = len - REPO_SEAL_EXTRA;
+    p = util_malloc(plen);
+    repo_chunkset_aad(aad, id);
+    if ((rc = repo_unseal(k, aad, sizeof(aad), data, len, p, err)) != 0) {
+        util_err_set(err, rc,
+                     "chunk set of %s: authentication failed (changed, moved or wrong "
+                     "key)",
+                     id);
+        goto out;
+    }
+    rc = UTIL_EIO;
+    if (memcmp(p, CHUNKS_MAGIC, 8) != 0)
+        goto bad;
+    np = get32(p + 8);
+    if (np > (plen - 16) / REPO_HASH_LEN)
+        goto bad;
+    need = 12 + (size_t)np * REPO_HASH_LEN + 4;
+    if (need > plen)
+        goto bad;
+    nc = get32(p + need - 4);
+    if (nc > (plen - need) / CHUNK_ENTRY || need + (size_t)nc * CHUNK_ENTRY != plen)
+        goto bad;
+    s->npacks = s->cappacks = np;
+    s->packs = util_malloc(np ? np * REPO_HASH_LEN : 1);
+    memcpy(s->packs, p + 12, (size_t)np * REPO_HASH_LEN);
+    s->n = s->cap = nc;
+    s->v = util_calloc(nc ? nc : 1, sizeof(*s->v));
+    for (uint32_t i = 0; i < nc; i++) {
+        const uint8_t *e = p + need + (size_t)i * CHUNK_ENTRY;
+        struct repo_chunk *c = &s->v[i];
+        memcpy(c->hash, e, REPO_HASH_LEN);
+        c->pack = get32(e + 32);
+        c->offset = get32(e + 36);
+        c->stored = get32(e + 40);
+        c->plain = get32(e + 44);
+        c->flags = e[48];
+        if (c->pack >= np || c->stored < REPO_SEAL_EXTRA || (c->flags & ~REPO_BLOB_ZSTD) != 0 ||
+            (i > 0 && memcmp(s->v[i - 1].hash, c->hash, REPO_HASH_LEN) >= 0))
+            goto bad;
+    }
+    rc = 0;
+    goto out;
+bad:
+    repo_chunkset_free(s);
+    util_err_set(err, UTIL_EIO, "chunk set of %s: malformed", id);
+out:
+    free(p);
+    return rc;
+}
+
+void repo_chunkset_free(struct repo_chunkset *s)
+{
+    free(s->packs);
+    free(s->v);
+    memset(s, 0, sizeof(*s));
+}

@@ -1,0 +1,573 @@
+/*
+ * The repository format: every object round-trips, every sealed object refuses a
+ * changed byte, a wrong key is a clear error, and decoders refuse what they did
+ * not write.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <openssl/sha.h>
+
+#include "repo/repo.h"
+
+#define ID1 "20261202T170127Z-9f3c2a1b7d4e6058"
+#define ID2 "20261203T170127Z-0000000000000001"
+
+static struct repo_keys test_keys(uint8_t fill)
+{
+    struct repo_keys k;
+    uint8_t master[32];
+    memset(master, fill, sizeof(master));
+    repo_keys_derive(&k, master);
+    return k;
+}
+
+static void test_config_round_trip_and_wrong_key(void **state)
+{
+    struct repo_config c, d;
+    struct util_err err = {0};
+    assert_int_equal(repo_config_create(&c, "secret", 6, 1024, &err), 0);
+    char *json = repo_config_encode(&c);
+    assert_non_null(strstr(json, "\"cipher\": \"aes-256-gcm\""));
+    assert_null(strstr(json, "secret"));
+    assert_int_equal(repo_config_decode(&d, json, strlen(json), &err), 0);
+    assert_int_equal(d.chunk_avg, 1024 * 1024);
+    assert_string_equal(d.compression, "zstd-1");
+    assert_int_equal(repo_config_unlock(&d, "secret", 6, &err), 0);
+    assert_memory_equal(&c.keys, &d.keys, sizeof(c.keys));
+    /* A wrong key says so. */
+    assert_int_equal(repo_config_decode(&d, json, strlen(json), &err), 0);
+    assert_int_equal(repo_config_unlock(&d, "secreT", 6, &err), UTIL_EINVAL);
+    assert_non_null(strstr(err.msg, "wrong key"));
+    free(json);
+    assert_int_equal(repo_config_create(&c, "", 0, 1024, &err), UTIL_EINVAL);
+}
+
+static void test_config_rejects(void **state)
+{
+    struct repo_config c;
+    struct util_err err = {0};
+    assert_int_equal(repo_config_create(&c, "k", 1, 1024, &err), 0);
+    char *json = repo_config_encode(&c);
+    static const struct {
+        const char *from, *to, *msg;
+    } edits[] = {
+        {"\"format\": 1", "\"format\": 2", "format 2"},
+        {"\"aes-256-gcm\"", "\"aes-128-cbc\"", "algorithm"},
+        {"\"min\": 524288", "\"min\": 1", "out of range"},
+        {"\"N\": 1024", "\"N\": 1000", "out of range"},
+        {"\"zstd-1\"", "\"zstd-x\"", "zstd-1..19"},
+        {"\"keyCheck\": \"", "\"keyCheck\": \"zz", "malformed"},
+        {"\"format\": 1,", "\"format\": 1, \"extra\": 1,", "extra"},
+    };
+    for (size_t i = 0; i < sizeof(edits) / sizeof(edits[0]); i++) {
+        struct repo_config d;
+        char *at = strstr(json, edits[i].from);
+        assert_non_null(at);
+        char *bad = util_asprintf("%.*s%s%s", (int)(at - json), json, edits[i].to,
+                                  at + strlen(edits[i].from));
+        assert_int_equal(repo_config_decode(&d, bad, strlen(bad), &err), UTIL_EINVAL);
+        if (strstr(err.msg, edits[i].msg) == NULL)
+            fail_msg("edit %zu: message \"%s\" lacks \"%s\"", i, err.msg, edits[i].msg);
+        free(bad);
+    }
+    struct repo_config d;
+    assert_int_equal(repo_config_decode(&d, "{", 1, &err), UTIL_EINVAL);
+    assert_non_null(strstr(err.msg, "not JSON"));
+    free(json);
+}
+
+static void test_key_file(void **state)
+{
+    char path[] = "/tmp/lode-test-keyXXXXXX";
+    int fd = mkstemp(path);
+    char *pass;
+    size_t len;
+    struct util_err err = {0};
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "hunter2\n", 8), 8);
+    close(fd);
+    assert_int_equal(repo_key_file_read(path, &pass, &len, &err), 0);
+    assert_int_equal(len, 7);
+    assert_string_equal(pass, "hunter2");
+    free(pass);
+    fd = open(path, O_WRONLY | O_TRUNC);
+    assert_int_equal(write(fd, "\n", 1), 1);
+    close(fd);
+    assert_int_equal(repo_key_file_read(path, &pass, &len, &err), UTIL_EINVAL);
+    assert_non_null(strstr(err.msg, "empty"));
+    unlink(path);
+    assert_int_equal(repo_key_file_read(path, &pass, &len, &err), UTIL_EIO);
+}
+
+static void test_seal_every_byte(void **state)
+{
+    struct repo_keys k = test_keys(1), other = test_keys(2);
+    uint8_t sealed[5 + REPO_SEAL_EXTRA], out[5];
+    struct util_err err = {0};
+    repo_seal(&k, "aad", 3, "hello", 5, sealed);
+    assert_int_equal(repo_unseal(&k, "aad", 3, sealed, sizeof(sealed), out, &err), 0);
+    assert_memory_equal(out, "hello", 5);
+    for (size_t i = 0; i < sizeof(sealed); i++) {
+        sealed[i] ^= 0x01;
+        assert_int_equal(repo_unseal(&k, "aad", 3, sealed, sizeof(sealed), out, &err), UTIL_EIO);
+        sealed[i] ^= 0x01;
+    }
+    assert_int_equal(repo_unseal(&k, "aae", 3, sealed, sizeof(sealed), out, &err), UTIL_EIO);
+    assert_int_equal(repo_unseal(&other, "aad", 3, sealed, sizeof(sealed), out, &err), UTIL_EIO);
+    assert_non_null(strstr(err.msg, "authentication failed"));
+    assert_int_equal(repo_unseal(&k, "aad", 3, sealed, 10, out, &err), UTIL_EIO);
+}
+
+static uint8_t *random_bytes(size_t n, uint64_t s)
+{
+    uint8_t *d = util_malloc(n);
+    for (size_t i = 0; i < n; i++) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        d[i] = (uint8_t)(s >> 24);
+    }
+    return d;
+}
+
+static void test_blob_compressed_and_raw(void **state)
+{
+    struct repo_keys k = test_keys(1);
+    size_t n = 100000, slen;
+    uint8_t *text = util_malloc(n), *noise = random_bytes(n, 5), *sealed, flags, *out;
+    struct repo_chunk c = {0};
+    struct util_err err = {0};
+
+    for (size_t i = 0; i < n; i++)
+        text[i] = "lodestore backs up nodes "[i % 25];
+    out = util_malloc(n);
+    /* Text compresses: the flag is set and the blob is small. */
+    SHA256(text, n, c.hash);
+    repo_blob_seal(&k, 1, c.hash, text, n, &sealed, &slen, &flags);
+    assert_int_equal(flags, REPO_BLOB_ZSTD);
+    assert_true(slen < n / 10);
+    c.stored = (uint32_t)slen;
+    c.plain = (uint32_t)n;
+    c.flags = flags;
+    assert_int_equal(repo_blob_open(&k, &c, sealed, out, &err), 0);
+    assert_memory_equal(out, text, n);
+    /* The flag is bound: claiming raw fails. */
+    c.flags = 0;
+    assert_int_not_equal(repo_blob_open(&k, &c, sealed, out, &err), 0);
+    c.flags = flags;
+    /* So is the hash. */
+    c.hash[0] ^= 1;
+    assert_int_equal(repo_blob_open(&k, &c, sealed, out, &err), UTIL_EIO);
+    assert_non_null(strstr(err.msg, "authentication failed"));
+    free(sealed);
+    /* Noise does not compress: stored raw. */
+    SHA256(noise, n, c.hash);
+    repo_blob_seal(&k, 1, c.hash, noise, n, &sealed, &slen, &flags);
+    assert_int_equal(flags, 0);
+    assert_int_equal(slen, n + REPO_SEAL_EXTRA);
+    c.stored = (uint32_t)slen;
+    c.flags = 0;
+    assert_int_equal(repo_blob_open(&k, &c, sealed, out, &err), 0);
+    assert_memory_equal(out, noise, n);
+    free(sealed);
+    free(out);
+    free(text);
+    free(noise);
+}
+
+static void test_pack_round_trip(void **state)
+{
+    struct repo_keys k = test_keys(3);
+    struct repo_pack_writer w;
+    uint8_t *chunks[3], *pack, id[REPO_HASH_LEN], digest[REPO_HASH_LEN];
+    size_t sizes[3] = {1000, 0, 70000}, len, n;
+    struct repo_chunk *table;
+    struct util_err err = {0};
+
+    repo_pack_writer_init(&w);
+    for (int i = 0; i < 3; i++) {
+        uint8_t hash[REPO_HASH_LEN], *sealed, flags;
+        size_t slen;
+        chunks[i] = random_bytes(sizes[i] + 1, (uint64_t)i + 10);
+        SHA256(chunks[i], sizes[i], hash);
+        repo_blob_seal(&k, 1, hash, chunks[i], sizes[i], &sealed, &slen, &flags);
+        repo_pack_writer_add(&w, hash, sealed, slen, flags, (uint32_t)sizes[i]);
+        free(sealed);
+    }
+    repo_pack_writer_finish(&w, &k, &pack, &len, id);
+    SHA256(pack, len, digest);
+    assert_memory_equal(id, digest, REPO_HASH_LEN); /* the pack id is its SHA-256 */
+    assert_int_equal(repo_pack_read_table(&k, pack, len, &table, &n, &err), 0);
+    assert_int_equal(n, 3);
+    for (int i = 0; i < 3; i++) {
+        uint8_t *out = util_malloc(sizes[i] + 1);
+        assert_int_equal(table[i].plain, sizes[i]);
+        assert_int_equal(repo_blob_open(&k, &table[i], pack + table[i].offset, out, &err), 0);
+        assert_memory_equal(out, chunks[i], sizes[i]);
+        free(out);
+    }
+    free(table);
+    /* Any changed byte of the table or its framing is found. */
+    for (size_t i = len - 60; i < len; i++) {
+        pack[i] ^= 0x40;
+        assert_int_not_equal(repo_pack_read_table(&k, pack, len, &table, &n, &err), 0);
+        assert_null(table);
+        pack[i] ^= 0x40;
+    }
+    assert_int_equal(repo_pack_read_table(&k, pack, 10, &table, &n, &err), UTIL_EIO);
+    assert_non_null(strstr(err.msg, "not a pack"));
+    free(pack);
+    for (int i = 0; i < 3; i++)
+        free(chunks[i]);
+    repo_pack_writer_free(&w);
+}
+
+static void test_chunkset(void **state)
+{
+    struct repo_keys k = test_keys(4);
+    struct repo_chunkset s, d;
+    uint8_t p1[REPO_HASH_LEN] = {1}, p2[REPO_HASH_LEN] = {2}, *data;
+    size_t len;
+    struct util_err err = {0};
+
+    repo_chunkset_init(&s);
+    for (int i = 9; i >= 0; i--) {
+        struct repo_chunk c = {.offset = 8, .stored = 100, .plain = (uint32_t)i, .flags = 1};
+        c.hash[0] = (uint8_t)i;
+        c.pack = repo_chunkset_pack(&s, i % 2 ? p1 : p2);
+        repo_chunkset_add(&s, &c);
+        repo_chunkset_add(&s, &c); /* duplicates are dropped */
+    }
+    repo_chunkset_sort(&s);
+    assert_int_equal(s.n, 10);
+    assert_int_equal(s.npacks, 2);
+    repo_chunkset_encode(&s, &k, ID1, &data, &len);
+    assert_int_equal(repo_chunkset_decode(&d, &k, ID1, data, len, &err), 0);
+    assert_int_equal(d.n, 10);
+    for (int i = 0; i < 10; i++) {
+        uint8_t h[REPO_HASH_LEN] = {(uint8_t)i};
+        const struct repo_chunk *c = repo_chunkset_find(&d, h);
+        assert_non_null(c);
+        assert_int_equal(c->plain, i);
+        assert_memory_equal(d.packs[c->pack], i % 2 ? p1 : p2, REPO_HASH_LEN);
+    }
+    uint8_t missing[REPO_HASH_LEN] = {42};
+    assert_null(repo_chunkset_find(&d, missing));
+    repo_chunkset_free(&d);
+    /* Bound to its snapshot: another id does not open it. */
+    assert_int_equal(repo_chunkset_decode(&d, &k, ID2, data, len, &err), UTIL_EIO);
+    assert_non_null(strstr(err.msg, "authentication failed"));
+    data[len / 2] ^= 1;
+    assert_int_equal(repo_chunkset_decode(&d, &k, ID1, data, len, &err), UTIL_EIO);
+    free(data);
+    repo_chunkset_free(&s);
+}
+
+static void make_file(struct repo_file *f, const char *path, int i)
+{
+    memset(f, 0, sizeof(*f));
+    f->path = util_strdup(path);
+    f->type = i % 3 == 0 ? REPO_FT_DIR : i % 3 == 1 ? REPO_FT_FILE : REPO_FT_SYMLINK;
+    f->mode = 0644;
+    f->uid = 1000;
+    f->gid = 100;
+    f->size = (uint64_t)i * 1000;
+    f->mtime_sec = -5 + i;
+    f->mtime_nsec = 999999999;
+    f->ctime_sec = 1700000000 + i;
+    f->ino = (uint64_t)i + 1;
+    if (f->type == REPO_FT_SYMLINK)
+        f->target = util_asprintf("../target-%d", i);
+    if (f->type == REPO_FT_FILE) {
+        f->nchunks = 2;
+        f->chunks = util_calloc(2, REPO_HASH_LEN);
+        f->chunks[1][0] = (uint8_t)i;
+        f->nxattrs = 1;
+        f->xattrs = util_calloc(1, sizeof(*f->xattrs));
+        f->xattrs[0].name = util_strdup("user.note");
+        f->xattrs[0].value = util_malloc(3);
+        memcpy(f->xattrs[0].value, "a\0b", 3);
+        f->xattrs[0].len = 3;
+    }
+}
+
+/* Writes n files /d00000/f... in order; returns the object. */
+static uint8_t *write_list(const struct repo_keys *k, const char *id, int n, size_t *len)
+{
+    struct repo_files_writer w;
+    struct util_err err = {0};
+    uint8_t *data;
+    repo_files_writer_init(&w, k, id);
+    for (int i = 0; i < n; i++) {
+        struct repo_file f;
+        char path[64];
+        snprintf(path, sizeof(path), "/d%05d", i);
+        make_file(&f, path, i);
+        assert_int_equal(repo_files_writer_add(&w, &f, &err), 0);
+        repo_file_free(&f);
+    }
+    repo_files_writer_finish(&w, &data, len);
+    return data;
+}
+
+static void test_file_list_round_trip(void **state)
+{
+    struct repo_keys k = test_keys(5);
+    size_t len;
+    int n = 60000; /* several frames */
+    uint8_t *data = write_list(&k, ID1, n, &len);
+    struct repo_files_reader r;
+    struct util_err err = {0};
+    struct repo_file f;
+    int i = 0, rc;
+
+    assert_int_equal(repo_files_reader_init(&r, &k, ID1, data, len, &err), 0);
+    while ((rc = repo_files_reader_next(&r, &f, &err)) == 1) {
+        struct repo_file want;
+        char path[64];
+        snprintf(path, sizeof(path), "/d%05d", i);
+        make_file(&want, path, i);
+        assert_string_equal(f.path, want.path);
+        assert_int_equal(f.type, want.type);
+        assert_int_equal(f.mtime_sec, want.mtime_sec);
+        assert_int_equal(f.mtime_nsec, want.mtime_nsec);
+        assert_int_equal(f.size, want.size);
+        assert_int_equal(f.nchunks, want.nchunks);
+        if (f.nchunks)
+            assert_memory_equal(f.chunks, want.chunks, f.nchunks * REPO_HASH_LEN);
+        assert_int_equal(f.nxattrs, want.nxattrs);
+        if (f.nxattrs)
+            assert_memory_equal(f.xattrs[0].value, "a\0b", 3);
+        if (want.target)
+            assert_string_equal(f.target, want.target);
+        repo_file_free(&want);
+        repo_file_free(&f);
+        i++;
+    }
+    assert_int_equal(rc, 0);
+    assert_int_equal(i, n);
+    assert_true(r.frame > 1);
+    repo_files_reader_free(&r);
+
+    /* Cut after the first frame: found, not read as a short list. */
+    size_t first = 8 + 4 + (data[8] | data[9] << 8 | data[10] << 16 | (size_t)data[11] << 24);
+    assert_int_equal(repo_files_reader_init(&r, &k, ID1, data, first, &err), 0);
+    while ((rc = repo_files_reader_next(&r, &f, &err)) == 1)
+        repo_file_free(&f);
+    assert_true(rc < 0);
+    assert_non_null(strstr(err.msg, "failed authentication"));
+    repo_files_reader_free(&r);
+    /* Another snapshot's id does not open it. */
+    assert_int_equal(repo_files_reader_init(&r, &k, ID2, data, len, &err), 0);
+    assert_true(repo_files_reader_next(&r, &f, &err) < 0);
+    repo_files_reader_free(&r);
+    free(data);
+}
+
+static void test_file_list_order_and_paths(void **state)
+{
+    struct repo_keys k = test_keys(5);
+    struct repo_files_writer w;
+    struct repo_file f;
+    struct util_err err = {0};
+    static const char *bad[] = {"relative", "/a//b", "/a/./b", "/a/..", "/a/"};
+
+    repo_files_writer_init(&w, &k, ID1);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        make_file(&f, bad[i], 0);
+        assert_int_equal(repo_files_writer_add(&w, &f, &err), UTIL_EINVAL);
+        assert_non_null(strstr(err.msg, "normalized"));
+        repo_file_free(&f);
+    }
+    make_file(&f, "/b", 0);
+    assert_int_equal(repo_files_writer_add(&w, &f, &err), 0);
+    repo_file_free(&f);
+    make_file(&f, "/a", 0);
+    assert_int_equal(repo_files_writer_add(&w, &f, &err), UTIL_EINVAL);
+    assert_non_null(strstr(err.msg, "out of order"));
+    repo_file_free(&f);
+    repo_files_writer_free(&w);
+}
+
+static void test_empty_file_list(void **state)
+{
+    struct repo_keys k = test_keys(5);
+    size_t len;
+    uint8_t *data = write_list(&k, ID1, 0, &len);
+    struct repo_files_reader r;
+    struct repo_file f;
+    struct util_err err = {0};
+    assert_int_equal(repo_files_reader_init(&r, &k, ID1, data, len, &err), 0);
+    assert_int_equal(repo_files_reader_next(&r, &f, &err), 0);
+    repo_files_reader_free(&r);
+    assert_int_equal(repo_files_reader_init(&r, &k, ID1, (const uint8_t *)"XXXXXXXX", 8, &err),
+                     UTIL_EIO);
+    free(data);
+}
+
+static void test_merge(void **state)
+{
+    /* Parent has /d00000../d00009; the walk sees 1, 3, 4 (changed), 12 (new). */
+    struct repo_keys k = test_keys(6);
+    size_t len;
+    uint8_t *data = write_list(&k, ID1, 10, &len);
+    struct repo_files_reader r;
+    struct repo_merge m;
+    const struct repo_file *match;
+    struct util_err err = {0};
+    struct repo_file now;
+
+    assert_int_equal(repo_files_reader_init(&r, &k, ID1, data, len, &err), 0);
+    repo_merge_init(&m, &r);
+    make_file(&now, "/d00001", 1);
+    assert_int_equal(repo_merge_find(&m, "/d00001", &match, &err), 1);
+    assert_true(repo_file_unchanged(match, &now));
+    repo_file_free(&now);
+    assert_int_equal(repo_merge_find(&m, "/d00003", &match, &err), 1);
+    make_file(&now, "/d00004", 4);
+    now.mtime_nsec = 1;
+    assert_int_equal(repo_merge_find(&m, "/d00004", &match, &err), 1);
+    assert_false(repo_file_unchanged(match, &now));
+    repo_file_free(&now);
+    assert_int_equal(repo_merge_find(&m, "/d00012", &match, &err), 0);
+    assert_null(match);
+    assert_int_equal(repo_merge_finish(&m, &err), 0);
+    /* 0, 2, 5, 6, 7, 8, 9 are gone. */
+    assert_int_equal(m.deleted, 7);
+    repo_merge_free(&m);
+    repo_files_reader_free(&r);
+    /* Without a parent, nothing matches. */
+    repo_merge_init(&m, NULL);
+    assert_int_equal(repo_merge_find(&m, "/x", &match, &err), 0);
+    assert_int_equal(repo_merge_finish(&m, &err), 0);
+    assert_int_equal(m.deleted, 0);
+    free(data);
+}
+
+static void test_unchanged_rules(void **state)
+{
+    struct repo_file a, b;
+    make_file(&a, "/f", 1);
+    make_file(&b, "/f", 1);
+    assert_true(repo_file_unchanged(&a, &b));
+    b.size++;
+    assert_false(repo_file_unchanged(&a, &b));
+    b.size--;
+    b.ino++;
+    assert_false(repo_file_unchanged(&a, &b));
+    b.ino--;
+    b.ctime_sec++;
+    assert_false(repo_file_unchanged(&a, &b));
+    b.ctime_sec--;
+    b.type = REPO_FT_DIR;
+    assert_false(repo_file_unchanged(&a, &b));
+    b.type = REPO_FT_FILE;
+    repo_file_free(&a);
+    repo_file_free(&b);
+}
+
+static void test_run_record(void **state)
+{
+    struct repo_run r = {.id = ID2, .parent = ID1, .max_runtime = 3600, .agent = "v1"}, d;
+    struct util_err err = {0};
+    char *json = repo_run_encode(&r);
+    assert_int_equal(repo_run_decode(&d, json, strlen(json), &err), 0);
+    assert_string_equal(d.parent, ID1);
+    assert_int_equal(d.max_runtime, 3600);
+    free(json);
+    r.parent[0] = '\0';
+    json = repo_run_encode(&r);
+    assert_non_null(strstr(json, "\"parent\": null"));
+    assert_int_equal(repo_run_decode(&d, json, strlen(json), &err), 0);
+    assert_string_equal(d.parent, "");
+    free(json);
+    static const char *bad[] = {
+        "{}",
+        "{\"format\":1,\"id\":\"x\",\"parent\":null,\"maxRuntimeSeconds\":1,\"agent\":\"a\"}",
+        "{\"format\":1,\"id\":\"" ID1 "\",\"parent\":null,\"maxRuntimeSeconds\":0,\"agent\":\"a\"}",
+        "{\"format\":1,\"id\":\"" ID1 "\",\"parent\":7,\"maxRuntimeSeconds\":1,\"agent\":\"a\"}",
+        "[",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(repo_run_decode(&d, bad[i], strlen(bad[i]), &err), UTIL_EINVAL);
+}
+
+static void test_manifest(void **state)
+{
+    struct repo_keys k = test_keys(7), other = test_keys(8);
+    struct repo_manifest m = {.id = ID2,
+                              .parent = "",
+                              .max_runtime = 60,
+                              .incomplete = true,
+                              .files = 3,
+                              .bytes = 10,
+                              .new_bytes = 5,
+                              .uploaded_bytes = 4,
+                              .errors = 1,
+                              .agent = "v1"},
+                         d;
+    char *paths[] = {"/etc", "/home"};
+    struct repo_error errs[] = {{"/etc/shadow", "Permission denied"}};
+    struct util_err err = {0};
+
+    repo_source_set(&m.src, "default", "etc", "node-1", &err);
+    m.paths = paths;
+    m.npaths = 2;
+    m.errs = errs;
+    m.nerrs = 1;
+    char *json = repo_manifest_encode(&m, &k);
+    assert_null(strstr(json, "/etc")); /* paths are sealed */
+    assert_int_equal(repo_manifest_decode(&d, json, strlen(json), &k, &err), 0);
+    assert_int_equal(d.files, 3);
+    assert_true(d.incomplete);
+    assert_int_equal(d.npaths, 2);
+    assert_string_equal(d.paths[1], "/home");
+    assert_int_equal(d.nerrs, 1);
+    assert_string_equal(d.errs[0].message, "Permission denied");
+    repo_manifest_free(&d);
+    /* Counters without the key. */
+    assert_int_equal(repo_manifest_decode(&d, json, strlen(json), NULL, &err), 0);
+    assert_int_equal(d.bytes, 10);
+    assert_int_equal(d.npaths, 0);
+    repo_manifest_free(&d);
+    assert_int_equal(repo_manifest_decode(&d, json, strlen(json), &other, &err), UTIL_EIO);
+    assert_non_null(strstr(err.msg, "wrong key"));
+    /* Moving it to another id fails authentication. */
+    char *moved = util_strdup(json);
+    char *at = strstr(moved, ID2);
+    memcpy(at, ID1, REPO_ID_LEN);
+    assert_int_equal(repo_manifest_decode(&d, moved, strlen(moved), &k, &err), UTIL_EIO);
+    free(moved);
+    free(json);
+    assert_int_equal(repo_manifest_decode(&d, "{\"format\":1}", 12, NULL, &err), UTIL_EINVAL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_config_round_trip_and_wrong_key),
+        cmocka_unit_test(test_config_rejects),
+        cmocka_unit_test(test_key_file),
+        cmocka_unit_test(test_seal_every_byte),
+        cmocka_unit_test(test_blob_compressed_and_raw),
+        cmocka_unit_test(test_pack_round_trip),
+        cmocka_unit_test(test_chunkset),
+        cmocka_unit_test(test_file_list_round_trip),
+        cmocka_unit_test(test_file_list_order_and_paths),
+        cmocka_unit_test(test_empty_file_list),
+        cmocka_unit_test(test_merge),
+        cmocka_unit_test(test_unchanged_rules),
+        cmocka_unit_test(test_run_record),
+        cmocka_unit_test(test_manifest),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
