@@ -1,9 +1,9 @@
 /*
  * controller: the Lodestore daemon on one libuv loop.
  *
- * Four reflectors (BackupPolicies, Backups, Jobs labelled as Lodestore's, Nodes)
- * feed compact caches (state.h). Every change marks the (policy, host) pairs it
- * touches dirty; an idle handle reconciles the queued pairs once per loop iteration
+ * Four reflectors (BackupPolicies, Backups, Jobs labelled as Lodestore's, Nodes;
+ * enum ctl_reflector_kind) feed compact caches (state.h). Every change marks the (policy, host)
+ * pairs it touches dirty; an idle handle reconciles the queued pairs once per loop iteration
  * (reconcile.h) and carries out the actions with the API client; one timer over a
  * heap of wake times (heap.h) marks pairs dirty when their next run, time_limit
  * deadline or overdue moment comes. Policy status is written after the pairs, only
@@ -12,8 +12,10 @@
  * names derived from (policy, host, slot) make a second start of a slot impossible.
  *
  * With leader election on, nothing is listed or written until the Lease is held, and
- * a leader that cannot renew in time exits, so two replicas never act at once for
- * long (and even then the names keep runs unique).
+ * a leader that cannot renew in time stops acting at once and reports it through
+ * lease_lost_cb (lode-controller then exits, so the Deployment starts a fresh
+ * candidate); two replicas never act at once for long, and even then the names keep
+ * runs unique.
  *
  * Costs (bench/controller, allocator counts): a node 285 bytes with 12 labels (about
  * 190 plus 8 per label), a Backup kept 384 bytes plus its map entry, a schedule entry 26 bytes of
@@ -51,6 +53,9 @@ struct ctl_options {
     const char *identity; /* NULL = $POD_NAME or the host name and pid */
     int64_t lease_duration_ms, renew_deadline_ms, retry_period_ms;
     int log_level; /* 0 error, 1 info, 2 debug */
+    /* Called once when the Lease is lost (acting has stopped); required with leader_elect. */
+    void (*lease_lost_cb)(void *arg);
+    void *cb_arg;
 };
 
 void ctl_options_defaults(struct ctl_options *o);
@@ -58,13 +63,13 @@ void ctl_options_defaults(struct ctl_options *o);
 struct ctl; /* opaque: the daemon */
 
 /* Builds the daemon on loop: reads the kubeconfig and the tz database, binds /metrics. */
-int ctl_init(struct ctl **out, uv_loop_t *loop, const struct ctl_options *opts,
+int ctl_init(uv_loop_t *loop, struct ctl **out, const struct ctl_options *opts,
              struct util_err *err);
 /* Starts leader election (or acting at once), the informers and the server. */
 void ctl_start(struct ctl *c);
-/* Stops everything gracefully; the loop then runs out, after which ctl_free. */
+/* Stops everything gracefully; the loop then runs out, after which ctl_close. */
 void ctl_stop(struct ctl *c);
-void ctl_free(struct ctl *c);
+void ctl_close(struct ctl *c);
 /* The port /metrics listens on (after ctl_init). */
 int ctl_metrics_port(const struct ctl *c);
 /* The controller's clock: the wall clock plus the test offset. */

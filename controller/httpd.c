@@ -195,8 +195,8 @@ static void ctl_httpd_accept_cb(uv_stream_t *server, int status)
     uv_read_start((uv_stream_t *)&c->tcp, ctl_httpd_alloc_cb, ctl_httpd_read_cb);
 }
 
-int ctl_httpd_start(struct ctl_httpd *s, uv_loop_t *loop, const char *host, int port,
-                    ctl_httpd_handler_cb handler, void *arg, struct util_err *err)
+int ctl_httpd_init(uv_loop_t *loop, struct ctl_httpd *s, const char *host, int port,
+                   ctl_httpd_handler_cb handler, void *arg, struct util_err *err)
 {
     struct sockaddr_storage addr;
     struct sockaddr_storage bound;

@@ -40,8 +40,8 @@ struct ctl_httpd {
 #define CTL_HTTPD_IDLE_MS     10000
 
 /* Binds host:port (port 0 picks a free one, read back in s->port) and starts listening. */
-int ctl_httpd_start(struct ctl_httpd *s, uv_loop_t *loop, const char *host, int port,
-                    ctl_httpd_handler_cb handler, void *arg, struct util_err *err);
+int ctl_httpd_init(uv_loop_t *loop, struct ctl_httpd *s, const char *host, int port,
+                   ctl_httpd_handler_cb handler, void *arg, struct util_err *err);
 /* Closes the listener and every open connection; close_cb runs when all are closed. */
 void ctl_httpd_close(struct ctl_httpd *s, void (*close_cb)(struct ctl_httpd *s));
 

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "api/api.h"
 #include "util/util.h"
 
 struct ctl_leader {
@@ -35,7 +36,7 @@ static void ctl_leader_micro_time(char *buf, size_t size)
     snprintf(buf, size, "%.19s.%06ldZ", base, ts.tv_nsec / 1000);
 }
 
-int ctl_leader_init(struct ctl_leader **out, uv_loop_t *loop, struct kube_client *kube,
+int ctl_leader_init(uv_loop_t *loop, struct ctl_leader **out, struct kube_client *kube,
                     const struct ctl_leader_opts *opts, struct util_err *err)
 {
     if (opts->namespace == NULL || opts->name == NULL || opts->identity == NULL)
@@ -48,10 +49,7 @@ int ctl_leader_init(struct ctl_leader **out, uv_loop_t *loop, struct kube_client
     l->namespace = util_strdup(opts->namespace);
     l->name = util_strdup(opts->name);
     l->identity = util_strdup(opts->identity);
-    l->res.group = "coordination.k8s.io";
-    l->res.version = "v1";
-    l->res.resource = "leases";
-    l->res.namespace = l->namespace;
+    l->res = api_in(&api_leases, l->namespace);
     uv_timer_init(loop, &l->timer);
     l->timer.data = l;
     *out = l;

@@ -35,7 +35,7 @@ struct ctl_leader_opts {
     void *arg;
 };
 
-int ctl_leader_init(struct ctl_leader **out, uv_loop_t *loop, struct kube_client *kube,
+int ctl_leader_init(uv_loop_t *loop, struct ctl_leader **out, struct kube_client *kube,
                     const struct ctl_leader_opts *opts, struct util_err *err);
 void ctl_leader_start(struct ctl_leader *l);
 /*

@@ -1,5 +1,6 @@
 /*
- * lode-controller: flags, signals, and the loop. Everything else is in controller.c.
+ * lode-controller: flags, signals, and the loop. Everything else is in the controller module
+ * (controller.h).
  */
 #include <getopt.h>
 #include <signal.h>
@@ -73,6 +74,18 @@ static void on_signal(uv_signal_t *h, int signum)
     uv_close((uv_handle_t *)&sigterm, NULL);
     uv_close((uv_handle_t *)&sigint, NULL);
     ctl_stop(controller);
+}
+
+/*
+ * The controller stopped acting when the Lease was lost. Exit at once rather than
+ * stop gracefully: a graceful stop would still send the writes in flight, racing the
+ * new leader; the Deployment restarts the pod, which starts again as a candidate.
+ */
+static void on_lease_lost(void *arg)
+{
+    fprintf(stderr, "lode-controller: lost the leader Lease; exiting so a new process starts as "
+                    "a candidate\n");
+    exit(1);
 }
 
 int main(int argc, char **argv)
@@ -249,7 +262,8 @@ int main(int argc, char **argv)
     }
 
     uv_loop_t *loop = uv_default_loop();
-    rc = ctl_init(&controller, loop, &o, &err);
+    o.lease_lost_cb = on_lease_lost;
+    rc = ctl_init(loop, &controller, &o, &err);
     if (rc != 0) {
         fprintf(stderr, "lode-controller: %s\n", err.msg);
         free(metrics_host);
@@ -261,7 +275,7 @@ int main(int argc, char **argv)
     uv_signal_start(&sigint, on_signal, SIGINT);
     ctl_start(controller);
     uv_run(loop, UV_RUN_DEFAULT);
-    ctl_free(controller);
+    ctl_close(controller);
     uv_loop_close(loop);
     free(metrics_host);
     return 0;

@@ -79,6 +79,52 @@ const char *ctl_trigger_name(enum ctl_trigger t)
     }
 }
 
+const char *ctl_phase_name(enum ctl_phase p)
+{
+    static const char *const names[] = {"Pending", "Running", "Succeeded", "Failed"};
+    return names[p];
+}
+
+bool ctl_phase_done(enum ctl_phase p)
+{
+    return p == CTL_PHASE_SUCCEEDED || p == CTL_PHASE_FAILED;
+}
+
+static json_t *ctl_time_json(int64_t t)
+{
+    char buf[UTIL_TIME_BUF];
+    util_format_utc(t, buf, sizeof(buf));
+    return json_string(buf);
+}
+
+json_t *ctl_backup_status_json(const struct ctl_backup_status *s)
+{
+    json_t *st = json_object();
+    json_object_set_new(st, "phase", json_string(ctl_phase_name(s->phase)));
+    if (ctl_phase_done(s->phase)) {
+        json_object_set_new(st, "reason", s->reason ? json_string(s->reason) : json_null());
+        json_object_set_new(st, "message", json_string(s->message ? s->message : ""));
+    } else if (s->reason != NULL) {
+        json_object_set_new(st, "reason", json_string(s->reason));
+    }
+    if (s->slot_time != 0)
+        json_object_set_new(st, "slotTime", ctl_time_json(s->slot_time));
+    if (s->run_time != 0)
+        json_object_set_new(st, "runTime", ctl_time_json(s->run_time));
+    if (s->started != 0)
+        json_object_set_new(st, "startTime", ctl_time_json(s->started));
+    if (s->completed != 0)
+        json_object_set_new(st, "completionTime", ctl_time_json(s->completed));
+    if (s->has_duration) {
+        char buf[32];
+        policy_format_duration(s->duration > 0 ? s->duration : 0, buf, sizeof(buf));
+        json_object_set_new(st, "duration", json_string(buf));
+    }
+    if (s->job_name != NULL)
+        json_object_set_new(st, "jobName", json_string(s->job_name));
+    return json_pack("{s:o}", "status", st);
+}
+
 static json_t *ctl_labels(const struct policy *p, const struct ctl_run *run)
 {
     char host[CTL_NAME_MAX], slot[CTL_NAME_MAX];
@@ -96,7 +142,7 @@ static json_t *ctl_labels(const struct policy *p, const struct ctl_run *run)
 
 static json_t *ctl_owner(const char *kind, const char *name, const char *uid)
 {
-    return json_pack("[{s:s, s:s, s:s, s:s, s:b, s:b}]", "apiVersion", CTL_API_VERSION, "kind",
+    return json_pack("[{s:s, s:s, s:s, s:s, s:b, s:b}]", "apiVersion", API_GROUP_VERSION, "kind",
                      kind, "name", name, "uid", uid, "controller", 1, "blockOwnerDeletion", 1);
 }
 
@@ -105,10 +151,13 @@ json_t *ctl_backup_json(const struct policy *p, const struct ctl_run *run)
     json_t *meta =
         json_pack("{s:s, s:s, s:o, s:{s:s}}", "name", run->backup_name, "namespace", p->namespace,
                   "labels", ctl_labels(p, run), "annotations", CTL_ANNOT_HOST, run->host);
+    if (run->slot_time != 0)
+        json_object_set_new(json_object_get(meta, "annotations"), CTL_ANNOT_SLOT_TIME,
+                            ctl_time_json(run->slot_time));
     if (run->policy_uid != NULL)
         json_object_set_new(meta, "ownerReferences",
                             ctl_owner("BackupPolicy", p->name, run->policy_uid));
-    return json_pack("{s:s, s:s, s:o, s:{s:s, s:s, s:s, s:s}}", "apiVersion", CTL_API_VERSION,
+    return json_pack("{s:s, s:s, s:o, s:{s:s, s:s, s:s, s:s}}", "apiVersion", API_GROUP_VERSION,
                      "kind", "Backup", "metadata", meta, "spec", "policy", p->name, "host",
                      run->host, "slot", run->slot, "trigger", ctl_trigger_name(run->trigger));
 }

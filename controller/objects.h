@@ -21,19 +21,21 @@
 #ifndef LODE_CTL_OBJECTS_H
 #define LODE_CTL_OBJECTS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <jansson.h>
 
+#include "api/api.h"
 #include "policy/policy.h"
 
-#define CTL_LABEL_MANAGED "app.kubernetes.io/managed-by"
-#define CTL_MANAGER       "lodestore"
-#define CTL_LABEL_POLICY  "lodestore.io/policy"
-#define CTL_LABEL_HOST    "lodestore.io/host"
-#define CTL_LABEL_SLOT    "lodestore.io/slot"
-#define CTL_ANNOT_HOST    "lodestore.io/host"
-#define CTL_API_VERSION   "lodestore.io/v1alpha1"
+#define CTL_LABEL_MANAGED   "app.kubernetes.io/managed-by"
+#define CTL_MANAGER         "lodestore"
+#define CTL_LABEL_POLICY    "lodestore.io/policy"
+#define CTL_LABEL_HOST      "lodestore.io/host"
+#define CTL_LABEL_SLOT      "lodestore.io/slot"
+#define CTL_ANNOT_HOST      "lodestore.io/host"
+#define CTL_ANNOT_SLOT_TIME "lodestore.io/slot-time"
 
 /* Room for any name or label value built here, with its NUL. */
 #define CTL_NAME_MAX 64
@@ -54,6 +56,10 @@ void ctl_slot_label(const char *slot, char out[CTL_NAME_MAX]);
 enum ctl_trigger { CTL_TRIGGER_SCHEDULED, CTL_TRIGGER_CATCH_UP, CTL_TRIGGER_MANUAL };
 const char *ctl_trigger_name(enum ctl_trigger t);
 
+enum ctl_phase { CTL_PHASE_PENDING, CTL_PHASE_RUNNING, CTL_PHASE_SUCCEEDED, CTL_PHASE_FAILED };
+const char *ctl_phase_name(enum ctl_phase p);
+bool ctl_phase_done(enum ctl_phase p);
+
 /* What a run needs beyond the policy. */
 struct ctl_run {
     const char *host;
@@ -62,6 +68,7 @@ struct ctl_run {
     const char *policy_uid; /* the owner of the Backup */
     const char *backup_name;
     const char *backup_uid; /* the owner of the Job */
+    int64_t slot_time;      /* the slot's instant (the slot-time annotation), 0 for a manual run */
 };
 
 /* Where the agent finds its repository's credentials. */
@@ -72,6 +79,25 @@ struct ctl_job_opts {
     const char *access_key_key; /* its keys; defaults AWS_ACCESS_KEY_ID ... */
     const char *secret_key_key;
 };
+
+/*
+ * A Backup's status, or a patch of it: each member is written when set (0, NULL and
+ * has_duration false leave it out), except that a final phase always writes reason
+ * (null when NULL) and message.
+ */
+struct ctl_backup_status {
+    enum ctl_phase phase;
+    const char *reason; /* static text: max_runtime, job_failed, time_limit */
+    char *message;      /* owned by whoever fills the struct */
+    int64_t slot_time, run_time;
+    int64_t started, completed;
+    bool has_duration;
+    int64_t duration; /* seconds; negative is written as 0 */
+    const char *job_name;
+};
+
+/* {"status": {...}}, the merge patch that writes s. */
+json_t *ctl_backup_status_json(const struct ctl_backup_status *s);
 
 /* The Backup object for a scheduled or catch-up run (status is set separately). */
 json_t *ctl_backup_json(const struct policy *p, const struct ctl_run *run);

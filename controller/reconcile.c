@@ -15,10 +15,10 @@ void ctl_actions_free(struct ctl_actions *a)
         struct ctl_action *x = &a->v[i];
         free(x->ns);
         free(x->name);
+        free(x->host);
+        free(x->backup_uid);
+        free(x->status.message);
         free(x->message);
-        json_decref(x->obj);
-        json_decref(x->status);
-        json_decref(x->job);
     }
     free(a->v);
     ctl_actions_init(a);
@@ -53,37 +53,21 @@ void ctl_slot_text(int64_t local, char out[CTL_SLOT_MAX])
              c.hour, c.minute);
 }
 
-static json_t *ctl_time_json(int64_t t)
-{
-    char buf[UTIL_TIME_BUF];
-    util_format_utc(t, buf, sizeof(buf));
-    return json_string(buf);
-}
-
-static void ctl_set_duration(json_t *status, int64_t seconds)
-{
-    char buf[32];
-    if (seconds < 0)
-        seconds = 0;
-    policy_format_duration(seconds, buf, sizeof(buf));
-    json_object_set_new(status, "duration", json_string(buf));
-}
-
 /* The status patch that makes a Backup final. */
 static void ctl_finish_backup(struct ctl_actions *acts, const struct ctl_backup *b,
                               enum ctl_phase phase, const char *reason, const char *message,
                               int64_t started, int64_t completed)
 {
     struct ctl_action *x = ctl_action_add(acts, CTL_ACT_BACKUP_STATUS, b->ns, b->name);
-    json_t *st = json_object();
-    json_object_set_new(st, "phase", json_string(ctl_phase_name(phase)));
-    json_object_set_new(st, "reason", reason ? json_string(reason) : json_null());
-    json_object_set_new(st, "message", json_string(message ? message : ""));
-    if (started > 0)
-        json_object_set_new(st, "startTime", ctl_time_json(started));
-    json_object_set_new(st, "completionTime", ctl_time_json(completed));
-    ctl_set_duration(st, completed - (started > 0 ? started : b->created));
-    x->obj = json_pack("{s:o}", "status", st);
+    x->status = (struct ctl_backup_status){
+        .phase = phase,
+        .reason = reason,
+        .message = util_strdup(message ? message : ""),
+        .started = started > 0 ? started : 0,
+        .completed = completed,
+        .has_duration = true,
+        .duration = completed - (started > 0 ? started : b->created),
+    };
 }
 
 /* Brings one Backup in line with its Job; returns true when it is still active after. */
@@ -153,19 +137,22 @@ static bool ctl_reconcile_backup(const struct ctl_pair_input *in, const struct c
 
     if (job != NULL && b->phase == CTL_PHASE_PENDING && (job->active > 0 || job->started > 0)) {
         struct ctl_action *x = ctl_action_add(acts, CTL_ACT_BACKUP_STATUS, b->ns, b->name);
-        x->obj =
-            json_pack("{s:{s:s, s:o, s:s}}", "status", "phase", "Running", "startTime",
-                      ctl_time_json(job->started ? job->started : in->now), "jobName", job->name);
+        x->status = (struct ctl_backup_status){
+            .phase = CTL_PHASE_RUNNING,
+            .started = job->started ? job->started : in->now,
+            .job_name = job->name,
+        };
     }
     return true;
 }
 
-static void ctl_add_job(const struct ctl_pair_input *in, const struct ctl_config *cfg,
-                        const struct ctl_backup *b, struct ctl_actions *acts)
+static void ctl_add_job(const struct ctl_backup *b, struct ctl_actions *acts)
 {
-    struct ctl_run run = {b->host, b->slot, b->trigger, in->policy->uid, b->name, b->uid};
     struct ctl_action *x = ctl_action_add(acts, CTL_ACT_CREATE_JOB, b->ns, b->name);
-    x->obj = ctl_job_json(&in->policy->spec, &run, &cfg->job);
+    x->host = util_strdup(b->host);
+    snprintf(x->slot, sizeof(x->slot), "%s", b->slot);
+    x->trigger = b->trigger;
+    x->backup_uid = b->uid ? util_strdup(b->uid) : NULL;
 }
 
 static int ctl_backup_newer(const void *a, const void *b)
@@ -194,8 +181,8 @@ static void ctl_trim_history(const struct ctl_pair_input *in, const struct ctl_c
     free(done);
 }
 
-static void ctl_create_run(const struct ctl_pair_input *in, const struct ctl_config *cfg,
-                           const struct sched_decision *d, struct ctl_actions *acts)
+static void ctl_create_run(const struct ctl_pair_input *in, const struct sched_decision *d,
+                           struct ctl_actions *acts)
 {
     const struct ctl_policy *p = in->policy;
     char slot[CTL_SLOT_MAX], name[CTL_NAME_MAX], late[32], window[32];
@@ -205,15 +192,16 @@ static void ctl_create_run(const struct ctl_pair_input *in, const struct ctl_con
 
     ctl_slot_text(d->slot.local, slot);
     ctl_backup_name(p->ns, p->name, in->host, slot, name);
-    struct ctl_run run = {in->host, slot, trigger, p->uid, name, NULL};
     struct ctl_action *x = ctl_action_add(acts, CTL_ACT_CREATE_RUN, p->ns, name);
-    x->obj = ctl_backup_json(&p->spec, &run);
-    json_object_set_new(json_object_get(json_object_get(x->obj, "metadata"), "annotations"),
-                        CTL_ANNOT_SLOT_TIME, ctl_time_json(d->slot.at));
-    x->status = json_pack("{s:{s:s, s:o, s:o, s:s}}", "status", "phase", "Pending", "slotTime",
-                          ctl_time_json(d->slot.at), "runTime", ctl_time_json(d->run_time),
-                          "jobName", name);
-    x->job = ctl_job_json(&p->spec, &run, &cfg->job);
+    x->host = util_strdup(in->host);
+    memcpy(x->slot, slot, sizeof(slot));
+    x->trigger = trigger;
+    x->status = (struct ctl_backup_status){
+        .phase = CTL_PHASE_PENDING,
+        .slot_time = d->slot.at,
+        .run_time = d->run_time,
+        .job_name = x->name,
+    };
 
     if (trigger == CTL_TRIGGER_CATCH_UP) {
         policy_format_duration(d->late, late, sizeof(late));
@@ -317,7 +305,7 @@ void ctl_reconcile_pair(const struct ctl_pair_input *in, const struct ctl_config
     if (p->valid && node_ready && !running) {
         for (size_t i = 0; i < in->nbackups; i++) {
             if (active[i] && in->jobs[i] == NULL) {
-                ctl_add_job(in, cfg, in->backups[i], acts);
+                ctl_add_job(in->backups[i], acts);
                 running = true;
                 break;
             }
@@ -344,7 +332,7 @@ void ctl_reconcile_pair(const struct ctl_pair_input *in, const struct ctl_config
         out->decided = true;
         out->next_run = out->decision.next_run;
         if (out->decision.run) {
-            ctl_create_run(in, cfg, &out->decision, acts);
+            ctl_create_run(in, &out->decision, acts);
             running = true;
         } else {
             ctl_report_missed(in, &out->decision, last_slot, acts, out);

@@ -44,20 +44,30 @@
 #define CTL_TIME_LIMIT_GRACE 3600
 
 enum ctl_action_type {
-    CTL_ACT_CREATE_RUN,    /* create obj (a Backup), then patch status, then create job */
-    CTL_ACT_CREATE_JOB,    /* create obj (a Job) for an existing Backup */
-    CTL_ACT_BACKUP_STATUS, /* merge-patch obj into Backup name's status */
+    CTL_ACT_CREATE_RUN,    /* create Backup name for run, then patch its first status */
+    CTL_ACT_CREATE_JOB,    /* create the Job of Backup name (the only route to a Job) */
+    CTL_ACT_BACKUP_STATUS, /* merge-patch status into Backup name's status */
     CTL_ACT_DELETE_JOB,    /* delete Job name (background propagation) */
     CTL_ACT_DELETE_BACKUP, /* delete Backup name (its Job goes with it) */
     CTL_ACT_EVENT,         /* an Event about the policy (name empty) or Backup name */
 };
 
+/*
+ * One thing to do, in typed fields: the executor builds the objects (objects.h) from
+ * them and the policy, so nothing is parsed back out of JSON on the way.
+ */
 struct ctl_action {
     enum ctl_action_type type;
-    char *ns, *name;
-    json_t *obj;    /* the object, or the status patch */
-    json_t *status; /* CREATE_RUN: the Backup's first status */
-    json_t *job;    /* CREATE_RUN: the Job; its owner's uid is filled in once known */
+    char *ns, *name; /* the Backup (its Job has the same name); name "" for a policy Event */
+    /* CREATE_RUN, CREATE_JOB: the run */
+    char *host;
+    char slot[CTL_SLOT_MAX]; /* local slot text, "" for a run started by hand */
+    enum ctl_trigger trigger;
+    char *backup_uid; /* CREATE_JOB: the Backup that owns the Job */
+    /* CREATE_RUN: the Backup's first status (phase Pending, slot and run time, job name);
+     * BACKUP_STATUS: the patch. Its job_name is borrowed: carry actions out before the
+     * caches or the action list change. */
+    struct ctl_backup_status status;
     /* EVENT */
     const char *event_type; /* "Normal" or "Warning" */
     const char *reason;     /* CamelCase */

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "map.h"
+#include "util/map.h"
 
 const json_t *ctl_json_path(const json_t *obj, const char *path)
 {
@@ -52,7 +52,7 @@ uint64_t ctl_label_hash(const char *key, const char *value)
     memcpy(buf, key, kl);
     buf[kl] = '\0';
     memcpy(buf + kl + 1, value, vl);
-    uint64_t h = ctl_hash(buf, kl + vl + 1);
+    uint64_t h = util_hash(buf, kl + vl + 1);
     if (buf != stack)
         free(buf);
     return h;
@@ -124,17 +124,6 @@ bool ctl_node_matches(const struct ctl_node *n, const struct policy *p)
 }
 
 /* ---- Backups ---- */
-
-const char *ctl_phase_name(enum ctl_phase p)
-{
-    static const char *const names[] = {"Pending", "Running", "Succeeded", "Failed"};
-    return names[p];
-}
-
-bool ctl_phase_done(enum ctl_phase p)
-{
-    return p == CTL_PHASE_SUCCEEDED || p == CTL_PHASE_FAILED;
-}
 
 int ctl_backup_from_json(struct ctl_backup *b, const json_t *obj, struct util_err *err)
 {
@@ -259,7 +248,7 @@ static void ctl_schedule_hash(const struct policy *spec, char out[17])
     if (spec->has_schedule)
         util_buf_printf(&b, "%s\n%s\n%lld", spec->schedule.cron_text, spec->schedule.timezone,
                         (long long)spec->schedule.jitter);
-    uint64_t h = ctl_hash(b.data ? b.data : "", b.len);
+    uint64_t h = util_hash(b.data ? b.data : "", b.len);
     util_buf_free(&b);
     for (int i = 0; i < 16; i++)
         out[i] = hex[(h >> (60 - 4 * i)) & 0xf];
@@ -340,4 +329,11 @@ void ctl_policy_free(struct ctl_policy *p)
         policy_free(&p->spec);
     tz_zone_free(p->zone);
     memset(p, 0, sizeof(*p));
+}
+
+int64_t ctl_policy_alert_limit(const struct ctl_policy *p, int64_t now)
+{
+    return sched_alert_limit(p->has_sched ? &p->sched : NULL,
+                             p->valid && p->spec.has_schedule ? p->spec.schedule.jitter : 0,
+                             p->valid ? p->spec.alerts_max_age : 0, now);
 }

@@ -42,12 +42,6 @@ uint64_t ctl_label_hash(const char *key, const char *value);
 /* True when the node has every label of the policy's nodeSelector. */
 bool ctl_node_matches(const struct ctl_node *n, const struct policy *p);
 
-enum ctl_phase { CTL_PHASE_PENDING, CTL_PHASE_RUNNING, CTL_PHASE_SUCCEEDED, CTL_PHASE_FAILED };
-const char *ctl_phase_name(enum ctl_phase p);
-bool ctl_phase_done(enum ctl_phase p);
-
-#define CTL_ANNOT_SLOT_TIME "lodestore.io/slot-time"
-
 struct ctl_backup {
     char *ns, *name, *uid;
     char *policy, *host;
@@ -111,6 +105,8 @@ struct ctl_policy {
 int ctl_policy_from_json(struct ctl_policy *p, const json_t *obj, const struct tz_db *db,
                          int64_t now, struct util_err *err);
 void ctl_policy_free(struct ctl_policy *p);
+/* The policy's alert limit at now (sched_alert_limit), or SCHED_NO_LIMIT. */
+int64_t ctl_policy_alert_limit(const struct ctl_policy *p, int64_t now);
 
 /* Parses an RFC 3339 member of obj (a dotted path such as "status.startTime"); 0 when absent. */
 int64_t ctl_json_time(const json_t *obj, const char *path);

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "heap.h"
-#include "map.h"
+#include "util/map.h"
 #include "state.h"
 
 static size_t allocated(void)
@@ -55,12 +55,12 @@ int main(int argc, char **argv)
         return 2;
     }
     int n = (int)parsed;
-    struct ctl_map nodes;
+    struct util_map nodes;
     struct ctl_heap heap;
     struct util_err err = {0};
     size_t json_bytes = 0;
 
-    ctl_map_init(&nodes);
+    util_map_init(&nodes);
     ctl_heap_init(&heap);
     size_t before = allocated();
     for (int i = 0; i < n; i++) {
@@ -71,7 +71,7 @@ int main(int argc, char **argv)
         struct ctl_node *node;
         if (ctl_node_from_json(&node, obj, &err) != 0)
             return 1;
-        ctl_map_set(&nodes, node->name, node);
+        util_map_set(&nodes, node->name, node);
         json_decref(obj);
     }
     size_t after_nodes = allocated();

@@ -114,7 +114,7 @@ static void test_httpd_routes_and_rejects(void **state)
     char *r;
 
     uv_loop_init(&loop);
-    assert_int_equal(ctl_httpd_start(&s, &loop, "127.0.0.1", 0, handler, &calls, &err), 0);
+    assert_int_equal(ctl_httpd_init(&loop, &s, "127.0.0.1", 0, handler, &calls, &err), 0);
     assert_true(s.port > 0);
 
     const char get_health[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
@@ -172,7 +172,7 @@ static void test_httpd_bad_address(void **state)
     struct ctl_httpd s;
     struct util_err err = {0};
     uv_loop_init(&loop);
-    assert_int_equal(ctl_httpd_start(&s, &loop, "not-an-ip", 0, handler, NULL, &err), UTIL_EINVAL);
+    assert_int_equal(ctl_httpd_init(&loop, &s, "not-an-ip", 0, handler, NULL, &err), UTIL_EINVAL);
     assert_non_null(strstr(err.msg, "not an IP address"));
     uv_run(&loop, UV_RUN_DEFAULT);
     assert_int_equal(uv_loop_close(&loop), 0);

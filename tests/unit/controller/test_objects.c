@@ -92,7 +92,8 @@ static void test_job_is_pinned_bounded_and_read_only(void **state)
                           CTL_TRIGGER_SCHEDULED,
                           "puid",
                           "etc-and-home-202603290330-abc",
-                          "buid"};
+                          "buid",
+                          0};
     struct ctl_job_opts opts = {"lodestore:test", 3600, "s3-creds", NULL, NULL};
     json_t *job = ctl_job_json(&p, &run, &opts);
     json_t *spec = json_object_get(job, "spec");
@@ -154,7 +155,7 @@ static void test_job_without_limits_and_manual(void **state)
     p.limits.ionice_class = POLICY_IONICE_DEFAULT;
     p.limits.ionice_level = -1;
     p.limits.upload_rate = 0;
-    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL};
+    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0};
     struct ctl_job_opts opts = {"img", 60, NULL, NULL, NULL};
     json_t *job = ctl_job_json(&p, &run, &opts);
     char *s = json_dumps(job, JSON_COMPACT);
@@ -174,16 +175,75 @@ static void test_backup_object(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "2026-03-29T03:30", CTL_TRIGGER_CATCH_UP, "puid", "bk", NULL};
+    struct ctl_run run = {"node-1", "2026-03-29T03:30", CTL_TRIGGER_CATCH_UP, "puid", "bk", NULL,
+                          0};
     json_t *b = ctl_backup_json(&p, &run);
     json_t *spec = json_object_get(b, "spec");
-    assert_string_equal(json_string_value(json_object_get(b, "apiVersion")), CTL_API_VERSION);
+    assert_string_equal(json_string_value(json_object_get(b, "apiVersion")), API_GROUP_VERSION);
     assert_string_equal(json_string_value(json_object_get(spec, "trigger")), "catch-up");
     assert_string_equal(json_string_value(json_object_get(spec, "slot")), "2026-03-29T03:30");
     json_t *owner =
         json_array_get(json_object_get(json_object_get(b, "metadata"), "ownerReferences"), 0);
     assert_string_equal(json_string_value(json_object_get(owner, "kind")), "BackupPolicy");
+    /* No slot time: no annotation (a run started by hand). */
+    assert_null(json_object_get(json_object_get(json_object_get(b, "metadata"), "annotations"),
+                                CTL_ANNOT_SLOT_TIME));
     json_decref(b);
+
+    run.slot_time = 1774751400; /* 2026-03-29T02:30:00Z */
+    b = ctl_backup_json(&p, &run);
+    assert_string_equal(
+        json_string_value(json_object_get(
+            json_object_get(json_object_get(b, "metadata"), "annotations"), CTL_ANNOT_SLOT_TIME)),
+        "2026-03-29T02:30:00Z");
+    json_decref(b);
+}
+
+static const char *status_str(const json_t *patch, const char *member)
+{
+    return json_string_value(json_object_get(json_object_get(patch, "status"), member));
+}
+
+static void test_backup_status(void **state)
+{
+    /* The first status of a run: only what is set. */
+    struct ctl_backup_status s = {.phase = CTL_PHASE_PENDING,
+                                  .slot_time = 1774751400,
+                                  .run_time = 1774751460,
+                                  .job_name = "bk"};
+    json_t *j = ctl_backup_status_json(&s);
+    assert_string_equal(status_str(j, "phase"), "Pending");
+    assert_string_equal(status_str(j, "slotTime"), "2026-03-29T02:30:00Z");
+    assert_string_equal(status_str(j, "runTime"), "2026-03-29T02:31:00Z");
+    assert_string_equal(status_str(j, "jobName"), "bk");
+    assert_int_equal(json_object_size(json_object_get(j, "status")), 4);
+    json_decref(j);
+
+    /* A final phase always says reason (null) and message; a negative duration is 0s. */
+    s = (struct ctl_backup_status){.phase = CTL_PHASE_SUCCEEDED,
+                                   .started = 1774751460,
+                                   .completed = 1774751400,
+                                   .has_duration = true,
+                                   .duration = -60};
+    j = ctl_backup_status_json(&s);
+    assert_true(json_is_null(json_object_get(json_object_get(j, "status"), "reason")));
+    assert_string_equal(status_str(j, "message"), "");
+    assert_string_equal(status_str(j, "duration"), "0s");
+    assert_string_equal(status_str(j, "completionTime"), "2026-03-29T02:30:00Z");
+    json_decref(j);
+
+    s = (struct ctl_backup_status){.phase = CTL_PHASE_FAILED,
+                                   .reason = "time_limit",
+                                   .message = "stuck",
+                                   .completed = 1774751400,
+                                   .has_duration = true,
+                                   .duration = 7200};
+    j = ctl_backup_status_json(&s);
+    assert_string_equal(status_str(j, "reason"), "time_limit");
+    assert_string_equal(status_str(j, "message"), "stuck");
+    assert_string_equal(status_str(j, "duration"), "2h");
+    assert_null(json_object_get(json_object_get(j, "status"), "startTime"));
+    json_decref(j);
 }
 
 int main(void)
@@ -194,6 +254,7 @@ int main(void)
         cmocka_unit_test(test_job_is_pinned_bounded_and_read_only),
         cmocka_unit_test(test_job_without_limits_and_manual),
         cmocka_unit_test(test_backup_object),
+        cmocka_unit_test(test_backup_status),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -189,13 +189,6 @@ static const struct ctl_action *event(const struct fixture *f, const char *reaso
     return NULL;
 }
 
-static const char *jstr(const json_t *o, const char *path)
-{
-    const char *s = ctl_json_str(o, path);
-    assert_non_null(s);
-    return s;
-}
-
 static void test_on_time_run(void **state)
 {
     struct fixture f;
@@ -212,13 +205,13 @@ static void test_on_time_run(void **state)
     char name[CTL_NAME_MAX];
     ctl_backup_name("ops", "etc", "node-1", "2026-03-10T02:00", name);
     assert_string_equal(a->name, name);
-    assert_string_equal(jstr(a->obj, "spec.slot"), "2026-03-10T02:00");
-    assert_string_equal(jstr(a->obj, "spec.trigger"), "scheduled");
-    const json_t *annots = ctl_json_path(a->obj, "metadata.annotations");
-    assert_string_equal(json_string_value(json_object_get(annots, CTL_ANNOT_SLOT_TIME)),
-                        "2026-03-10T02:00:00Z");
-    assert_string_equal(jstr(a->status, "status.runTime"), "2026-03-10T02:00:00Z");
-    assert_string_equal(jstr(a->job, "spec.template.spec.nodeName"), "node-1");
+    assert_string_equal(a->slot, "2026-03-10T02:00");
+    assert_string_equal(ctl_trigger_name(a->trigger), "scheduled");
+    assert_int_equal(a->status.slot_time, T("2026-03-10T02:00:00Z"));
+    assert_int_equal(a->status.run_time, T("2026-03-10T02:00:00Z"));
+    assert_int_equal(a->status.phase, CTL_PHASE_PENDING);
+    assert_string_equal(a->status.job_name, name);
+    assert_string_equal(a->host, "node-1");
     assert_string_equal(first(&f, CTL_ACT_EVENT)->reason, "BackupStarted");
     assert_int_equal(f.out.wake, T("2026-03-11T02:00:00Z"));
     assert_true(f.out.running);
@@ -276,8 +269,8 @@ static void test_one_catch_up_after_three_days_offline(void **state)
     run(&f, "2026-03-13T10:00:00Z", reported);
     assert_int_equal(count(&f, CTL_ACT_CREATE_RUN), 1);
     const struct ctl_action *a = first(&f, CTL_ACT_CREATE_RUN);
-    assert_string_equal(jstr(a->obj, "spec.slot"), "2026-03-13T02:00");
-    assert_string_equal(jstr(a->obj, "spec.trigger"), "catch-up");
+    assert_string_equal(a->slot, "2026-03-13T02:00");
+    assert_string_equal(ctl_trigger_name(a->trigger), "catch-up");
     assert_string_equal(first(&f, CTL_ACT_EVENT)->reason, "CaughtUp");
     assert_non_null(strstr(first(&f, CTL_ACT_EVENT)->message, "8h after its run time"));
     fixture_free(&f);
@@ -322,9 +315,9 @@ static void test_skip_behind_running_then_catch_up(void **state)
         add_backup(&g, "2026-03-10T02:00", "2026-03-10T02:00:00Z", "Succeeded",
                    "2026-03-10T02:00:01Z", NULL);
         run(&g, "2026-03-10T03:00:30Z", T("2026-03-10T03:00:00Z"));
-        assert_string_equal(jstr(first(&g, CTL_ACT_CREATE_RUN)->obj, "spec.trigger"), "catch-up");
+        assert_string_equal(ctl_trigger_name(first(&g, CTL_ACT_CREATE_RUN)->trigger), "catch-up");
         run(&g, "2026-03-10T03:00:30Z", 0);
-        assert_string_equal(jstr(first(&g, CTL_ACT_CREATE_RUN)->obj, "spec.trigger"), "scheduled");
+        assert_string_equal(ctl_trigger_name(first(&g, CTL_ACT_CREATE_RUN)->trigger), "scheduled");
         fixture_free(&g);
     }
 
@@ -336,11 +329,11 @@ static void test_skip_behind_running_then_catch_up(void **state)
     f.jobs[0].completed = T("2026-03-10T03:20:00Z");
     run(&f, "2026-03-10T03:20:01Z", f.out.reported_slot);
     const struct ctl_action *st = first(&f, CTL_ACT_BACKUP_STATUS);
-    assert_string_equal(jstr(st->obj, "status.phase"), "Succeeded");
-    assert_string_equal(jstr(st->obj, "status.completionTime"), "2026-03-10T03:20:00Z");
+    assert_int_equal(st->status.phase, CTL_PHASE_SUCCEEDED);
+    assert_int_equal(st->status.completed, T("2026-03-10T03:20:00Z"));
     assert_int_equal(count(&f, CTL_ACT_CREATE_RUN), 1);
-    assert_string_equal(jstr(first(&f, CTL_ACT_CREATE_RUN)->obj, "spec.slot"), "2026-03-10T03:00");
-    assert_string_equal(jstr(first(&f, CTL_ACT_CREATE_RUN)->obj, "spec.trigger"), "catch-up");
+    assert_string_equal(first(&f, CTL_ACT_CREATE_RUN)->slot, "2026-03-10T03:00");
+    assert_string_equal(ctl_trigger_name(first(&f, CTL_ACT_CREATE_RUN)->trigger), "catch-up");
     assert_true(f.out.has_success);
     assert_int_equal(f.out.last_success, T("2026-03-10T03:20:00Z"));
     fixture_free(&f);
@@ -358,9 +351,9 @@ static void test_time_limit(void **state)
     assert_int_equal(f.out.wake, T("2026-03-10T05:00:05Z")); /* start + 2h + 1h */
     run(&f, "2026-03-10T05:00:05Z", 0);
     const struct ctl_action *st = first(&f, CTL_ACT_BACKUP_STATUS);
-    assert_string_equal(jstr(st->obj, "status.phase"), "Failed");
-    assert_string_equal(jstr(st->obj, "status.reason"), "time_limit");
-    assert_non_null(strstr(jstr(st->obj, "status.message"), "maxRuntime of 2h"));
+    assert_int_equal(st->status.phase, CTL_PHASE_FAILED);
+    assert_string_equal(st->status.reason, "time_limit");
+    assert_non_null(strstr(st->status.message, "maxRuntime of 2h"));
     assert_string_equal(first(&f, CTL_ACT_DELETE_JOB)->name, "bk-0");
     assert_string_equal(first(&f, CTL_ACT_EVENT)->reason, "TimeLimit");
     assert_false(f.out.running);
@@ -389,10 +382,10 @@ static void test_job_outcomes(void **state)
                "active");
     run(&f, "2026-03-10T02:00:30Z", 0);
     assert_int_equal(count(&f, CTL_ACT_BACKUP_STATUS), 3);
-    assert_string_equal(jstr(f.acts.v[0].obj, "status.reason"), "max_runtime");
-    assert_non_null(strstr(jstr(f.acts.v[0].obj, "status.message"), "no snapshot was written"));
-    assert_string_equal(jstr(f.acts.v[1].obj, "status.reason"), "job_failed");
-    assert_string_equal(jstr(f.acts.v[2].obj, "status.phase"), "Running");
+    assert_string_equal(f.acts.v[0].status.reason, "max_runtime");
+    assert_non_null(strstr(f.acts.v[0].status.message, "no snapshot was written"));
+    assert_string_equal(f.acts.v[1].status.reason, "job_failed");
+    assert_int_equal(f.acts.v[2].status.phase, CTL_PHASE_RUNNING);
     assert_int_equal(count(&f, CTL_ACT_CREATE_RUN), 0);
     fixture_free(&f);
 }
@@ -404,10 +397,7 @@ static void test_manual_backup_waits_its_turn(void **state)
     add_backup(&f, "", NULL, "Pending", "2026-03-10T10:00:00Z", NULL);
     run(&f, "2026-03-10T10:00:01Z", 0);
     assert_int_equal(count(&f, CTL_ACT_CREATE_JOB), 1);
-    const json_t *owners = json_object_get(
-        json_object_get(first(&f, CTL_ACT_CREATE_JOB)->obj, "metadata"), "ownerReferences");
-    assert_string_equal(json_string_value(json_object_get(json_array_get(owners, 0), "uid")),
-                        "buid-0");
+    assert_string_equal(first(&f, CTL_ACT_CREATE_JOB)->backup_uid, "buid-0");
 
     /* Not while another backup of the policy runs on the host, nor on a node not Ready. */
     add_backup(&f, "", NULL, "Running", "2026-03-10T09:00:00Z", "active");

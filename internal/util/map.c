@@ -1,11 +1,11 @@
-#include "map.h"
+#include "util/map.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/util.h"
 
-uint64_t ctl_hash(const void *data, size_t len)
+uint64_t util_hash(const void *data, size_t len)
 {
     const unsigned char *p = data;
     uint64_t h = 0xcbf29ce484222325ull;
@@ -16,25 +16,25 @@ uint64_t ctl_hash(const void *data, size_t len)
     return h;
 }
 
-void ctl_map_init(struct ctl_map *m)
+void util_map_init(struct util_map *m)
 {
     m->slots = NULL;
     m->cap = 0;
     m->len = 0;
 }
 
-void ctl_map_close(struct ctl_map *m)
+void util_map_close(struct util_map *m)
 {
     for (size_t i = 0; i < m->cap; i++)
         free(m->slots[i].key);
     free(m->slots);
-    ctl_map_init(m);
+    util_map_init(m);
 }
 
-static size_t ctl_map_find(const struct ctl_map *m, const char *key, bool *found)
+static size_t util_map_find(const struct util_map *m, const char *key, bool *found)
 {
     size_t mask = m->cap - 1;
-    size_t i = (size_t)ctl_hash(key, strlen(key)) & mask;
+    size_t i = (size_t)util_hash(key, strlen(key)) & mask;
     while (m->slots[i].key != NULL) {
         if (strcmp(m->slots[i].key, key) == 0) {
             *found = true;
@@ -46,18 +46,18 @@ static size_t ctl_map_find(const struct ctl_map *m, const char *key, bool *found
     return i;
 }
 
-void *ctl_map_get(const struct ctl_map *m, const char *key)
+void *util_map_get(const struct util_map *m, const char *key)
 {
     bool found;
     if (m->len == 0)
         return NULL;
-    size_t i = ctl_map_find(m, key, &found);
+    size_t i = util_map_find(m, key, &found);
     return found ? m->slots[i].value : NULL;
 }
 
-static void ctl_map_resize(struct ctl_map *m, size_t cap)
+static void util_map_resize(struct util_map *m, size_t cap)
 {
-    struct ctl_map_slot *old = m->slots;
+    struct util_map_slot *old = m->slots;
     size_t oldcap = m->cap;
     m->slots = util_calloc(cap, sizeof(*m->slots));
     m->cap = cap;
@@ -65,18 +65,18 @@ static void ctl_map_resize(struct ctl_map *m, size_t cap)
         if (old[i].key == NULL)
             continue;
         bool found;
-        size_t j = ctl_map_find(m, old[i].key, &found);
+        size_t j = util_map_find(m, old[i].key, &found);
         m->slots[j] = old[i];
     }
     free(old);
 }
 
-void *ctl_map_set(struct ctl_map *m, const char *key, void *value)
+void *util_map_set(struct util_map *m, const char *key, void *value)
 {
     bool found;
     if ((m->len + 1) * 4 > m->cap * 3)
-        ctl_map_resize(m, m->cap ? m->cap * 2 : 16);
-    size_t i = ctl_map_find(m, key, &found);
+        util_map_resize(m, m->cap ? m->cap * 2 : 16);
+    size_t i = util_map_find(m, key, &found);
     if (found) {
         void *prev = m->slots[i].value;
         m->slots[i].value = value;
@@ -88,12 +88,12 @@ void *ctl_map_set(struct ctl_map *m, const char *key, void *value)
     return NULL;
 }
 
-void *ctl_map_del(struct ctl_map *m, const char *key)
+void *util_map_del(struct util_map *m, const char *key)
 {
     bool found;
     if (m->len == 0)
         return NULL;
-    size_t i = ctl_map_find(m, key, &found);
+    size_t i = util_map_find(m, key, &found);
     if (!found)
         return NULL;
     void *value = m->slots[i].value;
@@ -104,7 +104,7 @@ void *ctl_map_del(struct ctl_map *m, const char *key)
     size_t mask = m->cap - 1;
     size_t hole = i;
     for (size_t j = (i + 1) & mask; m->slots[j].key != NULL; j = (j + 1) & mask) {
-        size_t home = (size_t)ctl_hash(m->slots[j].key, strlen(m->slots[j].key)) & mask;
+        size_t home = (size_t)util_hash(m->slots[j].key, strlen(m->slots[j].key)) & mask;
         /* j may move to hole when home is not in the cyclic range (hole, j]. */
         bool in_range = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
         if (!in_range) {
@@ -117,7 +117,7 @@ void *ctl_map_del(struct ctl_map *m, const char *key)
     return value;
 }
 
-bool ctl_map_next(const struct ctl_map *m, size_t *iter, const char **key, void **value)
+bool util_map_next(const struct util_map *m, size_t *iter, const char **key, void **value)
 {
     while (*iter < m->cap) {
         size_t i = (*iter)++;

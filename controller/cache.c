@@ -1,0 +1,491 @@
+/*
+ * The caches: informer callbacks reduce each object to its compact struct (state.h) and
+ * mark the (policy, host) pairs it touches. Marking queues the pair and calls the loop's
+ * hook; nothing here decides or writes.
+ */
+#include "ctl_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+
+static char *ctl_pair_key(const char *ns, const char *policy, const char *host)
+{
+    return util_asprintf("%s/%s\n%s", ns, policy, host);
+}
+
+void ctl_cache_mark(struct ctl *c, struct ctl_pair *pr)
+{
+    ctl_queue_add(&c->queue, pr->id);
+    c->work_cb(c);
+}
+
+struct ctl_pair *ctl_cache_pair_by_key(struct ctl *c, const char *key)
+{
+    return util_map_get(&c->pairs, key);
+}
+
+/* Ids are reused so the queue and the heap, indexed by id, stay as small as the pair count. */
+static struct ctl_pair *ctl_pair_get(struct ctl *c, const char *ns, const char *policy,
+                                     const char *host, bool create)
+{
+    char *key = ctl_pair_key(ns, policy, host);
+    struct ctl_pair *pr = util_map_get(&c->pairs, key);
+    if (pr != NULL || !create) {
+        free(key);
+        return pr;
+    }
+    pr = util_calloc(1, sizeof(*pr));
+    pr->key = key;
+    pr->ns = util_strdup(ns);
+    pr->policy = util_strdup(policy);
+    pr->host = util_strdup(host);
+    pr->next_run = INT64_MAX;
+    if (c->nfree > 0) {
+        pr->id = c->free_ids[--c->nfree];
+    } else {
+        c->by_id = util_grow(c->by_id, &c->idcap, c->nids + 1, sizeof(*c->by_id));
+        pr->id = (uint32_t)c->nids++;
+    }
+    c->by_id[pr->id] = pr;
+    util_map_set(&c->pairs, key, pr);
+    return pr;
+}
+
+static void ctl_pair_free(struct ctl_pair *pr)
+{
+    free(pr->key);
+    free(pr->ns);
+    free(pr->policy);
+    free(pr->host);
+    free(pr->backups);
+    free(pr);
+}
+
+static void ctl_pair_drop(struct ctl *c, struct ctl_pair *pr)
+{
+    util_map_del(&c->pairs, pr->key);
+    ctl_heap_remove(&c->heap, pr->id);
+    c->by_id[pr->id] = NULL;
+    c->free_ids = util_grow(c->free_ids, &c->freecap, c->nfree + 1, sizeof(*c->free_ids));
+    c->free_ids[c->nfree++] = pr->id;
+    ctl_pair_free(pr);
+}
+
+void ctl_cache_pair_maybe_drop(struct ctl *c, struct ctl_pair *pr)
+{
+    if (!pr->selected && pr->nbackups == 0 && pr->inflight == 0)
+        ctl_pair_drop(c, pr);
+}
+
+struct ctl_policy_entry *ctl_cache_policy_of(struct ctl *c, const struct ctl_pair *pr)
+{
+    char keybuf[CTL_KEY_MAX];
+    return util_map_get(&c->policies, ctl_key(keybuf, pr->ns, pr->policy));
+}
+
+/* ---- policies and nodes ---- */
+
+/*
+ * Marks every pair of a policy (ns and policy set) or of a host (host set) for
+ * reconciling; with unselect, they are no longer scheduled (kept while they hold Backups).
+ */
+static void ctl_mark_pairs(struct ctl *c, const char *ns, const char *policy, const char *host,
+                           bool unselect)
+{
+    size_t it = 0;
+    const char *k;
+    void *v;
+    while (util_map_next(&c->pairs, &it, &k, &v)) {
+        struct ctl_pair *pr = v;
+        bool hit = host != NULL ? strcmp(pr->host, host) == 0
+                                : strcmp(pr->ns, ns) == 0 && strcmp(pr->policy, policy) == 0;
+        if (!hit)
+            continue;
+        if (unselect)
+            pr->selected = false;
+        ctl_cache_mark(c, pr);
+    }
+}
+
+/* A pair is created only when the node is selected; an existing one is updated either way. */
+static void ctl_select(struct ctl *c, struct ctl_policy_entry *e, const struct ctl_node *n)
+{
+    bool match = e->p.valid && ctl_node_matches(n, &e->p.spec);
+    struct ctl_pair *pr = ctl_pair_get(c, e->p.ns, e->p.name, n->name, match);
+    if (pr == NULL)
+        return;
+    pr->selected = match;
+    ctl_cache_mark(c, pr);
+}
+
+static void ctl_policy_entry_free(struct ctl_policy_entry *e)
+{
+    json_decref(e->conditions);
+    free(e->last_status);
+    ctl_policy_free(&e->p);
+    free(e);
+}
+
+static void ctl_policy_upsert(struct kube_reflector *r, const char *ns, const char *name,
+                              json_t *obj, void *arg)
+{
+    struct ctl *c = arg;
+    struct util_err err = {0};
+    struct ctl_policy_entry *e = util_calloc(1, sizeof(*e));
+    if (ctl_policy_from_json(&e->p, obj, c->db, ctl_now(c), &err) != 0) {
+        ctl_log(c, 0, "policy %s/%s ignored: %s", ns, name, err.msg);
+        free(e);
+        return;
+    }
+    struct ctl_policy_entry *old = util_map_set(&c->policies, e->p.key, e);
+    if (old != NULL) {
+        /* The recorded change time may lag our own write: keep what we know. */
+        if (strcmp(old->p.schedule_hash, e->p.schedule_hash) == 0)
+            e->p.schedule_changed = old->p.schedule_changed;
+        e->last_status = old->last_status;
+        old->last_status = NULL;
+        e->started = old->started;
+        e->caught_up = old->caught_up;
+        e->succeeded = old->succeeded;
+        e->failed = old->failed;
+        e->time_limit = old->time_limit;
+        ctl_policy_entry_free(old);
+    }
+    e->conditions = json_deep_copy(json_object_get(json_object_get(obj, "status"), "conditions"));
+    e->limit = ctl_policy_alert_limit(&e->p, ctl_now(c));
+    e->limit_at = ctl_now(c);
+    e->status_dirty = true;
+    c->work_cb(c); /* a policy with no pairs still gets its status */
+    if (!e->p.valid)
+        ctl_log(c, 1, "policy %s is invalid: %s", e->p.key, e->p.invalid_message);
+
+    /* Every node may now be selected or not; every pair of the policy is looked at. */
+    size_t it = 0;
+    const char *k;
+    void *v;
+    while (util_map_next(&c->nodes, &it, &k, &v))
+        ctl_select(c, e, v);
+    ctl_mark_pairs(c, e->p.ns, e->p.name, NULL, false);
+}
+
+static void ctl_policy_delete(struct kube_reflector *r, const char *ns, const char *name,
+                              json_t *obj, void *arg)
+{
+    struct ctl *c = arg;
+    char keybuf[CTL_KEY_MAX];
+    struct ctl_policy_entry *e = util_map_del(&c->policies, ctl_key(keybuf, ns, name));
+    if (e == NULL)
+        return;
+    ctl_mark_pairs(c, ns, name, NULL, true);
+    ctl_policy_entry_free(e);
+}
+
+static void ctl_all_status_dirty(struct ctl *c)
+{
+    size_t it = 0;
+    const char *k;
+    void *v;
+    while (util_map_next(&c->policies, &it, &k, &v))
+        ((struct ctl_policy_entry *)v)->status_dirty = true;
+}
+
+static void ctl_node_upsert(struct kube_reflector *r, const char *ns, const char *name, json_t *obj,
+                            void *arg)
+{
+    struct ctl *c = arg;
+    struct util_err err = {0};
+    struct ctl_node *n;
+    if (ctl_node_from_json(&n, obj, &err) != 0)
+        return;
+    struct ctl_node *old = util_map_set(&c->nodes, n->name, n);
+    bool changed = old == NULL || old->ready != n->ready || old->nlabels != n->nlabels ||
+                   memcmp(old->labels, n->labels, n->nlabels * sizeof(*n->labels)) != 0 ||
+                   old->created != n->created;
+    if (old != NULL)
+        ctl_node_free(old);
+    if (!changed)
+        return; /* status heartbeats change nothing we decide with */
+    size_t it = 0;
+    const char *k;
+    void *v;
+    while (util_map_next(&c->policies, &it, &k, &v))
+        ctl_select(c, v, n);
+    ctl_all_status_dirty(c);
+}
+
+static void ctl_node_delete(struct kube_reflector *r, const char *ns, const char *name, json_t *obj,
+                            void *arg)
+{
+    struct ctl *c = arg;
+    struct ctl_node *n = util_map_del(&c->nodes, name);
+    if (n == NULL)
+        return;
+    ctl_mark_pairs(c, NULL, NULL, name, true);
+    ctl_all_status_dirty(c);
+    c->work_cb(c);
+    ctl_node_free(n);
+}
+
+/* ---- Backups and Jobs ---- */
+
+static void ctl_pair_remove_backup(struct ctl_pair *pr, const struct ctl_backup *b)
+{
+    for (size_t i = 0; i < pr->nbackups; i++) {
+        if (pr->backups[i] == b) {
+            pr->backups[i] = pr->backups[--pr->nbackups];
+            return;
+        }
+    }
+}
+
+/* A run that the cache sees end, once: the counters of lodestore_runs_total. */
+static void ctl_count_outcome(struct ctl *c, const struct ctl_backup *b)
+{
+    char keybuf[CTL_KEY_MAX];
+    struct ctl_policy_entry *e = util_map_get(&c->policies, ctl_key(keybuf, b->ns, b->policy));
+    if (e == NULL)
+        return;
+    if (b->phase == CTL_PHASE_SUCCEEDED)
+        e->succeeded++;
+    else
+        e->failed++;
+    if (b->phase == CTL_PHASE_FAILED && b->reason != NULL && strcmp(b->reason, "time_limit") == 0)
+        e->time_limit++;
+}
+
+/* Files b under its (policy, host) pair, creating the pair, and marks it. */
+static void ctl_pair_add_backup(struct ctl *c, struct ctl_backup *b)
+{
+    struct ctl_pair *pr = ctl_pair_get(c, b->ns, b->policy, b->host, true);
+    pr->backups = util_grow(pr->backups, &pr->cap, pr->nbackups + 1, sizeof(*pr->backups));
+    pr->backups[pr->nbackups++] = b;
+    ctl_cache_mark(c, pr);
+}
+
+void ctl_cache_put_backup(struct ctl *c, const char *ns, const char *name, json_t *obj)
+{
+    struct util_err err = {0};
+    struct ctl_backup fresh;
+    if (ctl_backup_from_json(&fresh, obj, &err) != 0) {
+        ctl_log(c, 1, "Backup %s/%s ignored: %s", ns, name, err.msg);
+        return;
+    }
+    char keybuf[CTL_KEY_MAX];
+    const char *key = ctl_key(keybuf, ns, name);
+    struct ctl_backup *b = util_map_get(&c->backups, key);
+    if (b != NULL && (strcmp(b->policy, fresh.policy) != 0 || strcmp(b->host, fresh.host) != 0)) {
+        /* The spec is immutable (the CRD says so); should it change anyway, move the Backup. */
+        struct ctl_pair *old = ctl_pair_get(c, b->ns, b->policy, b->host, false);
+        if (old != NULL) {
+            ctl_pair_remove_backup(old, b);
+            ctl_cache_mark(c, old);
+        }
+        ctl_backup_free(b);
+        *b = fresh;
+        ctl_pair_add_backup(c, b);
+    } else if (b != NULL) {
+        if (!ctl_phase_done(b->phase) && ctl_phase_done(fresh.phase))
+            ctl_count_outcome(c, &fresh);
+        ctl_backup_free(b);
+        *b = fresh; /* in place: the pair's pointer stays valid */
+        ctl_cache_mark(c, ctl_pair_get(c, b->ns, b->policy, b->host, true));
+    } else {
+        b = util_malloc(sizeof(*b));
+        *b = fresh;
+        util_map_set(&c->backups, key, b);
+        ctl_pair_add_backup(c, b);
+    }
+}
+
+static void ctl_backup_upsert(struct kube_reflector *r, const char *ns, const char *name,
+                              json_t *obj, void *arg)
+{
+    ctl_cache_put_backup(arg, ns, name, obj);
+}
+
+static void ctl_backup_delete(struct kube_reflector *r, const char *ns, const char *name,
+                              json_t *obj, void *arg)
+{
+    struct ctl *c = arg;
+    char keybuf[CTL_KEY_MAX];
+    struct ctl_backup *b = util_map_del(&c->backups, ctl_key(keybuf, ns, name));
+    if (b == NULL)
+        return;
+    struct ctl_pair *pr = ctl_pair_get(c, b->ns, b->policy, b->host, false);
+    if (pr != NULL) {
+        ctl_pair_remove_backup(pr, b);
+        ctl_cache_mark(c, pr);
+    }
+    ctl_backup_free(b);
+    free(b);
+}
+
+/* A Job's change is its owner Backup's pair's business. */
+static void ctl_job_touch(struct ctl *c, const struct ctl_job *j)
+{
+    if (j->owner == NULL)
+        return;
+    char keybuf[CTL_KEY_MAX];
+    struct ctl_backup *b = util_map_get(&c->backups, ctl_key(keybuf, j->ns, j->owner));
+    if (b != NULL)
+        ctl_cache_mark(c, ctl_pair_get(c, b->ns, b->policy, b->host, true));
+}
+
+void ctl_cache_put_job(struct ctl *c, const char *ns, const char *name, json_t *obj)
+{
+    struct util_err err = {0};
+    struct ctl_job *j = util_calloc(1, sizeof(*j));
+    if (ctl_job_from_json(j, obj, &err) != 0) {
+        free(j);
+        return;
+    }
+    char keybuf[CTL_KEY_MAX];
+    struct ctl_job *old = util_map_set(&c->jobs, ctl_key(keybuf, ns, name), j);
+    if (old != NULL) {
+        ctl_job_free(old);
+        free(old);
+    }
+    ctl_job_touch(c, j);
+}
+
+static void ctl_job_upsert(struct kube_reflector *r, const char *ns, const char *name, json_t *obj,
+                           void *arg)
+{
+    ctl_cache_put_job(arg, ns, name, obj);
+}
+
+static void ctl_job_delete(struct kube_reflector *r, const char *ns, const char *name, json_t *obj,
+                           void *arg)
+{
+    struct ctl *c = arg;
+    char keybuf[CTL_KEY_MAX];
+    struct ctl_job *j = util_map_del(&c->jobs, ctl_key(keybuf, ns, name));
+    if (j == NULL)
+        return;
+    ctl_job_touch(c, j);
+    ctl_job_free(j);
+    free(j);
+}
+
+/* ---- the reflectors ---- */
+
+bool ctl_cache_synced(const struct ctl *c)
+{
+    for (int i = 0; i < CTL_R_COUNT; i++)
+        if (c->refl[i] == NULL || !kube_reflector_synced(c->refl[i]))
+            return false;
+    return true;
+}
+
+/* Decisions wait for every cache to be whole: a half-listed cache would look like deletions. */
+static void ctl_synced_cb(struct kube_reflector *r, void *arg)
+{
+    struct ctl *c = arg;
+    if (!ctl_cache_synced(c))
+        return;
+    ctl_log(c, 1, "caches synced: %zu policies, %zu nodes, %zu backups, %zu jobs", c->policies.len,
+            c->nodes.len, c->backups.len, c->jobs.len);
+    c->work_cb(c);
+}
+
+static void ctl_reflector_error_cb(struct kube_reflector *r, const char *what, uint64_t delay_ms,
+                                   void *arg)
+{
+    ctl_log(arg, 0, "watch: %s; retrying in %llu ms", what, (unsigned long long)delay_ms);
+}
+
+int ctl_cache_init(struct ctl *c, struct util_err *err)
+{
+    static const struct kube_reflector_cbs cbs[CTL_R_COUNT] = {
+        [CTL_R_POLICIES] = {ctl_policy_upsert, ctl_policy_upsert, ctl_policy_delete, ctl_synced_cb,
+                            ctl_reflector_error_cb},
+        [CTL_R_BACKUPS] = {ctl_backup_upsert, ctl_backup_upsert, ctl_backup_delete, ctl_synced_cb,
+                           ctl_reflector_error_cb},
+        [CTL_R_JOBS] = {ctl_job_upsert, ctl_job_upsert, ctl_job_delete, ctl_synced_cb,
+                        ctl_reflector_error_cb},
+        [CTL_R_NODES] = {ctl_node_upsert, ctl_node_upsert, ctl_node_delete, ctl_synced_cb,
+                         ctl_reflector_error_cb},
+    };
+    /* Only the Jobs Lodestore made: a cluster's other Jobs are none of its business. */
+    static const char *const selectors[CTL_R_COUNT] = {
+        [CTL_R_JOBS] = CTL_LABEL_MANAGED "=" CTL_MANAGER,
+    };
+    const struct kube_resource *res[CTL_R_COUNT] = {
+        [CTL_R_POLICIES] = &api_backuppolicies,
+        [CTL_R_BACKUPS] = &api_backups,
+        [CTL_R_JOBS] = &api_jobs,
+        [CTL_R_NODES] = &api_nodes,
+    };
+    util_map_init(&c->policies);
+    util_map_init(&c->nodes);
+    util_map_init(&c->backups);
+    util_map_init(&c->jobs);
+    util_map_init(&c->pairs);
+    for (int i = 0; i < CTL_R_COUNT; i++) {
+        struct kube_reflector_opts o;
+        memset(&o, 0, sizeof(o));
+        o.res = *res[i];
+        o.res.namespace = i == CTL_R_NODES ? NULL : c->opts.namespace;
+        o.label_selector = selectors[i];
+        int rc = kube_reflector_init(c->kube, &c->refl[i], &o, &cbs[i], c, err);
+        if (rc != 0) {
+            ctl_cache_stop(c);
+            ctl_cache_close(c);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+void ctl_cache_start(struct ctl *c)
+{
+    for (int i = 0; i < CTL_R_COUNT; i++)
+        kube_reflector_start(c->refl[i]);
+}
+
+void ctl_cache_stop(struct ctl *c)
+{
+    for (int i = 0; i < CTL_R_COUNT; i++) {
+        if (c->refl[i] != NULL) {
+            kube_reflector_close(c->refl[i]);
+            c->refl[i] = NULL;
+        }
+    }
+}
+
+void ctl_cache_close(struct ctl *c)
+{
+    size_t it = 0;
+    const char *k;
+    void *v;
+    while (util_map_next(&c->policies, &it, &k, &v))
+        ctl_policy_entry_free(v);
+    it = 0;
+    while (util_map_next(&c->nodes, &it, &k, &v))
+        ctl_node_free(v);
+    it = 0;
+    while (util_map_next(&c->backups, &it, &k, &v)) {
+        ctl_backup_free(v);
+        free(v);
+    }
+    it = 0;
+    while (util_map_next(&c->jobs, &it, &k, &v)) {
+        ctl_job_free(v);
+        free(v);
+    }
+    for (size_t i = 0; i < c->nids; i++)
+        if (c->by_id[i] != NULL)
+            ctl_pair_free(c->by_id[i]);
+    util_map_close(&c->policies);
+    util_map_close(&c->nodes);
+    util_map_close(&c->backups);
+    util_map_close(&c->jobs);
+    util_map_close(&c->pairs);
+    free(c->by_id);
+    free(c->free_ids);
+    c->by_id = NULL;
+    c->free_ids = NULL;
+    c->nids = c->nfree = c->idcap = c->freecap = 0;
+}

@@ -1,0 +1,160 @@
+/*
+ * ctl_int: the daemon's state, shared by the files of controller/ and by nothing else.
+ *
+ * One file per job, and calls go one way (a file calls only those listed below it):
+ *   controller.c  the lifecycle: init, start, stop, close
+ *   acting.c      when this replica acts: at once, or while it holds the Lease
+ *   endpoints.c   /metrics, /healthz and /readyz
+ *   work.c        the work queue: reconcile dirty pairs, the wake timer, carry out actions
+ *   status.c      policy status, written at most once a second
+ *   cache.c       informer callbacks and the caches they fill, (policy, host) pairs
+ *   log.c         the clock and the log
+ * The cache tells the loop that a pair is queued through one hook (work_cb below, set by
+ * the lifecycle), so it never calls into work.c; work.c puts the API server's answers
+ * to its writes into the cache through the same functions the informers use.
+ */
+#ifndef LODE_CTL_INT_H
+#define LODE_CTL_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "controller.h"
+#include "heap.h"
+#include "httpd.h"
+#include "leader.h"
+#include "metrics.h"
+#include "queue.h"
+#include "reconcile.h"
+#include "state.h"
+#include "util/map.h"
+
+#define CTL_COMPONENT      "lodestore-controller"
+#define CTL_RETRY_SECONDS  10   /* a failed write is looked at again after this */
+#define CTL_LIMIT_REFRESH  3600 /* the alert limit is recomputed hourly (it moves with DST) */
+#define CTL_OVERDUE_LISTED 20   /* hosts named in a policy's status */
+
+/* "ns/name", the key of the namespaced caches, in a caller's buffer (names are bounded). */
+#define CTL_KEY_MAX (63 + 1 + 253 + 1)
+
+/* The resources the controller watches, one reflector each. */
+enum ctl_reflector_kind { CTL_R_POLICIES, CTL_R_BACKUPS, CTL_R_JOBS, CTL_R_NODES, CTL_R_COUNT };
+
+/* One (policy, host): its Backups and what the last reconcile found. */
+struct ctl_pair {
+    uint32_t id;
+    char *key; /* "ns/policy\nhost" */
+    char *ns, *policy, *host;
+    struct ctl_backup **backups;
+    size_t nbackups, cap;
+    int64_t reported_slot;
+    int inflight; /* writes not yet answered: skip reconciling until they are */
+    /* The last reconcile's view, for status and metrics. */
+    bool selected, running, overdue, has_success;
+    int64_t last_success, overdue_start, next_run;
+    uint64_t missed;
+};
+
+struct ctl_policy_entry {
+    struct ctl_policy p;
+    json_t *conditions; /* the status conditions last seen or written, for transition times */
+    char *last_status;  /* the status last written, to skip writes that change nothing */
+    int64_t limit;
+    int64_t limit_at;
+    bool status_dirty;
+    uint64_t started, caught_up, succeeded, failed, time_limit;
+};
+
+struct ctl {
+    uv_loop_t *loop;
+    struct ctl_options opts;
+    const char *version; /* LODE_VERSION, set where the build defines it */
+    char *identity;
+    struct tz_db *db;
+    struct kube_config cfg;
+    struct kube_client *kube;
+    struct kube_client
+        *lease_kube; /* the Lease's own client: renewals never queue behind creates */
+    struct ctl_leader *leader;
+    struct ctl_httpd httpd;
+    struct kube_reflector *refl[CTL_R_COUNT];
+    struct util_map policies; /* ns/name -> ctl_policy_entry */
+    struct util_map nodes;    /* name -> ctl_node */
+    struct util_map backups;  /* ns/name -> ctl_backup */
+    struct util_map jobs;     /* ns/name -> ctl_job */
+    struct util_map pairs;    /* key -> ctl_pair */
+    struct ctl_pair **by_id;
+    size_t nids, idcap;
+    uint32_t *free_ids;
+    size_t nfree, freecap;
+    struct ctl_queue queue;         /* pair ids to reconcile, de-duplicated */
+    void (*work_cb)(struct ctl *c); /* the hook: something is queued or a status is dirty */
+    struct ctl_heap heap;
+    uv_timer_t wake_timer;
+    uv_idle_t work;
+    uv_timer_t status_timer;
+    uv_timer_t status_soon; /* one flush a second at most, however busy the loop */
+    bool acting;
+    bool stopping;
+    struct ctl_config rcfg;
+    /* metrics */
+    struct ctl_metrics_histogram reconcile_hist;
+    struct ctl_metrics_histogram skew_hist; /* run created minus run time */
+    struct util_map api_counts;             /* "VERB code" -> counter (uint64_t*) */
+    struct ctl_metrics_histogram api_hist;
+    uint64_t reconciles;
+};
+
+/* log.c */
+void ctl_log(const struct ctl *c, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+const char *ctl_key(char buf[CTL_KEY_MAX], const char *ns, const char *name);
+
+/* cache.c */
+/* The maps and the reflectors (after the API client exists); nothing is requested yet. */
+int ctl_cache_init(struct ctl *c, struct util_err *err);
+void ctl_cache_start(struct ctl *c);
+/* Closes the reflectors: nothing more comes in. */
+void ctl_cache_stop(struct ctl *c);
+/* Frees what the caches hold. */
+void ctl_cache_close(struct ctl *c);
+bool ctl_cache_synced(const struct ctl *c);
+/* Queues a pair for reconciling and tells the loop. */
+void ctl_cache_mark(struct ctl *c, struct ctl_pair *pr);
+struct ctl_pair *ctl_cache_pair_by_key(struct ctl *c, const char *key);
+struct ctl_policy_entry *ctl_cache_policy_of(struct ctl *c, const struct ctl_pair *pr);
+/* A pair with nothing left to watch over goes. */
+void ctl_cache_pair_maybe_drop(struct ctl *c, struct ctl_pair *pr);
+/* The objects the API server answered a write with, as if a watch had brought them. */
+void ctl_cache_put_backup(struct ctl *c, const char *ns, const char *name, json_t *obj);
+void ctl_cache_put_job(struct ctl *c, const char *ns, const char *name, json_t *obj);
+
+/* status.c */
+void ctl_status_init(struct ctl *c);
+void ctl_status_start(struct ctl *c);
+void ctl_status_stop(struct ctl *c);
+/* Writes the status of dirty policies within a second. */
+void ctl_status_soon(struct ctl *c);
+
+/* work.c */
+void ctl_work_init(struct ctl *c);
+/* Reconciles the queued pairs on the next loop iteration. */
+void ctl_work_kick(struct ctl *c);
+void ctl_work_stop(struct ctl *c);
+void ctl_work_close(struct ctl *c);
+
+/* endpoints.c */
+int ctl_endpoints_init(struct ctl *c, struct util_err *err);
+void ctl_endpoints_stop(struct ctl *c);
+void ctl_endpoints_close(struct ctl *c);
+void ctl_observe_cb(const char *verb, long status, int error, uint64_t ms, void *arg);
+
+/* acting.c */
+int ctl_acting_init(struct ctl *c, const char *user_agent, struct util_err *err);
+void ctl_acting_start(struct ctl *c);
+void ctl_acting_stop(struct ctl *c);
+void ctl_acting_close(struct ctl *c);
+
+#endif
