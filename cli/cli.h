@@ -14,6 +14,7 @@
 
 #include <jansson.h>
 
+#include "binding/binding.h"
 #include "policy/policy.h"
 #include "retention/retention.h"
 #include "schedule/schedule.h"
@@ -71,14 +72,6 @@ json_t *cli_validate_json_file(const char *file, bool valid, const struct policy
 /* A JSON string of s; bytes that are not UTF-8 become U+FFFD instead of failing. */
 json_t *cli_json_string_lossy(const char *s);
 
-/*
- * The zone a policy's retention periods and schedule use: the schedule's, UTC
- * without one. UTIL_ENOENT when the zone does not exist (the policy's fault),
- * another code when the tz database cannot be read.
- */
-int cli_policy_zone(const struct policy *pol, const struct tz_db *db, struct tz_zone **zone,
-                    struct util_err *err);
-
 /* More runs than this is a mistake in the range asked for (every minute for ten weeks). */
 #define CLI_SCHEDULE_MAX_RUNS 100000
 
@@ -94,10 +87,9 @@ struct cli_schedule_skip {
 };
 
 struct cli_schedule {
-    struct tz_zone *zone; /* owned; NULL for a policy without a schedule */
-    struct sched sched;   /* valid when zone is not NULL */
-    int64_t offset;       /* the host's jitter offset, seconds */
-    int64_t limit;        /* the alert limit at `from`, or SCHED_NO_LIMIT */
+    struct binding bind; /* the zone (UTC without a schedule) and the schedule */
+    int64_t offset;      /* the host's jitter offset, seconds */
+    int64_t limit;       /* the alert limit at `from`, or SCHED_NO_LIMIT */
     struct cli_schedule_run *runs;
     size_t nruns, runs_cap;
     struct cli_schedule_skip *skips;
@@ -114,7 +106,7 @@ struct cli_schedule_query {
 
 /*
  * Computes the runs of a valid policy on one host. A policy without a schedule
- * has no runs (out->zone NULL). Returns 0, UTIL_ENOENT for a zone the tz database
+ * has no runs (out->bind.has_sched false). Returns 0, UTIL_ENOENT for a zone the tz database
  * lacks, UTIL_ERANGE for more than CLI_SCHEDULE_MAX_RUNS runs, or another code
  * when the zone cannot be read; out then needs no freeing.
  */

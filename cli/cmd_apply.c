@@ -25,6 +25,7 @@
 
 #include <yaml.h>
 
+#include "api/api.h"
 #include "cli.h"
 #include "kubeutil.h"
 
@@ -410,7 +411,7 @@ static int cmd_apply_run(const struct cmd_apply_opts *o)
                            : o->namespace != NULL ? o->namespace
                                                   : cli_kube_namespace(&k));
     json_object_set_new(meta, "namespace", json_string(ns));
-    struct kube_resource res = {"lodestore.io", "v1alpha1", "backuppolicies", ns};
+    struct kube_resource res = api_in(&api_backuppolicies, ns);
     if (cli_kube_apply(&k, &res, name, obj, &reply, &err) != 0) {
         fprintf(stderr, "lode apply: %s\n", err.msg);
         rc = CLI_USAGE;

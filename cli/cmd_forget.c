@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "binding/binding.h"
 #include "cli.h"
 #include "retention/retention.h"
 
@@ -148,7 +149,7 @@ json_t *cli_forget_json(const struct ret_snapshot_list *list, const struct ret_d
 static int cmd_forget_zone(const struct policy *pol, const struct tz_db *db, struct tz_zone **zone)
 {
     struct util_err err = {0};
-    int rc = cli_policy_zone(pol, db, zone, &err);
+    int rc = binding_zone(pol, db, zone, &err);
     if (rc == 0)
         return CLI_OK;
     fprintf(stderr, "lode forget: %s\n", err.msg);

@@ -302,16 +302,14 @@ int cli_schedule_compute(struct cli_schedule *out, const struct policy *pol, con
     int rc;
 
     memset(out, 0, sizeof(*out));
-    out->limit = sched_alert_limit(NULL, 0, pol->alerts_max_age, q->from);
-    if (!pol->has_schedule)
-        return 0;
-    if ((rc = tz_zone_load(&out->zone, db, pol->schedule.timezone, err)) != 0)
+    if ((rc = binding_init(&out->bind, pol, db, err)) != 0)
         return rc;
-    sched_init(&out->sched, &pol->schedule.cron, out->zone);
-    out->offset = sched_jitter_offset(pol->namespace, pol->name, q->host, pol->schedule.jitter);
-    out->limit = sched_alert_limit(&out->sched, pol->schedule.jitter, pol->alerts_max_age, q->from);
+    out->limit = binding_alert_limit(&out->bind, q->from);
+    if (!out->bind.has_sched)
+        return 0;
+    out->offset = binding_offset(&out->bind, q->host);
     while (q->has_until || out->nruns < q->count) {
-        if (sched_next(&out->sched, t, &slot) != 0 || (q->has_until && slot.at > q->until))
+        if (sched_next(&out->bind.sched, t, &slot) != 0 || (q->has_until && slot.at > q->until))
             break;
         if (out->nruns == CLI_SCHEDULE_MAX_RUNS) {
             cli_schedule_free(out);
@@ -324,7 +322,8 @@ int cli_schedule_compute(struct cli_schedule *out, const struct policy *pol, con
         t = slot.at;
     }
     /* Skipped local times of the clock changes in the range shown. */
-    sched_skipped(&out->sched, q->from, q->has_until ? q->until : t, cmd_schedule_skip_cb, out);
+    sched_skipped(&out->bind.sched, q->from, q->has_until ? q->until : t, cmd_schedule_skip_cb,
+                  out);
     return 0;
 }
 
@@ -332,8 +331,7 @@ void cli_schedule_free(struct cli_schedule *s)
 {
     free(s->runs);
     free(s->skips);
-    if (s->zone != NULL)
-        tz_zone_free(s->zone);
+    binding_close(&s->bind);
     memset(s, 0, sizeof(*s));
 }
 
@@ -433,7 +431,7 @@ int cmd_schedule(int argc, char **argv)
     } else if (!pol.has_schedule) {
         cmd_schedule_print_unscheduled(&pol, host, list.limit);
     } else {
-        cmd_schedule_print_text(&pol, host, &list.sched, db, list.offset, list.limit, &list);
+        cmd_schedule_print_text(&pol, host, &list.bind.sched, db, list.offset, list.limit, &list);
     }
     rc = CLI_OK;
     cli_schedule_free(&list);

@@ -69,9 +69,9 @@ static void cmd_status_fmt_time(const struct cli_status_policy *p, bool utc, int
         util_format_utc(t, buf, size);
         return;
     }
-    util_civil_from_seconds(t + tz_offset_at(p->zone, t), &c);
+    util_civil_from_seconds(t + tz_offset_at(p->bind.zone, t), &c);
     snprintf(buf, size, "%04lld-%02u-%02u %02u:%02u:%02u %s", (long long)c.year, c.month, c.day,
-             c.hour, c.minute, c.second, tz_abbrev_at(p->zone, t));
+             c.hour, c.minute, c.second, tz_abbrev_at(p->bind.zone, t));
 }
 
 /* An age for people: "45s", "12m30s", "9h12m", "2d3h". */
@@ -117,7 +117,7 @@ static void cmd_status_print_policy(const struct cli_status_policy *p, const str
         for (size_t i = 0; i < p->diags.n; i++)
             printf("    error: %s%s%s\n", p->diags.v[i].path, p->diags.v[i].path[0] ? ": " : "",
                    p->diags.v[i].message);
-    } else if (p->has_sched) {
+    } else if (p->bind.has_sched) {
         policy_format_duration(p->spec.schedule.jitter, buf, sizeof(buf));
         printf("  %-9s \"%s\" in %s, jitter %s\n", "Schedule", p->spec.schedule.cron_text,
                p->spec.schedule.timezone, buf);

@@ -89,13 +89,3 @@ json_t *cli_json_time(int64_t t)
     util_format_utc(t, buf, sizeof(buf));
     return json_string(buf);
 }
-
-int cli_policy_zone(const struct policy *pol, const struct tz_db *db, struct tz_zone **zone,
-                    struct util_err *err)
-{
-    if (!pol->has_schedule) {
-        *zone = tz_zone_utc();
-        return 0;
-    }
-    return tz_zone_load(zone, db, pol->schedule.timezone, err);
-}

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api.h"
 #include "cli.h"
 
 /* What the lists hold, and the evaluation time. */
@@ -74,16 +75,12 @@ static int cli_status_host_cmp(const void *a, const void *b)
                   ((const struct cli_status_host *)b)->name);
 }
 
-/* True when the node's labels hold every pair of the policy's nodeSelector. */
-static bool cli_status_node_matches(const json_t *node, const struct policy *spec)
+/* A Node object's label, for binding_selects. */
+static bool cli_status_node_has_label(const void *node, const char *key, const char *value)
 {
     const json_t *labels = cli_status_get(node, "metadata", "labels");
-    for (size_t i = 0; i < spec->nnode_selector; i++) {
-        const char *v = json_string_value(json_object_get(labels, spec->node_selector[i].key));
-        if (v == NULL || strcmp(v, spec->node_selector[i].value) != 0)
-            return false;
-    }
-    return true;
+    const char *v = json_string_value(json_object_get(labels, key));
+    return v != NULL && strcmp(v, value) == 0;
 }
 
 /* ---- evaluation ---- */
@@ -102,16 +99,7 @@ static int cli_status_prepare(struct cli_status_policy *p, const json_t *obj,
     p->next_run = INT64_MAX;
     policy_diags_init(&p->diags);
     p->valid = policy_parse_json(&p->spec, obj, w->db, &p->diags) == 0;
-    if (p->valid && p->spec.has_schedule) {
-        int rc = tz_zone_load(&p->zone, w->db, p->spec.schedule.timezone, err);
-        if (rc != 0)
-            return rc;
-        sched_init(&p->sched, &p->spec.schedule.cron, p->zone);
-        p->has_sched = true;
-    } else {
-        p->zone = tz_zone_utc();
-    }
-    return 0;
+    return binding_init(&p->bind, p->valid ? &p->spec : NULL, w->db, err);
 }
 
 /*
@@ -130,9 +118,7 @@ static void cli_status_limit(struct cli_status_policy *p, int64_t now)
     if (json_is_integer(lim) && (current || !p->valid)) {
         p->limit = json_integer_value(lim);
     } else if (p->valid) {
-        p->limit = sched_alert_limit(p->has_sched ? &p->sched : NULL,
-                                     p->spec.has_schedule ? p->spec.schedule.jitter : 0,
-                                     p->spec.alerts_max_age, now);
+        p->limit = binding_alert_limit(&p->bind, now);
     }
     if (p->limit == SCHED_NO_LIMIT)
         return;
@@ -153,7 +139,7 @@ static void cli_status_evaluate(struct cli_status_policy *p, const struct cli_st
         json_array_foreach(w->nodes, i, x)
         {
             const char *name = cli_status_str(x, "metadata", "name");
-            if (name == NULL || !cli_status_node_matches(x, &p->spec))
+            if (name == NULL || !binding_selects(&p->spec, cli_status_node_has_label, x))
                 continue;
             struct cli_status_host *h = cli_status_host(p, name);
             h->selected = 1;
@@ -175,9 +161,10 @@ static void cli_status_evaluate(struct cli_status_policy *p, const struct cli_st
         const char *phase = cli_status_str(x, "status", "phase");
         if (phase != NULL && strcmp(phase, "Succeeded") == 0) {
             /* As the controller counts it: the completion, else the creation. */
-            int64_t t = 0;
-            if (!cli_status_time(x, "status", "completionTime", &t))
-                cli_status_time(x, "metadata", "creationTimestamp", &t);
+            int64_t completed = 0, created = 0;
+            cli_status_time(x, "status", "completionTime", &completed);
+            cli_status_time(x, "metadata", "creationTimestamp", &created);
+            int64_t t = binding_success_time(completed, created);
             if (!h->has_success || t > h->last_success) {
                 h->has_success = true;
                 h->last_success = t;
@@ -217,10 +204,10 @@ static void cli_status_evaluate(struct cli_status_policy *p, const struct cli_st
         h->overdue = computed || stands;
         if (h->overdue)
             p->overdue++;
-        if (h->selected != 0 && p->has_sched) {
+        if (h->selected != 0 && p->bind.has_sched) {
             struct sched_slot slot;
-            int64_t off = sched_jitter_offset(p->ns, p->name, h->name, p->spec.schedule.jitter);
-            if (sched_next(&p->sched, w->now - off, &slot) == 0) {
+            int64_t off = binding_offset(&p->bind, h->name);
+            if (sched_next(&p->bind.sched, w->now - off, &slot) == 0) {
                 h->has_next = true;
                 h->next_run = slot.at + off;
                 if (h->next_run < p->next_run)
@@ -237,8 +224,7 @@ static void cli_status_policy_free(struct cli_status_policy *p)
     if (p->valid)
         policy_free(&p->spec);
     policy_diags_free(&p->diags);
-    if (p->zone != NULL)
-        tz_zone_free(p->zone);
+    binding_close(&p->bind);
     free(p->hosts);
 }
 
@@ -261,9 +247,9 @@ static json_t *cli_status_json_policy(const struct cli_status_policy *p, int64_t
     json_object_set_new(o, "valid", json_boolean(p->valid));
     json_object_set_new(o, "ready", json_boolean(cli_status_condition_true(p->obj, "Ready")));
     json_object_set_new(o, "schedule",
-                        p->has_sched ? json_string(p->spec.schedule.cron_text) : json_null());
+                        p->bind.has_sched ? json_string(p->spec.schedule.cron_text) : json_null());
     json_object_set_new(o, "timezone",
-                        p->has_sched ? json_string(p->spec.schedule.timezone) : json_null());
+                        p->bind.has_sched ? json_string(p->spec.schedule.timezone) : json_null());
     json_object_set_new(o, "alertLimitSeconds",
                         p->limit == SCHED_NO_LIMIT ? json_null() : json_integer(p->limit));
     json_object_set_new(o, "overdue", json_integer((json_int_t)p->overdue));
@@ -338,9 +324,9 @@ int cli_status_load(struct cli_status *st, struct cli_kube *k, const struct tz_d
 {
     struct cli_status_world w = {0};
     const char *ns = q->namespace;
-    struct kube_resource rp = {"lodestore.io", "v1alpha1", "backuppolicies", ns};
-    struct kube_resource rb = {"lodestore.io", "v1alpha1", "backups", ns};
-    struct kube_resource rn = {"", "v1", "nodes", NULL};
+    struct kube_resource rp = api_in(&api_backuppolicies, ns);
+    struct kube_resource rb = api_in(&api_backups, ns);
+    struct kube_resource rn = api_nodes;
     int rc;
 
     memset(st, 0, sizeof(*st));

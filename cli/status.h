@@ -29,6 +29,7 @@
 
 #include <jansson.h>
 
+#include "binding/binding.h"
 #include "kubeutil.h"
 #include "policy/policy.h"
 #include "schedule/schedule.h"
@@ -53,9 +54,7 @@ struct cli_status_policy {
     bool valid;
     struct policy spec; /* when valid */
     struct policy_diags diags;
-    struct tz_zone *zone; /* the schedule's, else UTC */
-    bool has_sched;
-    struct sched sched;
+    struct binding bind; /* the zone (the schedule's, else UTC) and the schedule */
     int64_t limit;
     const char *limit_source;
     struct cli_status_host *hosts;

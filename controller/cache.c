@@ -112,7 +112,7 @@ static void ctl_mark_pairs(struct ctl *c, const char *ns, const char *policy, co
 /* A pair is created only when the node is selected; an existing one is updated either way. */
 static void ctl_select(struct ctl *c, struct ctl_policy_entry *e, const struct ctl_node *n)
 {
-    bool match = e->p.valid && ctl_node_matches(n, &e->p.spec);
+    bool match = ctl_node_selected(n, &e->p);
     struct ctl_pair *pr = ctl_pair_get(c, e->p.ns, e->p.name, n->name, match);
     if (pr == NULL)
         return;
@@ -154,7 +154,7 @@ static void ctl_policy_upsert(struct kube_reflector *r, const char *ns, const ch
         ctl_policy_entry_free(old);
     }
     e->conditions = json_deep_copy(json_object_get(json_object_get(obj, "status"), "conditions"));
-    e->limit = ctl_policy_alert_limit(&e->p, ctl_now(c));
+    e->limit = binding_alert_limit(&e->p.bind, ctl_now(c));
     e->limit_at = ctl_now(c);
     e->status_dirty = true;
     c->work_cb(c); /* a policy with no pairs still gets its status */

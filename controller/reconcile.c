@@ -292,7 +292,7 @@ void ctl_reconcile_pair(const struct ctl_pair_input *in, const struct ctl_config
         const struct ctl_job *j = in->jobs[i];
         int64_t t = -1;
         if (b->phase == CTL_PHASE_SUCCEEDED)
-            t = b->completed ? b->completed : b->created;
+            t = binding_success_time(b->completed, b->created);
         else if (!ctl_phase_done(b->phase) && j != NULL && j->finished && j->succeeded)
             t = j->completed ? j->completed : in->now;
         if (t >= 0 && (!out->has_success || t > out->last_success)) {
@@ -316,7 +316,7 @@ void ctl_reconcile_pair(const struct ctl_pair_input *in, const struct ctl_config
     free(active);
 
     /* 3. The schedule. */
-    if (p->valid && p->has_sched && in->node != NULL) {
+    if (p->valid && p->bind.has_sched && in->node != NULL) {
         struct sched_host h = {
             .ready = node_ready,
             .backup_running = running,
@@ -328,7 +328,7 @@ void ctl_reconcile_pair(const struct ctl_pair_input *in, const struct ctl_config
             .offset = in->offset,
             .catch_up_window = p->spec.schedule.catch_up_window,
         };
-        sched_decide(&p->sched, &h, in->now, &out->decision);
+        sched_decide(&p->bind.sched, &h, in->now, &out->decision);
         out->decided = true;
         out->next_run = out->decision.next_run;
         if (out->decision.run) {
@@ -344,9 +344,8 @@ void ctl_reconcile_pair(const struct ctl_pair_input *in, const struct ctl_config
 
     /* 4. Overdue (SPEC section 6), for hosts the policy applies to. */
     if (in->node != NULL && in->limit != SCHED_NO_LIMIT) {
-        int64_t start = out->has_success
-                            ? out->last_success
-                            : (in->node->created > p->created ? in->node->created : p->created);
+        int64_t start =
+            sched_overdue_start(out->has_success, out->last_success, in->node->created, p->created);
         out->overdue_start = start;
         out->overdue = sched_overdue(in->limit, out->has_success, out->last_success,
                                      in->node->created, p->created, in->now);

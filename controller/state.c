@@ -113,14 +113,16 @@ void ctl_node_free(struct ctl_node *n)
     free(n);
 }
 
-bool ctl_node_matches(const struct ctl_node *n, const struct policy *p)
+static bool ctl_node_has_label(const void *node, const char *key, const char *value)
 {
-    for (size_t i = 0; i < p->nnode_selector; i++) {
-        uint64_t h = ctl_label_hash(p->node_selector[i].key, p->node_selector[i].value);
-        if (bsearch(&h, n->labels, n->nlabels, sizeof(*n->labels), ctl_u64_cmp) == NULL)
-            return false;
-    }
-    return true;
+    const struct ctl_node *n = node;
+    uint64_t h = ctl_label_hash(key, value);
+    return bsearch(&h, n->labels, n->nlabels, sizeof(*n->labels), ctl_u64_cmp) != NULL;
+}
+
+bool ctl_node_selected(const struct ctl_node *n, const struct ctl_policy *p)
+{
+    return binding_selects(p->valid ? &p->spec : NULL, ctl_node_has_label, n);
 }
 
 /* ---- Backups ---- */
@@ -287,21 +289,15 @@ int ctl_policy_from_json(struct ctl_policy *p, const json_t *obj, const struct t
     }
     policy_diags_free(&diags);
 
-    if (p->valid && p->spec.has_schedule) {
-        struct util_err zerr = {0};
-        if (tz_zone_load(&p->zone, db, p->spec.schedule.timezone, &zerr) != 0) {
-            /* The validator accepted the name, so the database changed under us. */
-            p->valid = false;
-            p->invalid_message = util_asprintf("spec.schedule.timezone: %s", zerr.msg);
-            policy_free(&p->spec);
-            memset(&p->spec, 0, sizeof(p->spec));
-        } else {
-            sched_init(&p->sched, &p->spec.schedule.cron, p->zone);
-            p->has_sched = true;
-        }
+    struct util_err zerr = {0};
+    if (binding_init(&p->bind, p->valid ? &p->spec : NULL, db, &zerr) != 0) {
+        /* The validator accepted the name, so the database changed under us. */
+        p->valid = false;
+        p->invalid_message = util_asprintf("spec.schedule.timezone: %s", zerr.msg);
+        policy_free(&p->spec);
+        memset(&p->spec, 0, sizeof(p->spec));
+        binding_init(&p->bind, NULL, db, &zerr);
     }
-    if (p->zone == NULL)
-        p->zone = tz_zone_utc();
 
     ctl_schedule_hash(&p->spec, p->schedule_hash);
     if (hash != NULL && strlen(hash) == 16) {
@@ -327,13 +323,6 @@ void ctl_policy_free(struct ctl_policy *p)
     free(p->invalid_message);
     if (p->valid)
         policy_free(&p->spec);
-    tz_zone_free(p->zone);
+    binding_close(&p->bind);
     memset(p, 0, sizeof(*p));
-}
-
-int64_t ctl_policy_alert_limit(const struct ctl_policy *p, int64_t now)
-{
-    return sched_alert_limit(p->has_sched ? &p->sched : NULL,
-                             p->valid && p->spec.has_schedule ? p->spec.schedule.jitter : 0,
-                             p->valid ? p->spec.alerts_max_age : 0, now);
 }

@@ -19,9 +19,12 @@
 #include <jansson.h>
 
 #include "objects.h"
+#include "binding/binding.h"
 #include "policy/policy.h"
 #include "schedule/schedule.h"
 #include "tz/tz.h"
+
+struct ctl_policy;
 
 /* A node: the struct, its label hashes and its name share one allocation. */
 struct ctl_node {
@@ -39,8 +42,8 @@ struct ctl_node {
 int ctl_node_from_json(struct ctl_node **out, const json_t *obj, struct util_err *err);
 void ctl_node_free(struct ctl_node *n);
 uint64_t ctl_label_hash(const char *key, const char *value);
-/* True when the node has every label of the policy's nodeSelector. */
-bool ctl_node_matches(const struct ctl_node *n, const struct policy *p);
+/* True when the policy (valid) selects the node (binding_selects over the label hashes). */
+bool ctl_node_selected(const struct ctl_node *n, const struct ctl_policy *p);
 
 struct ctl_backup {
     char *ns, *name, *uid;
@@ -83,9 +86,7 @@ struct ctl_policy {
     bool valid;
     char *invalid_message; /* every validator error, "; "-joined, when !valid */
     struct policy spec;    /* filled when valid */
-    struct tz_zone *zone;  /* owned: the schedule's zone, or UTC */
-    bool has_sched;
-    struct sched sched;
+    struct binding bind;   /* the zone and schedule; bind.spec points at spec: do not move p */
     /* The schedule's identity (cron, zone, jitter) and since when it holds. */
     char schedule_hash[17];
     bool status_has_hash;      /* the status records a schedule hash... */
@@ -105,8 +106,6 @@ struct ctl_policy {
 int ctl_policy_from_json(struct ctl_policy *p, const json_t *obj, const struct tz_db *db,
                          int64_t now, struct util_err *err);
 void ctl_policy_free(struct ctl_policy *p);
-/* The policy's alert limit at now (sched_alert_limit), or SCHED_NO_LIMIT. */
-int64_t ctl_policy_alert_limit(const struct ctl_policy *p, int64_t now);
 
 /* Parses an RFC 3339 member of obj (a dotted path such as "status.startTime"); 0 when absent. */
 int64_t ctl_json_time(const json_t *obj, const char *path);

@@ -136,7 +136,7 @@ static void ctl_policy_status(struct ctl *c, struct ctl_policy_entry *e)
     } else if (hosts == 0) {
         json_array_append_new(conds, ctl_condition(c, e, "Ready", false, "NoMatchingNodes",
                                                    "no node matches the policy's nodeSelector"));
-    } else if (!e->p.has_sched) {
+    } else if (!e->p.bind.has_sched) {
         msg = util_asprintf("%zu hosts; no schedule: backups run only when started by hand", hosts);
         json_array_append_new(conds, ctl_condition(c, e, "Ready", true, "ManualOnly", msg));
         free(msg);

@@ -221,7 +221,7 @@ static void ctl_reconcile(struct ctl *c, struct ctl_pair *pr)
         return;
     }
     if (now - e->limit_at >= CTL_LIMIT_REFRESH) {
-        e->limit = ctl_policy_alert_limit(&e->p, now);
+        e->limit = binding_alert_limit(&e->p.bind, now);
         e->limit_at = now;
     }
     struct ctl_node *node = pr->selected ? util_map_get(&c->nodes, pr->host) : NULL;
@@ -238,9 +238,7 @@ static void ctl_reconcile(struct ctl *c, struct ctl_pair *pr)
         .jobs = jobs,
         .nbackups = pr->nbackups,
         .limit = e->limit,
-        .offset = e->p.valid && e->p.spec.has_schedule
-                      ? sched_jitter_offset(e->p.ns, e->p.name, pr->host, e->p.spec.schedule.jitter)
-                      : 0,
+        .offset = binding_offset(&e->p.bind, pr->host),
         .reported_slot = pr->reported_slot,
         .was_overdue = pr->overdue,
         .now = now,

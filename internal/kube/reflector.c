@@ -2,8 +2,7 @@
  * The reflector: list (paged) then watch one resource, for ever.
  *
  * State it keeps: the resourceVersion to watch from, and a set of "namespace/name"
- * keys with each object's resourceVersion in an open-addressing table (linear
- * probing, backward-shift deletion, at most 3/4 full). A list stamps each key it sees
+ * keys with each object's resourceVersion (util/map.h). A list stamps each key it sees
  * with the list's generation; keys left with an older stamp at the end of a complete
  * list are objects deleted while no watch was running, and are reported as deletes.
  *
@@ -16,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/map.h"
+
 #define REFL_PAGE_DEFAULT 500
 #define REFL_WATCH_MIN_S  300
 #define REFL_WATCH_MAX_S  600
@@ -25,11 +26,10 @@
 
 enum refl_next { REFL_LIST, REFL_WATCH };
 
-/* A key "ns/name", a NUL, then the resourceVersion and a NUL, in one allocation. */
-struct refl_slot {
-    char *key;
-    uint32_t hash;
+/* What the key set holds for "ns/name": the list that last saw it and its version. */
+struct refl_entry {
     uint32_t gen;
+    char rv[]; /* NUL-terminated */
 };
 
 struct kube_reflector {
@@ -47,8 +47,7 @@ struct kube_reflector {
     char *rv;                 /* where the next watch starts */
     char *cont;               /* the continue token of the list in progress */
     uint32_t gen;
-    struct refl_slot *slots;
-    size_t cap, n;
+    struct util_map keys; /* "ns/name" -> struct refl_entry */
     bool running, synced, closing;
     unsigned epoch; /* bumped by stop: a callback that stopped us is noticed */
     unsigned lists, watches;
@@ -58,65 +57,13 @@ struct kube_reflector {
 
 /* ---- the key set ---- */
 
-static uint32_t refl_hash(const char *s, size_t n)
+static struct refl_entry *refl_entry_new(uint32_t gen, const char *rv)
 {
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 16777619u;
-    return h;
-}
-
-/* The slot of key, or the empty slot where it would go. */
-static size_t refl_probe(const struct kube_reflector *r, const char *key, size_t klen,
-                         uint32_t hash)
-{
-    size_t mask = r->cap - 1, i = hash & mask;
-    while (r->slots[i].key != NULL) {
-        if (r->slots[i].hash == hash && strlen(r->slots[i].key) == klen &&
-            memcmp(r->slots[i].key, key, klen) == 0)
-            return i;
-        i = (i + 1) & mask;
-    }
-    return i;
-}
-
-static void refl_grow(struct kube_reflector *r)
-{
-    struct refl_slot *old = r->slots;
-    size_t oldcap = r->cap;
-    r->cap = oldcap ? oldcap * 2 : 64;
-    r->slots = util_calloc(r->cap, sizeof(*r->slots));
-    for (size_t i = 0; i < oldcap; i++) {
-        if (old[i].key == NULL)
-            continue;
-        size_t j = old[i].hash & (r->cap - 1);
-        while (r->slots[j].key != NULL)
-            j = (j + 1) & (r->cap - 1);
-        r->slots[j] = old[i];
-    }
-    free(old);
-}
-
-static void refl_remove_at(struct kube_reflector *r, size_t i)
-{
-    size_t mask = r->cap - 1, j = i;
-    free(r->slots[i].key);
-    r->slots[i].key = NULL;
-    r->n--;
-    /* Backward shift: pull later entries of the run into the hole they may occupy. */
-    for (;;) {
-        j = (j + 1) & mask;
-        if (r->slots[j].key == NULL)
-            return;
-        size_t ideal = r->slots[j].hash & mask;
-        /* Move j into the hole i unless its ideal slot lies cyclically in (i, j]. */
-        bool stays = i <= j ? (ideal > i && ideal <= j) : (ideal > i || ideal <= j);
-        if (stays)
-            continue;
-        r->slots[i] = r->slots[j];
-        r->slots[j].key = NULL;
-        i = j;
-    }
+    size_t n = strlen(rv) + 1;
+    struct refl_entry *e = util_malloc(sizeof(*e) + n);
+    e->gen = gen;
+    memcpy(e->rv, rv, n);
+    return e;
 }
 
 enum refl_change { REFL_ADDED, REFL_UPDATED, REFL_SAME };
@@ -125,46 +72,31 @@ enum refl_change { REFL_ADDED, REFL_UPDATED, REFL_SAME };
 static enum refl_change refl_upsert(struct kube_reflector *r, const char *ns, const char *name,
                                     const char *rv)
 {
-    char *key = util_asprintf("%s/%s%c%s", ns, name, '\0', rv);
-    size_t klen = strlen(key);
-    uint32_t h = refl_hash(key, klen);
-    size_t i;
+    char *key = util_asprintf("%s/%s", ns, name);
+    struct refl_entry *e = util_map_get(&r->keys, key);
+    enum refl_change change = REFL_SAME;
 
-    if ((r->n + 1) * 4 > r->cap * 3)
-        refl_grow(r);
-    i = refl_probe(r, key, klen, h);
-    if (r->slots[i].key == NULL) {
-        r->slots[i] = (struct refl_slot){key, h, r->gen};
-        r->n++;
-        return REFL_ADDED;
+    if (e == NULL) {
+        util_map_set(&r->keys, key, refl_entry_new(r->gen, rv));
+        change = REFL_ADDED;
+    } else if (strcmp(e->rv, rv) != 0) {
+        free(util_map_set(&r->keys, key, refl_entry_new(r->gen, rv)));
+        change = REFL_UPDATED;
+    } else {
+        e->gen = r->gen;
     }
-    r->slots[i].gen = r->gen;
-    if (strcmp(r->slots[i].key + klen + 1, rv) == 0) {
-        free(key);
-        return REFL_SAME;
-    }
-    free(r->slots[i].key);
-    r->slots[i].key = key;
-    return REFL_UPDATED;
+    free(key);
+    return change;
 }
 
 /* Forgets a key; false if it was not known. */
 static bool refl_forget(struct kube_reflector *r, const char *ns, const char *name)
 {
-    char *key;
-    size_t klen, i;
-    bool found = false;
-    if (r->cap == 0)
-        return false;
-    key = util_asprintf("%s/%s", ns, name);
-    klen = strlen(key);
-    i = refl_probe(r, key, klen, refl_hash(key, klen));
-    if (r->slots[i].key != NULL) {
-        refl_remove_at(r, i);
-        found = true;
-    }
+    char *key = util_asprintf("%s/%s", ns, name);
+    struct refl_entry *e = util_map_del(&r->keys, key);
     free(key);
-    return found;
+    free(e);
+    return e != NULL;
 }
 
 static void refl_set_rv(struct kube_reflector *r, const char *rv)
@@ -239,14 +171,16 @@ static void refl_fail_msg(struct kube_reflector *r, enum refl_next next, const c
 static bool refl_sweep(struct kube_reflector *r)
 {
     char **gone = NULL;
-    size_t ngone = 0, cap = 0, i;
+    size_t ngone = 0, cap = 0, i, it = 0;
     unsigned epoch = r->epoch;
     bool ok = true;
+    const char *k;
+    void *v;
 
-    for (i = 0; i < r->cap; i++) {
-        if (r->slots[i].key != NULL && r->slots[i].gen != r->gen) {
+    while (util_map_next(&r->keys, &it, &k, &v)) {
+        if (((struct refl_entry *)v)->gen != r->gen) {
             gone = util_grow(gone, &cap, ngone + 1, sizeof(*gone));
-            gone[ngone++] = util_strdup(r->slots[i].key);
+            gone[ngone++] = util_strdup(k);
         }
     }
     for (i = 0; i < ngone; i++) {
@@ -476,6 +410,7 @@ int kube_reflector_init(struct kube_client *c, struct kube_reflector **out,
     if (opts->watch_timeout_max_s != 0 && opts->watch_timeout_max_s < opts->watch_timeout_min_s)
         return util_err_set(err, UTIL_EINVAL, "the watch timeout range is empty");
     r = util_calloc(1, sizeof(*r));
+    util_map_init(&r->keys);
     r->c = c;
     r->group = util_strdup(opts->res.group ? opts->res.group : "");
     r->version = util_strdup(opts->res.version);
@@ -536,9 +471,12 @@ void kube_reflector_stop(struct kube_reflector *r)
 static void on_reflector_closed(uv_handle_t *h)
 {
     struct kube_reflector *r = h->data;
-    for (size_t i = 0; i < r->cap; i++)
-        free(r->slots[i].key);
-    free(r->slots);
+    size_t it = 0;
+    const char *k;
+    void *v;
+    while (util_map_next(&r->keys, &it, &k, &v))
+        free(v);
+    util_map_close(&r->keys);
     free(r->group);
     free(r->version);
     free(r->resource);
@@ -571,7 +509,7 @@ const char *kube_reflector_resource_version(const struct kube_reflector *r)
 
 size_t kube_reflector_size(const struct kube_reflector *r)
 {
-    return r->n;
+    return r->keys.len;
 }
 
 unsigned kube_reflector_lists(const struct kube_reflector *r)

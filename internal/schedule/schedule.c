@@ -464,13 +464,19 @@ int64_t sched_alert_limit(const struct sched *s, int64_t jitter, int64_t max_age
     return 2 * gap + (jitter > 0 ? jitter : 0);
 }
 
+int64_t sched_overdue_start(bool has_success, int64_t last_success, int64_t node_created,
+                            int64_t policy_created)
+{
+    if (has_success)
+        return last_success;
+    return node_created > policy_created ? node_created : policy_created;
+}
+
 bool sched_overdue(int64_t limit, bool has_success, int64_t last_success, int64_t node_created,
                    int64_t policy_created, int64_t now)
 {
-    int64_t start;
     if (limit < 0)
         return false;
-    start = has_success ? last_success
-                        : (node_created > policy_created ? node_created : policy_created);
-    return now - start > limit;
+    return now - sched_overdue_start(has_success, last_success, node_created, policy_created) >
+           limit;
 }

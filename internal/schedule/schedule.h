@@ -180,5 +180,8 @@ int64_t sched_alert_limit(const struct sched *s, int64_t jitter, int64_t max_age
  */
 bool sched_overdue(int64_t limit, bool has_success, int64_t last_success, int64_t node_created,
                    int64_t policy_created, int64_t now);
+/* Where a host's overdue age starts (as above): what "since" reports. */
+int64_t sched_overdue_start(bool has_success, int64_t last_success, int64_t node_created,
+                            int64_t policy_created);
 
 #endif

@@ -1,0 +1,70 @@
+/*
+ * binding: a policy put to work, and the per-host rules every reader of it shares.
+ *
+ * The controller, `lode status`, `lode schedule` and `lode forget` each need a
+ * validated policy bound to its time zone and schedule, and the controller and
+ * `lode status` must agree on which nodes a policy selects, what counts as a host's
+ * last success, where its overdue age starts and what its alert limit is. Each of
+ * those rules is written once, here (docs/policy.md and docs/schedule.md state them
+ * for users), so a command can never disagree with the controller.
+ *
+ * Costs: binding_init loads one zone (tz_zone_load: one file read) and copies its
+ * changes into the schedule (sched_init, about 1.5 KiB); the rest is arithmetic, but
+ * binding_alert_limit walks a year of slots (sched_alert_limit), so callers that ask
+ * often keep its answer (the controller recomputes it hourly).
+ */
+#ifndef LODE_BINDING_H
+#define LODE_BINDING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "policy/policy.h"
+#include "schedule/schedule.h"
+#include "tz/tz.h"
+
+struct binding {
+    const struct policy *spec; /* borrowed; NULL for a policy that is not valid */
+    struct tz_zone *zone;      /* owned: the schedule's zone, or UTC without a schedule */
+    bool has_sched;
+    struct sched sched; /* when has_sched; borrows zone */
+};
+
+/*
+ * Binds spec (a policy that passed validation, or NULL for one that did not: UTC and
+ * no schedule) to its zone from db. UTIL_ENOENT when the zone is not in db (the
+ * policy's fault), another code when db cannot be read (the system's); err says which.
+ */
+int binding_init(struct binding *b, const struct policy *spec, const struct tz_db *db,
+                 struct util_err *err);
+void binding_close(struct binding *b);
+/*
+ * Only the zone (docs/policy.md: retention periods and the schedule use the schedule's
+ * zone, UTC without one), owned by the caller; errors as binding_init.
+ */
+int binding_zone(const struct policy *spec, const struct tz_db *db, struct tz_zone **out,
+                 struct util_err *err);
+
+/*
+ * The alert limit at `at` (docs/policy.md, alerts): alerts.maxAge when set, else
+ * twice the longest gap between slots plus the jitter; SCHED_NO_LIMIT without either
+ * or for a policy that is not valid.
+ */
+int64_t binding_alert_limit(const struct binding *b, int64_t at);
+
+/* This host's jitter offset (0 without a schedule). */
+int64_t binding_offset(const struct binding *b, const char *host);
+
+/* A node's labels, as the caller keeps them: true when key has exactly value. */
+typedef bool (*binding_has_label_cb)(const void *node, const char *key, const char *value);
+
+/* True when the policy is valid and the node has every label of its nodeSelector. */
+bool binding_selects(const struct policy *spec, binding_has_label_cb has_label, const void *node);
+
+/*
+ * When a successful backup counts as done for overdue and lastSuccess: its
+ * completion time, else (a status written without one) its creation.
+ */
+int64_t binding_success_time(int64_t completed, int64_t created);
+
+#endif
