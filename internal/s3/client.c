@@ -295,6 +295,16 @@ static size_t on_read(char *buf, size_t size, size_t n, void *ud)
     return want;
 }
 
+/* curl rewinds a body when it resends a request on a fresh connection by itself. */
+static int on_seek(void *ud, curl_off_t offset, int origin)
+{
+    struct s3_op *op = ud;
+    if (origin != SEEK_SET || offset < 0 || (uint64_t)offset > op->body.len)
+        return CURL_SEEKFUNC_CANTSEEK;
+    op->sent = (uint64_t)offset;
+    return CURL_SEEKFUNC_OK;
+}
+
 /* ---- sending ---- */
 
 static int param_cmp(const void *a, const void *b)
@@ -474,6 +484,8 @@ void s3__op_send(struct s3_op *op)
         curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, (curl_off_t)op->body.len);
         curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
         curl_easy_setopt(e, CURLOPT_READDATA, op);
+        curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, on_seek);
+        curl_easy_setopt(e, CURLOPT_SEEKDATA, op);
     } else if (strcmp(q->method, "POST") == 0 || q->post_data != NULL) {
         if (strcmp(q->method, "POST") != 0)
             curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, q->method);

@@ -184,21 +184,18 @@ static void host_only(const char *hostport, char *out, size_t size)
     out[n] = '\0';
 }
 
-/* The system's CA bundle followed by the extra CA, so the extra one adds rather than replaces. */
-static int read_ca(struct s3_config *cfg, const char *path, struct util_err *err)
+int s3_config_add_ca(struct s3_config *cfg, const char *pem, size_t len, struct util_err *err)
 {
-    char *extra = NULL, *system = NULL;
-    size_t extra_len = 0, system_len = 0;
-    int rc;
+    char *system = NULL;
+    size_t system_len = 0;
     const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
     struct util_buf all;
-
-    if ((rc = util_read_file(path, &extra, &extra_len, err)) != 0)
-        return rc;
-    if (strstr(extra, "-----BEGIN CERTIFICATE-----") == NULL) {
-        free(extra);
-        return util_err_set(err, UTIL_EINVAL, "the CA file %s holds no PEM certificate", path);
-    }
+    char *copy = util_strndup(pem, len);
+    bool ok = strstr(copy, "-----BEGIN CERTIFICATE-----") != NULL;
+    free(copy);
+    if (!ok)
+        return util_err_set(err, UTIL_EINVAL, "the CA bundle holds no PEM certificate");
+    /* The system's bundle first: the extra CA adds to it rather than replacing it. */
     util_buf_init(&all);
     if (v != NULL && v->cainfo != NULL &&
         util_read_file(v->cainfo, &system, &system_len, NULL) == 0) {
@@ -206,12 +203,26 @@ static int read_ca(struct s3_config *cfg, const char *path, struct util_err *err
         util_buf_puts(&all, "\n");
         free(system);
     }
-    util_buf_append(&all, extra, extra_len);
-    free(extra);
+    util_buf_append(&all, pem, len);
+    free(cfg->ca_pem);
     cfg->ca_len = all.len;
     cfg->ca_pem = util_buf_steal(&all);
     util_buf_free(&all);
     return 0;
+}
+
+static int read_ca(struct s3_config *cfg, const char *path, struct util_err *err)
+{
+    char *extra = NULL;
+    size_t extra_len = 0;
+    int rc;
+    if ((rc = util_read_file(path, &extra, &extra_len, err)) != 0)
+        return rc;
+    rc = s3_config_add_ca(cfg, extra, extra_len, err);
+    if (rc != 0)
+        util_err_set(err, rc, "the CA file %s holds no PEM certificate", path);
+    free(extra);
+    return rc;
 }
 
 static bool set(const char *s)

@@ -156,6 +156,10 @@ int s3_config_from_environment(struct s3_config *cfg, const char *repo_flag,
                                const char *cacert_flag, bool allow_plain_http,
                                struct util_err *err);
 
+/* Adds a CA bundle (PEM bytes) to the system's for this configuration (a BackupRepository's
+ * caBundle). */
+int s3_config_add_ca(struct s3_config *cfg, const char *pem, size_t len, struct util_err *err);
+
 void s3_config_free(struct s3_config *cfg);
 
 /* True for 127.0.0.0/8, ::1 and localhost (pure). */
