@@ -325,7 +325,7 @@ static int on_delete_entry(const struct s3_delete_entry *e, void *arg)
     free(k->message);
     k->code = util_strdup(e->code);
     k->message = util_strdup(e->message);
-    if (s3_retryable(500, e->code, false) && k->tries < op->c->opts.max_attempts) {
+    if (s3_retryable(0, e->code, false) && k->tries < op->c->opts.max_attempts) {
         k->state = 0; /* again, in a later batch */
         return 0;
     }

@@ -85,6 +85,7 @@ static void op_release(struct s3_op *op)
     attempt_cleanup(op);
     s3__op_free_kind(op);
     util_buf_free(&op->resp);
+    util_buf_free(&op->mem);
     s3__op_clear_params(op);
     free(op->req.key);
     free(op->start_after);
@@ -114,8 +115,8 @@ void s3__op_finish(struct s3_op *op, int error)
         res.size = op->obj_size;
         res.mtime = op->obj_mtime;
         if (op->kind == OP_GET && op->sink == NULL) {
-            res.body = op->resp.data != NULL ? op->resp.data : "";
-            res.body_len = op->resp.len;
+            res.body = op->mem.data != NULL ? op->mem.data : "";
+            res.body_len = op->mem.len;
         }
     }
     if (error != 0)
@@ -143,6 +144,7 @@ struct s3_op *s3__op_new(struct s3_client *c, enum s3_kind kind, const struct s3
     op->deadline =
         uv_now(c->loop) + (op->o.deadline_ms != 0 ? op->o.deadline_ms : c->opts.deadline_ms);
     util_buf_init(&op->resp);
+    util_buf_init(&op->mem);
     uv_timer_init(c->loop, &op->timer);
     op->timer.data = op;
     op->next = c->ops;
@@ -193,6 +195,7 @@ static size_t on_header(char *buf, size_t size, size_t n, void *ud)
     struct s3_op *op = ud;
     size_t len = size * n;
     char line[512];
+    op->last_activity = uv_now(op->c->loop);
     size_t l = len < sizeof(line) - 1 ? len : sizeof(line) - 1;
     memcpy(line, buf, l);
     while (l > 0 && (line[l - 1] == '\r' || line[l - 1] == '\n' || line[l - 1] == ' '))
@@ -242,6 +245,7 @@ static size_t on_write(char *ptr, size_t size, size_t n, void *ud)
     size_t len = size * n;
     if (op->cancelled || op->werror != 0)
         return 0;
+    op->last_activity = uv_now(op->c->loop);
     if (op->status == 0)
         curl_easy_getinfo(op->easy, CURLINFO_RESPONSE_CODE, &op->status);
     if (op->status >= 200 && op->status < 300)
@@ -292,6 +296,7 @@ static size_t on_read(char *buf, size_t size, size_t n, void *ud)
         want = (size_t)got;
     }
     op->sent += want;
+    op->last_activity = uv_now(c->loop);
     return want;
 }
 
@@ -327,6 +332,25 @@ static void add_header(struct curl_slist **l, const char *name, const char *valu
 
 static void on_xfer_done(struct http_xfer *x, CURLcode code, bool cancelled, void *arg);
 
+static void on_stall_check(uv_timer_t *t)
+{
+    struct s3_op *op = t->data;
+    uint64_t now = uv_now(op->c->loop);
+    if (!op->in_flight || op->cancelled) {
+        uv_timer_stop(t);
+        return;
+    }
+    if (op->paused) {
+        op->last_activity = now; /* a paced upload waits by our choice, not the server's */
+        return;
+    }
+    if (now - op->last_activity >= op->c->opts.stall_timeout_ms) {
+        uv_timer_stop(t);
+        op->stalled = true;
+        http_xfer_cancel(&op->xfer); /* on_xfer_done reports it as a timeout */
+    }
+}
+
 void s3__op_send(struct s3_op *op)
 {
     struct s3_client *c = op->c;
@@ -351,6 +375,7 @@ void s3__op_send(struct s3_op *op)
     }
     remaining = op->deadline - now;
     attempt_cleanup(op);
+    op->error = 0;
     if (s3__op_prepare(op) != 0) {
         s3__op_finish(op, op->error);
         return;
@@ -466,9 +491,6 @@ void s3__op_send(struct s3_op *op)
     curl_easy_setopt(e, CURLOPT_WRITEDATA, op);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)remaining);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)c->opts.connect_timeout_ms);
-    /* A stall: less than 1 byte/s for the stall time, either way. */
-    curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)(c->opts.stall_timeout_ms + 999) / 1000);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_MAXAGE_CONN, MAX_IDLE_CONN_S);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
@@ -499,7 +521,13 @@ void s3__op_send(struct s3_op *op)
     op->xfer.done = on_xfer_done;
     op->xfer.arg = op;
     op->in_flight = true;
+    op->stalled = false;
+    op->last_activity = uv_now(c->loop);
+    /* The watchdog: no byte either way for the stall time ends the attempt. */
+    uint64_t every = c->opts.stall_timeout_ms / 4 > 50 ? c->opts.stall_timeout_ms / 4 : 50;
+    uv_timer_start(&op->timer, on_stall_check, every, every);
     if (http_xfer_start(c->http, &op->xfer, &err) != 0) {
+        uv_timer_stop(&op->timer);
         op->in_flight = false;
         s3__op_error(op, S3_ECONN, "%s", err.msg);
         s3__op_finish(op, S3_ECONN);
@@ -566,6 +594,14 @@ static void on_xfer_done(struct http_xfer *x, CURLcode code, bool cancelled, voi
     const char *target = op->req.key != NULL ? op->req.key : "";
     op->in_flight = false;
     op->paused = false;
+    uv_timer_stop(&op->timer);
+    if (cancelled && op->stalled && !op->cancelled) {
+        /* The watchdog, not the owner, ended it: a timeout like any other. */
+        cancelled = false;
+        code = CURLE_OPERATION_TIMEDOUT;
+        snprintf(op->errbuf, sizeof(op->errbuf), "no byte moved for %llu ms",
+                 (unsigned long long)c->opts.stall_timeout_ms);
+    }
     if (op->status == 0 && op->easy != NULL)
         curl_easy_getinfo(op->easy, CURLINFO_RESPONSE_CODE, &op->status);
     if (cancelled || op->cancelled) {
@@ -610,8 +646,6 @@ static void on_xfer_done(struct http_xfer *x, CURLcode code, bool cancelled, voi
         s3__op_error(op, status_error(op->status, op->code), "%s s3://%s/%s: HTTP %ld%s%s%s%s",
                      op->req.method, c->cfg.bucket, target, op->status, op->code[0] ? " " : "",
                      op->code, message[0] ? ": " : "", message);
-    } else {
-        op->error = 0;
     }
     s3__op_complete(op);
 }

@@ -286,13 +286,13 @@ static size_t get_write(struct s3_op *op, const char *data, size_t len)
             return 0;
         }
     } else {
-        if (op->resp.len + n > op->o.max_bytes) {
+        if (op->mem.len + n > op->o.max_bytes) {
             op->werror = S3_ETOOBIG;
             snprintf(op->wmsg, sizeof(op->wmsg), "the object is larger than %llu bytes",
                      (unsigned long long)op->o.max_bytes);
             return 0;
         }
-        util_buf_append(&op->resp, p, n);
+        util_buf_append(&op->mem, p, n);
     }
     op->delivered += n;
     return len;
@@ -330,7 +330,7 @@ static void get_complete(struct s3_op *op)
             return;
         }
         if (op->sink == NULL)
-            util_buf_append(&op->resp, "", 0);
+            util_buf_append(&op->mem, "", 0);
         s3__op_finish(op, 0);
         return;
     }

@@ -76,8 +76,11 @@ struct s3_op {
     long status;
     int werror; /* an error raised in a callback: final */
     char wmsg[256];
-    struct util_buf resp; /* an error body, a DeleteResult, or a GET into memory */
+    struct util_buf resp; /* the attempt's error body or DeleteResult */
+    struct util_buf mem;  /* a GET into memory, kept across attempts (a retry resumes) */
     bool transport_error;
+    bool stalled;           /* the watchdog ended the attempt */
+    uint64_t last_activity; /* uv_now() of the last byte either way */
     /* response headers of the attempt */
     char hdr_etag[S3_ETAG_MAX];
     int64_t hdr_mtime;

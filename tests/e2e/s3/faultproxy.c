@@ -22,7 +22,7 @@
  * /__fault/count answers the number of requests forwarded or faulted since
  * /__fault/clear, which also empties the queue; /__fault/exit ends the proxy.
  *
- * Bounded: at most 64 connections at once, 1 MiB of request, 64 MiB of reply, and
+ * Bounded: at most 64 connections at once, 32 MiB of request, 64 MiB of reply, and
  * it exits after 10 minutes whatever happens. Test code only; never installed.
  */
 #include <curl/curl.h>
@@ -39,7 +39,7 @@
 #include <unistd.h>
 
 #define MAX_CONN   64
-#define MAX_REQ    (1 << 20) + 65536
+#define MAX_REQ    ((32 << 20) + 65536)
 #define MAX_FAULTS 32
 #define LIFETIME_S 600
 
@@ -74,6 +74,7 @@ static const char *upstream, *ca_file;
 struct conn {
     int fd;
     struct buf in;
+    time_t stall_until; /* a stalled connection: say nothing, close then */
 };
 
 static struct conn conns[MAX_CONN];
@@ -86,6 +87,7 @@ static void conn_close(struct conn *c, bool rst)
     }
     close(c->fd);
     c->fd = -1;
+    c->stall_until = 0;
     free(c->in.p);
     c->in = (struct buf){0};
 }
@@ -322,8 +324,8 @@ static bool handle(struct conn *c, const char *method, const char *target, const
     if (strcmp(action, "reset_before") == 0)
         return false;
     if (strcmp(action, "stall") == 0) {
-        sleep(4); /* the proxy is the test's fault: nothing else needs it meanwhile */
-        return false;
+        c->stall_until = time(NULL) + 4; /* other connections are served meanwhile */
+        return true;
     }
     if (forward(method, target, hdrs, body, body_len, &r) != 0) {
         reply(c->fd, 502, "Bad Gateway", "text/plain", "upstream failed");
@@ -377,6 +379,8 @@ static bool serve(struct conn *c)
 {
     for (;;) {
         char *end = c->in.p != NULL ? strstr(c->in.p, "\r\n\r\n") : NULL;
+        if (c->stall_until != 0)
+            return true;
         char method[16], target[4096];
         size_t head_len, clen = 0;
         if (end == NULL)
@@ -389,7 +393,7 @@ static bool serve(struct conn *c)
         for (char *p = c->in.p; p < end; p++)
             if (strncasecmp(p, "\r\ncontent-length:", 17) == 0)
                 clen = strtoul(p + 17, NULL, 10);
-        if (clen > (1u << 20)) {
+        if (clen > (32u << 20)) {
             conn_close(c, true);
             return false;
         }
@@ -452,7 +456,10 @@ int main(int argc, char **argv)
                 pf[n] = (struct pollfd){.fd = conns[i].fd, .events = POLLIN};
                 map[n++] = i;
             }
-        if (poll(pf, (nfds_t)n, 1000) <= 0)
+        for (int i = 0; i < MAX_CONN; i++)
+            if (conns[i].fd >= 0 && conns[i].stall_until != 0 && time(NULL) >= conns[i].stall_until)
+                conn_close(&conns[i], true);
+        if (poll(pf, (nfds_t)n, 200) <= 0)
             continue;
         for (int k = 0; k < n; k++) {
             if (!(pf[k].revents & (POLLIN | POLLHUP | POLLERR)))
