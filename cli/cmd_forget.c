@@ -7,9 +7,15 @@
  * where leaving it out will delete. The periods are counted in the policy's
  * schedule zone, UTC without a schedule (SPEC section 5).
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "binding/binding.h"
 #include "cli.h"
@@ -36,14 +42,58 @@ static void cmd_forget_usage(FILE *f)
         TZ_DEFAULT_DIR);
 }
 
-/* The ids as people see them: control bytes would move the cursor, so they print as '?'. */
-static void cmd_forget_print_id(const char *id, int width)
+/*
+ * Both outputs are written as they go, through one 64 KiB buffer, instead of
+ * built (as a jansson tree) and then printed: a million snapshots took hundreds
+ * of MiB and seconds that way. cli_forget_json, which lode ui serves, still
+ * builds the tree; the bytes here are the ones cli_print_json gives for it,
+ * escapes included (tests/cli/test_forget.sh compares them).
+ */
+struct cmd_forget_out {
+    char buf[1 << 16];
+    size_t len;
+};
+
+static void cmd_forget_flush(struct cmd_forget_out *o)
 {
+    fwrite(o->buf, 1, o->len, stdout);
+    o->len = 0;
+}
+
+static void cmd_forget_put(struct cmd_forget_out *o, const char *s, size_t n)
+{
+    if (o->len + n > sizeof(o->buf)) {
+        cmd_forget_flush(o);
+        if (n > sizeof(o->buf)) {
+            fwrite(s, 1, n, stdout);
+            return;
+        }
+    }
+    memcpy(o->buf + o->len, s, n);
+    o->len += n;
+}
+
+#define CMD_FORGET_PUTS(o, lit) cmd_forget_put((o), (lit), sizeof(lit) - 1)
+
+/* The ids as people see them: control bytes would move the cursor, so they print as '?'. */
+static void cmd_forget_put_id(struct cmd_forget_out *o, const char *id, int width)
+{
+    static const char spaces[] = "                                ";
     int n = 0;
-    for (const unsigned char *p = (const unsigned char *)id; *p; p++, n++)
-        putchar(*p < 0x20 || *p == 0x7f ? '?' : *p);
-    for (; n < width; n++)
-        putchar(' ');
+    const char *run = id;
+    for (const unsigned char *p = (const unsigned char *)id; *p; p++, n++) {
+        if (*p < 0x20 || *p == 0x7f) {
+            cmd_forget_put(o, run, (size_t)((const char *)p - run));
+            cmd_forget_put(o, "?", 1);
+            run = (const char *)p + 1;
+        }
+    }
+    cmd_forget_put(o, run, strlen(run));
+    while (n < width) {
+        int k = width - n < (int)sizeof(spaces) - 1 ? width - n : (int)sizeof(spaces) - 1;
+        cmd_forget_put(o, spaces, (size_t)k);
+        n += k;
+    }
 }
 
 static void cmd_forget_print_rules(const struct policy *pol, const struct tz_zone *zone)
@@ -85,6 +135,7 @@ static void cmd_forget_print_text(const struct policy *pol, const struct tz_zone
                                   const struct ret_snapshot_list *list,
                                   const struct ret_decision *d)
 {
+    static struct cmd_forget_out o; /* 64 KiB: not on the stack */
     int idw = 2;
     size_t kept = 0;
 
@@ -95,30 +146,66 @@ static void cmd_forget_print_text(const struct policy *pol, const struct tz_zone
             idw = l > 200 ? 200 : (int)l;
     }
     printf("%-*s  %-25s %-7s %s\n", idw, "ID", "Time", "Action", "Reasons");
+    o.len = 0;
     for (size_t i = 0; i < list->n; i++) {
         const struct ret_snapshot *s = &list->v[d[i].index];
         struct util_civil c;
-        char when[48];
+        char when[64];
         const char *sep = "";
 
         util_civil_from_seconds(s->time + tz_offset_at(zone, s->time), &c);
-        snprintf(when, sizeof(when), "%04lld-%02u-%02u %02u:%02u:%02u %s", (long long)c.year,
-                 c.month, c.day, c.hour, c.minute, c.second, tz_abbrev_at(zone, s->time));
-        cmd_forget_print_id(s->id, idw);
+        int w;
+        if (c.year >= 0 && c.year <= 9999) {
+            /* the common case without printf, which cost a fifth of the command */
+            const char *abbr = tz_abbrev_at(zone, s->time);
+            size_t al = strnlen(abbr, 16);
+            unsigned y = (unsigned)c.year;
+            const unsigned f[5] = {c.month, c.day, c.hour, c.minute, c.second};
+            const char seps[5] = {'-', '-', ' ', ':', ':'};
+            char *q = when;
+            *q++ = ' ';
+            *q++ = ' ';
+            *q++ = (char)('0' + y / 1000);
+            *q++ = (char)('0' + y / 100 % 10);
+            *q++ = (char)('0' + y / 10 % 10);
+            *q++ = (char)('0' + y % 10);
+            for (int k = 0; k < 5; k++) {
+                *q++ = seps[k];
+                *q++ = (char)('0' + f[k] / 10 % 10);
+                *q++ = (char)('0' + f[k] % 10);
+            }
+            *q++ = ' ';
+            memcpy(q, abbr, al);
+            w = (int)(q - when) + (int)al;
+        } else {
+            w = snprintf(when, sizeof(when), "  %04lld-%02u-%02u %02u:%02u:%02u %s",
+                         (long long)c.year, c.month, c.day, c.hour, c.minute, c.second,
+                         tz_abbrev_at(zone, s->time));
+            if (w < 0 || w >= (int)sizeof(when) - 1)
+                w = (int)strlen(when);
+        }
+        while (w < 2 + 25) /* "  %-25s " */
+            when[w++] = ' ';
+        when[w++] = ' ';
+        cmd_forget_put_id(&o, s->id, idw);
+        cmd_forget_put(&o, when, (size_t)w);
         if (!d[i].keep) {
-            printf("  %-25s forget\n", when);
+            CMD_FORGET_PUTS(&o, "forget\n");
             continue;
         }
-        printf("  %-25s keep    ", when);
+        CMD_FORGET_PUTS(&o, "keep    ");
         for (unsigned r = 0; r < RET_REASON_COUNT; r++) {
             if (d[i].reasons & (1u << r)) {
-                printf("%s%s", sep, ret_reason_name(r));
+                const char *name = ret_reason_name(r);
+                cmd_forget_put(&o, sep, strlen(sep));
+                cmd_forget_put(&o, name, strlen(name));
                 sep = ", ";
             }
         }
-        putchar('\n');
+        cmd_forget_put(&o, "\n", 1);
         kept++;
     }
+    cmd_forget_flush(&o);
     printf("\nkeep %zu snapshot%s, forget %zu\n", kept, kept == 1 ? "" : "s", list->n - kept);
 }
 
@@ -143,6 +230,161 @@ json_t *cli_forget_json(const struct ret_snapshot_list *list, const struct ret_d
     json_object_set_new(root, "keep", keep);
     json_object_set_new(root, "forget", forget);
     return root;
+}
+
+/* A JSON string as jansson writes it: ", \ and control bytes escaped, the rest as is. */
+static void cmd_forget_put_string(struct cmd_forget_out *o, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    const char *run = s;
+
+    cmd_forget_put(o, "\"", 1);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        char esc[6];
+        size_t n = 2;
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        cmd_forget_put(o, run, (size_t)(s - run));
+        run = s + 1;
+        esc[0] = '\\';
+        switch (c) {
+        case '"':
+        case '\\':
+            esc[1] = (char)c;
+            break;
+        case '\b':
+            esc[1] = 'b';
+            break;
+        case '\f':
+            esc[1] = 'f';
+            break;
+        case '\n':
+            esc[1] = 'n';
+            break;
+        case '\r':
+            esc[1] = 'r';
+            break;
+        case '\t':
+            esc[1] = 't';
+            break;
+        default:
+            memcpy(esc + 1, "u00", 3);
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 15];
+            n = 6;
+        }
+        cmd_forget_put(o, esc, n);
+    }
+    cmd_forget_put(o, run, (size_t)(s - run));
+    cmd_forget_put(o, "\"", 1);
+}
+
+/* One of the two lists: the kept snapshots (with reasons) or the forgotten ones. */
+static void cmd_forget_put_list(struct cmd_forget_out *o, const struct ret_snapshot_list *list,
+                                const struct ret_decision *d, bool keep)
+{
+    bool first = true;
+
+    for (size_t i = 0; i < list->n; i++) {
+        if (d[i].keep != keep)
+            continue;
+        if (first)
+            CMD_FORGET_PUTS(o, "\n    {\n      \"id\": ");
+        else
+            CMD_FORGET_PUTS(o, ",\n    {\n      \"id\": ");
+        first = false;
+        cmd_forget_put_string(o, list->v[d[i].index].id);
+        if (keep) {
+            const char *sep = ",\n      \"reasons\": [\n        \"";
+            for (unsigned r = 0; r < RET_REASON_COUNT; r++) {
+                if (d[i].reasons & (1u << r)) {
+                    const char *name = ret_reason_name(r);
+                    cmd_forget_put(o, sep, strlen(sep));
+                    cmd_forget_put(o, name, strlen(name));
+                    cmd_forget_put(o, "\"", 1);
+                    sep = ",\n        \"";
+                }
+            }
+            CMD_FORGET_PUTS(o, "\n      ]");
+        }
+        CMD_FORGET_PUTS(o, "\n    }");
+    }
+    if (!first)
+        CMD_FORGET_PUTS(o, "\n  ");
+}
+
+static void cmd_forget_print_json(const struct ret_snapshot_list *list,
+                                  const struct ret_decision *d)
+{
+    static struct cmd_forget_out o; /* 64 KiB: not on the stack */
+
+    o.len = 0;
+    CMD_FORGET_PUTS(&o, "{\n  \"keep\": [");
+    cmd_forget_put_list(&o, list, d, true);
+    CMD_FORGET_PUTS(&o, "],\n  \"forget\": [");
+    cmd_forget_put_list(&o, list, d, false);
+    CMD_FORGET_PUTS(&o, "]\n}\n");
+    cmd_forget_flush(&o);
+}
+
+/*
+ * The snapshot file, mapped rather than read: the scanner reads it once, front
+ * to back, and the pages behind it are dropped as it goes (they come back from
+ * the file if the jansson reader has to read it again), so a 60 MB list does
+ * not cost 60 MB. Standard input, an empty file or anything that cannot be
+ * mapped is read into memory as before.
+ */
+struct cmd_forget_input {
+    char *data;
+    size_t len;
+    bool mapped;
+};
+
+static void cmd_forget_release_cb(size_t consumed, void *arg)
+{
+    struct cmd_forget_input *in = arg;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t upto = consumed / page * page;
+    if (in->mapped && upto > 0)
+        madvise(in->data, upto, MADV_DONTNEED);
+}
+
+static int cmd_forget_open_input(const char *path, struct cmd_forget_input *in,
+                                 struct util_err *err)
+{
+    struct stat st;
+    int fd;
+
+    memset(in, 0, sizeof(*in));
+    if (strcmp(path, "-") != 0) {
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            return util_err_set(err, UTIL_EIO, "%s: cannot open: %s", path, strerror(errno));
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+            (uintmax_t)st.st_size <= SIZE_MAX) {
+            void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+            if (p != MAP_FAILED) {
+                close(fd);
+                madvise(p, (size_t)st.st_size, MADV_SEQUENTIAL);
+                in->data = p;
+                in->len = (size_t)st.st_size;
+                in->mapped = true;
+                return 0;
+            }
+        }
+        close(fd);
+    }
+    return util_read_file(path, &in->data, &in->len, err);
+}
+
+static void cmd_forget_close_input(struct cmd_forget_input *in)
+{
+    if (in->mapped)
+        munmap(in->data, in->len);
+    else
+        free(in->data);
+    memset(in, 0, sizeof(*in));
 }
 
 /* The zone of the policy's periods; CLI_USAGE or CLI_INVALID (printed) on failure. */
@@ -176,8 +418,7 @@ int cmd_forget(int argc, char **argv)
     struct ret_snapshot_list list = {0};
     struct ret_decision *decisions = NULL;
     struct util_err err = {0};
-    char *data = NULL;
-    size_t len = 0;
+    struct cmd_forget_input in;
     int c, rc;
 
     optind = 1;
@@ -226,16 +467,18 @@ int cmd_forget(int argc, char **argv)
     if (rc != CLI_OK)
         goto free_policy;
 
-    if (util_read_file(snapshots_path, &data, &len, &err) != 0) {
+    if (cmd_forget_open_input(snapshots_path, &in, &err) != 0) {
         fprintf(stderr, "lode forget: %s\n", err.msg);
         rc = CLI_USAGE;
         goto free_zone;
     }
-    if (ret_snapshots_from_json(&list, data, len, &err) != 0) {
+    rc = ret_snapshots_scan(&list, in.data, in.len, cmd_forget_release_cb, &in, &err);
+    cmd_forget_close_input(&in); /* the list owns its ids */
+    if (rc != 0) {
         fprintf(stderr, "lode forget: %s: %s\n",
                 strcmp(snapshots_path, "-") == 0 ? "<stdin>" : snapshots_path, err.msg);
         rc = CLI_INVALID;
-        goto free_data;
+        goto free_zone;
     }
     decisions = util_calloc(list.n ? list.n : 1, sizeof(*decisions));
     if (ret_evaluate(list.v, list.n, &pol.retention, zone, decisions, &err) != 0) {
@@ -243,19 +486,15 @@ int cmd_forget(int argc, char **argv)
         rc = CLI_INVALID;
         goto free_list;
     }
-    if (output == CLI_OUTPUT_JSON) {
-        json_t *doc = cli_forget_json(&list, decisions);
-        cli_print_json(doc);
-        json_decref(doc);
-    } else
+    if (output == CLI_OUTPUT_JSON)
+        cmd_forget_print_json(&list, decisions);
+    else
         cmd_forget_print_text(&pol, zone, &list, decisions);
     rc = CLI_OK;
 
 free_list:
     free(decisions);
     ret_snapshot_list_free(&list);
-free_data:
-    free(data);
 free_zone:
     tz_zone_free(zone);
 free_policy:

@@ -125,6 +125,22 @@ struct ret_snapshot_list {
 int ret_snapshots_from_json(struct ret_snapshot_list *out, const char *data, size_t len,
                             struct util_err *err);
 
+/*
+ * The same reader in one pass, without a tree: for the shape every tool writes
+ * (flat objects, printable ASCII strings without escapes) it fills the list
+ * itself, at about a tenth of the memory and time of the jansson reader; for
+ * any other input it hands the whole input to ret_snapshots_from_json(), so the
+ * answer, and every error message, is always the one that function gives.
+ * progress_cb (may be NULL) is called every RET_SCAN_WINDOW bytes with how far
+ * the scan has read, so a caller holding a mapped file can release the pages
+ * behind it; they must stay readable (the fallback reads them again).
+ * Defined in snapshots_scan.c.
+ */
+#define RET_SCAN_WINDOW (4u << 20)
+int ret_snapshots_scan(struct ret_snapshot_list *out, const char *data, size_t len,
+                       void (*progress_cb)(size_t consumed, void *arg), void *arg,
+                       struct util_err *err);
+
 void ret_snapshot_list_free(struct ret_snapshot_list *list);
 
 #endif
