@@ -2,7 +2,7 @@
  * The `lode` command: one function per subcommand, each in its own file
  * (cmd_<name>.c), and the helpers they share (common.c).
  *
- * Exit codes (SPEC section 8): 0 ok, 1 the input is invalid or a check failed,
+ * Exit codes (docs/commands.md, docs/policy.md): 0 ok, 1 the input is invalid or a check failed,
  * 2 usage or I/O error. JSON output (--output json) is the stable contract for
  * scripts; human output may change between versions.
  */

@@ -5,7 +5,7 @@
  * and the command is always a dry run; --dry-run is accepted so that scripts
  * written now keep working when a later version points forget at a repository,
  * where leaving it out will delete. The periods are counted in the policy's
- * schedule zone, UTC without a schedule (SPEC section 5).
+ * schedule zone, UTC without a schedule (docs/retention.md).
  */
 #include <errno.h>
 #include <fcntl.h>

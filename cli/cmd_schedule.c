@@ -1,6 +1,6 @@
 /*
  * lode schedule: the next runs of a policy on one host, with the daylight saving
- * notes (SPEC sections 3 and 8).
+ * notes (docs/schedule.md).
  *
  * Everything is computed by internal/schedule from the policy file and the time
  * given; the real clock is read only here, for a missing --from. A policy with no

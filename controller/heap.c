@@ -28,6 +28,7 @@ static bool ctl_heap_less(const struct ctl_heap_entry *a, const struct ctl_heap_
     return (int32_t)(a->seq - b->seq) < 0;
 }
 
+/* Every move goes through here so the id -> position index never goes stale. */
 static void ctl_heap_place(struct ctl_heap *h, size_t i, struct ctl_heap_entry e)
 {
     h->v[i] = e;
@@ -72,6 +73,7 @@ bool ctl_heap_contains(const struct ctl_heap *h, uint32_t id)
     return id < h->npos && h->pos[id] != CTL_HEAP_NONE;
 }
 
+/* Set, not push: a pair has one wake time, so a later reconcile moves it instead of adding one. */
 void ctl_heap_set(struct ctl_heap *h, uint32_t id, int64_t when)
 {
     if (id >= h->npos) {

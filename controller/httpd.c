@@ -105,6 +105,7 @@ static void ctl_httpd_respond(struct ctl_httpd_conn *c, int status, const char *
         ctl_httpd_conn_close(c);
 }
 
+/* One request per connection: scrapers and probes reconnect, and nothing is pipelined. */
 static void ctl_httpd_dispatch(struct ctl_httpd_conn *c)
 {
     /* Request line: METHOD SP TARGET SP HTTP/1.x CRLF */
@@ -165,11 +166,13 @@ static void ctl_httpd_read_cb(uv_stream_t *stream, ssize_t n, const uv_buf_t *bu
     }
 }
 
+/* A client that sends nothing is dropped, so a stalled scraper cannot hold a slot for ever. */
 static void ctl_httpd_idle_cb(uv_timer_t *t)
 {
     ctl_httpd_conn_close(t->data);
 }
 
+/* Past CTL_HTTPD_MAX_CONN a connection is accepted and closed, so the backlog never fills. */
 static void ctl_httpd_accept_cb(uv_stream_t *server, int status)
 {
     struct ctl_httpd *s = server->data;

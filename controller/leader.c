@@ -26,6 +26,7 @@ struct ctl_leader {
 
 static void ctl_leader_tick_cb(uv_timer_t *t);
 
+/* Lease times are MicroTime; client-go writes them this way and reads nothing else. */
 static void ctl_leader_micro_time(char *buf, size_t size)
 {
     struct timespec ts;
@@ -86,6 +87,7 @@ static void ctl_leader_written_cb(const struct kube_result *res, void *arg)
     }
 }
 
+/* The Lease as read, with our holder and times: the write carries its resourceVersion. */
 static json_t *ctl_leader_lease(struct ctl_leader *l, const json_t *current, bool take)
 {
     char now[48];
@@ -116,6 +118,7 @@ static json_t *ctl_leader_lease(struct ctl_leader *l, const json_t *current, boo
                      "Lease", "metadata", meta, "spec", spec);
 }
 
+/* Expiry is judged by when we last saw the record change, on our own clock, never theirs. */
 static void ctl_leader_read_cb(const struct kube_result *res, void *arg)
 {
     struct ctl_leader *l = arg;

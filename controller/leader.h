@@ -6,8 +6,8 @@
  * this candidate's own clock (so clocks of different machines never need to agree),
  * and the leader renews it. Writes carry the resourceVersion that was read, so two
  * candidates racing for an expired Lease cannot both win: one gets 409. A leader that
- * has not renewed within renewDeadline calls lost_cb, and the controller exits rather
- * than act without the Lease.
+ * has not renewed within renewDeadline calls lost_cb: the controller stops acting at
+ * once and lode-controller exits rather than act without the Lease.
  *
  * Costs: one GET and at most one PUT per retry period.
  */

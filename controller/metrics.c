@@ -8,6 +8,7 @@ static const double ctl_metrics_bounds[CTL_METRICS_BUCKETS] = {
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 60,
 };
 
+/* The text format escapes backslash, newline and (in label values) the double quote. */
 static void ctl_metrics_escape(struct util_buf *b, const char *s, bool quote)
 {
     for (; *s; s++) {
@@ -29,6 +30,7 @@ void ctl_metrics_family(struct util_buf *b, const char *name, const char *type, 
     util_buf_printf(b, "\n# TYPE %s %s\n", name, type);
 }
 
+/* Integers print exactly, so counters never show as 1e+06 to a scraper. */
 static void ctl_metrics_value(struct util_buf *b, double v)
 {
     if (isnan(v))

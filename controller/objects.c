@@ -6,6 +6,7 @@
 
 #include <openssl/evp.h>
 
+/* SHA-256, not a fast hash: a collision would give two runs one name, even for chosen names. */
 static void ctl_hash_hex(const char *const *parts, size_t nparts, char *out, size_t ndigits)
 {
     unsigned char md[EVP_MAX_MD_SIZE];
@@ -140,6 +141,7 @@ static json_t *ctl_labels(const struct policy *p, const struct ctl_run *run)
     return l;
 }
 
+/* controller and blockOwnerDeletion: the garbage collector deletes children with the owner. */
 static json_t *ctl_owner(const char *kind, const char *name, const char *uid)
 {
     return json_pack("[{s:s, s:s, s:s, s:s, s:b, s:b}]", "apiVersion", API_GROUP_VERSION, "kind",

@@ -39,6 +39,7 @@ static void ctl_queue_push(struct ctl_queue *q, uint32_t id)
     q->state[id] |= CTL_QUEUE_WAITING;
 }
 
+/* A pair being reconciled is only flagged: it is queued again when done, never twice at once. */
 void ctl_queue_add(struct ctl_queue *q, uint32_t id)
 {
     if (id >= q->nstate) {
@@ -66,6 +67,7 @@ bool ctl_queue_pop(struct ctl_queue *q, uint32_t *id)
     return true;
 }
 
+/* Requeues a pair that was marked while it was reconciled (its own writes came back). */
 void ctl_queue_done(struct ctl_queue *q, uint32_t id)
 {
     if (id >= q->nstate)

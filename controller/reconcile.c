@@ -146,6 +146,7 @@ static bool ctl_reconcile_backup(const struct ctl_pair_input *in, const struct c
     return true;
 }
 
+/* The Job is asked for only here, so its owner uid always comes from a Backup the cache holds. */
 static void ctl_add_job(const struct ctl_backup *b, struct ctl_actions *acts)
 {
     struct ctl_action *x = ctl_action_add(acts, CTL_ACT_CREATE_JOB, b->ns, b->name);
@@ -155,6 +156,7 @@ static void ctl_add_job(const struct ctl_backup *b, struct ctl_actions *acts)
     x->backup_uid = b->uid ? util_strdup(b->uid) : NULL;
 }
 
+/* Ties on creation time fall back to the name, so the same history is trimmed on every replica. */
 static int ctl_backup_newer(const void *a, const void *b)
 {
     const struct ctl_backup *x = *(struct ctl_backup *const *)a;
@@ -216,6 +218,7 @@ static void ctl_create_run(const struct ctl_pair_input *in, const struct sched_d
     }
 }
 
+/* Events only for slots newly found missed: the pair is reconciled many times while it waits. */
 static void ctl_report_missed(const struct ctl_pair_input *in, const struct sched_decision *d,
                               const struct ctl_backup *last_slot, struct ctl_actions *acts,
                               struct ctl_pair_output *out)
@@ -342,7 +345,7 @@ void ctl_reconcile_pair(const struct ctl_pair_input *in, const struct ctl_config
     }
     out->running = running;
 
-    /* 4. Overdue (SPEC section 6), for hosts the policy applies to. */
+    /* 4. Overdue (docs/schedule.md, "The alert limit"), for hosts the policy applies to. */
     if (in->node != NULL && in->limit != SCHED_NO_LIMIT) {
         int64_t start =
             sched_overdue_start(out->has_success, out->last_success, in->node->created, p->created);

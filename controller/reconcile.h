@@ -1,7 +1,7 @@
 /*
  * reconcile: what the controller should do for one (policy, host) now, as a list of
- * actions. A pure function of the caches and the clock, so every decision of SPEC
- * sections 3, 4 and 6 is unit-tested with a fake clock and the event loop only
+ * actions. A pure function of the caches and the clock, so every decision of
+ * docs/schedule.md and docs/operator.md is unit-tested with a fake clock and the event loop only
  * carries the actions out.
  *
  * Level-triggered: the same input gives the same actions, and carrying them out

@@ -5,6 +5,7 @@
 
 #include "util/map.h"
 
+/* Dotted paths keep the reducers below one line per field; no key here contains a dot. */
 const json_t *ctl_json_path(const json_t *obj, const char *path)
 {
     char key[128];
@@ -36,6 +37,7 @@ int64_t ctl_json_time(const json_t *obj, const char *path)
     return t;
 }
 
+/* Optional members stay NULL, so "absent" and "empty" remain different to the reconciler. */
 static char *ctl_dup_or_null(const char *s)
 {
     return s ? util_strdup(s) : NULL;
@@ -64,6 +66,7 @@ static int ctl_u64_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* One allocation per node: the cache holds thousands, and a node is replaced whole on change. */
 int ctl_node_from_json(struct ctl_node **out, const json_t *obj, struct util_err *err)
 {
     const char *name = ctl_json_str(obj, "metadata.name");
@@ -113,6 +116,7 @@ void ctl_node_free(struct ctl_node *n)
     free(n);
 }
 
+/* Labels are kept only as hashes, so a selector pair is hashed the same way and searched. */
 static bool ctl_node_has_label(const void *node, const char *key, const char *value)
 {
     const struct ctl_node *n = node;
@@ -257,6 +261,7 @@ static void ctl_schedule_hash(const struct policy *spec, char out[17])
     out[16] = '\0';
 }
 
+/* An invalid policy is kept with its message: its status must say why it does nothing. */
 int ctl_policy_from_json(struct ctl_policy *p, const json_t *obj, const struct tz_db *db,
                          int64_t now, struct util_err *err)
 {

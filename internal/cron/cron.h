@@ -1,7 +1,7 @@
 /*
  * cron: five-field cron expressions as bitmasks, and the next matching local time.
  *
- * Grammar (SPEC section 2): minute 0-59, hour 0-23, day-of-month 1-31, month 1-12
+ * Grammar (docs/schedule.md, "Slots"): minute 0-59, hour 0-23, day-of-month 1-31, month 1-12
  * or JAN-DEC, day-of-week 0-7 or SUN-SAT (7 is Sunday); lists, ranges, steps
  * ("*" "/15", "1-20/5", "5/15" meaning 5-59/15); names are case-insensitive; the
  * macros @hourly @daily @weekly @monthly. When day-of-month and day-of-week are
@@ -63,7 +63,7 @@ int cron_prev(const struct cron_expr *e, int64_t before, int64_t *prev);
 
 /*
  * True when the minute and hour fields each expand to exactly one value: a single
- * fixed time of day, which SPEC section 3 shifts past a DST gap instead of skipping.
+ * fixed time of day, which docs/schedule.md shifts past a DST gap instead of skipping.
  */
 bool cron_is_fixed_time(const struct cron_expr *e);
 

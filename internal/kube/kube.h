@@ -27,7 +27,7 @@
  *
  * What it costs:
  *   - HTTP/1.1 with keep-alive, no HTTP/2: every watch holds one TCP+TLS connection for
- *     its lifetime (a controller with five informers holds five, plus a few pooled ones
+ *     its lifetime (lode-controller's four informers hold four, plus a few pooled ones
  *     for ordinary requests). That keeps one slow stream from stalling the others.
  *   - A request costs its URL, headers and body (owned copies) plus, for ordinary
  *     requests, the whole response while it arrives (bounded by max_response_bytes).

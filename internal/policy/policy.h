@@ -5,7 +5,7 @@
  * writes (lode validate, lode apply, the UI), read from libyaml events so that
  * every error carries its line and column, and the JSON object the Kubernetes API
  * delivers (jansson), where errors carry the field path only. Both fill the same
- * struct policy with the defaults of SPEC section 1 applied.
+ * struct policy with the defaults of docs/policy.md applied.
  *
  * Every error of a document is collected in document order, so a person fixes
  * ten mistakes in one round, not ten. The YAML reader is strict: unknown fields
@@ -44,7 +44,7 @@
 #define POLICY_API_VERSION "lodestore.io/v1alpha1"
 #define POLICY_KIND        "BackupPolicy"
 
-/* Defaults of SPEC section 1, in seconds. */
+/* Defaults of docs/policy.md, in seconds. */
 #define POLICY_DEFAULT_JITTER      (15 * 60)
 #define POLICY_DEFAULT_CATCH_UP    (24 * 3600)
 #define POLICY_DEFAULT_MAX_RUNTIME (12 * 3600)
@@ -99,7 +99,8 @@ struct policy {
     bool has_retention;
     struct policy_retention retention;
     struct policy_limits limits;
-    int64_t alerts_max_age; /* seconds; 0 = derived from the schedule (SPEC section 6) */
+    int64_t alerts_max_age; /* seconds; 0 = derived from the schedule (docs/schedule.md, "The alert
+                               limit") */
 };
 
 /* One error: line and column are 1-based, 0 when unknown (the JSON form). */
@@ -148,7 +149,8 @@ int policy_parse_json(struct policy *out, const json_t *obj, const struct tz_db 
 
 void policy_free(struct policy *p);
 
-/* Durations (SPEC section 1): "15m" -> 900. UTIL_EINVAL or UTIL_ERANGE with a message. */
+/* Durations (docs/policy.md, "Durations and rates"): "15m" -> 900. UTIL_EINVAL or UTIL_ERANGE with
+ * a message. */
 int policy_parse_duration(const char *s, int64_t *seconds, struct util_err *err);
 /* Rates: "50MiB/s" -> bytes per second. */
 int policy_parse_rate(const char *s, uint64_t *bytes_per_second, struct util_err *err);

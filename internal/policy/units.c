@@ -1,5 +1,5 @@
 /*
- * Durations ("15m") and rates ("50MiB/s"), SPEC section 1.
+ * Durations ("15m") and rates ("50MiB/s"), docs/policy.md.
  *
  * The grammar is deliberately small: a whole number and one unit. When the text
  * does not fit, the message names the first thing that is wrong (a sign, a

@@ -1,6 +1,6 @@
 /*
  * retention: which snapshots of one host and one policy to keep, and why
- * (SPEC section 5).
+ * (docs/retention.md).
  *
  * ret_evaluate() is a pure function of three inputs: the snapshots (id, received
  * time in whole seconds, incomplete, suspicious), the rules (struct

@@ -1,5 +1,5 @@
 /*
- * schedule: the slots of a policy in its time zone (SPEC section 3), the per-host
+ * schedule: the slots of a policy in its time zone (docs/schedule.md), the per-host
  * jitter offset, the catch-up decision (section 4) and the alert limit (section 6).
  *
  * A slot is a local wall-clock minute that the cron expression matches. It runs
@@ -110,7 +110,7 @@ struct sched_change {
 int sched_change_of(const struct sched *s, const struct sched_slot *slot, struct sched_change *ch);
 
 /*
- * The jitter offset of SPEC section 3, in seconds in [0, jitter): the first eight
+ * The jitter offset of docs/schedule.md ("Jitter"), in seconds in [0, jitter): the first eight
  * bytes, big-endian, of SHA-256("lodestore-jitter\0" NS "/" NAME "\0" HOST),
  * modulo jitter; 0 when jitter is 0 or less. Stable across machines and versions.
  */
@@ -149,8 +149,8 @@ struct sched_decision {
 };
 
 /*
- * The decision of SPEC section 4 at `now`. R is the last slot whose run time has
- * passed; slots before max(node_joined, policy_created, schedule_changed) do not
+ * The decision of docs/schedule.md ("Missed slots and catch-up") at `now`. R is the last slot whose
+ * run time has passed; slots before max(node_joined, policy_created, schedule_changed) do not
  * count. R runs now when the host is ready, nothing is running, R has not started
  * and now - run_time(R) <= catch_up_window. Missed slots are never replayed: only
  * the last one can run, once (the slot identity makes a second start impossible).
@@ -165,7 +165,7 @@ const char *sched_reason_text(enum sched_reason r);
 #define SCHED_NO_LIMIT (-1)
 
 /*
- * The alert limit of SPEC section 6 evaluated at `at`, in seconds: max_age when it
+ * The alert limit of docs/schedule.md evaluated at `at`, in seconds: max_age when it
  * is positive; else, with a schedule (s not NULL), twice the longest gap between
  * consecutive slot instants over the slots from the first one after `at` through
  * the first one more than 366 days after `at` (at least two), plus jitter; else
@@ -174,9 +174,9 @@ const char *sched_reason_text(enum sched_reason r);
 int64_t sched_alert_limit(const struct sched *s, int64_t jitter, int64_t max_age, int64_t at);
 
 /*
- * Overdue (SPEC section 6): now - start > limit, where start is the last success
- * when there is one, else the later of node creation and policy creation. Never
- * with SCHED_NO_LIMIT.
+ * Overdue (docs/schedule.md, "The alert limit"): now - start > limit, where start is the last
+ * success when there is one, else the later of node creation and policy creation. Never with
+ * SCHED_NO_LIMIT.
  */
 bool sched_overdue(int64_t limit, bool has_success, int64_t last_success, int64_t node_created,
                    int64_t policy_created, int64_t now);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The machine contract of SPEC section 8, checked from the outside as a script or CI
+# The machine contract of docs/commands.md, docs/policy.md, docs/schedule.md and docs/retention.md, checked from the outside as a script or CI
 # job would use lode: exit codes, the exact JSON shapes, and the user's page's examples.
-# Written apart from each command's own tests, from SPEC and the page alone.
+# Written apart from each command's own tests, from those pages alone.
 source "$(dirname "$0")/lib.sh"
 cd "$LODE_ROOT"
 EX=docs/examples/etc-and-home.yaml
@@ -99,7 +99,7 @@ check_eq "schedule: non-fixed schedules skip the gap" "$(jq -c '[.runs[].slot]' 
 check_eq "schedule: skipped local times are listed" "$(jq -c '.notes' <<<"$OUT")" \
     '[{"slot":"2026-03-29T03:00","note":"skipped"},{"slot":"2026-03-29T03:30","note":"skipped"}]'
 
-# Jitter: the offset of SPEC section 3, computed here independently.
+# Jitter: the offset of docs/schedule.md ("Jitter"), computed here independently.
 expect_offset() { # ns name host jitterSeconds
     python3 -c 'import hashlib,sys
 ns,name,host,j=sys.argv[1:5]
@@ -108,7 +108,7 @@ print(int.from_bytes(d[:8],"big") % int(j))' "$@"
 }
 run schedule "$EX" --host node-1 --from 2026-03-26T00:00:00Z --count 3 --output json
 want=$(expect_offset default etc-and-home node-1 900)
-check_eq "schedule: jitter offset per SPEC (default/etc-and-home, node-1)" "$(jq .offsetSeconds <<<"$OUT")" "$want"
+check_eq "schedule: jitter offset per docs/schedule.md (default/etc-and-home, node-1)" "$(jq .offsetSeconds <<<"$OUT")" "$want"
 check_eq "schedule: runTime = slotTime + offset" \
     "$(jq -r '.runs[0] | ((.runTime | fromdate) - (.slotTime | fromdate))' <<<"$OUT")" "$want"
 check_eq "schedule: alert limit is maxAge when set (36h)" "$(jq .alertLimitSeconds <<<"$OUT")" 129600

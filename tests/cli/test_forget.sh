@@ -36,7 +36,7 @@ check_eq "json: the week's newest (a Sunday) is weekly and daily" "$(jq -c '.kee
     '{"id":"20260405","reasons":["daily","weekly"]}'
 check_eq "json: 88 forgotten, newest first, ids only" \
     "$(jq -c '[.forget | length, .[0], .[87]]' <<<"$OUT")" '[88,{"id":"20260403"},{"id":"20260101"}]'
-check_eq "json: exactly the keys of SPEC section 8" "$(jq -c '[keys, (.keep[0] | keys), (.forget[0] | keys)]' <<<"$OUT")" \
+check_eq "json: exactly the keys of docs/retention.md" "$(jq -c '[keys, (.keep[0] | keys), (.forget[0] | keys)]' <<<"$OUT")" \
     '[["forget","keep"],["id","reasons"],["id"]]'
 
 run forget --policy "$SEED" --snapshots "$T_TMP/r10.json" --output json --dry-run

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# lode schedule: the JSON contract of SPEC section 8 (parsed with jq), the page's
+# lode schedule: the JSON contract of docs/schedule.md (parsed with jq), the page's
 # daylight saving examples, the jitter offset, the alert limit, the human view and
 # every exit code. Times are always given with --from: nothing depends on the clock
 # except the one check that --from defaults to now.
@@ -25,7 +25,7 @@ policy() {
     echo "$f"
 }
 
-# The jitter offset of SPEC section 3, computed independently of lode.
+# The jitter offset of docs/schedule.md ("Jitter"), computed independently of lode.
 expect_offset() { # ns name host jitterSeconds
     python3 -c 'import hashlib,sys
 ns,name,host,j=sys.argv[1:5]
@@ -88,7 +88,7 @@ check_eq "a gap after the range is not noted" "$(jq -c '.notes' <<<"$OUT")" '[]'
 EX=docs/examples/etc-and-home.yaml
 run schedule "$EX" --host node-1 --from 2026-03-26T00:00:00Z --count 5 --output json
 want=$(expect_offset default etc-and-home node-1 900)
-check_eq "offset per SPEC section 3 (default/etc-and-home, node-1)" "$(jq .offsetSeconds <<<"$OUT")" "$want"
+check_eq "offset per docs/schedule.md (default/etc-and-home, node-1)" "$(jq .offsetSeconds <<<"$OUT")" "$want"
 check_eq "runTime = slotTime + offset for every run" \
     "$(jq -c '[.runs[] | (.runTime | fromdate) - (.slotTime | fromdate)] | unique' <<<"$OUT")" "[$want]"
 check_eq "alert limit is alerts.maxAge (36h)" "$(jq .alertLimitSeconds <<<"$OUT")" 129600

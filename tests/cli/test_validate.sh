@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# lode validate: human and JSON output (SPEC section 8), exit codes 0/1/2, stdin,
+# lode validate: human and JSON output (docs/policy.md), exit codes 0/1/2, stdin,
 # unreadable files, flags, and the golden output of every bad fixture.
 source "$(dirname "$0")/lib.sh"
 cd "$LODE_ROOT" || exit 2

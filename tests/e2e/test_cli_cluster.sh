@@ -51,7 +51,7 @@ check_rc() { # name want
     if [[ $RC -eq $2 ]]; then pass "$1"; else fail "$1" "exit $RC, want $2" "stdout: $OUT" "stderr: $ERR"; fi
 }
 utc() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ; }
-# The jitter offset of SPEC section 3, computed independently of lode.
+# The jitter offset of docs/schedule.md ("Jitter"), computed independently of lode.
 offset() { # ns name host jitterSeconds
     python3 -c 'import hashlib,sys
 ns,name,host,j=sys.argv[1:5]

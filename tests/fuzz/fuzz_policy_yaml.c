@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fuzz_check_utf8(d.v[i].path);
     }
     if (rc == 0) {
-        /* A valid policy has what SPEC section 1 requires, within its ranges. */
+        /* A valid policy has what docs/policy.md requires, within its ranges. */
         if (p.name == NULL || p.namespace == NULL || p.repository == NULL || p.npaths == 0)
             abort();
         if (p.has_schedule && (p.schedule.timezone == NULL || p.schedule.jitter < 0 ||

@@ -25,7 +25,7 @@
  *
  *   compare DIR RESTICDIR [--tamper]
  *       For each history: restic's keep set and reasons, plus the suspicious
- *       snapshots and the two newest good ones (SPEC section 5 steps 1 and 5),
+ *       snapshots and the two newest good ones (docs/retention.md, "How they are applied"),
  *       must equal lode's JSON (DIR/NNN/lode.json) exactly, reasons included.
  *       Prints TAP-like lines and "N passed, M failed". With --tamper, one
  *       decision of lode's output is flipped per history and every history must
@@ -787,7 +787,7 @@ static int cmp_history(const char *hdir, json_t *restic_groups, bool tamper, str
             }
         }
     }
-    /* Post-processing to SPEC section 5: steps 1, 3 and 5, newest first. */
+    /* Post-processing to docs/retention.md: steps 1, 3 and 5, newest first. */
     for (size_t a = 0; a < n; a++) {
         size_t k = n - 1 - a; /* meta is oldest first */
         if (s[k].suspicious) {

@@ -17,7 +17,7 @@
 #   3. `TZ=UTC restic forget --dry-run --json --group-by host` once per rule set, on a
 #      copy of the repository that holds that rule set's snapshots.
 #   4. `lode forget --output json` per history; diffrestic compare adds the suspicious
-#      snapshots and the two newest good ones to restic's keep set (SPEC section 5
+#      snapshots and the two newest good ones to restic's keep set (docs/retention.md
 #      steps 1 and 5) and requires the same decisions and reasons.
 #   5. diffrestic compare --tamper flips one decision per history and must catch all.
 #

@@ -1,5 +1,5 @@
 /*
- * Every row of SPEC section 1's field table, with the values on both sides of
+ * Every row of the field table of docs/policy.md, with the values on both sides of
  * each bound, the defaults, and the names Kubernetes accepts.
  */
 #include "policy_test.h"

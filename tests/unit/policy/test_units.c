@@ -1,6 +1,6 @@
 /*
- * Durations and rates on their own (SPEC section 1), and the duration format used
- * in human output.
+ * Durations and rates on their own (docs/policy.md, "Durations and rates"), and the duration format
+ * used in human output.
  */
 #include "policy_test.h"
 

@@ -1,5 +1,5 @@
 /*
- * The retention engine against SPEC section 5 and the user's page: one table per
+ * The retention engine against docs/retention.md: one table per
  * rule and per "detail that matters", the vectors R1-R10 of the research notes,
  * and properties on random histories checked against a slow, direct model of
  * the rules whose local days come from glibc (the oracle; the engine reads the

@@ -1,5 +1,5 @@
 /*
- * schedule: the slot rules of SPEC section 3 on the page's examples and on the 56
+ * schedule: the slot rules of docs/schedule.md on the page's examples and on the 56
  * vectors of research/semantics.md 2.7 (real zones from the system's tz database),
  * a brute-force reference walked minute by minute over random zones, expressions
  * and starts, the jitter hash, the catch-up decision of section 4 and the alert
@@ -730,7 +730,8 @@ static int ref_cmp_at(const void *a, const void *b)
  * Every slot with an instant in (T, T + W], found the slow way: walk the spans of
  * constant offset from T - 2 days to T + W + 2 days minute by minute of wall clock,
  * record every instant each matching local minute occurs at, and every matching
- * minute inside a gap; then apply the rules of SPEC section 3 as written.
+ * minute inside a gap; then apply the rules of docs/schedule.md ("Daylight saving time") as
+ * written.
  */
 static size_t ref_slots(const struct sched *s, int64_t T, int64_t W, struct sched_slot **out,
                         int64_t **skipped, size_t *nskipped)
