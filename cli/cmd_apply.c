@@ -18,6 +18,8 @@
  *
  * Server-side apply with field manager "lodestore-cli" and force: lode owns the
  * fields of the file, as `kubectl apply --server-side --force-conflicts` would.
+ * --dry-run=server sends the same request with dryRun=All, so the API server's
+ * schema, admission and defaults judge the policy and nothing is stored.
  */
 #include <getopt.h>
 #include <stdlib.h>
@@ -33,7 +35,7 @@ static void cmd_apply_usage(FILE *f)
 {
     fprintf(f,
             "usage: lode apply -f FILE [--namespace NS] [--kubeconfig PATH] [--context NAME]\n"
-            "                  [--output text|json] [--zoneinfo DIR]\n"
+            "                  [--dry-run=server] [--output text|json] [--zoneinfo DIR]\n"
             "\n"
             "Validates a BackupPolicy file as 'lode validate' does, then creates or updates\n"
             "it in the cluster (server-side apply, field manager %s).\n"
@@ -46,11 +48,15 @@ static void cmd_apply_usage(FILE *f)
             "                       another one is a usage error\n"
             "  --kubeconfig PATH    default $KUBECONFIG, else in-cluster, else ~/.kube/config\n"
             "  --context NAME       a kubeconfig context (default: the current one)\n"
-            "  -o, --output json    {\"action\":\"created\"|\"configured\",\"object\":{...}}\n"
+            "  --dry-run=server     the API server checks and answers as if it applied the\n"
+            "                       policy, and stores nothing (--dry-run=none: apply)\n"
+            "  -o, --output json    {\"action\":\"created\"|\"configured\",\"dryRun\":false|true,\n"
+            "                       \"object\":{...}}\n"
             "  --zoneinfo DIR       the tz database zones are checked against\n"
             "                       (default $LODE_ZONEINFO, else %s)\n"
             "\n"
-            "Exit codes: 0 applied, 1 the policy is invalid (here, or refused by the API\n"
+            "Exit codes: 0 applied (or would be, with --dry-run=server), 1 the policy is invalid "
+            "(here, or refused by the API\n"
             "server's schema with 422), 2 usage error, unreadable file or kubeconfig, or the\n"
             "API server could not be reached or refused for another reason.\n",
             CLI_KUBE_FIELD_MANAGER, TZ_DEFAULT_DIR);
@@ -261,6 +267,7 @@ struct cmd_apply_opts {
     const char *context;
     const char *zoneinfo;
     enum cli_output output;
+    bool dry_run; /* --dry-run=server */
 };
 
 int cli_apply_object(const char *data, size_t len, const struct tz_db *db, json_t **obj,
@@ -330,11 +337,14 @@ static void cmd_apply_print(const struct cmd_apply_opts *o, const char *name, lo
     if (o->output == CLI_OUTPUT_JSON) {
         json_t *copy = json_is_object(body) ? json_deep_copy(body) : json_object();
         json_object_del(json_object_get(copy, "metadata"), "managedFields");
-        json_t *doc = json_pack("{s:s, s:o}", "action", action, "object", copy);
+        json_t *doc =
+            json_pack("{s:s, s:b, s:o}", "action", action, "dryRun", o->dry_run, "object", copy);
         cli_print_json(doc);
         json_decref(doc);
     } else {
-        printf("backuppolicy.lodestore.io/%s %s\n", name, action);
+        /* kubectl's words, so a reader of both sees at once that nothing changed. */
+        printf("backuppolicy.lodestore.io/%s %s%s\n", name, action,
+               o->dry_run ? " (server dry run)" : "");
     }
 }
 
@@ -412,7 +422,7 @@ static int cmd_apply_run(const struct cmd_apply_opts *o)
                                                   : cli_kube_namespace(&k));
     json_object_set_new(meta, "namespace", json_string(ns));
     struct kube_resource res = api_in(&api_backuppolicies, ns);
-    if (cli_kube_apply(&k, &res, name, obj, &reply, &err) != 0) {
+    if (cli_kube_apply(&k, &res, name, obj, o->dry_run, &reply, &err) != 0) {
         fprintf(stderr, "lode apply: %s\n", err.msg);
         rc = CLI_USAGE;
     } else {
@@ -442,7 +452,7 @@ int cmd_apply(int argc, char **argv)
         {"context", required_argument, NULL, 'c'},
         {"output", required_argument, NULL, 'o'},
         {"zoneinfo", required_argument, NULL, 'z'},
-        {"dry-run", required_argument, NULL, 'd'},
+        {"dry-run", optional_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -475,11 +485,26 @@ int cmd_apply(int argc, char **argv)
             o.zoneinfo = optarg;
             break;
         case 'd':
-            /* internal/kube's apply has no dryRun parameter yet: say so, send nothing. */
-            return cli_usage_error("apply",
-                                   "--dry-run=%s is not supported yet; 'lode validate' checks a "
-                                   "file without a cluster",
-                                   optarg);
+            /*
+             * kubectl's values. A bare --dry-run (kubectl's old spelling of "client")
+             * is refused rather than guessed, and "client" has no meaning here: the
+             * check without a cluster is lode validate.
+             */
+            if (optarg != NULL && strcmp(optarg, "server") == 0) {
+                o.dry_run = true;
+            } else if (optarg != NULL && strcmp(optarg, "none") == 0) {
+                o.dry_run = false;
+            } else if (optarg != NULL && strcmp(optarg, "client") == 0) {
+                return cli_usage_error("apply", "--dry-run=client is not supported: 'lode "
+                                                "validate' checks a file without a cluster, "
+                                                "--dry-run=server asks the API server");
+            } else if (optarg == NULL) {
+                return cli_usage_error("apply", "--dry-run needs a value: --dry-run=server");
+            } else {
+                return cli_usage_error("apply", "--dry-run=%s: the value is server or none",
+                                       optarg);
+            }
+            break;
         case 'h':
             cmd_apply_usage(stdout);
             return CLI_OK;

@@ -123,12 +123,16 @@ int cli_kube_get(struct cli_kube *k, const struct kube_resource *res, const char
 }
 
 int cli_kube_apply(struct cli_kube *k, const struct kube_resource *res, const char *name,
-                   const json_t *obj, struct cli_kube_reply *out, struct util_err *err)
+                   const json_t *obj, bool dry_run, struct cli_kube_reply *out,
+                   struct util_err *err)
 {
     struct cli_kube_wait w = {.out = out};
     int rc;
     memset(out, 0, sizeof(*out));
-    if ((rc = kube_apply(k->client, res, name, NULL, obj, cli_kube_result_cb, &w, NULL, err)) != 0)
+    rc = dry_run ? kube_apply_dry_run(k->client, res, name, NULL, obj, cli_kube_result_cb, &w, NULL,
+                                      err)
+                 : kube_apply(k->client, res, name, NULL, obj, cli_kube_result_cb, &w, NULL, err);
+    if (rc != 0)
         return rc;
     return cli_kube_run(k, &w, err);
 }

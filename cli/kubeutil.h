@@ -75,9 +75,13 @@ void cli_kube_reply_free(struct cli_kube_reply *r);
 int cli_kube_get(struct cli_kube *k, const struct kube_resource *res, const char *name,
                  struct cli_kube_reply *out, struct util_err *err);
 
-/* Server-side apply of obj (field manager CLI_KUBE_FIELD_MANAGER, force). */
+/*
+ * Server-side apply of obj (field manager CLI_KUBE_FIELD_MANAGER, force); with
+ * dry_run the server answers as if it applied and stores nothing (dryRun=All).
+ */
 int cli_kube_apply(struct cli_kube *k, const struct kube_resource *res, const char *name,
-                   const json_t *obj, struct cli_kube_reply *out, struct util_err *err);
+                   const json_t *obj, bool dry_run, struct cli_kube_reply *out,
+                   struct util_err *err);
 
 /*
  * A whole LIST, page by page (500 items a page): on a 2xx answer out->body is the

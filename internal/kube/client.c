@@ -573,9 +573,15 @@ static int client_path(struct util_buf *buf, const struct kube_resource *res, co
     return rc;
 }
 
+/* What client_send adds to the query. */
+enum client_query {
+    CLIENT_QUERY_APPLY = 1 << 0,   /* fieldManager and force=true */
+    CLIENT_QUERY_DRY_RUN = 1 << 1, /* dryRun=All: answered as if stored, nothing stored */
+};
+
 static int client_send(struct kube_client *c, const char *verb, const char *method,
                        const struct kube_resource *res, const char *name, const char *subresource,
-                       const json_t *body_obj, const char *content_type, bool apply,
+                       const json_t *body_obj, const char *content_type, unsigned query,
                        kube_result_cb cb, void *arg, struct kube_request **out,
                        struct util_err *err)
 {
@@ -589,10 +595,12 @@ static int client_send(struct kube_client *c, const char *verb, const char *meth
 
     if ((rc = client_path(&path, res, name, subresource, err)) != 0)
         return rc;
-    if (apply) {
+    if (query & CLIENT_QUERY_APPLY) {
         kube_query_add(&path, "fieldManager", c->field_manager);
         kube_query_add(&path, "force", "true");
     }
+    if (query & CLIENT_QUERY_DRY_RUN)
+        kube_query_add(&path, "dryRun", "All");
     if (content_type != NULL && (s.body = client_dump(body_obj, &s.body_len, err)) == NULL) {
         util_buf_free(&path);
         return err != NULL ? err->code : UTIL_EINVAL;
@@ -608,15 +616,14 @@ int kube_get(struct kube_client *c, const struct kube_resource *res, const char 
 {
     if (name == NULL)
         return util_err_set(err, UTIL_EINVAL, "GET needs an object name");
-    return client_send(c, "GET", "GET", res, name, subresource, NULL, NULL, false, cb, arg, out,
-                       err);
+    return client_send(c, "GET", "GET", res, name, subresource, NULL, NULL, 0, cb, arg, out, err);
 }
 
 int kube_create(struct kube_client *c, const struct kube_resource *res, const json_t *obj,
                 kube_result_cb cb, void *arg, struct kube_request **out, struct util_err *err)
 {
-    return client_send(c, "CREATE", "POST", res, NULL, NULL, obj, "application/json", false, cb,
-                       arg, out, err);
+    return client_send(c, "CREATE", "POST", res, NULL, NULL, obj, "application/json", 0, cb, arg,
+                       out, err);
 }
 
 int kube_update(struct kube_client *c, const struct kube_resource *res, const char *name,
@@ -625,8 +632,8 @@ int kube_update(struct kube_client *c, const struct kube_resource *res, const ch
 {
     if (name == NULL)
         return util_err_set(err, UTIL_EINVAL, "an update needs an object name");
-    return client_send(c, "UPDATE", "PUT", res, name, subresource, obj, "application/json", false,
-                       cb, arg, out, err);
+    return client_send(c, "UPDATE", "PUT", res, name, subresource, obj, "application/json", 0, cb,
+                       arg, out, err);
 }
 
 int kube_merge_patch(struct kube_client *c, const struct kube_resource *res, const char *name,
@@ -636,7 +643,7 @@ int kube_merge_patch(struct kube_client *c, const struct kube_resource *res, con
     if (name == NULL)
         return util_err_set(err, UTIL_EINVAL, "a patch needs an object name");
     return client_send(c, "PATCH", "PATCH", res, name, subresource, patch,
-                       "application/merge-patch+json", false, cb, arg, out, err);
+                       "application/merge-patch+json", 0, cb, arg, out, err);
 }
 
 int kube_apply(struct kube_client *c, const struct kube_resource *res, const char *name,
@@ -646,7 +653,18 @@ int kube_apply(struct kube_client *c, const struct kube_resource *res, const cha
     if (name == NULL)
         return util_err_set(err, UTIL_EINVAL, "an apply needs an object name");
     return client_send(c, "APPLY", "PATCH", res, name, subresource, obj,
-                       "application/apply-patch+yaml", true, cb, arg, out, err);
+                       "application/apply-patch+yaml", CLIENT_QUERY_APPLY, cb, arg, out, err);
+}
+
+int kube_apply_dry_run(struct kube_client *c, const struct kube_resource *res, const char *name,
+                       const char *subresource, const json_t *obj, kube_result_cb cb, void *arg,
+                       struct kube_request **out, struct util_err *err)
+{
+    if (name == NULL)
+        return util_err_set(err, UTIL_EINVAL, "an apply needs an object name");
+    return client_send(c, "APPLY", "PATCH", res, name, subresource, obj,
+                       "application/apply-patch+yaml", CLIENT_QUERY_APPLY | CLIENT_QUERY_DRY_RUN,
+                       cb, arg, out, err);
 }
 
 int kube_delete(struct kube_client *c, const struct kube_resource *res, const char *name,

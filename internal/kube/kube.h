@@ -17,7 +17,7 @@
  *                     by the loop, which the S3 client may share), queued behind the
  *                     token bucket. TLS is always verified; certificates go to curl as
  *                     in-memory blobs.
- *   kube_get/list/create/update/merge_patch/apply/delete, kube_watch: the verbs.
+ *   kube_get/list/create/update/merge_patch/apply(_dry_run)/delete, kube_watch: the verbs.
  *   kube_reflector_*  list (paged) + watch one resource, with resourceVersion,
  *                     bookmarks, a relist on 410 Gone, and backoff on errors; it
  *                     delivers add/update/delete/synced and keeps only names and
@@ -409,6 +409,13 @@ int kube_merge_patch(struct kube_client *c, const struct kube_resource *res, con
 int kube_apply(struct kube_client *c, const struct kube_resource *res, const char *name,
                const char *subresource, const json_t *obj, kube_result_cb cb, void *arg,
                struct kube_request **out, struct util_err *err);
+/*
+ * The same apply with dryRun=All: the server validates, admits, defaults and answers
+ * (200 or 201, the object as it would be) and stores nothing. Costs one request.
+ */
+int kube_apply_dry_run(struct kube_client *c, const struct kube_resource *res, const char *name,
+                       const char *subresource, const json_t *obj, kube_result_cb cb, void *arg,
+                       struct kube_request **out, struct util_err *err);
 /* DELETE with propagationPolicy ("Background", "Foreground", "Orphan", or NULL). */
 int kube_delete(struct kube_client *c, const struct kube_resource *res, const char *name,
                 const char *propagation, kube_result_cb cb, void *arg, struct kube_request **out,

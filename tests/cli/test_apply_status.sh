@@ -81,10 +81,21 @@ run apply -f "$PAGE" --output yaml
 check_rc "apply --output yaml: exit 2" 2
 run apply -f "$PAGE" --namespace ""
 check_rc "apply with an empty --namespace: exit 2" 2
-run apply -f "$PAGE" --dry-run=server --kubeconfig "$T_TMP/listener.kubeconfig"
-check_rc "apply --dry-run=server (not supported yet): exit 2" 2
-check_contains "apply --dry-run=server: says it is not supported" "$ERR" "not supported yet"
-check_eq "apply --dry-run=server: no connection" "$(connections)" 0
+# --dry-run takes kubectl's values; "server" is tested against the real API server
+# (tests/e2e/test_cli_cluster.sh). The others are refused before any connection.
+run apply -f "$PAGE" --dry-run --kubeconfig "$T_TMP/listener.kubeconfig"
+check_rc "apply --dry-run without a value: exit 2" 2
+check_contains "apply --dry-run without a value: says --dry-run=server" "$ERR" "--dry-run=server"
+run apply --dry-run -f "$PAGE" --kubeconfig "$T_TMP/listener.kubeconfig"
+check_rc "apply --dry-run -f FILE: the flag does not swallow -f (exit 2)" 2
+check_contains "apply --dry-run -f FILE: says --dry-run needs a value" "$ERR" "needs a value"
+run apply -f "$PAGE" --dry-run=client --kubeconfig "$T_TMP/listener.kubeconfig"
+check_rc "apply --dry-run=client: exit 2" 2
+check_contains "apply --dry-run=client: points at lode validate" "$ERR" "lode validate"
+run apply -f "$PAGE" --dry-run=all --kubeconfig "$T_TMP/listener.kubeconfig"
+check_rc "apply --dry-run=all: exit 2" 2
+check_contains "apply --dry-run=all: names the values" "$ERR" "server or none"
+check_eq "apply --dry-run refusals: no connection" "$(connections)" 0
 run apply --help
 check_rc "apply --help: exit 0" 0
 check_contains "apply --help: usage on stdout" "$OUT" "usage: lode apply -f FILE"
@@ -100,6 +111,10 @@ check_rc "invalid file: exit 1" 1
 check_eq "invalid file: the lines of lode validate, on stderr" "$ERR" "$want_lines"
 check_eq "invalid file: nothing on stdout" "$OUT" ""
 check_eq "invalid file: no connection was made" "$(connections)" 0
+run apply -f "$BAD" --dry-run=server --kubeconfig "$T_TMP/listener.kubeconfig"
+check_rc "invalid file, --dry-run=server: exit 1" 1
+check_eq "invalid file, --dry-run=server: the lines of lode validate" "$ERR" "$want_lines"
+check_eq "invalid file, --dry-run=server: no connection was made" "$(connections)" 0
 run apply -f "$BAD" --kubeconfig "$T_TMP/unreachable.kubeconfig"
 check_rc "invalid file, unreachable server: exit 1, not 2" 1
 run apply -f "$BAD" --kubeconfig "$T_TMP/missing.kubeconfig"

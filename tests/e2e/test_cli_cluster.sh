@@ -7,6 +7,9 @@
 #   - lode apply creates, then configures, a policy (kubectl sees it, owned by the
 #     field manager lodestore-cli, with strings and integers as written);
 #     --output json, standard input, the namespace from the file or the flag;
+#   - lode apply --dry-run=server: the server's answer (created or configured, its
+#     defaults in the JSON) and nothing stored, no new generation; the schema's 422,
+#     RBAC's 403 and a missing namespace refuse a dry run as they refuse an apply;
 #   - an invalid file is refused locally (exit 1) and never reaches the cluster;
 #     a file lode accepts but the CRD's schema refuses is exit 1 with the
 #     server's field; 401 and 403 are exit 2;
@@ -141,6 +144,38 @@ check_rc "apply -f - --output json: exit 0" 0
 check_eq "apply --output json: action and object" \
     "$(jq -c '[.action, .object.metadata.namespace, .object.metadata.name, .object.spec.retention.keepLast, (.object.metadata | has("managedFields"))]' <<<"$OUT")" \
     "[\"configured\",\"$NS\",\"p1\",3,false]"
+check_eq "apply --output json: dryRun is false" "$(jq -c .dryRun <<<"$OUT")" false
+
+# ---- lode apply --dry-run=server: the server's answer, nothing stored ----
+sed 's/name: p1/name: p-dry/' "$T_TMP/p1.yaml" >"$T_TMP/dry.yaml"
+lode apply -f "$T_TMP/dry.yaml" -n "$NS" --dry-run=server
+check_rc "dry run of a new policy: exit 0" 0
+check_eq "dry run of a new policy: created (server dry run)" "$OUT" \
+    "backuppolicy.lodestore.io/p-dry created (server dry run)"
+check_eq "dry run of a new policy: nothing stored" \
+    "$(kc -n "$NS" get backuppolicy p-dry -o name 2>&1)" \
+    "Error from server (NotFound): backuppolicies.lodestore.io \"p-dry\" not found"
+lode apply -f "$T_TMP/dry.yaml" -n "$NS" --dry-run=server --output json
+check_rc "dry run --output json: exit 0" 0
+check_eq "dry run --output json: action, dryRun, the object as the server would store it" \
+    "$(jq -c '[.action, .dryRun, .object.metadata.name, .object.metadata.generation, (.object.metadata.uid | length > 0), .object.spec.retention.keepLast]' <<<"$OUT")" \
+    '["created",true,"p-dry",1,true,3]'
+gen=$(env_get -n "$NS" backuppolicy/p1 '{.metadata.generation}')
+sed 's/keepLast: 3/keepLast: 9/' "$T_TMP/p1.yaml" >"$T_TMP/p1-dry.yaml"
+lode apply -f "$T_TMP/p1-dry.yaml" -n "$NS" --dry-run=server --output json
+check_rc "dry run of a change: exit 0" 0
+check_eq "dry run of a change: configured, with the change in the answer" \
+    "$(jq -c '[.action, .dryRun, .object.spec.retention.keepLast]' <<<"$OUT")" '["configured",true,9]'
+check_eq "dry run of a change: the stored policy is unchanged" \
+    "$(env_get -n "$NS" backuppolicy/p1 '{.spec.retention.keepLast}')" 3
+check_eq "dry run of a change: no new generation" \
+    "$(env_get -n "$NS" backuppolicy/p1 '{.metadata.generation}')" "$gen"
+lode apply -f "$T_TMP/p1-dry.yaml" -n "$NS" --dry-run=server
+check_eq "dry run of a change: configured (server dry run)" "$OUT" \
+    "backuppolicy.lodestore.io/p1 configured (server dry run)"
+lode apply -f "$T_TMP/dry.yaml" -n "$NS-nowhere" --dry-run=server
+check_rc "dry run into a namespace that does not exist: exit 2" 2
+check_contains "dry run into a missing namespace: the server's words" "$ERR" "not found"
 {
     sed -n '1,4p' "$T_TMP/p1.yaml"
     echo "  namespace: $NS"
@@ -173,6 +208,10 @@ else
     check_contains "422: the server's field and message" "$ERR" \
         "$T_TMP/schema.yaml: error: spec.schedule.jitter: Too long"
     check_eq "422: nothing created" "$(kc -n "$NS" get backuppolicy p-schema -o name 2>/dev/null)" ""
+    lode apply -f "$T_TMP/schema.yaml" -n "$NS" --dry-run=server
+    check_rc "a dry run the CRD's schema refuses (422): exit 1" 1
+    check_contains "a dry run's 422: the server's field and message" "$ERR" \
+        "$T_TMP/schema.yaml: error: spec.schedule.jitter: Too long"
 fi
 
 kubeconfig_for "$T_TMP/wrong.kubeconfig" not-the-token "$NS"
@@ -186,6 +225,11 @@ kubeconfig_for "$T_TMP/nobody.kubeconfig" "$(kc -n "$NS" create token nobody)" "
 RC=$? OUT=$(cat "$T_TMP/out") ERR=$(cat "$T_TMP/err")
 check_rc "an identity without RBAC (403): exit 2" 2
 check_contains "403: the server's message" "$ERR" 'cannot patch resource "backuppolicies"'
+"$LODE" apply -f "$T_TMP/p1.yaml" --dry-run=server --kubeconfig "$T_TMP/nobody.kubeconfig" \
+    >"$T_TMP/out" 2>"$T_TMP/err"
+RC=$? OUT=$(cat "$T_TMP/out") ERR=$(cat "$T_TMP/err")
+check_rc "a dry run by an identity without RBAC (403): exit 2" 2
+check_contains "a dry run's 403: the server's message" "$ERR" 'cannot patch resource "backuppolicies"'
 
 # ---- lode status on hand-made Backups and status (no controller here) ----
 env_create_nodes 3 "$NS-n" "lodestore.io/cli-test=$NS"

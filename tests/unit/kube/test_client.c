@@ -168,13 +168,14 @@ static void test_verbs(void **state)
     json_t *obj = json_pack("{s:s, s:{s:s}}", "kind", "ConfigMap", "metadata", "name", "a");
     json_t *status = json_pack("{s:{s:i}}", "status", "hosts", 3);
     setup_t(&t, verbs_handler, NULL);
-    t.want = 8;
+    t.want = 9;
     assert_int_equal(kube_get(t.c, &cms, "a", NULL, got_cb, &t, NULL, &err), 0);
     assert_int_equal(kube_get(t.c, &cms, "zz", NULL, got_cb, &t, NULL, &err), 0);
     assert_int_equal(kube_create(t.c, &cms, obj, got_cb, &t, NULL, &err), 0);
     assert_int_equal(kube_merge_patch(t.c, &bps, "p1", "status", status, got_cb, &t, NULL, &err),
                      0);
     assert_int_equal(kube_apply(t.c, &bps, "p1", NULL, obj, got_cb, &t, NULL, &err), 0);
+    assert_int_equal(kube_apply_dry_run(t.c, &bps, "p2", NULL, obj, got_cb, &t, NULL, &err), 0);
     assert_int_equal(kube_update(t.c, &cms, "a", NULL, obj, got_cb, &t, NULL, &err), 0);
     assert_int_equal(kube_delete(t.c, &cms, "a", "Background", got_cb, &t, NULL, &err), 0);
     struct kube_list_opts lo = {.label_selector = "app=x,tier in (a,b)",
@@ -191,6 +192,8 @@ static void test_verbs(void **state)
     assert_int_equal(kube_merge_patch(t.c, &cms, NULL, NULL, obj, got_cb, &t, NULL, &err),
                      UTIL_EINVAL);
     assert_int_equal(kube_apply(t.c, &cms, NULL, NULL, obj, got_cb, &t, NULL, &err), UTIL_EINVAL);
+    assert_int_equal(kube_apply_dry_run(t.c, &cms, NULL, NULL, obj, got_cb, &t, NULL, &err),
+                     UTIL_EINVAL);
     assert_int_equal(kube_delete(t.c, &cms, NULL, NULL, got_cb, &t, NULL, &err), UTIL_EINVAL);
     struct kube_resource noversion = {"", "", "configmaps", NULL};
     assert_int_equal(kube_list(t.c, &noversion, NULL, got_cb, &t, NULL, &err), UTIL_EINVAL);
@@ -200,15 +203,15 @@ static void test_verbs(void **state)
     json_decref(status);
     run_t(&t);
 
-    assert_int_equal(t.ngot, 8);
-    assert_int_equal(t.nseen, 8);
+    assert_int_equal(t.ngot, 9);
+    assert_int_equal(t.nseen, 9);
     /* Results arrive per request; order the checks by what the server saw. */
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < 9; i++) {
         assert_string_equal(t.seen[i].auth, "Bearer tok-1");
         assert_int_equal(t.got[i].calls, 1);
     }
     int get_a = -1, get_zz = -1, post = -1;
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < 9; i++) {
         if (t.got[i].status == 200 && strstr(t.got[i].body, "ConfigMap"))
             get_a = i;
         if (t.got[i].status == 404)
@@ -226,7 +229,7 @@ static void test_verbs(void **state)
     assert_non_null(strstr(t.got[get_zz].body, "\"code\":404"));
     assert_string_equal(t.got[post].reason, "AlreadyExists");
 
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < 9; i++) {
         struct fake_req *r = &t.seen[i];
         if (strcmp(r->method, "POST") == 0) {
             assert_string_equal(r->target, "/api/v1/namespaces/ns1/configmaps");
@@ -238,6 +241,12 @@ static void test_verbs(void **state)
                 r->target, "/apis/lodestore.io/v1alpha1/namespaces/ns1/backuppolicies/p1/status");
             assert_string_equal(r->content_type, "application/merge-patch+json");
             assert_string_equal(t.bodies[i], "{\"status\":{\"hosts\":3}}");
+        } else if (strcmp(r->method, "PATCH") == 0 && strstr(r->target, "/p2")) {
+            /* The dry run: the same apply, and the server is told to store nothing. */
+            assert_string_equal(r->target,
+                                "/apis/lodestore.io/v1alpha1/namespaces/ns1/"
+                                "backuppolicies/p2?fieldManager=lodestore&force=true&dryRun=All");
+            assert_string_equal(r->content_type, "application/apply-patch+yaml");
         } else if (strcmp(r->method, "PATCH") == 0) {
             assert_string_equal(r->target, "/apis/lodestore.io/v1alpha1/namespaces/ns1/"
                                            "backuppolicies/p1?fieldManager=lodestore&force=true");
