@@ -152,7 +152,8 @@ void s3__list_complete(struct s3_op *op)
     }
     for (size_t i = 0; i < page->n; i++) {
         struct s3_object ob = page->objects[i];
-        ob.key += plen;
+        /* relative to the repository prefix, as s3.h promises: "snapshots/a/b/c/ID.json" */
+        ob.key += strlen(c->cfg.prefix);
         if (op->each != NULL && op->each(&ob, op->arg) != 0) {
             s3__op_error(op, S3_ECANCELED, "the listing was stopped by its reader");
             s3__op_finish(op, S3_ECANCELED);
