@@ -131,7 +131,7 @@ void ctl_stop(struct ctl *c)
     /* The Lease is given up through its own client, which acting.c closes once answered. */
     ctl_acting_stop(c);
     ctl_cache_stop(c);
-    /* Writes still in flight are given to the client to finish or drop. */
+    /* Writes still in flight are cancelled without a callback; ctl_close frees their records. */
     kube_client_close(c->kube, NULL, NULL);
     c->kube = NULL;
     ctl_work_stop(c);
@@ -141,6 +141,7 @@ void ctl_stop(struct ctl *c)
 
 void ctl_close(struct ctl *c)
 {
+    ctl_write_free_all(c);
     ctl_cache_close(c);
     ctl_endpoints_close(c);
     ctl_work_close(c);

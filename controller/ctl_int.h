@@ -8,7 +8,7 @@
  *   work.c        the work queue: reconcile dirty pairs, the wake timer, carry out actions
  *   status.c      policy status, written at most once a second
  *   cache.c       informer callbacks and the caches they fill, (policy, host) pairs
- *   log.c         the clock and the log
+ *   log.c         the clock, the log, cache keys and the list of writes in flight
  * The cache tells the loop that a pair is queued through one hook (work_cb below, set by
  * the lifecycle), so it never calls into work.c; work.c puts the API server's answers
  * to its writes into the cache through the same functions the informers use.
@@ -41,6 +41,16 @@
 
 /* The resources the controller watches, one reflector each. */
 enum ctl_reflector_kind { CTL_R_POLICIES, CTL_R_BACKUPS, CTL_R_JOBS, CTL_R_NODES, CTL_R_COUNT };
+
+/*
+ * A write in flight, embedded first in each file's own record of it. Closing the API
+ * client cancels what is in flight without calling back, so every record is linked
+ * into ctl.writes and ctl_close frees whatever a stop left there.
+ */
+struct ctl_write {
+    struct ctl_write *prev, *next;
+    void (*free_cb)(struct ctl_write *w);
+};
 
 /* One (policy, host): its Backups and what the last reconcile found. */
 struct ctl_pair {
@@ -105,12 +115,17 @@ struct ctl {
     struct util_map api_counts;             /* "VERB code" -> counter (uint64_t*) */
     struct ctl_metrics_histogram api_hist;
     uint64_t reconciles;
+    struct ctl_write *writes; /* in flight, newest first */
 };
 
 /* log.c */
 void ctl_log(const struct ctl *c, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 const char *ctl_key(char buf[CTL_KEY_MAX], const char *ns, const char *name);
+void ctl_write_track(struct ctl *c, struct ctl_write *w, void (*free_cb)(struct ctl_write *w));
+void ctl_write_untrack(struct ctl *c, struct ctl_write *w);
+/* Frees the records of writes that were cancelled, at close. */
+void ctl_write_free_all(struct ctl *c);
 
 /* cache.c */
 /* The maps and the reflectors (after the API client exists); nothing is requested yet. */

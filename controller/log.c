@@ -1,4 +1,7 @@
-/* The controller's clock and log: every other file of the controller calls these. */
+/*
+ * The controller's clock, log, cache keys and list of writes in flight: every other
+ * file of the controller calls these, and these call none of them.
+ */
 #include "ctl_int.h"
 
 #include <stdarg.h>
@@ -32,4 +35,34 @@ const char *ctl_key(char buf[CTL_KEY_MAX], const char *ns, const char *name)
 {
     snprintf(buf, CTL_KEY_MAX, "%s/%s", ns, name);
     return buf;
+}
+
+void ctl_write_track(struct ctl *c, struct ctl_write *w, void (*free_cb)(struct ctl_write *w))
+{
+    w->free_cb = free_cb;
+    w->prev = NULL;
+    w->next = c->writes;
+    if (c->writes != NULL)
+        c->writes->prev = w;
+    c->writes = w;
+}
+
+void ctl_write_untrack(struct ctl *c, struct ctl_write *w)
+{
+    if (w->prev != NULL)
+        w->prev->next = w->next;
+    else
+        c->writes = w->next;
+    if (w->next != NULL)
+        w->next->prev = w->prev;
+    w->prev = w->next = NULL;
+}
+
+void ctl_write_free_all(struct ctl *c)
+{
+    while (c->writes != NULL) {
+        struct ctl_write *w = c->writes;
+        ctl_write_untrack(c, w);
+        w->free_cb(w);
+    }
 }

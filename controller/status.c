@@ -41,9 +41,17 @@ static int ctl_overdue_cmp(const void *a, const void *b)
 }
 
 struct ctl_status_op {
+    struct ctl_write w; /* first: the record of the write in flight */
     struct ctl *c;
     char *key;
 };
+
+static void ctl_status_op_free_cb(struct ctl_write *w)
+{
+    struct ctl_status_op *op = (struct ctl_status_op *)w;
+    free(op->key);
+    free(op);
+}
 
 static void ctl_status_cb(const struct kube_result *res, void *arg)
 {
@@ -60,8 +68,8 @@ static void ctl_status_cb(const struct kube_result *res, void *arg)
             e->status_dirty = true;
         }
     }
-    free(op->key);
-    free(op);
+    ctl_write_untrack(op->c, &op->w);
+    ctl_status_op_free_cb(&op->w);
 }
 
 static void ctl_policy_status(struct ctl *c, struct ctl_policy_entry *e)
@@ -192,11 +200,12 @@ static void ctl_policy_status(struct ctl *c, struct ctl_policy_entry *e)
     struct ctl_status_op *op = util_calloc(1, sizeof(*op));
     op->c = c;
     op->key = util_strdup(e->p.key);
+    ctl_write_track(c, &op->w, ctl_status_op_free_cb);
     if (kube_merge_patch(c->kube, &res, e->p.name, "status", patch, ctl_status_cb, op, NULL,
                          &err) != 0) {
         ctl_log(c, 0, "status of %s: %s", e->p.key, err.msg);
-        free(op->key);
-        free(op);
+        ctl_write_untrack(c, &op->w);
+        ctl_status_op_free_cb(&op->w);
     }
     json_decref(patch);
 }

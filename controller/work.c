@@ -24,6 +24,7 @@ void ctl_work_kick(struct ctl *c)
 
 /* One write in flight; the pair is found again by key, as it may have gone meanwhile. */
 struct ctl_op {
+    struct ctl_write w; /* first: the record of the write in flight */
     struct ctl *c;
     char *pair_key;
     char *ns, *name;
@@ -31,6 +32,8 @@ struct ctl_op {
     json_t *status;   /* CREATE_RUN: the first status, patched once the Backup exists */
     int64_t run_time; /* CREATE_RUN: for the start-delay histogram */
 };
+
+static void ctl_op_free_cb(struct ctl_write *w);
 
 static struct ctl_op *ctl_op_new(struct ctl *c, struct ctl_pair *pr, enum ctl_action_type type,
                                  const char *ns, const char *name)
@@ -42,11 +45,13 @@ static struct ctl_op *ctl_op_new(struct ctl *c, struct ctl_pair *pr, enum ctl_ac
     op->name = util_strdup(name);
     op->type = type;
     pr->inflight++;
+    ctl_write_track(c, &op->w, ctl_op_free_cb);
     return op;
 }
 
-static void ctl_op_free(struct ctl_op *op)
+static void ctl_op_free_cb(struct ctl_write *w)
 {
+    struct ctl_op *op = (struct ctl_op *)w;
     free(op->pair_key);
     free(op->ns);
     free(op->name);
@@ -82,7 +87,8 @@ static void ctl_op_done(struct ctl_op *op, const struct kube_result *res)
         else
             ctl_cache_mark(c, pr);
     }
-    ctl_op_free(op);
+    ctl_write_untrack(c, &op->w);
+    ctl_op_free_cb(&op->w);
 }
 
 /* A request that could not even be sent ends like one that failed. */
