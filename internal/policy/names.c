@@ -179,8 +179,9 @@ int policy_check_path(const char *s, size_t len, struct util_err *err)
     if (s[0] != '/')
         return util_err_set(err, UTIL_EINVAL,
                             "the path must be absolute (start with '/'), such as /etc");
-    if (len > 4095)
-        return util_err_set(err, UTIL_EINVAL, "the path is %zu bytes long, more than 4095", len);
+    if (len > POLICY_MAX_PATH_BYTES)
+        return util_err_set(err, UTIL_EINVAL, "the path is %zu bytes long, more than %d", len,
+                            POLICY_MAX_PATH_BYTES);
     for (size_t i = 0; i < len;) {
         size_t j = i;
         while (j < len && s[j] != '/')

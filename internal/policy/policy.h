@@ -44,6 +44,21 @@
 #define POLICY_API_VERSION "lodestore.io/v1alpha1"
 #define POLICY_KIND        "BackupPolicy"
 
+/*
+ * Limits the API server enforces as well (crd/backuppolicies.yaml states the same
+ * numbers, and a test proves they agree), so that a file lode accepts is never one
+ * the cluster refuses; docs/policy.md lists them. Lengths count characters, as
+ * OpenAPI's maxLength does. A duration of 12 characters (11 digits and a unit) and
+ * a rate of 14 always fit the API server's 64-bit integers, which is why they stop
+ * there.
+ */
+#define POLICY_MAX_PATHS          64   /* spec.paths items */
+#define POLICY_MAX_PATH_BYTES     4095 /* one path, in UTF-8 bytes (PATH_MAX less the NUL) */
+#define POLICY_MAX_NODE_SELECTOR  32   /* spec.nodeSelector labels */
+#define POLICY_MAX_CRON_CHARS     256  /* spec.schedule.cron */
+#define POLICY_MAX_DURATION_CHARS 12   /* every duration field */
+#define POLICY_MAX_RATE_CHARS     14   /* spec.limits.uploadRate */
+
 /* Defaults of docs/policy.md, in seconds. */
 #define POLICY_DEFAULT_JITTER      (15 * 60)
 #define POLICY_DEFAULT_CATCH_UP    (24 * 3600)

@@ -75,6 +75,15 @@ struct schema_field {
     int64_t min, max;                  /* SK_INT, SK_DURATION, SK_RATE */
     const char *min_text, *max_text;   /* the bounds as a person writes them; max_text NULL: none */
     const char *const *choices;        /* SK_ENUM */
+    /*
+     * The limits the CRD states as maxLength (max_chars: characters, as OpenAPI
+     * counts them) and maxItems or maxProperties (max_items); 0 for none. They are
+     * here so that a file lode accepts is never one the API server refuses; the
+     * names, the repository, the zone and a path carry theirs in their own checks
+     * (names.c, tz_name_check), with the same numbers.
+     */
+    size_t max_chars;
+    size_t max_items;
     int (*check)(struct schema_walk *w, const char *s, size_t len, struct util_err *err);
     enum schema_slot slot;
 };
@@ -163,6 +172,7 @@ static const struct schema_field schema_schedule[] = {
      .missing = "five fields (minute hour day month weekday) or @hourly, @daily, @weekly, "
                 "@monthly",
      .check = schema_check_cron,
+     .max_chars = POLICY_MAX_CRON_CHARS,
      .slot = SLOT_CRON},
     {.name = "timezone", .kind = SK_STRING, .check = schema_check_zone, .slot = SLOT_TIMEZONE},
     {.name = "jitter",
@@ -171,6 +181,7 @@ static const struct schema_field schema_schedule[] = {
      .max = 86400,
      .min_text = "0s",
      .max_text = "24h",
+     .max_chars = POLICY_MAX_DURATION_CHARS,
      .slot = SLOT_JITTER},
     {.name = "catchUpWindow",
      .kind = SK_DURATION,
@@ -178,6 +189,7 @@ static const struct schema_field schema_schedule[] = {
      .max = 30 * 86400,
      .min_text = "1m",
      .max_text = "30d",
+     .max_chars = POLICY_MAX_DURATION_CHARS,
      .slot = SLOT_CATCH_UP},
     {.name = NULL},
 };
@@ -189,6 +201,7 @@ static const struct schema_field schema_retention[] = {
      .min = 60,
      .max = INT64_MAX,
      .min_text = "1m",
+     .max_chars = POLICY_MAX_DURATION_CHARS,
      .slot = SLOT_KEEP_WITHIN},
     KEEP_COUNT("keepDaily", SLOT_KEEP_DAILY),
     KEEP_COUNT("keepWeekly", SLOT_KEEP_WEEKLY),
@@ -202,6 +215,7 @@ static const struct schema_field schema_limits[] = {
      .min = 1024,
      .max = INT64_MAX,
      .min_text = "1KiB/s",
+     .max_chars = POLICY_MAX_RATE_CHARS,
      .slot = SLOT_UPLOAD_RATE},
     {.name = "nice", .kind = SK_INT, .min = 0, .max = 19, .slot = SLOT_NICE},
     {.name = "ioniceClass",
@@ -215,6 +229,7 @@ static const struct schema_field schema_limits[] = {
      .max = 7 * 86400,
      .min_text = "1h",
      .max_text = "7d",
+     .max_chars = POLICY_MAX_DURATION_CHARS,
      .slot = SLOT_MAX_RUNTIME},
     {.name = NULL},
 };
@@ -226,6 +241,7 @@ static const struct schema_field schema_alerts[] = {
      .max = 365 * 86400,
      .min_text = "1h",
      .max_text = "365d",
+     .max_chars = POLICY_MAX_DURATION_CHARS,
      .slot = SLOT_MAX_AGE},
     {.name = NULL},
 };
@@ -241,8 +257,12 @@ static const struct schema_field schema_spec[] = {
      .kind = SK_PATHS,
      .required = true,
      .missing = "a list of 1 or more absolute paths on the node, such as [/etc]",
+     .max_items = POLICY_MAX_PATHS,
      .slot = SLOT_PATHS},
-    {.name = "nodeSelector", .kind = SK_LABELS, .slot = SLOT_NODE_SELECTOR},
+    {.name = "nodeSelector",
+     .kind = SK_LABELS,
+     .max_items = POLICY_MAX_NODE_SELECTOR,
+     .slot = SLOT_NODE_SELECTOR},
     {.name = "schedule", .kind = SK_MAP, .fields = schema_schedule, .slot = SLOT_SCHEDULE},
     {.name = "retention", .kind = SK_MAP, .fields = schema_retention, .slot = SLOT_RETENTION},
     {.name = "limits", .kind = SK_MAP, .fields = schema_limits, .slot = SLOT_LIMITS},
@@ -395,6 +415,33 @@ static bool schema_string(struct schema_walk *w, const struct policy_node *n, co
         return false;
     }
     return true;
+}
+
+/* ---- lengths ---- */
+
+/* OpenAPI's maxLength counts characters (code points), so this does too. */
+static size_t schema_chars(const char *s, size_t len)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++)
+        n += ((unsigned char)s[i] & 0xc0) != 0x80;
+    return n;
+}
+
+/* False, with an error, when the string is longer than the field's max_chars. */
+static bool schema_length_ok(struct schema_walk *w, const struct schema_field *f,
+                             const struct policy_node *n, const char *what, const char *advice)
+{
+    size_t chars;
+
+    if (f->max_chars == 0)
+        return true;
+    chars = schema_chars(n->text, n->len);
+    if (chars <= f->max_chars)
+        return true;
+    schema_error(w, n, "%s is %zu characters long, more than %zu: %s", what, chars, f->max_chars,
+                 advice);
+    return false;
 }
 
 /* ---- integers ---- */
@@ -560,15 +607,29 @@ static bool schema_duration(struct schema_walk *w, const struct schema_field *f,
     if (!schema_string(w, n, expected))
         return false;
     rc = policy_parse_duration(n->text, &v, &err);
-    if (rc == UTIL_ERANGE && f->max_text != NULL) {
+    /*
+     * What is wrong with the spelling says more than the length, and so does a
+     * value out of range ("25h", "99999999999999y"); the length is left for a value
+     * in range spelt with too many digits ("000000000015m"), which the API server
+     * refuses all the same.
+     */
+    if (rc != 0 && rc != UTIL_ERANGE) {
+        schema_error(w, n, "%s", err.msg);
+        return false;
+    }
+    if (f->max_text != NULL && (rc == UTIL_ERANGE || v < f->min || v > f->max)) {
         schema_range_error(w, f, n);
         return false;
     }
+    if (!schema_length_ok(w, f, n, "the duration",
+                          "write it without leading zeros, or in a larger unit (90m, not "
+                          "0000005400s)"))
+        return false;
     if (rc != 0) {
         schema_error(w, n, "%s", err.msg);
         return false;
     }
-    if (v < f->min || v > f->max) {
+    if (v < f->min) {
         schema_range_error(w, f, n);
         return false;
     }
@@ -581,10 +642,17 @@ static bool schema_rate(struct schema_walk *w, const struct schema_field *f,
 {
     struct util_err err = {0};
     uint64_t v;
+    int rc;
 
     if (!schema_string(w, n, "a rate such as 50MiB/s"))
         return false;
-    if (policy_parse_rate(n->text, &v, &err) != 0) {
+    rc = policy_parse_rate(n->text, &v, &err);
+    if ((rc == 0 || rc == UTIL_ERANGE) &&
+        !schema_length_ok(w, f, n, "the rate",
+                          "write it without leading zeros, or in a larger unit (50MiB/s, not "
+                          "52428800B/s)"))
+        return false;
+    if (rc != 0) {
         schema_error(w, n, "%s", err.msg);
         return false;
     }
@@ -952,6 +1020,11 @@ static void schema_walk_paths(struct schema_walk *w, const struct schema_field *
         schema_error(w, list, "at least one path is required, such as [/etc]");
         return;
     }
+    if (f->max_items > 0 && list->nitems > f->max_items)
+        schema_error(w, list,
+                     "%zu paths, more than %zu: back up a common parent directory, or split "
+                     "the paths over several policies",
+                     list->nitems, f->max_items);
     texts = util_calloc(list->nitems > 0 ? list->nitems : 1, sizeof(*texts));
     for (size_t i = 0; i < list->nitems; i++) {
         const struct policy_node *n = list->items[i];
@@ -1009,6 +1082,11 @@ static void schema_walk_labels(struct schema_walk *w, const struct schema_field 
     size_t total = 0;
     bool labels = f->kind == SK_LABELS;
 
+    if (f->max_items > 0 && map->npairs > f->max_items)
+        schema_error(w, map,
+                     "%zu labels, more than %zu: select the nodes by fewer labels (give them "
+                     "one of their own, such as lodestore.io/backup=true)",
+                     map->npairs, f->max_items);
     for (size_t i = 0; i < map->npairs; i++) {
         const struct policy_node *k = map->pairs[i].key, *v = map->pairs[i].value;
         struct util_err err = {0};
@@ -1093,6 +1171,10 @@ static void schema_walk_value(struct schema_walk *w, const struct schema_field *
         return;
     case SK_STRING:
         if (!schema_string(w, n, "a string"))
+            return;
+        if (!schema_length_ok(w, f, n, f->slot == SLOT_CRON ? "the cron expression" : "the value",
+                              "the API server refuses longer ones (ranges and steps such as "
+                              "0-30/5 are shorter than lists)"))
             return;
         if (f->check != NULL && f->check(w, n->text, n->len, &err) != 0) {
             schema_error(w, n, "%s", err.msg);

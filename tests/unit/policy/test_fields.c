@@ -116,6 +116,9 @@ static void test_schedule_jitter(void **state)
         {"schedule", "jitter", "25h", 0, "must be from 0s to 24h"},
         {"schedule", "jitter", "1w", 0, "must be from 0s to 24h"},
         {"schedule", "jitter", "99999999999999999999y", 0, "must be from 0s to 24h"},
+        /* In range, but longer than the CRD's 12 characters. */
+        {"schedule", "jitter", "00000000015m", 900, NULL},
+        {"schedule", "jitter", "000000000015m", 0, "13 characters long, more than 12"},
         {"schedule", "jitter", "-1s", 0, "no sign"},
         {"schedule", "jitter", "15", 0, "needs a unit"},
         {"schedule", "jitter", "\"15m\"", 900, NULL}, /* a duration is a string: quotes are fine */
@@ -165,12 +168,15 @@ static void test_retention_keep_within(void **state)
         {"retention", "keepWithin", "1m", 60, NULL},
         {"retention", "keepWithin", "30d", 30 * 86400, NULL},
         {"retention", "keepWithin", "10y", 10 * 365 * 86400LL, NULL},
-        {"retention", "keepWithin", "9223372036854775807s", INT64_MAX, NULL},
-        {"retention", "keepWithin", "9223372036854775808s", 0, "too large"},
-        {"retention", "keepWithin", "99999999999999999999y", 0, "too large"},
-        /* 292471208678y is 9.2233720366e18 s: just past INT64_MAX once multiplied. */
-        {"retention", "keepWithin", "292471208677y", 292471208677LL * 31536000, NULL},
-        {"retention", "keepWithin", "292471208678y", 0, "too large"},
+        /* 12 characters at most, as the CRD says: the largest is 99999999999y. */
+        {"retention", "keepWithin", "99999999999y", 99999999999LL * 31536000, NULL},
+        {"retention", "keepWithin", "00000000001m", 60, NULL},
+        {"retention", "keepWithin", "000000000001m", 0, "13 characters long, more than 12"},
+        {"retention", "keepWithin", "999999999999y", 0, "13 characters long, more than 12"},
+        {"retention", "keepWithin", "9223372036854775807s", 0, "20 characters long, more than 12"},
+        {"retention", "keepWithin", "99999999999999999999y", 0, "more than 12"},
+        /* Past the length limit, overflow cannot happen (units.c still refuses it). */
+        {"retention", "keepWithin", "292471208678y", 0, "13 characters long, more than 12"},
         {"retention", "keepWithin", "1h30m", 0, "write 90m instead of 1h30m"},
         {"retention", "keepWithin", "1.5h", 0, "fractions are not accepted"},
     };
@@ -187,8 +193,13 @@ static void test_limits_upload_rate(void **state)
         {"limits", "uploadRate", "800KiB/s", 800 * 1024, NULL},
         {"limits", "uploadRate", "50MiB/s", 50 * 1024 * 1024, NULL},
         {"limits", "uploadRate", "2GiB/s", 2LL * 1024 * 1024 * 1024, NULL},
-        {"limits", "uploadRate", "8589934591GiB/s", 8589934591LL * 1073741824, NULL},
-        {"limits", "uploadRate", "17179869184GiB/s", 0, "too large"},
+        /* 14 characters at most, as the CRD says. */
+        {"limits", "uploadRate", "999999999GiB/s", 999999999LL * 1073741824, NULL},
+        {"limits", "uploadRate", "99999999999B/s", 99999999999LL, NULL},
+        {"limits", "uploadRate", "00000001KiB/s", 1024, NULL},
+        {"limits", "uploadRate", "8589934591GiB/s", 0, "15 characters long, more than 14"},
+        {"limits", "uploadRate", "17179869184GiB/s", 0, "more than 14"},
+        {"limits", "uploadRate", "0000000001KiB/s", 0, "15 characters long, more than 14"},
         {"limits", "uploadRate", "50MB/s", 0, "units are binary: write 50MiB/s"},
         {"limits", "uploadRate", "50MiB", 0, "ends in /s"},
         {"limits", "uploadRate", "50 MiB/s", 0, "no spaces"},
@@ -638,6 +649,64 @@ static void test_paths(void **state)
     }
 }
 
+/* The counts and lengths the API server limits (crd/backuppolicies.yaml), at and past each. */
+static void test_crd_counts_and_lengths(void **state)
+{
+    struct pt_result r;
+    struct util_buf b;
+    char *doc;
+
+    /* 64 paths are fine, 65 one error at the list, whatever is wrong with the items. */
+    for (int n = 64; n <= 65; n++) {
+        util_buf_init(&b);
+        util_buf_puts(&b, PT_HEAD "spec:\n  repository: main\n  paths:\n");
+        for (int i = 0; i < n; i++)
+            util_buf_printf(&b, "  - /p%d\n", i);
+        if (n == 64) {
+            pt_expect_ok(&r, b.data, NULL);
+            assert_int_equal(r.p.npaths, 64);
+            pt_free(&r);
+        } else {
+            pt_expect_one(b.data, NULL, 8, 3, "spec.paths",
+                          "65 paths, more than 64: back up a common parent directory");
+        }
+        util_buf_free(&b);
+    }
+    /* 32 labels in a node selector are fine, 33 are not. */
+    for (int n = 32; n <= 33; n++) {
+        util_buf_init(&b);
+        util_buf_puts(&b, PT_HEAD PT_SPEC "  nodeSelector:\n");
+        for (int i = 0; i < n; i++)
+            util_buf_printf(&b, "    k%d: v\n", i);
+        if (n == 32) {
+            pt_expect_ok(&r, b.data, NULL);
+            assert_int_equal(r.p.nnode_selector, 32);
+            pt_free(&r);
+        } else {
+            pt_expect_one(b.data, NULL, 9, 5, "spec.nodeSelector", "33 labels, more than 32");
+        }
+        util_buf_free(&b);
+    }
+    /* A cron of 256 characters (spaces count) is fine, 257 are not. */
+    doc = pt_doc("  schedule:\n    cron: \"0%*s0 * * *\"\n", 248, "");
+    pt_expect_ok(&r, doc, NULL);
+    assert_int_equal(strlen(r.p.schedule.cron_text), 256);
+    pt_free(&r);
+    free(doc);
+    doc = pt_doc("  schedule:\n    cron: \"0%*s0 * * *\"\n", 249, "");
+    pt_expect_one(doc, NULL, 9, 11, "spec.schedule.cron",
+                  "the cron expression is 257 characters long, more than 256");
+    free(doc);
+    /* Characters, not bytes: a 200-character cron of 400 bytes is not too long, just wrong. */
+    util_buf_init(&b);
+    for (int i = 0; i < 200; i++)
+        util_buf_puts(&b, "\xc3\xa9");
+    doc = pt_doc("  schedule:\n    cron: \"%s\"\n", b.data);
+    pt_expect_one(doc, NULL, 9, 11, "spec.schedule.cron", "not printable ASCII");
+    free(doc);
+    util_buf_free(&b);
+}
+
 static void test_api_version_and_kind(void **state)
 {
     pt_expect_one("apiVersion: lodestore.io/v1\nkind: BackupPolicy\nmetadata:\n  name: t\n" PT_SPEC,
@@ -679,6 +748,7 @@ int main(void)
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_labels_and_annotations),
         cmocka_unit_test(test_paths),
+        cmocka_unit_test(test_crd_counts_and_lengths),
         cmocka_unit_test(test_api_version_and_kind),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
