@@ -32,6 +32,7 @@ CNS=$NS-ctl
 PIDS=()
 
 cleanup() {
+    [[ -n ${CRD_NARROWED:-} ]] && restore_crd
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
     for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
     kc delete ns "$NS" "$CNS" --wait=false >/dev/null 2>&1
@@ -196,12 +197,40 @@ check_eq "an invalid file: the validate line" "$ERR" \
 check_eq "an invalid file never reaches the cluster" \
     "$(kc -n "$NS" get backuppolicy p-typo -o name 2>/dev/null)" ""
 
-# A duration with leading zeros is valid for lode (1 s) but longer than the CRD allows.
-sed 's/name: p1/name: p-schema/; s/timezone: Europe\/Kyiv}/timezone: Europe\/Kyiv, jitter: 00000000000001s}/' \
+# A file lode accepts but the cluster's CRD refuses. lode and crd/ agree on every
+# limit (tests/e2e/test_crd_limits.sh proves it), so this needs a cluster whose CRD
+# is not this lode's, as after an upgrade of one without the other: here a CRD that
+# allows a jitter of at most 3 characters, for the time of this check.
+narrow_crd() {
+    awk '/^ *jitter:$/ {j = 1} j && /maxLength: 12$/ {sub(/12$/, "3"); j = 0} {print}' \
+        "$ROOT/crd/backuppolicies.yaml" >"$T_TMP/narrow-crd.yaml"
+    CRD_NARROWED=1
+    kc apply --server-side --force-conflicts -f "$T_TMP/narrow-crd.yaml" >/dev/null
+}
+restore_crd() {
+    kc apply --server-side --force-conflicts -f "$ROOT/crd/backuppolicies.yaml" >/dev/null
+    CRD_NARROWED=
+}
+# Waits until the API server accepts (want 0) or refuses (want 1) the file in a dry run.
+wait_dry_run() { # want file
+    local deadline=$((SECONDS + 60)) got
+    while :; do
+        kc -n "$NS" create --dry-run=server -f "$2" >/dev/null 2>&1
+        got=$(($? != 0))
+        [[ $got -eq $1 ]] && return 0
+        ((SECONDS > deadline)) && return 1
+        sleep 0.5
+    done
+}
+sed 's/name: p1/name: p-schema/; s/timezone: Europe\/Kyiv}/timezone: Europe\/Kyiv, jitter: 0001s}/' \
     "$T_TMP/p1.yaml" >"$T_TMP/schema.yaml"
 "$LODE" validate "$T_TMP/schema.yaml" >/dev/null 2>&1
-if [[ $? -ne 0 ]]; then
+lode_rc=$?
+narrow_crd
+if [[ $lode_rc -ne 0 ]]; then
     fail "the schema-only case is valid for lode (the check below would prove nothing)"
+elif ! wait_dry_run 1 "$T_TMP/schema.yaml"; then
+    fail "the narrowed CRD took no effect within a minute"
 else
     lode apply -f "$T_TMP/schema.yaml" -n "$NS"
     check_rc "refused by the CRD's schema (422): exit 1, the input is invalid" 1
@@ -212,6 +241,12 @@ else
     check_rc "a dry run the CRD's schema refuses (422): exit 1" 1
     check_contains "a dry run's 422: the server's field and message" "$ERR" \
         "$T_TMP/schema.yaml: error: spec.schedule.jitter: Too long"
+fi
+restore_crd
+if wait_dry_run 0 "$T_TMP/schema.yaml"; then
+    pass "the CRD of crd/ is back"
+else
+    fail "the CRD of crd/ is back: the API server still refuses a jitter of 5 characters"
 fi
 
 kubeconfig_for "$T_TMP/wrong.kubeconfig" not-the-token "$NS"
