@@ -211,6 +211,12 @@ restore_crd() {
     kc apply --server-side --force-conflicts -f "$ROOT/crd/backuppolicies.yaml" >/dev/null
     CRD_NARROWED=
 }
+# The jitter of schema.yaml below in a file kubectl reads as lode does (kubectl reads
+# YAML 1.1, where p1.yaml's annotation NO is not a string).
+cat >"$T_TMP/probe.json" <<EOF
+{"apiVersion": "lodestore.io/v1alpha1", "kind": "BackupPolicy", "metadata": {"name": "probe"},
+ "spec": {"repository": "main", "paths": ["/etc"], "schedule": {"cron": "30 2 * * *", "jitter": "0001s"}}}
+EOF
 # Waits until the API server accepts (want 0) or refuses (want 1) the file in a dry run.
 wait_dry_run() { # want file
     local deadline=$((SECONDS + 60)) got
@@ -229,7 +235,7 @@ lode_rc=$?
 narrow_crd
 if [[ $lode_rc -ne 0 ]]; then
     fail "the schema-only case is valid for lode (the check below would prove nothing)"
-elif ! wait_dry_run 1 "$T_TMP/schema.yaml"; then
+elif ! wait_dry_run 1 "$T_TMP/probe.json"; then
     fail "the narrowed CRD took no effect within a minute"
 else
     lode apply -f "$T_TMP/schema.yaml" -n "$NS"
@@ -243,7 +249,7 @@ else
         "$T_TMP/schema.yaml: error: spec.schedule.jitter: Too long"
 fi
 restore_crd
-if wait_dry_run 0 "$T_TMP/schema.yaml"; then
+if wait_dry_run 0 "$T_TMP/probe.json"; then
     pass "the CRD of crd/ is back"
 else
     fail "the CRD of crd/ is back: the API server still refuses a jitter of 5 characters"
