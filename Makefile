@@ -17,7 +17,7 @@ SAN     ?=
 
 # The libraries found through pkg-config, one word each (scripts/setup.sh installs
 # their -dev packages). cmocka is asked for separately: only the unit tests link it.
-PKGS    := libuv libcurl jansson yaml-0.1 openssl expat libzstd
+PKGS    := libuv libcurl jansson yaml-0.1 openssl expat libzstd libmicrohttpd
 
 # pkg-config is asked when a recipe first needs the flags, not when this file is
 # read: `make setup all` reads the Makefile before setup has installed the .pc
@@ -93,8 +93,31 @@ $(BUILD)/liblode.a: $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/lode: $(CLI_OBJ) $(BUILD)/liblode.a
-	$(CC) $(ALL_CFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/liblode.a $(PKG_LIBS) -lm
+$(BUILD)/lode: $(CLI_OBJ) $(BUILD)/obj/gen/ui_assets.o $(BUILD)/liblode.a
+	$(CC) $(ALL_CFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/obj/gen/ui_assets.o $(BUILD)/liblode.a \
+		$(PKG_LIBS) -lm
+
+# The page of `lode ui` (web/, TypeScript built by Vite) is built into build/web when
+# its sources change, then embedded into lode as byte arrays (web/embed.sh), so one
+# binary is all a user needs. Every build flavour shares the one build/web. Without
+# npm, lode is built without the page and `lode ui` says so.
+NPM       := $(shell command -v npm 2>/dev/null)
+WEB_OUT   := build/web
+WEB_SRC   := $(wildcard web/index.html web/package.json web/package-lock.json web/tsconfig.json \
+               web/vite.config.ts web/src/* web/public/*)
+ifneq ($(NPM),)
+$(WEB_OUT)/.stamp: $(WEB_SRC) web/build.sh
+	web/build.sh $(WEB_OUT)
+	@touch $@
+WEB_STAMP := $(WEB_OUT)/.stamp
+WEB_DIR   := $(WEB_OUT)
+endif
+$(BUILD)/gen/ui_assets.c: $(WEB_STAMP) web/embed.sh
+	@mkdir -p $(dir $@)
+	web/embed.sh $(WEB_DIR) > $@.tmp && mv $@.tmp $@
+$(BUILD)/obj/gen/ui_assets.o: $(BUILD)/gen/ui_assets.c cli/ui.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Icli $(ALL_CFLAGS) -c $< -o $@
 
 $(BUILD)/lode-controller: $(CTL_OBJ) $(BUILD)/liblode.a
 	$(CC) $(ALL_CFLAGS) -o $@ $(CTL_OBJ) $(BUILD)/liblode.a $(PKG_LIBS) -lm

@@ -32,6 +32,7 @@ int cmd_forget(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_apply(int argc, char **argv);
 int cmd_status(int argc, char **argv);
+int cmd_ui(int argc, char **argv);
 
 /* Parses the value of --output; prints a usage error and returns -1 when unknown. */
 int cli_parse_output(const char *value, enum cli_output *out);
@@ -90,6 +91,7 @@ struct cli_schedule {
     struct binding bind; /* the zone (UTC without a schedule) and the schedule */
     int64_t offset;      /* the host's jitter offset, seconds */
     int64_t limit;       /* the alert limit at `from`, or SCHED_NO_LIMIT */
+    bool truncated;      /* the range held more than the count asked for */
     struct cli_schedule_run *runs;
     size_t nruns, runs_cap;
     struct cli_schedule_skip *skips;
@@ -99,7 +101,7 @@ struct cli_schedule {
 struct cli_schedule_query {
     const char *host;
     int64_t from; /* slots strictly after this instant */
-    size_t count; /* this many runs, unless has_until */
+    size_t count; /* this many runs; with has_until at most this many (0: no cap) */
     bool has_until;
     int64_t until; /* the runs whose slot instant is at or before this */
 };

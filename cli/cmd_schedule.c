@@ -308,7 +308,11 @@ int cli_schedule_compute(struct cli_schedule *out, const struct policy *pol, con
     if (!out->bind.has_sched)
         return 0;
     out->offset = binding_offset(&out->bind, q->host);
-    while (q->has_until || out->nruns < q->count) {
+    for (;;) {
+        if (!q->has_until ? out->nruns >= q->count : q->count > 0 && out->nruns >= q->count) {
+            out->truncated = q->has_until;
+            break;
+        }
         if (sched_next(&out->bind.sched, t, &slot) != 0 || (q->has_until && slot.at > q->until))
             break;
         if (out->nruns == CLI_SCHEDULE_MAX_RUNS) {
@@ -322,8 +326,8 @@ int cli_schedule_compute(struct cli_schedule *out, const struct policy *pol, con
         t = slot.at;
     }
     /* Skipped local times of the clock changes in the range shown. */
-    sched_skipped(&out->bind.sched, q->from, q->has_until ? q->until : t, cmd_schedule_skip_cb,
-                  out);
+    sched_skipped(&out->bind.sched, q->from, q->has_until && !out->truncated ? q->until : t,
+                  cmd_schedule_skip_cb, out);
     return 0;
 }
 
@@ -412,7 +416,7 @@ int cmd_schedule(int argc, char **argv)
     rc = cli_load_policy(path, db, &pol);
     if (rc != CLI_OK)
         goto close_db;
-    struct cli_schedule_query q = {host, from, count, has_until, until};
+    struct cli_schedule_query q = {host, from, has_until ? 0 : count, has_until, until};
     rc = cli_schedule_compute(&list, &pol, db, &q, &err);
     if (rc != 0) {
         if (rc == UTIL_ERANGE) {

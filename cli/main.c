@@ -20,6 +20,7 @@ static const struct cli_command cli_commands[] = {
     {"forget", cmd_forget, "show which snapshots retention keeps and why (--dry-run)"},
     {"apply", cmd_apply, "validate a policy file, then create or update it in the cluster"},
     {"status", cmd_status, "per host: last success, age, limit, overdue and next run"},
+    {"ui", cmd_ui, "serve the web interface (policy editor, schedule, retention, fleet)"},
     {"version", cmd_version, "print the version and the tz database version"},
 };
 

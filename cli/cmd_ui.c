@@ -1,0 +1,175 @@
+/*
+ * lode ui: serves the web interface on 127.0.0.1 and prints the one URL that
+ * opens it (with a random token). How it is served and guarded is in ui.h; this
+ * file parses the flags, makes the token, starts the server and waits for
+ * Ctrl-C or SIGTERM.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <openssl/rand.h>
+
+#include "cli.h"
+#include "ui.h"
+
+static void cmd_ui_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: lode ui [--listen ADDR:PORT] [--namespace NS] [--kubeconfig PATH]\n"
+            "               [--context NAME] [--zoneinfo DIR]\n"
+            "\n"
+            "Serves the web interface: the policy form beside its YAML, the schedule with\n"
+            "its daylight saving notes, what retention keeps and why, the state of every\n"
+            "policy and host, and apply with a server-side dry run first. Prints one URL\n"
+            "with a random token; only requests that carry the token are answered.\n"
+            "\n"
+            "  --listen ADDR:PORT   default 127.0.0.1:7480; port 0 picks a free port;\n"
+            "                       IPv6 as [::1]:PORT. Names are not resolved.\n"
+            "  -n, --namespace NS   the namespace of the fleet view and of applied policies\n"
+            "                       that name none (default: the context's, else \"default\")\n"
+            "  --kubeconfig PATH    default $KUBECONFIG, else in-cluster, else ~/.kube/config\n"
+            "  --context NAME       a kubeconfig context (default: the current one)\n"
+            "  --zoneinfo DIR       the tz database (default $LODE_ZONEINFO, else %s)\n"
+            "\n"
+            "Without a reachable cluster the editor, schedule and retention views still\n"
+            "work; the fleet view and apply say why they cannot.\n"
+            "Exit codes: 0 stopped by Ctrl-C or SIGTERM, 2 usage error or the address\n"
+            "cannot be bound.\n",
+            TZ_DEFAULT_DIR);
+}
+
+static int64_t cmd_ui_now(void)
+{
+    return (int64_t)time(NULL);
+}
+
+/* "127.0.0.1:7480" or "[::1]:0" into host and port. */
+static int cmd_ui_parse_listen(const char *s, char *host, size_t size, unsigned *port)
+{
+    const char *colon;
+    size_t n;
+    uint64_t p;
+
+    if (s[0] == '[') {
+        const char *end = strchr(s, ']');
+        if (end == NULL || end[1] != ':')
+            return -1;
+        n = (size_t)(end - s - 1);
+        s++;
+        colon = end + 1;
+    } else {
+        colon = strrchr(s, ':');
+        if (colon == NULL)
+            return -1;
+        n = (size_t)(colon - s);
+    }
+    if (n == 0 || n >= size || util_parse_u64(colon + 1, strlen(colon + 1), 65535, &p) != 0)
+        return -1;
+    memcpy(host, s, n);
+    host[n] = '\0';
+    *port = (unsigned)p;
+    return 0;
+}
+
+int cmd_ui(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"listen", required_argument, NULL, 'l'},
+        {"namespace", required_argument, NULL, 'n'},
+        {"kubeconfig", required_argument, NULL, 'k'},
+        {"context", required_argument, NULL, 'c'},
+        {"zoneinfo", required_argument, NULL, 'z'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *listen = "127.0.0.1:7480", *zoneinfo = NULL;
+    struct ui_ctx ctx = {.now = cmd_ui_now};
+    struct ui_server_opts so = {0};
+    struct ui_server *srv = NULL;
+    struct util_err err = {0};
+    struct tz_db *db = NULL;
+    unsigned char raw[UI_TOKEN_BYTES];
+    char host[256], token[UI_TOKEN_BYTES * 2 + 1];
+    sigset_t set;
+    int c, sig, rc;
+
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "n:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'l':
+            listen = optarg;
+            break;
+        case 'n':
+            if (optarg[0] == '\0')
+                return cli_usage_error("ui", "--namespace is empty");
+            ctx.namespace = optarg;
+            break;
+        case 'k':
+            ctx.kubeconfig = optarg;
+            break;
+        case 'c':
+            ctx.context = optarg;
+            break;
+        case 'z':
+            zoneinfo = optarg;
+            break;
+        case 'h':
+            cmd_ui_usage(stdout);
+            return CLI_OK;
+        default:
+            return cli_usage_error("ui", "unknown or incomplete option \"%s\"", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error("ui", "unexpected argument \"%s\"", argv[optind]);
+    if (cmd_ui_parse_listen(listen, host, sizeof(host), &so.port) != 0)
+        return cli_usage_error("ui",
+                               "--listen must be ADDR:PORT (127.0.0.1:7480, [::1]:0), not "
+                               "\"%s\"",
+                               listen);
+    if (RAND_bytes(raw, sizeof(raw)) != 1) {
+        fprintf(stderr, "lode ui: cannot make a random token (OpenSSL's RAND_bytes failed)\n");
+        return CLI_USAGE;
+    }
+    for (size_t i = 0; i < sizeof(raw); i++)
+        snprintf(token + 2 * i, 3, "%02x", raw[i]);
+    if (cli_open_tzdb(&db, zoneinfo) != CLI_OK)
+        return CLI_USAGE;
+    ctx.db = db;
+    if (!ui_kube(&ctx))
+        fprintf(stderr,
+                "lode ui: warning: no cluster (%s); the fleet view and apply are unavailable\n",
+                ctx.kube_error);
+
+    /* The server's thread inherits this mask, so the signals come to sigwait below. */
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    so.host = host;
+    so.token = token;
+    if (ui_server_start(&srv, &ctx, &so, &err) != 0) {
+        fprintf(stderr, "lode ui: %s\n", err.msg);
+        rc = CLI_USAGE;
+        goto close;
+    }
+    if (ui_asset_count == 0)
+        fprintf(stderr, "lode ui: this lode was built without the web page (npm was missing); "
+                        "the JSON endpoints under /api/ work\n");
+    printf("http://%s%s%s:%u/?token=%s\n", strchr(host, ':') ? "[" : "", host,
+           strchr(host, ':') ? "]" : "", ui_server_port(srv), token);
+    fflush(stdout);
+    sigwait(&set, &sig);
+    fprintf(stderr, "lode ui: stopping (%s)\n", sig == SIGINT ? "interrupt" : "SIGTERM");
+    ui_server_stop(srv);
+    rc = CLI_OK;
+close:
+    if (ctx.kube_open)
+        cli_kube_close(&ctx.kube);
+    tz_db_close(db);
+    return rc;
+}
