@@ -17,18 +17,22 @@
 
 #include <microhttpd.h>
 #include <openssl/crypto.h>
+#include <openssl/rand.h>
 
 #include "ui.h"
 
 /*
  * The page's policy: only its own scripts, styles and API; no inline script, no
- * frame, no form target, no third-party anything. CodeMirror adds its styles
- * through constructed style sheets, which style-src 'self' allows.
+ * frame, no form target, no third-party anything. The one exception is the
+ * <style> element CodeMirror writes its styles into: index.html is served with a
+ * fresh nonce in place of UI_NONCE_MARK, and style-src allows that nonce only.
  */
-#define UI_CSP                                                                                     \
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "              \
-    "connect-src 'self'; font-src 'self'; manifest-src 'self'; base-uri 'none'; "                  \
-    "form-action 'none'; frame-ancestors 'none'"
+#define UI_CSP_HEAD "default-src 'none'; script-src 'self'; style-src 'self'"
+#define UI_CSP_TAIL                                                                                \
+    "; img-src 'self' data:; connect-src 'self'; font-src 'self'; manifest-src 'self'; "           \
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+#define UI_CSP        UI_CSP_HEAD UI_CSP_TAIL
+#define UI_NONCE_MARK "__CSP_NONCE__"
 
 /* Served when the binary was built without the page (no npm on the build machine). */
 static const char ui_no_page_html[] =
@@ -60,7 +64,9 @@ struct ui_request {
 
 static void ui_http_common_headers(struct MHD_Response *r)
 {
-    MHD_add_response_header(r, "Content-Security-Policy", UI_CSP);
+    /* index.html sets its own policy, with its nonce, before this runs. */
+    if (MHD_get_response_header(r, "Content-Security-Policy") == NULL)
+        MHD_add_response_header(r, "Content-Security-Policy", UI_CSP);
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
     MHD_add_response_header(r, "X-Frame-Options", "DENY");
     MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
@@ -68,14 +74,17 @@ static void ui_http_common_headers(struct MHD_Response *r)
     MHD_add_response_header(r, "Cross-Origin-Resource-Policy", "same-origin");
 }
 
-static enum MHD_Result ui_http_send(struct MHD_Connection *c, unsigned status, const char *type,
-                                    const void *data, size_t len, enum MHD_ResponseMemoryMode mode,
-                                    const char *encoding, const char *cache)
+static enum MHD_Result ui_http_send_csp(struct MHD_Connection *c, unsigned status,
+                                        const char *type, const void *data, size_t len,
+                                        enum MHD_ResponseMemoryMode mode, const char *encoding,
+                                        const char *cache, const char *csp)
 {
     struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)data, mode);
     enum MHD_Result ret;
     if (r == NULL)
         return MHD_NO;
+    if (csp != NULL)
+        MHD_add_response_header(r, "Content-Security-Policy", csp);
     ui_http_common_headers(r);
     MHD_add_response_header(r, "Content-Type", type);
     MHD_add_response_header(r, "Cache-Control", cache);
@@ -85,6 +94,47 @@ static enum MHD_Result ui_http_send(struct MHD_Connection *c, unsigned status, c
     ret = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return ret;
+}
+
+static enum MHD_Result ui_http_send(struct MHD_Connection *c, unsigned status, const char *type,
+                                    const void *data, size_t len, enum MHD_ResponseMemoryMode mode,
+                                    const char *encoding, const char *cache)
+{
+    return ui_http_send_csp(c, status, type, data, len, mode, encoding, cache, NULL);
+}
+
+static enum MHD_Result ui_http_text(struct MHD_Connection *c, unsigned status, const char *msg);
+
+/*
+ * index.html with a fresh nonce in place of each UI_NONCE_MARK, and the policy
+ * that allows style elements carrying it. A few KiB copied per page load.
+ */
+static enum MHD_Result ui_http_index(struct MHD_Connection *c, const struct ui_asset *a)
+{
+    unsigned char raw[16];
+    char nonce[33], csp[512];
+    const char *p = (const char *)a->data, *end = p + a->len, *m;
+    struct util_buf b;
+    size_t mark = strlen(UI_NONCE_MARK);
+
+    if (RAND_bytes(raw, sizeof(raw)) != 1)
+        return ui_http_text(c, 500, "500 cannot make a random nonce\n");
+    for (size_t i = 0; i < sizeof(raw); i++)
+        snprintf(nonce + 2 * i, 3, "%02x", raw[i]);
+    util_buf_init(&b);
+    for (m = p; (size_t)(end - m) >= mark; m++) {
+        if (memcmp(m, UI_NONCE_MARK, mark) != 0)
+            continue;
+        util_buf_append(&b, p, (size_t)(m - p));
+        util_buf_puts(&b, nonce);
+        p = m + mark;
+        m = p - 1;
+    }
+    util_buf_append(&b, p, (size_t)(end - p));
+    snprintf(csp, sizeof(csp), "%s 'nonce-%s'%s", UI_CSP_HEAD, nonce, UI_CSP_TAIL);
+    size_t n = b.len;
+    return ui_http_send_csp(c, 200, a->type, util_buf_steal(&b), n, MHD_RESPMEM_MUST_FREE, NULL,
+                            "no-store", csp);
 }
 
 static enum MHD_Result ui_http_text(struct MHD_Connection *c, unsigned status, const char *msg)
@@ -189,6 +239,8 @@ static enum MHD_Result ui_http_page(struct MHD_Connection *c, const char *url)
                                 "no-store");
         return ui_http_text(c, 404, "404 not found\n");
     }
+    if (strcmp(a->path, "/index.html") == 0)
+        return ui_http_index(c, a);
     if (a->gz != NULL && ui_http_accepts_gzip(c))
         return ui_http_send(c, 200, a->type, a->gz, a->gz_len, MHD_RESPMEM_PERSISTENT, "gzip",
                             cache);

@@ -12,12 +12,13 @@ set -euo pipefail
 pkgs=(
   build-essential pkg-config make git
   libuv1-dev libcurl4-openssl-dev libjansson-dev libyaml-dev libssl-dev libexpat1-dev libzstd-dev
-  libcmocka-dev
+  libcmocka-dev libmicrohttpd-dev
   tzdata
   clang libclang-rt-14-dev clang-format
   valgrind
   restic
   jq curl openssl python3 ca-certificates
+  chromium
 )
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -80,5 +81,29 @@ check_go() {
   echo "setup: Go $have at $go (the local control plane needs $least or newer)"
 }
 
+# The page of `lode ui` (web/) is built with Node.js and npm as the machine has them;
+# web/package.json's engines field names the least Node.js. Without them lode is
+# built without the page (lode ui says so) and the page's tests cannot run; that is
+# reported, with what it stops, and setup still succeeds. The browser tests drive
+# Debian's chromium (installed above); nothing downloads a browser.
+check_node() {
+  local least have
+  least=$(sed -nE 's/.*"node": ">=([0-9.]+)".*/\1/p' "$here/web/package.json")
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    echo "setup: WARNING: Node.js $least or newer with npm is not installed: lode is built" >&2
+    echo "setup:   without the page of lode ui, and the page's tests (make test) fail." >&2
+    echo "setup:   Debian 12's nodejs and npm packages are new enough." >&2
+    return 0
+  fi
+  have=$(node -p 'process.versions.node')
+  if [ "$(printf '%s\n%s\n' "$least" "$have" | sort -V | head -n 1)" != "$least" ]; then
+    echo "setup: WARNING: Node.js $have is older than the $least the page of lode ui needs;" >&2
+    echo "setup:   lode is built without the page until then." >&2
+    return 0
+  fi
+  echo "setup: Node.js $have and npm $(npm --version) (the page needs Node.js $least or newer)"
+}
+
 install_packages
 check_go
+check_node

@@ -6,7 +6,7 @@
 # DIR (a machine without npm) the list is empty and lode ui says so.
 set -euo pipefail
 dir=${1:-}
-hex() { od -An -v -tx1 | tr -s ' \n' '  ' | sed -E 's/ ?([0-9a-f]{2})/0x\1,/g' | fold -w 96; echo; }
+hex() { od -An -v -tx1 | tr -s ' \n' '  ' | sed -E 's/ ?([0-9a-f]{2})/0x\1,/g' | fold -w 95; echo; }
 type_of() {
     case "$1" in
     *.html) echo "text/html; charset=utf-8" ;;

@@ -1,0 +1,80 @@
+// Shared by the browser tests: Debian's chromium through playwright-core (no
+// browser download), the "ok - / not ok -" lines tests/run.sh counts, and
+// screenshots kept as test artifacts.
+import fs from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+
+// The packages are web/'s (npm ci there), so the tests use the locked versions.
+export const require = createRequire(new URL("../../web/package.json", import.meta.url));
+const { chromium } = require("playwright-core");
+
+export const CHROMIUM = process.env.LODE_CHROMIUM || "/usr/bin/chromium";
+export const ARTIFACTS = process.env.LODE_UI_ARTIFACTS || new URL("../../build/ui-artifacts", import.meta.url).pathname;
+fs.mkdirSync(ARTIFACTS, { recursive: true });
+
+let passed = 0;
+let failed = 0;
+export function pass(name) {
+  passed++;
+  console.log(`ok - ${name}`);
+}
+export function fail(name, ...why) {
+  failed++;
+  console.log(`not ok - ${name}`);
+  for (const w of why) console.log(`    ${w}`);
+}
+export function check(name, cond, ...why) {
+  cond ? pass(name) : fail(name, ...why);
+}
+export function eq(name, got, want) {
+  const g = JSON.stringify(got);
+  const w = JSON.stringify(want);
+  g === w ? pass(name) : fail(name, `got:  ${g}`, `want: ${w}`);
+}
+export async function step(name, fn) {
+  try {
+    await fn();
+  } catch (e) {
+    fail(name, String(e && e.stack ? e.stack : e).split("\n").slice(0, 6).join("\n    "));
+  }
+}
+export function finish() {
+  console.log(`${passed} passed, ${failed} failed`);
+  process.exit(failed === 0 ? 0 : 1);
+}
+
+// A browser, failing loudly when Debian's chromium is missing: a skipped browser
+// test would be a pass that tested nothing.
+export async function launch() {
+  if (!fs.existsSync(CHROMIUM)) {
+    fail(`chromium at ${CHROMIUM}`, "not installed: run `make setup` (Debian's chromium package)");
+    finish();
+  }
+  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu"] });
+}
+
+// A fresh page that records Content-Security-Policy violations, requests to any
+// other origin and console errors, for the checks at the end.
+export async function openPage(browser, url, opts = {}) {
+  const origin = new URL(url).origin;
+  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 }, colorScheme: opts.colorScheme || "light" });
+  const page = await context.newPage();
+  const seen = { csp: [], foreign: [], console: [] };
+  await page.addInitScript(() => {
+    window.__csp = [];
+    document.addEventListener("securitypolicyviolation", (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
+  });
+  page.on("request", (r) => {
+    const u = r.url();
+    if (!u.startsWith(origin + "/") && !u.startsWith("data:")) seen.foreign.push(u);
+  });
+  page.on("console", (m) => {
+    if (m.type() === "error") seen.console.push(m.text());
+  });
+  return { context, page, seen };
+}
+
+export async function shot(page, name) {
+  await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: false });
+}

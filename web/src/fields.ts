@@ -1,0 +1,49 @@
+// Every field of a BackupPolicy the form edits, in the order of docs/policy.md:
+// its YAML path (which is also the label a person and a test find it by), its
+// kind, the default shown as a placeholder and the allowed range as a hint.
+
+export type FieldKind = "string" | "int" | "list" | "map" | "enum";
+
+export interface Field {
+  path: string; // "spec.schedule.cron"
+  kind: FieldKind;
+  group: string;
+  placeholder?: string;
+  hint: string;
+  options?: string[]; // enum
+  inputmode?: "numeric" | "text";
+}
+
+export const FIELDS: Field[] = [
+  { path: "metadata.name", kind: "string", group: "Policy", hint: "required; a Kubernetes name" },
+  { path: "metadata.namespace", kind: "string", group: "Policy", placeholder: "default", hint: "absent: the namespace lode ui works in" },
+  { path: "spec.repository", kind: "string", group: "Policy", hint: "required; a BackupRepository in the same namespace" },
+  { path: "spec.paths", kind: "list", group: "Policy", placeholder: "/etc\n/home", hint: "required; one absolute path per line" },
+  { path: "spec.nodeSelector", kind: "map", group: "Policy", placeholder: "all nodes", hint: "optional; one label=value per line" },
+  { path: "spec.schedule.cron", kind: "string", group: "Schedule", placeholder: "30 2 * * *", hint: "required in schedule; five fields, or @hourly, @daily, @weekly, @monthly" },
+  { path: "spec.schedule.timezone", kind: "string", group: "Schedule", placeholder: "UTC", hint: "an IANA zone such as Europe/Kyiv; default UTC" },
+  { path: "spec.schedule.jitter", kind: "string", group: "Schedule", placeholder: "15m", hint: "0s to 24h; default 15m" },
+  { path: "spec.schedule.catchUpWindow", kind: "string", group: "Schedule", placeholder: "24h", hint: "1m to 30d; default 24h" },
+  { path: "spec.retention.keepLast", kind: "int", group: "Retention", placeholder: "none", hint: "1 to 2147483647", inputmode: "numeric" },
+  { path: "spec.retention.keepWithin", kind: "string", group: "Retention", placeholder: "none", hint: "a duration of at least 1m" },
+  { path: "spec.retention.keepDaily", kind: "int", group: "Retention", placeholder: "none", hint: "1 to 2147483647", inputmode: "numeric" },
+  { path: "spec.retention.keepWeekly", kind: "int", group: "Retention", placeholder: "none", hint: "1 to 2147483647", inputmode: "numeric" },
+  { path: "spec.retention.keepMonthly", kind: "int", group: "Retention", placeholder: "none", hint: "1 to 2147483647", inputmode: "numeric" },
+  { path: "spec.limits.uploadRate", kind: "string", group: "Limits", placeholder: "unlimited", hint: "at least 1KiB/s, e.g. 50MiB/s; default unlimited" },
+  { path: "spec.limits.nice", kind: "int", group: "Limits", placeholder: "host default", hint: "0 to 19; higher is gentler", inputmode: "numeric" },
+  { path: "spec.limits.ioniceClass", kind: "enum", group: "Limits", options: ["", "best-effort", "idle"], hint: "system default when absent" },
+  { path: "spec.limits.ioniceLevel", kind: "int", group: "Limits", placeholder: "none", hint: "0 to 7, only with best-effort", inputmode: "numeric" },
+  { path: "spec.limits.maxRuntime", kind: "string", group: "Limits", placeholder: "12h", hint: "1h to 7d; default 12h" },
+  { path: "spec.alerts.maxAge", kind: "string", group: "Alerts", placeholder: "derived from the schedule", hint: "1h to 365d; default: twice the longest gap between slots, plus the jitter" },
+];
+
+// The form field an error belongs to: "spec.paths[2]" -> "spec.paths".
+export function fieldForPath(path: string): Field | undefined {
+  let best: Field | undefined;
+  for (const f of FIELDS) {
+    if (path === f.path || path.startsWith(f.path + "[") || path.startsWith(f.path + ".")) {
+      if (!best || f.path.length > best.path.length) best = f;
+    }
+  }
+  return best;
+}

@@ -1,0 +1,118 @@
+import { describe, expect, it } from "vitest";
+import { offsetOf, readFields, scalarSource, writeField } from "../../src/sync";
+import { FIELDS, fieldForPath } from "../../src/fields";
+
+const PAGE = `apiVersion: lodestore.io/v1alpha1
+kind: BackupPolicy
+metadata:
+  name: etc-and-home
+spec:
+  repository: main
+  paths:
+  - /etc
+  - /home
+  schedule:
+    cron: 30 2 * * * # nightly
+    timezone: Europe/Kyiv
+    jitter: 15m
+    catchUpWindow: 24h
+  retention:
+    keepLast: 3
+    keepDaily: 7
+  # limits come later
+  alerts:
+    maxAge: 36h
+`;
+
+describe("readFields", () => {
+  it("reads every field of the page's example", () => {
+    const r = readFields(PAGE);
+    expect(r.error).toBeUndefined();
+    expect(r.values["spec.schedule.cron"]).toBe("30 2 * * *");
+    expect(r.values["spec.paths"]).toBe("/etc\n/home");
+    expect(r.values["spec.retention.keepLast"]).toBe("3");
+    expect(r.values["spec.limits.nice"]).toBe("");
+    expect(Object.keys(r.values)).toHaveLength(FIELDS.length);
+  });
+  it("reads a node selector as label=value lines", () => {
+    const r = readFields(PAGE.replace("  paths:", "  nodeSelector:\n    role: db\n    zone: a\n  paths:"));
+    expect(r.values["spec.nodeSelector"]).toBe("role=db\nzone=a");
+  });
+  it("reports a YAML that does not parse and reads nothing", () => {
+    const r = readFields("spec:\n  paths: [\n");
+    expect(r.error).toBeTruthy();
+    expect(r.values).toEqual({});
+  });
+});
+
+describe("writeField", () => {
+  it("replaces a scalar in place: comments, order and the rest untouched", () => {
+    const r = writeField(PAGE, "spec.schedule.cron", "0 4 * * 1");
+    expect(r.error).toBeUndefined();
+    expect(r.text).toBe(PAGE.replace("cron: 30 2 * * * # nightly", "cron: 0 4 * * 1 # nightly"));
+  });
+  it("quotes a cron that starts with * or @", () => {
+    expect(writeField(PAGE, "spec.schedule.cron", "*/15 * * * *").text).toContain('cron: "*/15 * * * *" # nightly');
+    expect(writeField(PAGE, "spec.schedule.cron", "@hourly").text).toContain('cron: "@hourly"');
+  });
+  it("writes integers plain and other text in an integer field as a string", () => {
+    expect(writeField(PAGE, "spec.retention.keepLast", "5").text).toContain("keepLast: 5\n");
+    expect(writeField(PAGE, "spec.retention.keepLast", "five").text).toContain("keepLast: five\n");
+    expect(writeField(PAGE, "spec.retention.keepLast", "7: x").text).toContain('keepLast: "7: x"\n');
+  });
+  it("adds a new field in its block, keeping comments and sequence style", () => {
+    const r = writeField(PAGE, "spec.limits.nice", "10");
+    expect(r.text).toContain("  limits:\n    nice: 10\n");
+    expect(r.text).toContain("# limits come later");
+    expect(r.text).toContain("# nightly");
+    expect(r.text).toContain("  paths:\n  - /etc\n  - /home\n");
+  });
+  it("removes an emptied field and the block it leaves empty", () => {
+    const r = writeField(PAGE, "spec.alerts.maxAge", "");
+    expect(r.text).not.toContain("maxAge");
+    expect(r.text).not.toContain("alerts:");
+    expect(r.text).toContain("keepDaily: 7");
+  });
+  it("writes lists and maps from lines", () => {
+    const r = writeField(PAGE, "spec.paths", "/etc\n/var/lib\n");
+    expect(r.text).toContain("  paths:\n  - /etc\n  - /var/lib\n");
+    const m = writeField(PAGE, "spec.nodeSelector", "role=db");
+    expect(readFields(m.text).values["spec.nodeSelector"]).toBe("role=db");
+  });
+  it("round-trips: what is written reads back", () => {
+    for (const [path, v] of [
+      ["spec.schedule.timezone", "America/New_York"],
+      ["spec.limits.uploadRate", "50MiB/s"],
+      ["spec.limits.ioniceClass", "best-effort"],
+      ["metadata.namespace", "ops"],
+      ["spec.repository", "NO"],
+    ]) {
+      expect(readFields(writeField(PAGE, path, v).text).values[path]).toBe(v);
+    }
+  });
+  it("refuses to rewrite a document that does not parse", () => {
+    const bad = PAGE + "  oops: [\n";
+    const r = writeField(bad, "spec.schedule.cron", "@daily");
+    expect(r.text).toBe(bad);
+    expect(r.error).toMatch(/does not parse/);
+  });
+});
+
+describe("helpers", () => {
+  it("maps error paths to form fields", () => {
+    expect(fieldForPath("spec.paths[1]")?.path).toBe("spec.paths");
+    expect(fieldForPath("spec.schedule.cron")?.path).toBe("spec.schedule.cron");
+    expect(fieldForPath("spec.retension")).toBeUndefined();
+  });
+  it("turns line:col into an offset, counting characters", () => {
+    const t = "a: 1\nbé: 2\n";
+    expect(offsetOf(t, 2, 1)).toBe(5);
+    expect(offsetOf(t, 2, 3)).toBe(7);
+    expect(offsetOf(t, 9, 1)).toBe(t.length);
+  });
+  it("quotes only where YAML needs it", () => {
+    const f = FIELDS.find((x) => x.path === "spec.schedule.cron")!;
+    expect(scalarSource(f, "30 2 * * *")).toBe("30 2 * * *");
+    expect(scalarSource(f, "#x")).not.toBe("#x");
+  });
+});
