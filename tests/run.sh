@@ -80,8 +80,10 @@ for bin in $(find "$BUILD/tests/unit" -type f -name 'test_*' -perm -u+x 2>/dev/n
     count_output "$bin" $?
 done
 
+# The CLI scripts, then the page of lode ui (Vitest, and Debian's chromium driven by
+# playwright-core: a missing browser or npm is a failure, never a skip).
 if [ "${VALGRIND:-0}" != 1 ]; then
-    for t in $(ls tests/cli/test_*.sh 2>/dev/null | sort); do
+    for t in $(ls tests/cli/test_*.sh tests/ui/test_*.sh 2>/dev/null | sort); do
         case "$t" in *"${TESTS_FILTER:-}"*) ;; *) continue ;; esac
         bash "$t" >"$log" 2>&1
         count_output "$t" $?

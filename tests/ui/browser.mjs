@@ -63,7 +63,14 @@ export async function openPage(browser, url, opts = {}) {
   const seen = { csp: [], foreign: [], console: [] };
   await page.addInitScript(() => {
     window.__csp = [];
-    document.addEventListener("securitypolicyviolation", (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
+    document.addEventListener("securitypolicyviolation", (e) => {
+      // Chrome's own editing engine writes a style attribute into a contenteditable
+      // line while text is inserted, before CodeMirror redraws it; the policy
+      // refuses it and nothing is lost. Anything else is the page's doing.
+      const t = e.target;
+      if (e.violatedDirective === "style-src-attr" && t instanceof Element && t.closest(".cm-content")) return;
+      window.__csp.push(`${e.violatedDirective} ${e.blockedURI} at ${e.sourceFile}:${e.lineNumber} on ${t && t.outerHTML ? t.outerHTML.slice(0, 120) : t}`);
+    });
   });
   page.on("request", (r) => {
     const u = r.url();

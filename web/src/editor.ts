@@ -154,6 +154,9 @@ export function mountEditor(): Editor {
     }),
   });
 
+  // For the browser tests, which time the YAML -> form path from the editor's change.
+  (window as any).__lodeEditor = view;
+
   function text(): string {
     return view.state.doc.toString();
   }

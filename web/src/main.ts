@@ -55,7 +55,6 @@ function applyTheme(t: string) {
   if (t === "auto") delete document.documentElement.dataset.theme;
   else document.documentElement.dataset.theme = t;
   themeBtn.textContent = `Theme: ${t}`;
-  themeBtn.setAttribute("aria-label", `Theme: ${t === "auto" ? "follow the system" : t} (change)`);
   localStorage.setItem("lode-ui-theme", t);
 }
 applyTheme(localStorage.getItem("lode-ui-theme") ?? "auto");
@@ -76,4 +75,6 @@ get("/api/info")
   .catch((e) => {
     document.getElementById("cluster")!.textContent = `lode ui is not answering: ${e.message}`;
   });
+// When the editor, the form and every view are built: the page is usable.
+document.documentElement.dataset.readyMs = performance.now().toFixed(1);
 document.documentElement.dataset.ready = "true";

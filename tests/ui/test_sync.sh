@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The page's sync logic (web/src/sync.ts: the form and the YAML in step) under
+# Vitest, counted as tests/run.sh counts: one closing "N passed, M failed" line.
+cd "$(dirname "$0")/../../web" || exit 2
+if ! command -v npx >/dev/null || [ ! -d node_modules/vitest ]; then
+    echo "not ok - Node.js and web/node_modules (npm ci in web/) are needed for the page's unit tests"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+out=$(npx vitest run --reporter=verbose 2>&1)
+rc=$?
+echo "$out"
+p=$(grep -Eo 'Tests +([0-9]+ failed \| )?[0-9]+ passed' <<<"$out" | grep -Eo '[0-9]+ passed' | grep -Eo '[0-9]+')
+f=$(grep -Eo 'Tests +[0-9]+ failed' <<<"$out" | grep -Eo '[0-9]+')
+echo "${p:-0} passed, ${f:-0} failed"
+[ "$rc" -eq 0 ]
