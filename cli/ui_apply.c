@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api.h"
 #include "cli.h"
 #include "ui.h"
 
@@ -174,7 +175,7 @@ void ui_apply_handle(struct ui_ctx *ctx, const json_t *body, struct ui_reply *ou
     const char *file_ns = json_string_value(json_object_get(meta, "namespace"));
     ns = util_strdup(file_ns != NULL ? file_ns : ui_namespace(ctx));
     json_object_set_new(meta, "namespace", json_string(ns));
-    struct kube_resource res = {"lodestore.io", "v1alpha1", "backuppolicies", ns};
+    struct kube_resource res = api_in(&api_backuppolicies, ns);
 
     if (cli_kube_get(&ctx->kube, &res, name, &cur, &err) != 0) {
         ui_reply_error(out, 502, "%s", err.msg);
