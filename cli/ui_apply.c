@@ -38,8 +38,22 @@ static void ui_diff(json_t *changes, struct util_buf *path, const json_t *a, con
 {
     size_t keep = path->len;
 
-    if (json_array_size(changes) >= UI_MAX_CHANGES || json_equal(a, b))
+    if (json_array_size(changes) >= UI_MAX_CHANGES || (a == NULL && b == NULL) ||
+        (a != NULL && b != NULL && json_equal(a, b)))
         return;
+    /* A map or list on one side only: its leaves are listed, each one added or removed. */
+    if ((a == NULL && json_is_object(b)) || (b == NULL && json_is_object(a))) {
+        json_t *empty = json_object();
+        ui_diff(changes, path, a != NULL ? a : empty, b != NULL ? b : empty);
+        json_decref(empty);
+        return;
+    }
+    if ((a == NULL && json_is_array(b)) || (b == NULL && json_is_array(a))) {
+        json_t *empty = json_array();
+        ui_diff(changes, path, a != NULL ? a : empty, b != NULL ? b : empty);
+        json_decref(empty);
+        return;
+    }
     if (json_is_object(a) && json_is_object(b)) {
         const char *k;
         json_t *v;

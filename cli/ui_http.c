@@ -74,8 +74,8 @@ static void ui_http_common_headers(struct MHD_Response *r)
     MHD_add_response_header(r, "Cross-Origin-Resource-Policy", "same-origin");
 }
 
-static enum MHD_Result ui_http_send_csp(struct MHD_Connection *c, unsigned status,
-                                        const char *type, const void *data, size_t len,
+static enum MHD_Result ui_http_send_csp(struct MHD_Connection *c, unsigned status, const char *type,
+                                        const void *data, size_t len,
                                         enum MHD_ResponseMemoryMode mode, const char *encoding,
                                         const char *cache, const char *csp)
 {

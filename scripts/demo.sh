@@ -49,12 +49,16 @@ source "$ENV_DIR/state.env"
 source "$ENV_DIR/s3.env"
 kc() { "$KUBECTL" --kubeconfig "$KUBECONFIG" --context admin "$@"; }
 ctl_pid=
+ui_pid=
+ui_url=
 finish() {
     if [[ -n $ctl_pid && ${DEMO_KEEP:-0} != 1 ]]; then kill "$ctl_pid" 2>/dev/null || true; fi
+    if [[ -n $ui_pid && ${DEMO_KEEP:-0} != 1 ]]; then kill "$ui_pid" 2>/dev/null || true; fi
     if [[ ${DEMO_KEEP:-0} == 1 ]]; then
         echo
         echo "Left running: KUBECONFIG=$KUBECONFIG; controller pid $ctl_pid, metrics on 127.0.0.1:$metrics_port."
-        echo "Stop it all with: kill $ctl_pid; LODE_ENV_DIR=$LODE_ENV_DIR make cluster-down"
+        [[ -n $ui_url ]] && echo "The web interface (lode ui, pid $ui_pid): $ui_url"
+        echo "Stop it all with: kill $ctl_pid $ui_pid; LODE_ENV_DIR=$LODE_ENV_DIR make cluster-down"
     else
         tests/env/cluster-down.sh
     fi
@@ -131,3 +135,16 @@ curl -fsS "http://127.0.0.1:$metrics_port/metrics" | grep -E '^lodestore_(host_n
 
 step "events"
 kc -n demo get events --field-selector involvedObject.kind=BackupPolicy -o custom-columns=REASON:.reason,MESSAGE:.message | head -n 8
+
+step "the web interface (lode ui; docs/ui.md)"
+ui_log=$LODE_ENV_DIR/logs/lode-ui.log
+$lode ui --listen 127.0.0.1:0 --kubeconfig "$KUBECONFIG" --context admin --namespace demo \
+    >"$ui_log.url" 2>"$ui_log" &
+ui_pid=$!
+env_wait 20 "lode ui to print its URL" grep -q '^http://' "$ui_log.url"
+ui_url=$(head -n 1 "$ui_log.url")
+echo "Open $ui_url"
+echo "(the fleet view, as the page shows it:)"
+curl -fsS -H "Authorization: Bearer ${ui_url##*token=}" "${ui_url%%/?token=*}/api/status" |
+    jq -r '.policies[] | .policy as $p | .hosts[] | "\($p)  \(.host)  last good \(.lastSuccess // "never")  overdue \(.overdue)"'
+[[ ${DEMO_KEEP:-0} == 1 ]] || echo "DEMO_KEEP=1 make demo leaves it running."

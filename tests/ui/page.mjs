@@ -152,6 +152,7 @@ await step("Europe/Kyiv notes", async () => {
   check("next runs per host, local and UTC", /2026-01-01 03:30\s+2026-01-01 03:\d\d:\d\d EET\s+2026-01-01 01:\d\d:\d\dZ/.test(runs), runs.slice(0, 400));
   const limit = await page.locator("#sched-limit").innerText();
   check("the alert limit with its source", limit.includes("from alerts.maxAge"), limit);
+  await page.locator("#cal-title").scrollIntoViewIfNeeded();
   await shot(page, "schedule-kyiv");
 });
 
@@ -220,7 +221,6 @@ await step("accessibility, light and dark", async () => {
   await page.getByRole("tab", { name: "Policy editor" }).click();
   await page.locator("#theme").click(); // light
   await page.locator("#theme").click(); // dark
-  await shot(page, "debug-dark");
   eq("the theme switch turns the page dark", await page.evaluate(() => document.documentElement.dataset.theme), "dark");
   await setYaml(PAGE.replace("  retention:", "  retension:"));
   await page.waitForFunction(() => document.getElementById("errors").innerText.includes("retension"));

@@ -273,9 +273,9 @@ export function mountEditor(): Editor {
             {},
             el("code", {}, c.path),
             ": ",
-            el("del", {}, c.old === undefined ? "(absent)" : JSON.stringify(c.old)),
+            el("del", {}, c.old === null || c.old === undefined ? "(absent)" : JSON.stringify(c.old)),
             " → ",
-            el("ins", {}, c.new === undefined ? "(absent)" : JSON.stringify(c.new)),
+            el("ins", {}, c.new === null || c.new === undefined ? "(absent)" : JSON.stringify(c.new)),
           ),
         );
       }

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# lode ui against the real control plane of tests/env: the fleet endpoint gives what
+# lode status gives; apply runs a server-side dry run first (nothing stored), then
+# applies, and lists the changes field by field; the page (Debian's chromium) applies
+# a policy and shows an overdue host (tests/ui/cluster.mjs).
+source "$(dirname "$0")/../env/lib.sh"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+LODE=${LODE:-$ROOT/build/lode}
+case "$LODE" in /*) ;; *) LODE="$ROOT/$LODE" ;; esac
+NS=ui-$(openssl rand -hex 3)
+UI_PID=
+
+cleanup() {
+    [ -n "$UI_PID" ] && kill "$UI_PID" 2>/dev/null && wait "$UI_PID" 2>/dev/null
+    kc delete ns "$NS" --wait=false >/dev/null 2>&1
+    env_delete_nodes "$NS-n" >/dev/null 2>&1
+    rm -rf "$T_TMP"
+}
+trap cleanup EXIT
+utc() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ; }
+# backup NAME HOST PHASE COMPLETION-EPOCH: a Backup with its status, as the controller writes it.
+backup() {
+    kc -n "$NS" apply -f - >/dev/null <<EOF2 || return 1
+apiVersion: lodestore.io/v1alpha1
+kind: Backup
+metadata: {name: $1, labels: {lodestore.io/policy: fleet}}
+spec: {policy: fleet, host: $2, slot: "", trigger: manual}
+EOF2
+    kc -n "$NS" patch backup "$1" --subresource=status --type=merge \
+        -p "{\"status\":{\"phase\":\"$3\",\"completionTime\":\"$(utc "$4")\"}}" >/dev/null
+}
+
+kc apply --server-side -f "$ROOT/crd/" >/dev/null
+kc wait --for condition=established --timeout=30s crd/backuppolicies.lodestore.io crd/backups.lodestore.io >/dev/null
+kc create namespace "$NS" >/dev/null
+env_create_nodes 2 "$NS-n" role=ui
+
+# A policy whose hosts are n-0 (a success 10 minutes ago) and n-1 (3 hours ago, limit 1h).
+cat >"$T_TMP/fleet.yaml" <<EOF
+apiVersion: lodestore.io/v1alpha1
+kind: BackupPolicy
+metadata: {name: fleet, namespace: $NS}
+spec:
+  repository: main
+  paths: [/etc]
+  nodeSelector: {role: ui}
+  schedule: {cron: "0 * * * *", timezone: UTC}
+  alerts: {maxAge: 1h}
+EOF
+"$LODE" apply -f "$T_TMP/fleet.yaml" --context admin >/dev/null
+now=$(date +%s)
+backup b0 "$NS-n-0" Succeeded $((now - 600))
+backup b1 "$NS-n-1" Succeeded $((now - 3 * 3600))
+
+"$LODE" ui --listen 127.0.0.1:0 --context admin --namespace "$NS" >"$T_TMP/ui.out" 2>"$T_TMP/ui.err" &
+UI_PID=$!
+for _ in $(seq 100); do
+    grep -q '^http://' "$T_TMP/ui.out" 2>/dev/null && break
+    kill -0 $UI_PID 2>/dev/null || break
+    sleep 0.1
+done
+URL=$(head -n1 "$T_TMP/ui.out")
+check_contains "lode ui prints its URL" "$URL" "http://127.0.0.1:"
+B=${URL%%/?token=*}
+AUTH=(-H "Authorization: Bearer ${URL##*token=}")
+JSON=(-H "Content-Type: application/json")
+check_eq "with a cluster, no warning" "$(cat "$T_TMP/ui.err")" ""
+
+# The fleet endpoint is lode status.
+curl -s "${AUTH[@]}" "$B/api/status" >"$T_TMP/ui-status.json"
+"$LODE" status --context admin -n "$NS" --output json >"$T_TMP/cli-status.json"
+view='[.policies[] | {policy, valid, alertLimitSeconds, overdue, hosts: [.hosts[] | {host, selected, lastSuccess, overdue, nextRun}]}]'
+check_eq "/api/status gives lode status's policies and hosts" \
+    "$(jq -c "$view" "$T_TMP/ui-status.json")" "$(jq -c "$view" "$T_TMP/cli-status.json")"
+check_eq "n-1 is overdue, n-0 is not" \
+    "$(jq -c '[.policies[0].hosts[] | [.host, .overdue]]' "$T_TMP/ui-status.json")" \
+    "[[\"$NS-n-0\",false],[\"$NS-n-1\",true]]"
+check_eq "it names the namespace and the server" \
+    "$(jq -r '[.namespace, (.server | startswith("https://127.0.0.1:"))] | @tsv' "$T_TMP/ui-status.json")" "$NS	true"
+
+# apply: a dry run stores nothing; apply stores; a change is listed field by field.
+P=$(sed 's/name: fleet/name: api-made/' "$T_TMP/fleet.yaml" | jq -Rs .)
+curl -s "${AUTH[@]}" "${JSON[@]}" -d "{\"yaml\":$P,\"dryRun\":true}" "$B/api/apply" >"$T_TMP/r.json"
+check_eq "dry run: would be created" "$(jq -r '[.dryRun, .action, .namespace] | @tsv' "$T_TMP/r.json")" "true	created	$NS"
+check_contains "dry run: lists the spec" "$(jq -c '.changes' "$T_TMP/r.json")" '{"path":"spec.alerts.maxAge","old":null,"new":"1h"}'
+check_eq "dry run: nothing stored" "$(kc -n "$NS" get backuppolicy api-made -o name 2>/dev/null)" ""
+curl -s "${AUTH[@]}" "${JSON[@]}" -d "{\"yaml\":$P,\"dryRun\":false}" "$B/api/apply" >"$T_TMP/r.json"
+check_eq "apply: created" "$(jq -r '[.dryRun, .action] | @tsv' "$T_TMP/r.json")" "false	created"
+check_eq "apply: the cluster has it, owned by lodestore-cli" \
+    "$(kc -n "$NS" get backuppolicy api-made -o json --show-managed-fields | jq -r '[.spec.alerts.maxAge, ([.metadata.managedFields[] | select(.operation == "Apply") | .manager] | join(","))] | @tsv')" \
+    "1h	lodestore-cli"
+P2=$(sed 's/name: fleet/name: api-made/; s/maxAge: 1h/maxAge: 2h/' "$T_TMP/fleet.yaml" | jq -Rs .)
+curl -s "${AUTH[@]}" "${JSON[@]}" -d "{\"yaml\":$P2}" "$B/api/apply" >"$T_TMP/r.json"
+check_eq "a change, dry run by default: exactly that change" \
+    "$(jq -c '[.dryRun, .action, .changes]' "$T_TMP/r.json")" \
+    '[true,"configured",[{"path":"spec.alerts.maxAge","old":"1h","new":"2h"}]]'
+check_eq "still 1h in the cluster" "$(kc -n "$NS" get backuppolicy api-made -o jsonpath='{.spec.alerts.maxAge}')" "1h"
+curl -s "${AUTH[@]}" "${JSON[@]}" -d "{\"yaml\":$P,\"dryRun\":true}" "$B/api/apply" >"$T_TMP/r.json"
+check_eq "the same policy again: unchanged" "$(jq -c '[.action, .changes]' "$T_TMP/r.json")" '["unchanged",[]]'
+BAD=$(sed 's/name: fleet/name: api-bad/; s/maxAge: 1h/maxAge: 00000000000001h/' "$T_TMP/fleet.yaml" | jq -Rs .)
+code=$(curl -s -o "$T_TMP/r.json" -w '%{http_code}' "${AUTH[@]}" "${JSON[@]}" -d "{\"yaml\":$BAD,\"dryRun\":false}" "$B/api/apply")
+check_eq "a value lode accepts but the CRD refuses: 422" "$code" 422
+check_contains "the refusal comes from the dry run" "$(jq -c . "$T_TMP/r.json")" "server-side dry run"
+check_eq "and nothing is stored" "$(kc -n "$NS" get backuppolicy api-bad -o name 2>/dev/null)" ""
+
+# The page.
+timeout 300 node "$ROOT/tests/ui/cluster.mjs" "$URL" "$NS" "$NS-n-1" >"$T_TMP/page.out" 2>&1
+rc=$?
+grep -E '^(ok|not ok|    )' "$T_TMP/page.out"
+T_PASSED=$((T_PASSED + $(grep -c '^ok' "$T_TMP/page.out")))
+T_FAILED=$((T_FAILED + $(grep -c '^not ok' "$T_TMP/page.out")))
+if [ $rc -ne 0 ] && [ "$(grep -c '^not ok' "$T_TMP/page.out")" -eq 0 ]; then
+    fail "the page test ran to its end" "$(tail -5 "$T_TMP/page.out")"
+fi
+check_eq "the page applied its policy; the later edit was only a dry run" \
+    "$(kc -n "$NS" get backuppolicy from-the-page -o jsonpath='{.spec.retention.keepLast}')" "3"
+finish
