@@ -115,13 +115,21 @@ export function mountEditor(): Editor {
     inputs.set(f.path, input);
     input.addEventListener("input", () => formEdited(f.path, input.value));
   }
+  // The zone suggestions (about 430) are built when the zone field is first used,
+  // not while the page loads.
   const zones = el("datalist", { id: "zones" });
-  try {
-    for (const z of (Intl as any).supportedValuesOf("timeZone") as string[]) zones.append(el("option", { value: z }));
-  } catch {
-    /* an old browser: no suggestions */
-  }
   form.append(zones);
+  inputs.get("spec.schedule.timezone")!.addEventListener(
+    "focus",
+    () => {
+      try {
+        for (const z of (Intl as any).supportedValuesOf("timeZone") as string[]) zones.append(el("option", { value: z }));
+      } catch {
+        /* an old browser: no suggestions */
+      }
+    },
+    { once: true },
+  );
   form.addEventListener("submit", (e) => e.preventDefault());
 
   // ---- the YAML ----
