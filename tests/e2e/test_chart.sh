@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The Helm chart (charts/lodestore) with real helm against the real control plane of
 # tests/env. Every wait is bounded; the slowest step waits for the next minute boundary
-# of a "* * * * *" schedule. Helm is built from its Go module by tests/chart/build-helm.sh
-# (cached: a warm run costs nothing).
+# of a "* * * * *" schedule. Helm and promtool are built from their Go modules by
+# tests/chart/build-tool.sh (cached: a warm run costs nothing).
 #
 # What it checks, as someone installing the chart would:
 #   - helm lint (also --strict) passes; values.schema.json refuses values the controller
@@ -18,6 +18,9 @@
 #   - the Deployment's args are flags build/lode-controller accepts: each is in its --help,
 #     and the controller started with exactly those args fails on the kubeconfig, not on
 #     a flag;
+#   - promtool (built from the Prometheus module) loads and lints the PrometheusRule's
+#     rules, and evaluates both alerts over made-up series: when they fire, for whom,
+#     with which labels and text;
 #   - the values in docs/operator.md's table exist, with the defaults it gives;
 #   - helm package keeps the CRDs (charts/lodestore/crds is a symlink to crd/);
 #   - helm install creates the ServiceAccount, RBAC, Service and Deployment; the
@@ -68,9 +71,9 @@ cleanup() {
 trap cleanup EXIT
 
 # ---- helm itself ----
-if ! HELM_BIN=$("$ROOT/tests/chart/build-helm.sh" | tail -n 1) || [[ ! -x $HELM_BIN ]]; then
+if ! HELM_BIN=$("$ROOT/tests/chart/build-tool.sh" helm | tail -n 1) || [[ ! -x $HELM_BIN ]]; then
 	HELM_BIN=
-	fail "build helm (tests/chart/build-helm.sh)"
+	fail "build helm (tests/chart/build-tool.sh helm)"
 	finish
 	exit 1
 fi
@@ -187,6 +190,73 @@ check_contains "the overdue alert fires after metrics.prometheusRule.for" "$rule
 	"LodestoreNoRecentBackup 5m lodestore_host_overdue == 1"
 check_contains "the controller-down alert names this release's scrape job" "$rules" \
 	"up{job=\"$REL-metrics\",namespace=\"$NS\"}"
+
+# ---- the alert rules, as Prometheus loads and evaluates them (promtool) ----
+# A PrometheusRule's spec is a Prometheus rule file (groups:); the server's answer is
+# JSON, which is YAML. promtool checks and lints it, then evaluates both alerts over
+# series made up here: when each starts pending and fires, with which labels and text.
+if PROMTOOL=$("$ROOT/tests/chart/build-tool.sh" promtool | tail -n 1) && [[ -x $PROMTOOL ]]; then
+	want=$(awk '$1 == "github.com/prometheus/prometheus" { sub(/^v0\./, "", $2); print $2 }' \
+		"$ROOT/tests/chart/tools/promtool/go.mod")
+	want="$((${want%%.*} / 100)).$((${want%%.*} % 100)).${want#*.}"
+	check_contains "promtool is the pinned release" "$("$PROMTOOL" --version 2>&1 | head -n 1)" "version $want"
+	jq 'select(.kind == "PrometheusRule") | .spec' "$T_TMP/full.json" >"$T_TMP/rules.json"
+	if out=$("$PROMTOOL" check rules --lint=all --lint-fatal "$T_TMP/rules.json" 2>&1); then
+		check_contains "promtool check rules --lint=all: the two rules load, nothing to lint" "$out" \
+			"SUCCESS: 2 rules found"
+	else
+		fail "promtool check rules --lint=all: the two rules load, nothing to lint" "$out"
+	fi
+	# The check can fail: the same file with one expression Prometheus cannot parse.
+	jq '.groups[0].rules[0].expr = "lodestore_host_overdue =="' "$T_TMP/rules.json" >"$T_TMP/bad-rules.json"
+	if out=$("$PROMTOOL" check rules "$T_TMP/bad-rules.json" 2>&1); then
+		fail "promtool refuses a rule file with a broken expression" "$out"
+	else
+		check_contains "promtool refuses a rule file with a broken expression" "$out" "parse error"
+	fi
+	# Minute by minute: n1 is overdue from minute 2, n2 never; this release's
+	# controller is scraped until minute 5, then its target is down (another job's
+	# target stays up, and must not hide it).
+	cat >"$T_TMP/rules-test.yaml" <<EOF
+rule_files: [rules.json]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      - series: 'lodestore_host_overdue{policy="team/etc",host="n1"}'
+        values: '0 0 1x20'
+      - series: 'lodestore_host_overdue{policy="team/etc",host="n2"}'
+        values: '0x22'
+      - series: 'up{job="$REL-metrics",namespace="$NS"}'
+        values: '1x5 0x16'
+      - series: 'up{job="someone-else",namespace="$NS"}'
+        values: '1x22'
+    alert_rule_test:
+      - {eval_time: 6m, alertname: LodestoreNoRecentBackup, exp_alerts: []}
+      - eval_time: 7m
+        alertname: LodestoreNoRecentBackup
+        exp_alerts:
+          - exp_labels: {severity: warning, policy: team/etc, host: n1}
+            exp_annotations:
+              summary: No recent backup of n1 by policy team/etc
+              description: The last successful backup is older than the policy's alert limit. See \`lode status team/etc\`.
+      - {eval_time: 15m, alertname: LodestoreControllerDown, exp_alerts: []}
+      - eval_time: 16m
+        alertname: LodestoreControllerDown
+        exp_alerts:
+          - exp_labels: {severity: warning}
+            exp_annotations:
+              summary: Lodestore's controller is not being scraped; overdue hosts would go unnoticed.
+EOF
+	name="promtool test rules: the overdue alert fires after 5m for the overdue host only, the controller-down alert after 10m of failed scrapes"
+	if out=$(cd "$T_TMP" && "$PROMTOOL" test rules rules-test.yaml 2>&1); then pass "$name"; else fail "$name" "$out"; fi
+	# And the test can fail: with the overdue alert expected a minute early it must.
+	sed 's/eval_time: 7m/eval_time: 6m/' "$T_TMP/rules-test.yaml" >"$T_TMP/rules-early.yaml"
+	name="promtool test rules fails when the alert is expected a minute early"
+	if out=$(cd "$T_TMP" && "$PROMTOOL" test rules rules-early.yaml 2>&1); then fail "$name" "$out"; else pass "$name"; fi
+else
+	fail "build promtool (tests/chart/build-tool.sh promtool)"
+fi
 
 # ---- the pod passes the restricted Pod Security Standard ----
 kc create namespace "$PSA" >/dev/null

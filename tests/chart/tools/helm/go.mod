@@ -1,7 +1,7 @@
 // Wrapper module for Helm: pins helm.sh/helm/v3 (its go.mod has no replace
 // directives, so the command builds as a plain dependency) and records its
 // go.sum. The "tool" directive keeps the requirement through `go mod tidy`.
-// tests/chart/build-helm.sh builds it into the shared tool cache.
+// tests/chart/build-tool.sh helm builds it into the shared tool cache.
 module lodestore.invalid/charttools/helm
 
 go 1.26.0
