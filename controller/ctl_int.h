@@ -60,7 +60,8 @@ struct ctl_pair {
     struct ctl_backup **backups;
     size_t nbackups, cap;
     int64_t reported_slot;
-    int inflight; /* writes not yet answered: skip reconciling until they are */
+    int64_t started_slot; /* the newest slot started, as status.startedSlots records it */
+    int inflight;         /* writes not yet answered: skip reconciling until they are */
     /* The last reconcile's view, for status and metrics. */
     bool selected, running, overdue, has_success;
     int64_t last_success, overdue_start, next_run;

@@ -220,7 +220,7 @@ static void ctl_create_run(const struct ctl_pair_input *in, const struct sched_d
 
 /* Events only for slots newly found missed: the pair is reconciled many times while it waits. */
 static void ctl_report_missed(const struct ctl_pair_input *in, const struct sched_decision *d,
-                              const struct ctl_backup *last_slot, struct ctl_actions *acts,
+                              int64_t last_started, struct ctl_actions *acts,
                               struct ctl_pair_output *out)
 {
     const struct ctl_policy *p = in->policy;
@@ -229,7 +229,7 @@ static void ctl_report_missed(const struct ctl_pair_input *in, const struct sche
     if (!d->has_slot || d->slot.at == in->reported_slot)
         return;
     /* The slot that is running (or ran) is not missed, whatever else holds the host. */
-    if (last_slot != NULL && last_slot->slot_time >= d->slot.at)
+    if (last_started != 0 && last_started >= d->slot.at)
         return;
     /* Reported once per slot: a pair is reconciled many times while it waits. */
     out->reported_slot = d->slot.at;
@@ -304,8 +304,17 @@ void ctl_reconcile_pair(const struct ctl_pair_input *in, const struct ctl_config
         }
     }
 
+    /*
+     * The newest slot started: from the Backups, or from the policy's status when its
+     * Backup was deleted, so a slot never runs twice whatever is deleted.
+     */
+    int64_t last_started = last_slot != NULL ? last_slot->slot_time : 0;
+    if (in->started_slot > last_started)
+        last_started = in->started_slot;
+    out->started_slot = last_started;
+
     /* 2. Backups waiting for a Job: one at a time per pair, on a Ready node. */
-    if (p->valid && node_ready && !running) {
+    if (p->valid && !p->deleting && node_ready && !running) {
         for (size_t i = 0; i < in->nbackups; i++) {
             if (active[i] && in->jobs[i] == NULL) {
                 ctl_add_job(in->backups[i], acts);
@@ -319,15 +328,15 @@ void ctl_reconcile_pair(const struct ctl_pair_input *in, const struct ctl_config
     free(active);
 
     /* 3. The schedule. */
-    if (p->valid && p->bind.has_sched && in->node != NULL) {
+    if (p->valid && !p->deleting && p->bind.has_sched && in->node != NULL) {
         struct sched_host h = {
             .ready = node_ready,
             .backup_running = running,
             .node_joined = in->node->created,
             .policy_created = p->created,
             .schedule_changed = p->schedule_changed,
-            .has_last_started = last_slot != NULL,
-            .last_started_slot = last_slot ? last_slot->slot_time : 0,
+            .has_last_started = last_started != 0,
+            .last_started_slot = last_started,
             .offset = in->offset,
             .catch_up_window = p->spec.schedule.catch_up_window,
         };
@@ -338,7 +347,7 @@ void ctl_reconcile_pair(const struct ctl_pair_input *in, const struct ctl_config
             ctl_create_run(in, &out->decision, acts);
             running = true;
         } else {
-            ctl_report_missed(in, &out->decision, last_slot, acts, out);
+            ctl_report_missed(in, &out->decision, last_started, acts, out);
         }
         if (out->decision.next_run < out->wake)
             out->wake = out->decision.next_run;

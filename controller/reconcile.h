@@ -97,6 +97,7 @@ struct ctl_pair_input {
     int64_t limit;         /* the policy's alert limit now (sched_alert_limit) */
     int64_t offset;        /* this host's jitter offset */
     int64_t reported_slot; /* the last due slot already reported skipped or missed, or 0 */
+    int64_t started_slot;  /* the newest slot known started (policy status), or 0 */
     bool was_overdue;      /* the last reconcile found the host overdue (Events on change) */
     int64_t now;
 };
@@ -111,6 +112,7 @@ struct ctl_pair_output {
     int64_t next_run;      /* INT64_MAX when none */
     bool missed;           /* a due slot was missed (newly reported): count it */
     int64_t reported_slot; /* the caller keeps this for the next call */
+    int64_t started_slot;  /* the newest slot started, by the input or a Backup: persist it */
     struct sched_decision decision;
     bool decided;
 };

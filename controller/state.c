@@ -304,6 +304,21 @@ int ctl_policy_from_json(struct ctl_policy *p, const json_t *obj, const struct t
         binding_init(&p->bind, NULL, db, &zerr);
     }
 
+    p->deleting = ctl_json_path(obj, "metadata.deletionTimestamp") != NULL;
+    util_map_init(&p->started);
+    const json_t *started = ctl_json_path(obj, "status.startedSlots");
+    const char *host;
+    const json_t *v;
+    json_object_foreach((json_t *)started, host, v)
+    {
+        int64_t t;
+        if (json_is_string(v) && util_parse_rfc3339(json_string_value(v), &t, NULL) == 0) {
+            int64_t *slot = util_malloc(sizeof(*slot));
+            *slot = t;
+            free(util_map_set(&p->started, host, slot));
+        }
+    }
+
     ctl_schedule_hash(&p->spec, p->schedule_hash);
     if (hash != NULL && strlen(hash) == 16) {
         p->status_has_hash = true;
@@ -329,5 +344,17 @@ void ctl_policy_free(struct ctl_policy *p)
     if (p->valid)
         policy_free(&p->spec);
     binding_close(&p->bind);
+    size_t it = 0;
+    const char *k;
+    void *v;
+    while (util_map_next(&p->started, &it, &k, &v))
+        free(v);
+    util_map_close(&p->started);
     memset(p, 0, sizeof(*p));
+}
+
+int64_t ctl_policy_started_slot(const struct ctl_policy *p, const char *host)
+{
+    const int64_t *t = util_map_get(&p->started, host);
+    return t != NULL ? *t : 0;
 }

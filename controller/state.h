@@ -23,6 +23,7 @@
 #include "policy/policy.h"
 #include "schedule/schedule.h"
 #include "tz/tz.h"
+#include "util/map.h"
 
 struct ctl_policy;
 
@@ -84,9 +85,11 @@ struct ctl_policy {
     int64_t generation;
     int64_t created;
     bool valid;
-    char *invalid_message; /* every validator error, "; "-joined, when !valid */
-    struct policy spec;    /* filled when valid */
-    struct binding bind;   /* the zone and schedule; bind.spec points at spec: do not move p */
+    char *invalid_message;   /* every validator error, "; "-joined, when !valid */
+    struct policy spec;      /* filled when valid */
+    struct binding bind;     /* the zone and schedule; bind.spec points at spec: do not move p */
+    bool deleting;           /* metadata.deletionTimestamp is set: no new runs */
+    struct util_map started; /* status.startedSlots: host -> int64_t * slot time */
     /* The schedule's identity (cron, zone, jitter) and since when it holds. */
     char schedule_hash[17];
     bool status_has_hash;      /* the status records a schedule hash... */
@@ -106,6 +109,8 @@ struct ctl_policy {
 int ctl_policy_from_json(struct ctl_policy *p, const json_t *obj, const struct tz_db *db,
                          int64_t now, struct util_err *err);
 void ctl_policy_free(struct ctl_policy *p);
+/* The slot time the status records as last started on host, or 0. */
+int64_t ctl_policy_started_slot(const struct ctl_policy *p, const char *host);
 
 /* Parses an RFC 3339 member of obj (a dotted path such as "status.startTime"); 0 when absent. */
 int64_t ctl_json_time(const json_t *obj, const char *path);

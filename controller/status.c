@@ -83,10 +83,18 @@ static void ctl_policy_status(struct ctl *c, struct ctl_policy_entry *e)
     void *v;
     char buf[64], lim[32];
 
+    json_t *started = json_object();
     while (util_map_next(&c->pairs, &it, &k, &v)) {
         struct ctl_pair *pr = v;
         if (strcmp(pr->ns, e->p.ns) != 0 || strcmp(pr->policy, e->p.name) != 0)
             continue;
+        int64_t slot = ctl_policy_started_slot(&e->p, pr->host);
+        if (pr->started_slot > slot)
+            slot = pr->started_slot;
+        if (slot > 0) {
+            util_format_utc(slot, buf, sizeof(buf));
+            json_object_set_new(started, pr->host, json_string(buf));
+        }
         running += pr->running;
         if (!pr->selected)
             continue;
@@ -128,6 +136,7 @@ static void ctl_policy_status(struct ctl *c, struct ctl_policy_entry *e)
         json_array_append_new(list, h);
     }
     json_object_set_new(st, "overdueHosts", list);
+    json_object_set_new(st, "startedSlots", started);
 
     json_t *conds = json_array();
     if (e->p.valid)

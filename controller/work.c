@@ -231,6 +231,9 @@ static void ctl_reconcile(struct ctl *c, struct ctl_pair *pr)
         e->limit_at = now;
     }
     struct ctl_node *node = pr->selected ? util_map_get(&c->nodes, pr->host) : NULL;
+    int64_t persisted = ctl_policy_started_slot(&e->p, pr->host);
+    if (persisted > pr->started_slot)
+        pr->started_slot = persisted;
     const struct ctl_job **jobs = util_calloc(pr->nbackups + 1, sizeof(*jobs));
     for (size_t i = 0; i < pr->nbackups; i++) {
         char keybuf[CTL_KEY_MAX];
@@ -246,6 +249,7 @@ static void ctl_reconcile(struct ctl *c, struct ctl_pair *pr)
         .limit = e->limit,
         .offset = binding_offset(&e->p.bind, pr->host),
         .reported_slot = pr->reported_slot,
+        .started_slot = pr->started_slot,
         .was_overdue = pr->overdue,
         .now = now,
     };
@@ -258,6 +262,10 @@ static void ctl_reconcile(struct ctl *c, struct ctl_pair *pr)
     if (out.missed)
         pr->missed++;
     pr->reported_slot = out.reported_slot;
+    if (out.started_slot != pr->started_slot) {
+        pr->started_slot = out.started_slot;
+        e->status_dirty = true;
+    }
     if (pr->running != out.running || pr->overdue != out.overdue ||
         pr->has_success != out.has_success || pr->last_success != out.last_success ||
         pr->next_run != out.next_run)

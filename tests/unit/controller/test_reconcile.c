@@ -133,6 +133,7 @@ static struct ctl_backup *add_backup(struct fixture *f, const char *slot, const 
 }
 
 static bool f_was_overdue;
+static int64_t f_started_slot;
 
 static void run(struct fixture *f, const char *now, int64_t reported)
 {
@@ -147,6 +148,7 @@ static void run(struct fixture *f, const char *now, int64_t reported)
         .offset = 0,
         .reported_slot = reported,
         .was_overdue = f_was_overdue,
+        .started_slot = f_started_slot,
         .now = T(now),
     };
     ctl_actions_free(&f->acts);
@@ -213,6 +215,33 @@ static void test_on_time_run(void **state)
     assert_string_equal(first(&f, CTL_ACT_EVENT)->reason, "BackupStarted");
     assert_int_equal(f.out.wake, T("2026-03-11T02:00:00Z"));
     assert_true(f.out.running);
+    fixture_free(&f);
+}
+
+/* Deleting a slot's Backup does not run the slot again: the started slot outlives it. */
+static void test_deleted_backup_slot_is_not_run_again(void **state)
+{
+    struct fixture f;
+    fixture_init(&f, DAILY_UTC);
+    add_backup(&f, "2026-03-10T02:00", "2026-03-10T02:00:00Z", "Running", "2026-03-10T02:00:00Z",
+               "active");
+    run(&f, "2026-03-10T02:00:30Z", 0);
+    assert_int_equal(f.out.started_slot, T("2026-03-10T02:00:00Z")); /* to be persisted */
+    fixture_free(&f);
+
+    /* The Backup is gone; without the persisted slot the 02:00 slot would run again. */
+    fixture_init(&f, DAILY_UTC);
+    run(&f, "2026-03-10T02:00:40Z", 0);
+    assert_int_equal(count(&f, CTL_ACT_CREATE_RUN), 1); /* what happened before the fix */
+    f_started_slot = T("2026-03-10T02:00:00Z");
+    run(&f, "2026-03-10T02:00:40Z", 0);
+    assert_int_equal(count(&f, CTL_ACT_CREATE_RUN), 0);
+    assert_int_equal(count_events(&f, "Missed") + count_events(&f, "CaughtUp"), 0);
+    assert_int_equal(f.out.started_slot, T("2026-03-10T02:00:00Z"));
+    assert_int_equal(f.out.next_run, T("2026-03-11T02:00:00Z"));
+    run(&f, "2026-03-11T02:00:05Z", 0); /* the next slot runs as usual */
+    assert_int_equal(count(&f, CTL_ACT_CREATE_RUN), 1);
+    f_started_slot = 0;
     fixture_free(&f);
 }
 
@@ -543,6 +572,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_on_time_run),
         cmocka_unit_test(test_slot_already_started_is_not_run_again),
+        cmocka_unit_test(test_deleted_backup_slot_is_not_run_again),
         cmocka_unit_test(test_the_running_slot_is_not_reported_missed),
         cmocka_unit_test(test_one_catch_up_after_three_days_offline),
         cmocka_unit_test(test_no_catch_up_outside_the_window),
