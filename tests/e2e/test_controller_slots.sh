@@ -39,10 +39,9 @@ backup_after() {
 }
 has_backup_after() { [[ -n $(backup_after "$1") ]]; }
 exists() { kc -n "$NS" get backup "$1" >/dev/null 2>&1; }
-gone() { ! exists "$1"; }
 started_events() { # NAME: BackupStarted and CaughtUp Events naming the Backup's slot
     kc -n "$NS" get events -o jsonpath='{range .items[*]}{.reason} {.message}{"\n"}{end}' |
-        grep -E '^(BackupStarted|CaughtUp) ' | grep -c "slot $1 "
+        grep -E '^(BackupStarted|CaughtUp) ' | grep "slot $1 " | grep -c " $NS-n-0"
 }
 recorded() { # SLOT-TIME: the policy status records it as started on the host
     [[ $(env_get -n "$NS" backuppolicy/minutely '{.status.startedSlots.*}') == "$1" ]]
@@ -52,7 +51,7 @@ kc apply --server-side -f "$ROOT/crd/" >/dev/null
 kc wait --for condition=established --timeout=30s crd/backuppolicies.lodestore.io \
     crd/backups.lodestore.io >/dev/null
 kc create namespace "$NS" >/dev/null
-env_create_nodes 1 "$NS-n" role=slots
+env_create_nodes 1 "$NS-n" "role=$NS"
 start_controller first
 kc -n "$NS" apply -f - >/dev/null <<EOF
 apiVersion: lodestore.io/v1alpha1
@@ -61,7 +60,7 @@ metadata: {name: minutely}
 spec:
   repository: main
   paths: [/etc]
-  nodeSelector: {role: slots}
+  nodeSelector: {role: $NS}
   schedule: {cron: "* * * * *", jitter: 0s}
 EOF
 
