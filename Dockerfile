@@ -13,7 +13,10 @@ RUN apt-get update && apt-get install -y --no-install-recommends \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
-RUN make -j"$(nproc)" CFLAGS="-O2 -g0" all \
+# The build context has no .git, so the version comes in as an argument (the Makefile
+# would otherwise say 0.0.0-dev): docker build --build-arg VERSION="$(git describe ...)".
+ARG VERSION=0.0.0-dev
+RUN make -j"$(nproc)" CFLAGS="-O2 -g0" VERSION="$VERSION" all \
     && install -D -m 0755 build/lode /out/usr/local/bin/lode \
     && if [ -x build/lode-controller ]; then install -m 0755 build/lode-controller /out/usr/local/bin/; fi
 

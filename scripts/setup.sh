@@ -19,6 +19,7 @@ pkgs=(
   restic
   jq curl openssl python3 ca-certificates
   chromium
+  buildah debootstrap
 )
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
