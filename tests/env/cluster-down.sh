@@ -44,6 +44,7 @@ stop() { # NAME PID BIN
 		env_log "cluster-down: stopped $name (pid $pid)"
 	fi
 }
+stop chroot-kubelet "${CHROOT_KUBELET_PID:-}" "${CHROOT_KUBELET_BIN:-}"
 stop kwok "${KWOK_PID:-}" "${KWOK_BIN:-}"
 stop kube-controller-manager "${KCM_PID:-}" "${KCM_BIN:-}"
 stop versitygw "${S3_PID:-}" "${S3_BIN:-}"

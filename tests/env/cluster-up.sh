@@ -6,7 +6,8 @@
 #                             (system:masters) and "operator" (RBAC from
 #                             operator-rbac.yaml), RBAC authorization
 #   kube-controller-manager   job, garbage-collector, namespace, ttl-after-finished
-#   kwok                      fake nodes and pod lifecycles (Stage objects)
+#   kwok                      fake nodes and pod lifecycles (Stage objects), for every
+#                             node not labelled lodestore.io/chroot-kubelet
 #   versitygw                 S3 over TLS with SigV4, posix backend, one bucket
 # and writes state.env, kubeconfig and s3.env under ${LODE_ENV_DIR:-/tmp/lodestore-env}
 # (common.sh describes the layout). A second run finds a healthy environment and
@@ -270,9 +271,13 @@ kc apply --server-side -f "$ENV_HERE/operator-rbac.yaml" \
 	-f "$kwok_src/kustomize/crd/bases/kwok.x-k8s.io_stages.yaml" >>"$ENV_LOGS/cluster-up.log"
 kc wait --for condition=Established --timeout "${timeout_s}s" crd/stages.kwok.x-k8s.io >>"$ENV_LOGS/cluster-up.log"
 kc apply --server-side -f "$ENV_DIR/kwok/stages.yaml" >>"$ENV_LOGS/cluster-up.log"
-# KWOK_WORKDIR keeps it from reading a user's ~/.kwok/kwok.yaml.
+# KWOK_WORKDIR keeps it from reading a user's ~/.kwok/kwok.yaml. KWOK manages every
+# node but those labelled lodestore.io/chroot-kubelet (and so every pod but theirs):
+# tests/env/chroot-kubelet.py plays the kubelet of those. KWOK's label selector never
+# matches a node without any label, so every node a test makes carries one.
 KWOK_WORKDIR=$ENV_DIR/kwok start kwok KWOK "$kwok_dir/kwok" \
-	--kubeconfig "$ENV_DIR/kubeconfig" --manage-all-nodes=true --enable-crds Stage \
+	--kubeconfig "$ENV_DIR/kubeconfig" --manage-nodes-with-label-selector '!lodestore.io/chroot-kubelet' \
+	--enable-crds Stage \
 	--cidr 10.0.0.1/24 --node-ip 10.0.0.1
 
 # --- the probe: a Job on a KWOK node runs to completion ----------------------------
@@ -281,6 +286,7 @@ apiVersion: v1
 kind: Node
 metadata:
   name: lodestore-env-probe
+  labels: {kubernetes.io/hostname: lodestore-env-probe}
 ---
 apiVersion: batch/v1
 kind: Job
