@@ -6,6 +6,8 @@
 
 #include <openssl/evp.h>
 
+#include "kube/kube.h"
+
 /* SHA-256, not a fast hash: a collision would give two runs one name, even for chosen names. */
 static void ctl_hash_hex(const char *const *parts, size_t nparts, char *out, size_t ndigits)
 {
@@ -164,74 +166,39 @@ json_t *ctl_backup_json(const struct policy *p, const struct ctl_run *run)
                      run->host, "slot", run->slot, "trigger", ctl_trigger_name(run->trigger));
 }
 
-static void ctl_args_add(json_t *args, const char *flag, const char *value)
-{
-    json_array_append_new(args, json_string(flag));
-    json_array_append_new(args, json_string(value));
-}
-
 json_t *ctl_job_json(const struct policy *p, const struct ctl_run *run,
                      const struct ctl_job_opts *opts)
 {
-    char buf[64];
     char *ref = util_asprintf("%s/%s", p->namespace, p->name);
-    json_t *args = json_array();
-    json_t *mounts = json_array();
-    json_t *volumes = json_array();
-    json_t *env = json_array();
-
-    ctl_args_add(args, "--policy", ref);
-    ctl_args_add(args, "--host", run->host);
-    if (run->slot[0] != '\0')
-        ctl_args_add(args, "--slot", run->slot);
-    ctl_args_add(args, "--repository", p->repository);
-    snprintf(buf, sizeof(buf), "%lld", (long long)p->limits.max_runtime);
-    ctl_args_add(args, "--max-runtime-seconds", buf);
-    if (p->limits.nice >= 0) {
-        snprintf(buf, sizeof(buf), "%d", p->limits.nice);
-        ctl_args_add(args, "--nice", buf);
-    }
-    if (p->limits.ionice_class != POLICY_IONICE_DEFAULT) {
-        ctl_args_add(args, "--ionice-class",
-                     p->limits.ionice_class == POLICY_IONICE_IDLE ? "idle" : "best-effort");
-        if (p->limits.ionice_level >= 0) {
-            snprintf(buf, sizeof(buf), "%d", p->limits.ionice_level);
-            ctl_args_add(args, "--ionice-level", buf);
-        }
-    }
-    if (p->limits.upload_rate > 0) {
-        snprintf(buf, sizeof(buf), "%llu", (unsigned long long)p->limits.upload_rate);
-        ctl_args_add(args, "--upload-rate-bytes", buf);
-    }
-    for (size_t i = 0; i < p->npaths; i++) {
-        char *mount = util_asprintf("/host%s", p->paths[i]);
-        snprintf(buf, sizeof(buf), "path-%zu", i);
-        ctl_args_add(args, "--path", p->paths[i]);
-        json_array_append_new(
-            mounts, json_pack("{s:s, s:s, s:b}", "name", buf, "mountPath", mount, "readOnly", 1));
-        json_array_append_new(
-            volumes, json_pack("{s:s, s:{s:s}}", "name", buf, "hostPath", "path", p->paths[i]));
-        free(mount);
-    }
-    json_array_append_new(env, json_pack("{s:s, s:{s:{s:s}}}", "name", "NODE_NAME", "valueFrom",
-                                         "fieldRef", "fieldPath", "spec.nodeName"));
-    if (opts->secret_name != NULL) {
-        const char *ak = opts->access_key_key ? opts->access_key_key : "AWS_ACCESS_KEY_ID";
-        const char *sk = opts->secret_key_key ? opts->secret_key_key : "AWS_SECRET_ACCESS_KEY";
-        json_array_append_new(env, json_pack("{s:s, s:{s:{s:s, s:s}}}", "name", "AWS_ACCESS_KEY_ID",
-                                             "valueFrom", "secretKeyRef", "name", opts->secret_name,
-                                             "key", ak));
-        json_array_append_new(env, json_pack("{s:s, s:{s:{s:s, s:s}}}", "name",
-                                             "AWS_SECRET_ACCESS_KEY", "valueFrom", "secretKeyRef",
-                                             "name", opts->secret_name, "key", sk));
-    }
+    /* The agent reads the policy's paths and limits through the API (--policy NS/NAME,
+     * with the pod's service account), so the Job carries no copy that could go stale. */
+    json_t *args = json_pack("[s, s, s, s, s, s, s, s]", "--policy", ref, "--host", run->host,
+                             "--root", CTL_HOST_ROOT, "--output", "json");
+    json_t *env = json_pack("[{s:s, s:{s:{s:s}}}]", "name", "NODE_NAME", "valueFrom", "fieldRef",
+                            "fieldPath", "spec.nodeName");
     free(ref);
-
-    json_t *container = json_pack(
-        "{s:s, s:s, s:[s, s], s:o, s:o, s:o, s:{s:b, s:b, s:{s:[s], s:[s]}}}", "name", "backup",
-        "image", opts->agent_image, "command", "/usr/local/bin/lode", "backup", "args", args, "env",
-        env, "volumeMounts", mounts, "securityContext", "readOnlyRootFilesystem", 1,
-        "allowPrivilegeEscalation", 0, "capabilities", "drop", "ALL", "add", "DAC_READ_SEARCH");
+    /* The whole node, read-only: the policy's paths are looked up under --root, and a
+     * path the node lacks is the agent's to report, not a mount failure. The runtime
+     * binds it recursively, so file systems mounted below "/" are there too (the
+     * agent does not cross into them unless they are listed). /tmp is the one
+     * writable place. */
+    json_t *mounts = json_pack("[{s:s, s:s, s:b}, {s:s, s:s}]", "name", "host-root", "mountPath",
+                               CTL_HOST_ROOT, "readOnly", 1, "name", "tmp", "mountPath", "/tmp");
+    json_t *volumes =
+        json_pack("[{s:s, s:{s:s, s:s}}, {s:s, s:{}}]", "name", "host-root", "hostPath", "path",
+                  "/", "type", "Directory", "name", "tmp", "emptyDir");
+    /* uid 0 with DAC_READ_SEARCH alone: reads and lists every file and directory, and
+     * overrides nothing else (no DAC_OVERRIDE, FOWNER, CHOWN...). A non-root user would lose the
+     * capability at exec, as Kubernetes sets no ambient capabilities. */
+    json_t *security =
+        json_pack("{s:i, s:b, s:b, s:b, s:{s:[s], s:[s]}}", "runAsUser", 0, "runAsNonRoot", 0,
+                  "readOnlyRootFilesystem", 1, "allowPrivilegeEscalation", 0, "capabilities",
+                  "drop", "ALL", "add", "DAC_READ_SEARCH");
+    json_t *container =
+        json_pack("{s:s, s:s, s:[s, s], s:o, s:o, s:o, s:o, s:s}", "name", "backup", "image",
+                  opts->agent_image, "command", "/usr/local/bin/lode", "backup", "args", args,
+                  "env", env, "volumeMounts", mounts, "securityContext", security,
+                  "terminationMessagePolicy", "FallbackToLogsOnError");
     json_t *pod = json_pack("{s:s, s:s, s:[{s:s}], s:[o], s:o}", "nodeName", run->host,
                             "restartPolicy", "Never", "tolerations", "operator", "Exists",
                             "containers", container, "volumes", volumes);
@@ -246,4 +213,97 @@ json_t *ctl_job_json(const struct policy *p, const struct ctl_run *run,
                      "activeDeadlineSeconds", (json_int_t)p->limits.max_runtime,
                      "ttlSecondsAfterFinished", (json_int_t)opts->ttl_seconds, "template",
                      "metadata", "labels", ctl_labels(p, run), "spec", pod);
+}
+
+static const char *ctl_str_or(const json_t *obj, const char *key, const char *dflt)
+{
+    const char *v = json_string_value(json_object_get(obj, key));
+    return v != NULL && v[0] != '\0' ? v : dflt;
+}
+
+static json_t *ctl_secret_env(const char *name, const char *secret, const char *key)
+{
+    return json_pack("{s:s, s:{s:{s:s, s:s}}}", "name", name, "valueFrom", "secretKeyRef", "name",
+                     secret, "key", key);
+}
+
+int ctl_job_set_repository(json_t *job, const json_t *repo, struct util_err *err)
+{
+    const json_t *spec = json_object_get(repo, "spec");
+    const json_t *creds = json_object_get(spec, "credentialsSecret");
+    const char *endpoint = json_string_value(json_object_get(spec, "endpoint"));
+    const char *bucket = json_string_value(json_object_get(spec, "bucket"));
+    const char *secret = json_string_value(json_object_get(creds, "name"));
+    if (endpoint == NULL || bucket == NULL || secret == NULL)
+        return util_err_set(err, UTIL_EINVAL,
+                            "the BackupRepository lacks spec.endpoint, spec.bucket or "
+                            "spec.credentialsSecret.name");
+    const char *ca = json_string_value(json_object_get(spec, "caBundle"));
+    char *pem = NULL;
+    size_t npem = 0;
+    if (ca != NULL && ca[0] != '\0') {
+        struct util_err b64;
+        if (kube_base64_decode(ca, strlen(ca), &pem, &npem, &b64) != 0)
+            return util_err_set(err, UTIL_EINVAL, "the BackupRepository's caBundle: %s", b64.msg);
+    }
+
+    json_t *tmpl = json_object_get(json_object_get(job, "spec"), "template");
+    json_t *pod = json_object_get(tmpl, "spec");
+    json_t *c = json_array_get(json_object_get(pod, "containers"), 0);
+    json_t *env = json_object_get(c, "env");
+    json_t *mounts = json_object_get(c, "volumeMounts");
+    json_t *volumes = json_object_get(pod, "volumes");
+
+    /* s3:https://host:port/bucket/prefix, as lode's --repo reads it. */
+    size_t elen = strlen(endpoint);
+    while (elen > 0 && endpoint[elen - 1] == '/')
+        elen--;
+    const char *prefix = ctl_str_or(spec, "prefix", NULL);
+    char *location = util_asprintf("s3:%.*s/%s%s%s", (int)elen, endpoint, bucket, prefix ? "/" : "",
+                                   prefix ? prefix : "");
+    json_array_append_new(env,
+                          json_pack("{s:s, s:s}", "name", "LODE_REPOSITORY", "value", location));
+    free(location);
+    json_array_append_new(env, json_pack("{s:s, s:s}", "name", "AWS_REGION", "value",
+                                         ctl_str_or(spec, "region", "us-east-1")));
+    json_array_append_new(env,
+                          ctl_secret_env("AWS_ACCESS_KEY_ID", secret,
+                                         ctl_str_or(creds, "accessKeyIDKey", "AWS_ACCESS_KEY_ID")));
+    json_array_append_new(
+        env, ctl_secret_env("AWS_SECRET_ACCESS_KEY", secret,
+                            ctl_str_or(creds, "secretAccessKeyKey", "AWS_SECRET_ACCESS_KEY")));
+    const char *session = ctl_str_or(creds, "sessionTokenKey", NULL);
+    if (session != NULL)
+        json_array_append_new(env, ctl_secret_env("AWS_SESSION_TOKEN", secret, session));
+
+    /* The repository key as a file (lode reads it from LODE_KEY_FILE): only root, the
+     * container's user, may read it. */
+    json_array_append_new(env,
+                          json_pack("{s:s, s:s}", "name", "LODE_KEY_FILE", "value", CTL_KEY_FILE));
+    json_array_append_new(mounts, json_pack("{s:s, s:s, s:b}", "name", "repository-key",
+                                            "mountPath", CTL_KEY_DIR, "readOnly", 1));
+    json_array_append_new(
+        volumes, json_pack("{s:s, s:{s:s, s:i, s:[{s:s, s:s}]}}", "name", "repository-key",
+                           "secret", "secretName", secret, "defaultMode", 0400, "items", "key",
+                           ctl_str_or(creds, "repositoryKeyKey", "repository-key"), "path", "key"));
+
+    /* caBundle is base64 PEM in the spec, not a secret: the pod carries the PEM in an
+     * annotation and the downward API makes it a file. */
+    if (pem != NULL) {
+        json_t *tmeta = json_object_get(tmpl, "metadata");
+        if (json_object_get(tmeta, "annotations") == NULL)
+            json_object_set_new(tmeta, "annotations", json_object());
+        json_object_set_new(json_object_get(tmeta, "annotations"), CTL_ANNOT_CA,
+                            json_stringn(pem, npem));
+        free(pem);
+        json_array_append_new(env,
+                              json_pack("{s:s, s:s}", "name", "LODE_CACERT", "value", CTL_CA_FILE));
+        json_array_append_new(mounts, json_pack("{s:s, s:s, s:b}", "name", "ca-bundle", "mountPath",
+                                                CTL_CA_DIR, "readOnly", 1));
+        json_array_append_new(volumes,
+                              json_pack("{s:s, s:{s:[{s:s, s:{s:s}}]}}", "name", "ca-bundle",
+                                        "downwardAPI", "items", "path", "ca.crt", "fieldRef",
+                                        "fieldPath", "metadata.annotations['" CTL_ANNOT_CA "']"));
+    }
+    return 0;
 }

@@ -11,10 +11,17 @@
  * have 253) are replaced by a hash, and the full values go in annotations.
  *
  * The Job is pinned to its node with nodeName (as a DaemonSet's pods are, and so it
- * needs no scheduler), tolerates every taint, mounts each path read-only from the
- * host, stops at maxRuntime (activeDeadlineSeconds), never retries (backoffLimit 0:
- * the next slot or a catch-up is the retry), and is deleted ttlSecondsAfterFinished
- * after it ends. Its container runs `lode backup` with the policy's limits.
+ * needs no scheduler), tolerates every taint, mounts the node's "/" read-only at
+ * CTL_HOST_ROOT, stops at maxRuntime (activeDeadlineSeconds), never retries
+ * (backoffLimit 0: the next slot or a catch-up is the retry), and is deleted
+ * ttlSecondsAfterFinished after it ends. Its container runs
+ * `lode backup --policy NS/NAME --host H --root CTL_HOST_ROOT --output json` as uid 0
+ * with every capability dropped but DAC_READ_SEARCH (read and list any file, override
+ * no permission to write), no privilege escalation and a read-only root file system; when it
+ * fails, the tail of its log is the termination message (docs/operator.md).
+ * ctl_job_set_repository() then gives it the repository: LODE_REPOSITORY and
+ * AWS_REGION by value, the S3 keys as secretKeyRef env and the repository key as a
+ * file from the same Secret (LODE_KEY_FILE), and the CA bundle as a file.
  *
  * Pure: no I/O; the caller owns the returned JSON.
  */
@@ -28,6 +35,7 @@
 
 #include "api/api.h"
 #include "policy/policy.h"
+#include "util/util.h"
 
 #define CTL_LABEL_MANAGED   "app.kubernetes.io/managed-by"
 #define CTL_MANAGER         "lodestore"
@@ -71,13 +79,19 @@ struct ctl_run {
     int64_t slot_time;      /* the slot's instant (the slot-time annotation), 0 for a manual run */
 };
 
-/* Where the agent finds its repository's credentials. */
+/* Where the Job mounts the node's "/" (read-only), passed to lode backup --root. */
+#define CTL_HOST_ROOT "/host"
+/* Where the repository key (a file of the credentials Secret) and the CA bundle go. */
+#define CTL_KEY_DIR  "/var/run/lodestore/repository"
+#define CTL_KEY_FILE CTL_KEY_DIR "/key"
+#define CTL_CA_DIR   "/var/run/lodestore/ca"
+#define CTL_CA_FILE  CTL_CA_DIR "/ca.crt"
+#define CTL_ANNOT_CA "lodestore.io/ca-bundle"
+
+/* What every Job shares. */
 struct ctl_job_opts {
     const char *agent_image;
-    int64_t ttl_seconds;        /* ttlSecondsAfterFinished */
-    const char *secret_name;    /* the BackupRepository's credentials Secret, or NULL */
-    const char *access_key_key; /* its keys; defaults AWS_ACCESS_KEY_ID ... */
-    const char *secret_key_key;
+    int64_t ttl_seconds; /* ttlSecondsAfterFinished */
 };
 
 /*
@@ -102,8 +116,20 @@ json_t *ctl_backup_status_json(const struct ctl_backup_status *s);
 /* The Backup object for a scheduled or catch-up run (status is set separately). */
 json_t *ctl_backup_json(const struct policy *p, const struct ctl_run *run);
 
-/* The Job that performs run. */
+/* The Job that performs run, without its repository (see ctl_job_set_repository). */
 json_t *ctl_job_json(const struct policy *p, const struct ctl_run *run,
                      const struct ctl_job_opts *opts);
+
+/*
+ * Gives job (from ctl_job_json) the repository of the BackupRepository object repo, as
+ * the API returns it: LODE_REPOSITORY (s3:ENDPOINT/BUCKET[/PREFIX]) and AWS_REGION;
+ * AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN when the repository
+ * names its key) from the credentials Secret by reference, never by value; the
+ * repository key as the file CTL_KEY_FILE from the same Secret (LODE_KEY_FILE); and
+ * caBundle, when set, as the file CTL_CA_FILE (LODE_CACERT) through a pod annotation.
+ * Returns 0, or UTIL_EINVAL with a message when repo lacks endpoint, bucket or
+ * credentialsSecret.name (job is then unchanged).
+ */
+int ctl_job_set_repository(json_t *job, const json_t *repo, struct util_err *err);
 
 #endif

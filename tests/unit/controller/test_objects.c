@@ -82,6 +82,30 @@ static void make_policy(struct policy *p, char **paths)
     p->limits.upload_rate = 50u << 20;
 }
 
+static json_t *job_container(json_t *job)
+{
+    json_t *pod =
+        json_object_get(json_object_get(json_object_get(job, "spec"), "template"), "spec");
+    return json_array_get(json_object_get(pod, "containers"), 0);
+}
+
+static json_t *job_pod(json_t *job)
+{
+    return json_object_get(json_object_get(json_object_get(job, "spec"), "template"), "spec");
+}
+
+static json_t *by_name(json_t *array, const char *name)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(array, i, v)
+    {
+        if (strcmp(json_string_value(json_object_get(v, "name")), name) == 0)
+            return v;
+    }
+    return NULL;
+}
+
 static void test_job_is_pinned_bounded_and_read_only(void **state)
 {
     char *paths[] = {"/etc", "/home"};
@@ -94,11 +118,11 @@ static void test_job_is_pinned_bounded_and_read_only(void **state)
                           "etc-and-home-202603290330-abc",
                           "buid",
                           0};
-    struct ctl_job_opts opts = {"lodestore:test", 3600, "s3-creds", NULL, NULL};
+    struct ctl_job_opts opts = {"lodestore:test", 3600};
     json_t *job = ctl_job_json(&p, &run, &opts);
     json_t *spec = json_object_get(job, "spec");
-    json_t *pod = json_object_get(json_object_get(spec, "template"), "spec");
-    json_t *c = json_array_get(json_object_get(pod, "containers"), 0);
+    json_t *pod = job_pod(job);
+    json_t *c = job_container(job);
 
     assert_string_equal(json_string_value(json_object_get(job, "kind")), "Job");
     assert_int_equal(json_integer_value(json_object_get(spec, "activeDeadlineSeconds")), 43200);
@@ -107,26 +131,30 @@ static void test_job_is_pinned_bounded_and_read_only(void **state)
     assert_string_equal(json_string_value(json_object_get(pod, "nodeName")), "node-1");
     assert_string_equal(json_string_value(json_object_get(pod, "restartPolicy")), "Never");
 
-    /* Each path is mounted read-only from the host under /host. */
-    json_t *mounts = json_object_get(c, "volumeMounts");
-    json_t *vols = json_object_get(pod, "volumes");
-    assert_int_equal(json_array_size(mounts), 2);
-    assert_string_equal(json_string_value(json_object_get(json_array_get(mounts, 1), "mountPath")),
-                        "/host/home");
-    assert_true(json_is_true(json_object_get(json_array_get(mounts, 1), "readOnly")));
-    assert_string_equal(json_string_value(json_object_get(
-                            json_object_get(json_array_get(vols, 1), "hostPath"), "path")),
-                        "/home");
-
-    /* The limits reach the agent's command line. */
+    /* The agent backs up the policy's paths under the node's "/", mounted read-only. */
     char *args = json_dumps(json_object_get(c, "args"), JSON_COMPACT);
-    assert_non_null(strstr(args, "\"--policy\",\"ops/etc-and-home\""));
-    assert_non_null(strstr(args, "\"--slot\",\"2026-03-29T03:30\""));
-    assert_non_null(strstr(args, "\"--nice\",\"10\""));
-    assert_non_null(strstr(args, "\"--ionice-class\",\"best-effort\",\"--ionice-level\",\"4\""));
-    assert_non_null(strstr(args, "\"--upload-rate-bytes\",\"52428800\""));
-    assert_non_null(strstr(args, "\"--max-runtime-seconds\",\"43200\""));
+    assert_string_equal(args, "[\"--policy\",\"ops/etc-and-home\",\"--host\",\"node-1\","
+                              "\"--root\",\"/host\",\"--output\",\"json\"]");
     free(args);
+    json_t *root = by_name(json_object_get(c, "volumeMounts"), "host-root");
+    assert_string_equal(json_string_value(json_object_get(root, "mountPath")), CTL_HOST_ROOT);
+    assert_true(json_is_true(json_object_get(root, "readOnly")));
+    json_t *vol = by_name(json_object_get(pod, "volumes"), "host-root");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(vol, "hostPath"), "path")), "/");
+    /* The whole root and a scratch /tmp: no mount per path (a path the node lacks is
+     * the agent's to report, not a pod that cannot start). */
+    assert_int_equal(json_array_size(json_object_get(c, "volumeMounts")), 2);
+    assert_non_null(by_name(json_object_get(c, "volumeMounts"), "tmp"));
+
+    /* Root with DAC_READ_SEARCH alone, nothing else, on a read-only root. */
+    char *sc = json_dumps(json_object_get(c, "securityContext"), JSON_COMPACT | JSON_SORT_KEYS);
+    assert_string_equal(sc, "{\"allowPrivilegeEscalation\":false,\"capabilities\":{\"add\":["
+                            "\"DAC_READ_SEARCH\"],\"drop\":[\"ALL\"]},\"readOnlyRootFilesystem\":"
+                            "true,\"runAsNonRoot\":false,\"runAsUser\":0}");
+    free(sc);
+    assert_string_equal(json_string_value(json_object_get(c, "terminationMessagePolicy")),
+                        "FallbackToLogsOnError");
 
     /* Labels select it; the Backup owns it. */
     json_t *meta = json_object_get(job, "metadata");
@@ -139,34 +167,148 @@ static void test_job_is_pinned_bounded_and_read_only(void **state)
     json_t *owner = json_array_get(json_object_get(meta, "ownerReferences"), 0);
     assert_string_equal(json_string_value(json_object_get(owner, "kind")), "Backup");
     assert_string_equal(json_string_value(json_object_get(owner, "uid")), "buid");
-    char *env = json_dumps(json_object_get(c, "env"), JSON_COMPACT);
-    assert_non_null(
-        strstr(env, "\"secretKeyRef\":{\"name\":\"s3-creds\",\"key\":\"AWS_ACCESS_KEY_ID\"}"));
-    free(env);
+    /* No repository yet: no credentials of any kind. */
+    char *s = json_dumps(job, JSON_COMPACT);
+    assert_null(strstr(s, "secretKeyRef"));
+    assert_null(strstr(s, "LODE_REPOSITORY"));
+    free(s);
     json_decref(job);
 }
 
-static void test_job_without_limits_and_manual(void **state)
+static void test_job_manual(void **state)
 {
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    p.limits.nice = -1;
-    p.limits.ionice_class = POLICY_IONICE_DEFAULT;
-    p.limits.ionice_level = -1;
-    p.limits.upload_rate = 0;
     struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0};
-    struct ctl_job_opts opts = {"img", 60, NULL, NULL, NULL};
+    struct ctl_job_opts opts = {"img", 60};
     json_t *job = ctl_job_json(&p, &run, &opts);
     char *s = json_dumps(job, JSON_COMPACT);
-    assert_null(strstr(s, "--nice"));
-    assert_null(strstr(s, "--ionice"));
-    assert_null(strstr(s, "--upload-rate"));
-    assert_null(strstr(s, "--slot"));
     assert_null(strstr(s, "ownerReferences"));
-    assert_null(strstr(s, "secretKeyRef"));
     assert_null(strstr(s, CTL_LABEL_SLOT));
     free(s);
+    json_decref(job);
+}
+
+static const char *env_value(json_t *c, const char *name)
+{
+    return json_string_value(json_object_get(by_name(json_object_get(c, "env"), name), "value"));
+}
+
+static const char *env_secret(json_t *c, const char *name, const char **key)
+{
+    json_t *ref = json_object_get(
+        json_object_get(by_name(json_object_get(c, "env"), name), "valueFrom"), "secretKeyRef");
+    *key = json_string_value(json_object_get(ref, "key"));
+    return json_string_value(json_object_get(ref, "name"));
+}
+
+static void test_job_repository(void **state)
+{
+    char *paths[] = {"/etc", "/home"};
+    struct policy p;
+    make_policy(&p, paths);
+    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0};
+    struct ctl_job_opts opts = {"img", 60};
+    json_t *job = ctl_job_json(&p, &run, &opts);
+    /* "-----BEGIN CERTIFICATE-----\n" in base64. */
+    json_t *repo = json_loads(
+        "{\"spec\":{\"endpoint\":\"https://s3.example:9000/\",\"bucket\":\"bkt\","
+        "\"prefix\":\"team/a\",\"region\":\"eu-west-1\",\"caBundle\":"
+        "\"LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg==\",\"credentialsSecret\":{\"name\":\"s3-creds\","
+        "\"accessKeyIDKey\":\"ak\",\"secretAccessKeyKey\":\"sk\",\"sessionTokenKey\":\"st\","
+        "\"repositoryKeyKey\":\"rk\"}}}",
+        0, NULL);
+    struct util_err err = {0};
+    assert_int_equal(ctl_job_set_repository(job, repo, &err), 0);
+    json_t *c = job_container(job);
+    const char *key;
+
+    assert_string_equal(env_value(c, "LODE_REPOSITORY"), "s3:https://s3.example:9000/bkt/team/a");
+    assert_string_equal(env_value(c, "AWS_REGION"), "eu-west-1");
+    assert_string_equal(env_secret(c, "AWS_ACCESS_KEY_ID", &key), "s3-creds");
+    assert_string_equal(key, "ak");
+    assert_string_equal(env_secret(c, "AWS_SECRET_ACCESS_KEY", &key), "s3-creds");
+    assert_string_equal(key, "sk");
+    assert_string_equal(env_secret(c, "AWS_SESSION_TOKEN", &key), "s3-creds");
+    assert_string_equal(key, "st");
+
+    /* The repository key: a file of the same Secret, readable by root alone. */
+    assert_string_equal(env_value(c, "LODE_KEY_FILE"), CTL_KEY_FILE);
+    json_t *km = by_name(json_object_get(c, "volumeMounts"), "repository-key");
+    assert_string_equal(json_string_value(json_object_get(km, "mountPath")), CTL_KEY_DIR);
+    assert_true(json_is_true(json_object_get(km, "readOnly")));
+    json_t *kv = json_object_get(
+        by_name(json_object_get(job_pod(job), "volumes"), "repository-key"), "secret");
+    assert_string_equal(json_string_value(json_object_get(kv, "secretName")), "s3-creds");
+    assert_int_equal(json_integer_value(json_object_get(kv, "defaultMode")), 0400);
+    json_t *item = json_array_get(json_object_get(kv, "items"), 0);
+    assert_string_equal(json_string_value(json_object_get(item, "key")), "rk");
+    assert_string_equal(json_string_value(json_object_get(item, "path")), "key");
+
+    /* The CA bundle, decoded, through an annotation of the pod and the downward API. */
+    assert_string_equal(env_value(c, "LODE_CACERT"), CTL_CA_FILE);
+    json_t *tmeta =
+        json_object_get(json_object_get(json_object_get(job, "spec"), "template"), "metadata");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(tmeta, "annotations"), CTL_ANNOT_CA)),
+        "-----BEGIN CERTIFICATE-----\n");
+    assert_non_null(by_name(json_object_get(job_pod(job), "volumes"), "ca-bundle"));
+    json_decref(repo);
+    json_decref(job);
+}
+
+static void test_job_repository_defaults_and_errors(void **state)
+{
+    char *paths[] = {"/etc", "/home"};
+    struct policy p;
+    make_policy(&p, paths);
+    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0};
+    struct ctl_job_opts opts = {"img", 60};
+    json_t *job = ctl_job_json(&p, &run, &opts);
+    char *before = json_dumps(job, JSON_SORT_KEYS);
+    struct util_err err = {0};
+    const char *key;
+
+    /* Each missing part is refused and leaves the Job as it was. */
+    const char *bad[] = {
+        "{\"spec\":{\"bucket\":\"b\",\"credentialsSecret\":{\"name\":\"s\"}}}",
+        "{\"spec\":{\"endpoint\":\"https://e\",\"credentialsSecret\":{\"name\":\"s\"}}}",
+        "{\"spec\":{\"endpoint\":\"https://e\",\"bucket\":\"b\"}}",
+        "{\"spec\":{\"endpoint\":\"https://e\",\"bucket\":\"b\",\"credentialsSecret\":{\"name\":"
+        "\"s\"},\"caBundle\":\"not base64!\"}}",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        json_t *repo = json_loads(bad[i], 0, NULL);
+        assert_int_equal(ctl_job_set_repository(job, repo, &err), UTIL_EINVAL);
+        assert_true(strlen(err.msg) > 0);
+        char *after = json_dumps(job, JSON_SORT_KEYS);
+        assert_string_equal(before, after);
+        free(after);
+        json_decref(repo);
+    }
+    assert_non_null(strstr(err.msg, "caBundle"));
+
+    json_t *repo = json_loads("{\"spec\":{\"endpoint\":\"http://127.0.0.1:9000\",\"bucket\":\"b\","
+                              "\"credentialsSecret\":{\"name\":\"s\"}}}",
+                              0, NULL);
+    assert_int_equal(ctl_job_set_repository(job, repo, &err), 0);
+    json_t *c = job_container(job);
+    assert_string_equal(env_value(c, "LODE_REPOSITORY"), "s3:http://127.0.0.1:9000/b");
+    assert_string_equal(env_value(c, "AWS_REGION"), "us-east-1");
+    env_secret(c, "AWS_ACCESS_KEY_ID", &key);
+    assert_string_equal(key, "AWS_ACCESS_KEY_ID");
+    env_secret(c, "AWS_SECRET_ACCESS_KEY", &key);
+    assert_string_equal(key, "AWS_SECRET_ACCESS_KEY");
+    assert_null(by_name(json_object_get(c, "env"), "AWS_SESSION_TOKEN"));
+    assert_null(by_name(json_object_get(c, "env"), "LODE_CACERT"));
+    json_t *kv = json_object_get(
+        by_name(json_object_get(job_pod(job), "volumes"), "repository-key"), "secret");
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(json_object_get(kv, "items"), 0), "key")),
+        "repository-key");
+    free(before);
+    json_decref(repo);
     json_decref(job);
 }
 
@@ -252,7 +394,9 @@ int main(void)
         cmocka_unit_test(test_names_are_deterministic_and_valid),
         cmocka_unit_test(test_labels),
         cmocka_unit_test(test_job_is_pinned_bounded_and_read_only),
-        cmocka_unit_test(test_job_without_limits_and_manual),
+        cmocka_unit_test(test_job_manual),
+        cmocka_unit_test(test_job_repository),
+        cmocka_unit_test(test_job_repository_defaults_and_errors),
         cmocka_unit_test(test_backup_object),
         cmocka_unit_test(test_backup_status),
     };
