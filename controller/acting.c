@@ -16,6 +16,7 @@ static void ctl_start_acting(void *arg)
     c->acting = true;
     ctl_log(c, 1, "acting as %s%s", c->identity, c->opts.leader_elect ? " (leader)" : "");
     ctl_cache_start(c);
+    ctl_repos_start(c->repos);
     ctl_status_start(c);
 }
 

@@ -44,6 +44,11 @@ static char *ctl_identity(const struct ctl_options *opts)
     return util_asprintf("%s_%ld", host, (long)getpid());
 }
 
+static void ctl_repos_log(int level, const char *msg, void *arg)
+{
+    ctl_log(arg, level, "%s", msg);
+}
+
 int ctl_init(uv_loop_t *loop, struct ctl **out, const struct ctl_options *opts,
              struct util_err *err)
 {
@@ -80,9 +85,12 @@ int ctl_init(uv_loop_t *loop, struct ctl **out, const struct ctl_options *opts,
     rc = ctl_cache_init(c, err);
     if (rc != 0)
         goto close_client;
-    rc = ctl_acting_init(c, user_agent, err);
+    rc = ctl_repos_init(loop, c->kube, opts->namespace, ctl_repos_log, c, &c->repos, err);
     if (rc != 0)
         goto close_cache;
+    rc = ctl_acting_init(c, user_agent, err);
+    if (rc != 0)
+        goto close_repos;
     rc = ctl_endpoints_init(c, err);
     if (rc != 0)
         goto close_acting;
@@ -94,6 +102,9 @@ int ctl_init(uv_loop_t *loop, struct ctl **out, const struct ctl_options *opts,
 
 close_acting:
     ctl_acting_close(c);
+close_repos:
+    ctl_repos_close(c->repos);
+    c->repos = NULL;
 close_cache:
     ctl_cache_stop(c);
     ctl_cache_close(c);
@@ -131,6 +142,8 @@ void ctl_stop(struct ctl *c)
     /* The Lease is given up through its own client, which acting.c closes once answered. */
     ctl_acting_stop(c);
     ctl_cache_stop(c);
+    ctl_repos_close(c->repos); /* its S3 checks share the client's transport: first */
+    c->repos = NULL;
     /* Writes still in flight are cancelled without a callback; ctl_close frees their records. */
     kube_client_close(c->kube, NULL, NULL);
     c->kube = NULL;

@@ -396,10 +396,12 @@ can "${A[@]}" create events -n "$ELSE"
 for v in get update patch; do can "${A[@]}" "$v" "leases.coordination.k8s.io/$LEASE" -n "$NS"; done
 can "${A[@]}" create leases.coordination.k8s.io -n "$NS"
 for v in get list watch; do can "${A[@]}" "$v" backuprepositories.lodestore.io -n "$ELSE"; done
+can "${A[@]}" patch backuprepositories.lodestore.io --subresource status -n "$ELSE"
+can "${A[@]}" get secrets -n "$ELSE"
 # ... and no more.
-for v in get list watch; do can "${N[@]}" "$v" secrets -n "$NS"; done
-can "${N[@]}" get secrets -n "$ELSE"
+for v in list watch create update patch delete; do can "${N[@]}" "$v" secrets -n "$ELSE"; done
 can "${N[@]}" list secrets --all-namespaces
+can "${N[@]}" update backuprepositories.lodestore.io --subresource status -n "$ELSE"
 for v in create update patch delete; do can "${N[@]}" "$v" backuppolicies.lodestore.io -n "$ELSE"; done
 for v in update patch; do can "${N[@]}" "$v" backups.lodestore.io -n "$ELSE"; done
 can "${N[@]}" update backups.lodestore.io --subresource status -n "$ELSE"
@@ -429,7 +431,9 @@ for v in list create; do can "${NB[@]}" "$v" backups.lodestore.io -n "$ELSE"; do
 can "${NB[@]}" list backups.lodestore.io --all-namespaces
 can "${NB[@]}" create jobs.batch -n "$ELSE"
 can "${NB[@]}" create events -n "$ELSE"
-can "${NB[@]}" get secrets -n "$WNS"
+can "${B[@]}" get secrets -n "$WNS"
+can "${NB[@]}" get secrets -n "$ELSE"
+can "${NB[@]}" list secrets -n "$WNS"
 
 # ---- the real controller as the chart's ServiceAccount ----
 server=$(kc config view --minify --raw -o jsonpath='{.clusters[0].cluster.server}')
