@@ -92,7 +92,7 @@ struct ctl {
     struct ctl_leader *leader;
     struct ctl_httpd httpd;
     struct kube_reflector *refl[CTL_R_COUNT];
-    struct ctl_repos *repos; /* BackupRepository resolution (repository.c) */
+    struct ctl_repos *repos;  /* BackupRepository resolution (repository.c) */
     struct util_map policies; /* ns/name -> ctl_policy_entry */
     struct util_map nodes;    /* name -> ctl_node */
     struct util_map backups;  /* ns/name -> ctl_backup */
