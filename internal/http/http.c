@@ -28,6 +28,7 @@ struct multi_poll {
 struct http_multi {
     uv_loop_t *loop;
     CURLM *multi;
+    CURLSH *share; /* TLS sessions and DNS, for every transfer (one thread: no locks) */
     uv_timer_t timer;
     struct xfer_list queued, active, cancelling;
     struct multi_poll *polls;
@@ -97,6 +98,11 @@ uv_loop_t *http_multi_loop(const struct http_multi *m)
     return m->loop;
 }
 
+CURLSH *http_multi_share(const struct http_multi *m)
+{
+    return m->share;
+}
+
 unsigned http_multi_running(const struct http_multi *m)
 {
     return m->queued.n + m->active.n + m->cancelling.n;
@@ -110,6 +116,7 @@ static void multi_handle_closed(struct http_multi *m)
         return;
     http_close_cb cb = m->close_cb;
     void *arg = m->close_arg;
+    curl_share_cleanup(m->share);
     free(m);
     curl_global_cleanup();
     if (cb != NULL)
@@ -380,6 +387,11 @@ int http_multi_init(uv_loop_t *loop, struct http_multi **out, struct util_err *e
         free(m);
         curl_global_cleanup();
         return util_err_set(err, UTIL_EIO, "cannot create a curl multi handle");
+    }
+    m->share = curl_share_init();
+    if (m->share != NULL) {
+        curl_share_setopt(m->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+        curl_share_setopt(m->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
     }
     curl_multi_setopt(m->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
     curl_multi_setopt(m->multi, CURLMOPT_SOCKETDATA, m);

@@ -63,6 +63,13 @@ void http_multi_close(struct http_multi *m, http_close_cb cb, void *arg);
 
 uv_loop_t *http_multi_loop(const struct http_multi *m);
 
+/*
+ * A share handle for the multi's transfers: TLS sessions and DNS answers. Set it as
+ * CURLOPT_SHARE on each easy handle so that a server that closes every connection
+ * (versitygw does) costs a resumed TLS handshake, not a full one, per request.
+ */
+CURLSH *http_multi_share(const struct http_multi *m);
+
 /* Transfers started and not yet done (running or queued to be added). */
 unsigned http_multi_running(const struct http_multi *m);
 

@@ -478,6 +478,8 @@ void s3__op_send(struct s3_op *op)
         return;
     }
     curl_easy_setopt(e, CURLOPT_URL, op->url);
+    if (http_multi_share(c->http) != NULL)
+        curl_easy_setopt(e, CURLOPT_SHARE, http_multi_share(c->http));
     curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -496,8 +498,17 @@ void s3__op_send(struct s3_op *op)
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
     if (c->cfg.ca_pem != NULL) {
+        /*
+         * The extra CA as a blob, the system's by hashed directory: a directory is
+         * searched per certificate, whereas a bundle in the blob would be parsed whole
+         * (about 140 certificates) for every new connection.
+         */
+        const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
         struct curl_blob b = {c->cfg.ca_pem, c->cfg.ca_len, CURL_BLOB_COPY};
         curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &b);
+        curl_easy_setopt(e, CURLOPT_CAINFO, NULL);
+        curl_easy_setopt(e, CURLOPT_CAPATH,
+                         v != NULL && v->capath != NULL ? v->capath : "/etc/ssl/certs");
     }
     if (q->head) {
         curl_easy_setopt(e, CURLOPT_NOBODY, 1L);

@@ -186,28 +186,16 @@ static void host_only(const char *hostport, char *out, size_t size)
 
 int s3_config_add_ca(struct s3_config *cfg, const char *pem, size_t len, struct util_err *err)
 {
-    char *system = NULL;
-    size_t system_len = 0;
-    const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
-    struct util_buf all;
     char *copy = util_strndup(pem, len);
     bool ok = strstr(copy, "-----BEGIN CERTIFICATE-----") != NULL;
-    free(copy);
-    if (!ok)
+    if (!ok) {
+        free(copy);
         return util_err_set(err, UTIL_EINVAL, "the CA bundle holds no PEM certificate");
-    /* The system's bundle first: the extra CA adds to it rather than replacing it. */
-    util_buf_init(&all);
-    if (v != NULL && v->cainfo != NULL &&
-        util_read_file(v->cainfo, &system, &system_len, NULL) == 0) {
-        util_buf_append(&all, system, system_len);
-        util_buf_puts(&all, "\n");
-        free(system);
     }
-    util_buf_append(&all, pem, len);
+    /* Kept apart from the system's CAs, which the client adds by directory (client.c). */
     free(cfg->ca_pem);
-    cfg->ca_len = all.len;
-    cfg->ca_pem = util_buf_steal(&all);
-    util_buf_free(&all);
+    cfg->ca_pem = copy;
+    cfg->ca_len = len;
     return 0;
 }
 

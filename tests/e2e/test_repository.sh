@@ -41,7 +41,7 @@ check_contains "plain http to loopback is admitted" "$out" "created"
 kc -n "$NS" delete backuprepository ok-http >/dev/null
 
 # ---- the controller ----
-kc -n "$NS" create secret generic s3 --from-literal=AWS_ACCESS_KEY_ID="$S3_ACCESS_KEY" \
+kc -n "$NS" create secret generic s --from-literal=AWS_ACCESS_KEY_ID="$S3_ACCESS_KEY" \
 	--from-literal=AWS_SECRET_ACCESS_KEY="$S3_SECRET_KEY" --from-literal=repository-key=k >/dev/null
 kc -n "$NS" create secret generic wrong --from-literal=AWS_ACCESS_KEY_ID="$S3_ACCESS_KEY" \
 	--from-literal=AWS_SECRET_ACCESS_KEY=not-the-secret >/dev/null

@@ -183,7 +183,7 @@ static int on_key(const struct s3_object *o, void *arg)
     return 0;
 }
 
-/* Puts n small objects name%05d under dir, 32 at a time on the wrapper's loop. */
+/* Puts n small objects name%05d under dir, 8 at a time on the wrapper's loop. */
 struct bulk {
     int done, failed, started, n;
     const char *dir;
@@ -213,7 +213,7 @@ static void on_bulk_put(const struct s3_result *res, void *arg)
 
 static void bulk_next(struct bulk *b)
 {
-    while (b->started < b->n && b->started - b->done < 32) {
+    while (b->started < b->n && b->started - b->done < 8) {
         char key[128];
         struct util_err err;
         int i = b->started++;
@@ -405,7 +405,7 @@ static void test_many_keys(void)
     struct listing l = {0};
     int rc;
 
-    CHECK(bulk_put(s, "many", 2500) == 0, "PUT 2,500 keys (32 at a time)");
+    CHECK(bulk_put(s, "many", 2500) == 0, "PUT 2,500 keys (8 at a time)");
     CHECK(put_str(s, "keep/me", "x", false, NULL, &err) == 0, "PUT a key outside the set");
     rc = s3_sync_list(s, "many/", NULL, on_key, &l, &info, &err);
     CHECK(rc == 0 && l.n == 2500 && info.requests == 3 && !l.order_bad,
