@@ -65,9 +65,10 @@ curl_config() {
 	: >"$work/put.cfg"
 	: >"$work/get.cfg"
 	for ((i = 0; i < n; i++)); do
-		printf 'url = "%s/%s/%s/obj%05d"\nupload-file = "%s"\naws-sigv4 = "aws:amz:us-east-1:s3"\nuser = "%s:%s"\nheader = "x-amz-content-sha256: %s"\nheader = "Expect:"\nfail\nnext\n' \
+		if ((i > 0)); then echo next >>"$work/put.cfg"; echo next >>"$work/get.cfg"; fi
+		printf 'url = "%s/%s/%s/obj%05d"\nupload-file = "%s"\naws-sigv4 = "aws:amz:us-east-1:s3"\nuser = "%s:%s"\nheader = "x-amz-content-sha256: %s"\nheader = "Expect:"\nfail\n' \
 			"$S3_ENDPOINT" "$S3_BUCKET" "$dir" "$i" "$file" "$S3_ACCESS_KEY" "$S3_SECRET_KEY" "$hash" >>"$work/put.cfg"
-		printf 'url = "%s/%s/%s/obj%05d"\noutput = "/dev/null"\naws-sigv4 = "aws:amz:us-east-1:s3"\nuser = "%s:%s"\nheader = "x-amz-content-sha256: %s"\nfail\nnext\n' \
+		printf 'url = "%s/%s/%s/obj%05d"\noutput = "/dev/null"\naws-sigv4 = "aws:amz:us-east-1:s3"\nuser = "%s:%s"\nheader = "x-amz-content-sha256: %s"\nfail\n' \
 			"$S3_ENDPOINT" "$S3_BUCKET" "$dir" "$i" "$S3_ACCESS_KEY" "$S3_SECRET_KEY" "$empty" >>"$work/get.cfg"
 	done
 }
