@@ -97,9 +97,20 @@ check_eq "a change, dry run by default: exactly that change" \
 check_eq "still 1h in the cluster" "$(kc -n "$NS" get backuppolicy api-made -o jsonpath='{.spec.alerts.maxAge}')" "1h"
 curl -s "${AUTH[@]}" "${JSON[@]}" -d "{\"yaml\":$P,\"dryRun\":true}" "$B/api/apply" >"$T_TMP/r.json"
 check_eq "the same policy again: unchanged" "$(jq -c '[.action, .changes]' "$T_TMP/r.json")" '["unchanged",[]]'
+# lode's validator enforces every limit of the CRD (docs/policy.md), so a value the
+# cluster would refuse is refused before any request, at its line and column.
 BAD=$(sed 's/name: fleet/name: api-bad/; s/maxAge: 1h/maxAge: 00000000000001h/' "$T_TMP/fleet.yaml" | jq -Rs .)
 code=$(curl -s -o "$T_TMP/r.json" -w '%{http_code}' "${AUTH[@]}" "${JSON[@]}" -d "{\"yaml\":$BAD,\"dryRun\":false}" "$B/api/apply")
-check_eq "a value lode accepts but the CRD refuses: 422" "$code" 422
+check_eq "a value past the CRD's limit: 422 from lode's validator" "$code" 422
+check_eq "the error is at the field's line and column" \
+    "$(jq -c '[.files[0].valid, (.files[0].errors[0].path), (.files[0].errors[0].line > 0)]' "$T_TMP/r.json")" \
+    '[false,"spec.alerts.maxAge",true]'
+check_eq "nothing was stored" "$(kc -n "$NS" get backuppolicy api-bad -o name 2>/dev/null)" ""
+# What only the API server knows refuses the dry run, and nothing is applied: a
+# namespace that does not exist.
+GONE=$(sed 's/name: fleet/name: api-gone/' "$T_TMP/fleet.yaml" | sed "s/namespace: $NS/namespace: $NS-absent/" | jq -Rs .)
+code=$(curl -s -o "$T_TMP/r.json" -w '%{http_code}' "${AUTH[@]}" "${JSON[@]}" -d "{\"yaml\":$GONE,\"dryRun\":false}" "$B/api/apply")
+check_eq "a namespace the cluster does not have: refused (502)" "$code" 502
 check_contains "the refusal comes from the dry run" "$(jq -c . "$T_TMP/r.json")" "server-side dry run"
 check_eq "and nothing is stored" "$(kc -n "$NS" get backuppolicy api-bad -o name 2>/dev/null)" ""
 
