@@ -99,19 +99,17 @@ $(BUILD)/lode: $(CLI_OBJ) $(BUILD)/obj/gen/ui_assets.o $(BUILD)/liblode.a
 
 # The page of `lode ui` (web/, TypeScript built by Vite) is built into build/web when
 # its sources change, then embedded into lode as byte arrays (web/embed.sh), so one
-# binary is all a user needs. Every build flavour shares the one build/web. Without
-# npm, lode is built without the page and `lode ui` says so.
-NPM       := $(shell command -v npm 2>/dev/null)
+# binary is all a user needs. Every build flavour shares the one build/web. Whether
+# npm is there is decided by web/build.sh when the page is built, not when this file
+# is read (`make setup all` reads it before setup installs Node.js): without npm it
+# says so, leaves build/web empty and no stamp, and lode is built without the page.
 WEB_OUT   := build/web
 WEB_SRC   := $(wildcard web/index.html web/package.json web/package-lock.json web/tsconfig.json \
                web/vite.config.ts web/src/* web/public/*)
-ifneq ($(NPM),)
-$(WEB_OUT)/.stamp: $(WEB_SRC) web/build.sh
-	web/build.sh $(WEB_OUT)
-	@touch $@
 WEB_STAMP := $(WEB_OUT)/.stamp
 WEB_DIR   := $(WEB_OUT)
-endif
+$(WEB_STAMP): $(WEB_SRC) web/build.sh | $(SETUP_FIRST)
+	web/build.sh $(WEB_OUT)
 $(BUILD)/gen/ui_assets.c: $(WEB_STAMP) web/embed.sh
 	@mkdir -p $(dir $@)
 	web/embed.sh $(WEB_DIR) > $@.tmp && mv $@.tmp $@

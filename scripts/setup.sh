@@ -31,6 +31,13 @@ install_packages() {
       missing+=("$p")
     fi
   done
+  # The page of lode ui is built with Node.js and npm. Debian 12's nodejs and npm
+  # are new enough; a machine that already has both (from Debian or elsewhere, such
+  # as NodeSource, whose nodejs carries npm) keeps what it has, since Debian's npm
+  # package would conflict with such a nodejs.
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    missing+=(nodejs npm)
+  fi
   if [ ${#missing[@]} -eq 0 ]; then
     echo "setup: all ${#pkgs[@]} packages present"
     return 0
@@ -91,8 +98,8 @@ check_node() {
   local least have
   least=$(sed -nE 's/.*"node": ">=([0-9.]+)".*/\1/p' "$here/web/package.json")
   if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-    echo "setup: WARNING: Node.js $least or newer with npm is not installed: lode is built" >&2
-    echo "setup:   without the page of lode ui, and the page's tests (make test) fail." >&2
+    echo "setup: WARNING: Node.js $least or newer with npm is still not installed: lode is" >&2
+    echo "setup:   built without the page of lode ui, and the page's tests (make test) fail." >&2
     echo "setup:   Debian 12's nodejs and npm packages are new enough." >&2
     return 0
   fi
