@@ -173,27 +173,30 @@ void repo_pack_writer_free(struct repo_pack_writer *w)
     memset(w, 0, sizeof(*w));
 }
 
-int repo_pack_read_table(const struct repo_keys *k, const uint8_t *pack, size_t len,
-                         struct repo_chunk **v, size_t *n, struct util_err *err)
+/* The length of the sealed table from the pack's last 12 bytes, checked against its size. */
+static int repo_pack_table_len(const uint8_t *tail12, uint64_t len, uint32_t *slen,
+                               struct util_err *err)
 {
-    uint32_t slen, count;
-    uint8_t *table = NULL;
-    size_t tlen, start;
+    if (len < 8 + 12 + REPO_SEAL_EXTRA + 4 || memcmp(tail12 + 4, PACK_END, 8) != 0)
+        return util_err_set(err, UTIL_EIO, "not a pack (wrong magic or too short)");
+    *slen = get32(tail12);
+    if (*slen < REPO_SEAL_EXTRA + 4 || *slen > len - 20)
+        return util_err_set(err, UTIL_EIO, "pack table length %u is out of range", *slen);
+    return 0;
+}
+
+/* Opens the sealed table (slen bytes) of a pack whose blobs end at start. */
+static int repo_pack_parse_table(const struct repo_keys *k, const uint8_t *sealed, uint32_t slen,
+                                 uint64_t start, struct repo_chunk **v, size_t *n,
+                                 struct util_err *err)
+{
+    size_t tlen = slen - REPO_SEAL_EXTRA;
+    uint8_t *table = util_malloc(tlen);
+    uint32_t count;
     int rc;
 
-    *v = NULL;
-    *n = 0;
-    if (len < 8 + 12 + REPO_SEAL_EXTRA + 4 || memcmp(pack, PACK_MAGIC, 8) != 0 ||
-        memcmp(pack + len - 8, PACK_END, 8) != 0)
-        return util_err_set(err, UTIL_EIO, "not a pack (wrong magic or too short)");
-    slen = get32(pack + len - 12);
-    if (slen < REPO_SEAL_EXTRA + 4 || slen > len - 20)
-        return util_err_set(err, UTIL_EIO, "pack table length %u is out of range", slen);
-    start = len - 12 - slen;
-    tlen = slen - REPO_SEAL_EXTRA;
-    table = util_malloc(tlen);
-    if ((rc = repo_unseal(k, PACK_TABLE_AAD, strlen(PACK_TABLE_AAD), pack + start, slen, table,
-                          err)) != 0)
+    if ((rc = repo_unseal(k, PACK_TABLE_AAD, strlen(PACK_TABLE_AAD), sealed, slen, table, err)) !=
+        0)
         goto out;
     count = get32(table);
     if ((tlen - 4) / PACK_ENTRY != count || (tlen - 4) % PACK_ENTRY != 0) {
@@ -221,6 +224,43 @@ int repo_pack_read_table(const struct repo_keys *k, const uint8_t *pack, size_t 
 out:
     free(table);
     return rc;
+}
+
+int repo_pack_read_table(const struct repo_keys *k, const uint8_t *pack, size_t len,
+                         struct repo_chunk **v, size_t *n, struct util_err *err)
+{
+    uint32_t slen;
+    int rc;
+
+    *v = NULL;
+    *n = 0;
+    if (len < 8 + 12 + REPO_SEAL_EXTRA + 4 || memcmp(pack, PACK_MAGIC, 8) != 0)
+        return util_err_set(err, UTIL_EIO, "not a pack (wrong magic or too short)");
+    if ((rc = repo_pack_table_len(pack + len - 12, len, &slen, err)) != 0)
+        return rc;
+    return repo_pack_parse_table(k, pack + len - 12 - slen, slen, len - 12 - slen, v, n, err);
+}
+
+int repo_pack_read_tail(const struct repo_keys *k, const uint8_t *tail, size_t tail_len,
+                        uint64_t pack_len, size_t *need, struct repo_chunk **v, size_t *n,
+                        struct util_err *err)
+{
+    uint32_t slen;
+    int rc;
+
+    *v = NULL;
+    *n = 0;
+    *need = 0;
+    if (tail_len < 12 || tail_len > pack_len)
+        return util_err_set(err, UTIL_EINVAL, "a pack's tail must hold its last 12 bytes");
+    if ((rc = repo_pack_table_len(tail + tail_len - 12, pack_len, &slen, err)) != 0)
+        return rc;
+    if (tail_len < (size_t)slen + 12) {
+        *need = (size_t)slen + 12;
+        return 0;
+    }
+    return repo_pack_parse_table(k, tail + tail_len - 12 - slen, slen, pack_len - 12 - slen, v, n,
+                                 err);
 }
 
 /* ---- chunk sets ---- */

@@ -223,6 +223,14 @@ void repo_pack_writer_free(struct repo_pack_writer *w);
 /* Reads a whole pack's table (a pack can be read alone); *v is allocated. */
 int repo_pack_read_table(const struct repo_keys *k, const uint8_t *pack, size_t len,
                          struct repo_chunk **v, size_t *n, struct util_err *err);
+/*
+ * The same from the pack's last tail_len bytes (a ranged GET), for checks that do not
+ * read the blobs: the table is about 45 bytes a chunk. When the tail is too short,
+ * returns 0 with *need set to the bytes to fetch (and *v NULL); otherwise *need is 0.
+ */
+int repo_pack_read_tail(const struct repo_keys *k, const uint8_t *tail, size_t tail_len,
+                        uint64_t pack_len, size_t *need, struct repo_chunk **v, size_t *n,
+                        struct util_err *err);
 
 /* ---- the chunk set of a snapshot (meta/<source>/<id>.chunks) ---- */
 

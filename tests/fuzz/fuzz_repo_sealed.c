@@ -1,7 +1,7 @@
 /*
  * Fuzz target for the decoders of sealed objects: a file list frame, a chunk set
- * and a pack table. The input is the plain content; the target seals it under a
- * fixed key exactly as the writer would, so the fuzzer reaches the parsers behind
+ * and a pack table (whole, and from its tail). The input is the plain content; the target seals it
+ * under a fixed key exactly as the writer would, so the fuzzer reaches the parsers behind
  * authentication (where a hostile key holder, or a bug in an older writer, could
  * put anything). The first byte picks the decoder. Findings are crashes, leaks
  * and refusals without a message; a file list must come back in path order.
@@ -100,13 +100,23 @@ static void fuzz_pack(const struct repo_keys *k, const uint8_t *in, size_t n)
     repo_seal(k, "lodestore pack table", 20, in, n, pack + 72);
     put32(pack + len - 12, (uint32_t)(n + REPO_SEAL_EXTRA));
     memcpy(pack + len - 8, "LODEPEND", 8);
-    if (repo_pack_read_table(k, pack, len, &v, &count, &err) == 0) {
+    int rc = repo_pack_read_table(k, pack, len, &v, &count, &err);
+    if (rc == 0) {
         for (size_t i = 0; i < count; i++)
             check(v[i].offset + (size_t)v[i].stored <= 72);
-        free(v);
     } else {
         check(err.msg[0] != '\0' && v == NULL);
     }
+    /* The table read from the tail (as a ranged GET gives it) is the same one. */
+    struct repo_chunk *t;
+    size_t tcount, need, tail = n + REPO_SEAL_EXTRA + 12;
+    int trc = repo_pack_read_tail(k, pack + len - tail, tail, len, &need, &t, &tcount, &err);
+    check(trc == rc && need == 0);
+    if (trc == 0) {
+        check(tcount == count && (count == 0 || memcmp(t, v, count * sizeof(*v)) == 0));
+        free(t);
+    }
+    free(v);
     free(pack);
 }
 

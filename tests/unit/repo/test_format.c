@@ -231,6 +231,60 @@ static void test_pack_round_trip(void **state)
     repo_pack_writer_free(&w);
 }
 
+/* The table read from a pack's tail (a ranged GET) equals the one read from the whole pack. */
+static void test_pack_read_tail(void **state)
+{
+    struct repo_keys k = test_keys(4), other = test_keys(5);
+    struct repo_pack_writer w;
+    uint8_t *pack, id[REPO_HASH_LEN];
+    size_t len, n, tn, need;
+    struct repo_chunk *table, *tail;
+    struct util_err err = {0};
+
+    repo_pack_writer_init(&w);
+    for (int i = 0; i < 40; i++) {
+        uint8_t hash[REPO_HASH_LEN], *sealed, flags, *plain = random_bytes(3000, (uint64_t)i + 50);
+        size_t slen;
+        SHA256(plain, 3000, hash);
+        repo_blob_seal(&k, 1, hash, plain, 3000, &sealed, &slen, &flags);
+        repo_pack_writer_add(&w, hash, sealed, slen, flags, 3000);
+        free(sealed);
+        free(plain);
+    }
+    repo_pack_writer_finish(&w, &k, &pack, &len, id);
+    assert_int_equal(repo_pack_read_table(&k, pack, len, &table, &n, &err), 0);
+    /* 12 bytes say how much more is needed; that much gives the same table. */
+    assert_int_equal(repo_pack_read_tail(&k, pack + len - 12, 12, len, &need, &tail, &tn, &err), 0);
+    assert_null(tail);
+    assert_int_equal(need, 12 + 4 + 40 * 45 + REPO_SEAL_EXTRA);
+    assert_int_equal(repo_pack_read_tail(&k, pack + len - need, need, len, &need, &tail, &tn, &err),
+                     0);
+    assert_int_equal(need, 0);
+    assert_int_equal(tn, n);
+    assert_memory_equal(tail, table, n * sizeof(*table));
+    free(tail);
+    /* A wrong key, a changed byte of the table, a wrong size, a short tail: errors. */
+    size_t tl = 12 + 4 + 40 * 45 + REPO_SEAL_EXTRA;
+    assert_int_not_equal(
+        repo_pack_read_tail(&other, pack + len - tl, tl, len, &need, &tail, &tn, &err), 0);
+    assert_null(tail);
+    pack[len - 100] ^= 1;
+    assert_int_not_equal(repo_pack_read_tail(&k, pack + len - tl, tl, len, &need, &tail, &tn, &err),
+                         0);
+    pack[len - 100] ^= 1;
+    assert_int_equal(repo_pack_read_tail(&k, pack + len - tl, tl, 40, &need, &tail, &tn, &err),
+                     UTIL_EINVAL);
+    assert_int_equal(repo_pack_read_tail(&k, pack + len - 8, 8, len, &need, &tail, &tn, &err),
+                     UTIL_EINVAL);
+    pack[len - 1] ^= 1;
+    assert_int_equal(repo_pack_read_tail(&k, pack + len - 12, 12, len, &need, &tail, &tn, &err),
+                     UTIL_EIO);
+    assert_non_null(strstr(err.msg, "not a pack"));
+    free(table);
+    free(pack);
+    repo_pack_writer_free(&w);
+}
+
 static void test_chunkset(void **state)
 {
     struct repo_keys k = test_keys(4);
@@ -560,6 +614,7 @@ int main(void)
         cmocka_unit_test(test_seal_every_byte),
         cmocka_unit_test(test_blob_compressed_and_raw),
         cmocka_unit_test(test_pack_round_trip),
+        cmocka_unit_test(test_pack_read_tail),
         cmocka_unit_test(test_chunkset),
         cmocka_unit_test(test_file_list_round_trip),
         cmocka_unit_test(test_file_list_order_and_paths),
