@@ -21,6 +21,8 @@ static const struct cli_command cli_commands[] = {
     {"apply", cmd_apply, "validate a policy file, then create or update it in the cluster"},
     {"status", cmd_status, "per host: last success, age, limit, overdue and next run"},
     {"ui", cmd_ui, "serve the web interface (policy editor, schedule, retention, fleet)"},
+    {"init", cmd_init, "create a repository (config.json with a wrapped master key)"},
+    {"snapshots", cmd_snapshots, "list a repository's snapshots, newest first"},
     {"version", cmd_version, "print the version and the tz database version"},
 };
 

@@ -1,0 +1,342 @@
+/*
+ * storage: opening a repository for the storage commands (storage.h has the rules).
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "api/api.h"
+#include "kubeutil.h"
+#include "storage.h"
+
+const char storage_usage[] =
+    "  --repo URL        s3:http(s)://HOST[:PORT]/BUCKET[/PREFIX] (default $LODE_REPOSITORY);\n"
+    "                    credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and\n"
+    "                    AWS_REGION (default us-east-1)\n"
+    "  --cacert FILE     a CA to trust besides the system's (default $LODE_CACERT)\n"
+    "  --key-file FILE   the repository key (default $LODE_KEY_FILE)\n";
+
+bool storage_opt(struct storage_opts *o, int c, const char *arg)
+{
+    switch (c) {
+    case STORAGE_OPT_REPO:
+        o->repo = arg;
+        return true;
+    case STORAGE_OPT_CACERT:
+        o->cacert = arg;
+        return true;
+    case STORAGE_OPT_KEY_FILE:
+        o->key_file = arg;
+        return true;
+    default:
+        return false;
+    }
+}
+
+int storage_open(struct storage *st, const struct storage_opts *o, struct util_err *err)
+{
+    const char *url = o->repo != NULL ? o->repo : getenv("LODE_REPOSITORY");
+    int rc;
+
+    memset(st, 0, sizeof(*st));
+    if (url == NULL || url[0] == '\0')
+        return util_err_set(err, UTIL_EINVAL,
+                            "no repository: give --repo s3:https://HOST/BUCKET[/PREFIX] or set "
+                            "LODE_REPOSITORY");
+    if ((rc = s3_config_from_environment(&st->cfg, o->repo, o->cacert, false, err)) != 0)
+        return rc;
+    if ((rc = s3_sync_open(&st->s3, &st->cfg, o->client, err)) != 0) {
+        s3_config_free(&st->cfg);
+        return rc;
+    }
+    st->url = util_strdup(url);
+    return 0;
+}
+
+void storage_close(struct storage *st)
+{
+    if (st->s3 != NULL)
+        s3_sync_close(st->s3);
+    s3_config_free(&st->cfg);
+    free(st->url);
+    /* The working keys are secrets: do not leave them in freed memory. */
+    memset(&st->config, 0, sizeof(st->config));
+    memset(st, 0, sizeof(*st));
+}
+
+int storage_read_key(const struct storage_opts *o, char **pass, size_t *len, struct util_err *err)
+{
+    const char *path = o->key_file != NULL ? o->key_file : getenv("LODE_KEY_FILE");
+    if (path == NULL || path[0] == '\0')
+        return util_err_set(err, UTIL_EINVAL,
+                            "no repository key: give --key-file FILE or set LODE_KEY_FILE");
+    return repo_key_file_read(path, pass, len, err);
+}
+
+int storage_load_config(struct storage *st, const struct storage_opts *o, bool need_key,
+                        struct util_err *err)
+{
+    struct util_err e = {0};
+    char *data = NULL, *pass = NULL;
+    size_t len = 0, passlen = 0;
+    int rc;
+
+    if (need_key && (rc = storage_read_key(o, &pass, &passlen, err)) != 0)
+        return rc;
+    rc = s3_sync_get(st->s3, "config.json", NULL, &data, &len, NULL, &e);
+    if (rc == S3_ENOTFOUND) {
+        rc = util_err_set(err, UTIL_ENOENT,
+                          "no repository at %s (no config.json there): run lode init first",
+                          st->url);
+        goto out;
+    }
+    if (rc != 0) {
+        rc = util_err_set(err, rc, "cannot read config.json of %s: %s", st->url, e.msg);
+        goto out;
+    }
+    if ((rc = repo_config_decode(&st->config, data, len, &e)) != 0) {
+        rc = util_err_set(err, rc, "config.json of %s: %s", st->url, e.msg);
+        goto out;
+    }
+    st->have_config = true;
+    if (need_key) {
+        if ((rc = repo_config_unlock(&st->config, pass, passlen, &e)) != 0) {
+            rc = util_err_set(err, rc, "%s: %s", st->url, e.msg);
+            goto out;
+        }
+        st->unlocked = true;
+    }
+out:
+    if (pass != NULL) {
+        memset(pass, 0, passlen);
+        free(pass);
+    }
+    free(data);
+    return rc;
+}
+
+/* ---- the catalog ---- */
+
+static int storage_catalog_each(const struct s3_object *obj, void *arg)
+{
+    repo_catalog_add(arg, obj->key, obj->mtime);
+    return 0;
+}
+
+int storage_catalog(struct storage *st, const char *ns, const char *policy, const char *host,
+                    struct repo_catalog *out, struct util_err *err)
+{
+    struct util_err e = {0};
+    char *prefix = repo_key_prefix(REPO_KEY_MANIFEST, ns, ns != NULL ? policy : NULL,
+                                   ns != NULL && policy != NULL ? host : NULL);
+    int rc;
+
+    repo_catalog_init(out);
+    rc = s3_sync_list(st->s3, prefix, NULL, storage_catalog_each, out, NULL, &e);
+    free(prefix);
+    if (rc != 0) {
+        repo_catalog_free(out);
+        repo_catalog_init(out);
+        return util_err_set(err, rc, "cannot list the snapshots of %s: %s", st->url, e.msg);
+    }
+    repo_catalog_finish(out);
+    if (host != NULL && (ns == NULL || policy == NULL)) {
+        /* The host is the last part of a key: the listing could not narrow it. */
+        size_t k = 0;
+        for (size_t i = 0; i < out->n; i++) {
+            if (strcmp(out->v[i].src.host, host) == 0)
+                out->v[k++] = out->v[i];
+        }
+        out->n = k;
+    }
+    return 0;
+}
+
+int storage_get_manifest(struct storage *st, const struct repo_source *src, const char *id,
+                         const struct repo_keys *keys, struct repo_manifest *m, int64_t *mtime,
+                         struct util_err *err)
+{
+    struct repo_key k = {.kind = REPO_KEY_MANIFEST, .src = *src};
+    struct util_err e = {0};
+    struct s3_info info = {0};
+    char *key, *data = NULL;
+    size_t len = 0;
+    int rc;
+
+    snprintf(k.id, sizeof(k.id), "%s", id);
+    key = repo_key_build(&k);
+    rc = s3_sync_get(st->s3, key, NULL, &data, &len, &info, &e);
+    if (rc != 0) {
+        rc = util_err_set(err, rc, "cannot read %s: %s", key, e.msg);
+        goto out;
+    }
+    if ((rc = repo_manifest_decode(m, data, len, keys, &e)) != 0) {
+        rc = util_err_set(err, rc, "%s: %s", key, e.msg);
+        goto out;
+    }
+    if (mtime != NULL)
+        *mtime = info.mtime;
+out:
+    free(data);
+    free(key);
+    return rc;
+}
+
+/* ---- policies ---- */
+
+static bool storage_is_file(const char *arg)
+{
+    struct stat sb;
+    return strcmp(arg, "-") == 0 || stat(arg, &sb) == 0;
+}
+
+/* Splits NS/NAME; UTIL_EINVAL unless it is exactly two valid names. */
+static int storage_split_name(const char *arg, char **ns, char **name, struct util_err *err)
+{
+    const char *slash = strchr(arg, '/');
+    struct util_err e = {0};
+    char *a, *b;
+
+    if (slash == NULL || strchr(slash + 1, '/') != NULL)
+        return util_err_set(err, UTIL_EINVAL,
+                            "--policy \"%s\" is neither a file nor NAMESPACE/NAME", arg);
+    a = util_strndup(arg, (size_t)(slash - arg));
+    b = util_strdup(slash + 1);
+    if (repo_name_check(a, "the policy's namespace", &e) != 0 ||
+        repo_name_check(b, "the policy's name", &e) != 0) {
+        free(a);
+        free(b);
+        return util_err_set(err, UTIL_EINVAL, "--policy \"%s\": %s", arg, e.msg);
+    }
+    *ns = a;
+    *name = b;
+    return 0;
+}
+
+static int storage_policy_file(const char *arg, const struct tz_db *db, struct policy *out,
+                               struct policy_diags *diags, struct util_err *err)
+{
+    char *data = NULL;
+    size_t len = 0;
+    int rc;
+
+    if ((rc = util_read_file(arg, &data, &len, err)) != 0)
+        return rc;
+    rc = policy_parse_yaml(out, data, len, db, diags);
+    free(data);
+    if (rc != 0)
+        return util_err_set(err, UTIL_EINVAL, "the policy %s is invalid", arg);
+    return 0;
+}
+
+int storage_policy_name(const char *arg, char **ns, char **name, struct policy_diags *diags,
+                        struct util_err *err)
+{
+    struct policy pol;
+    int rc;
+
+    if (!storage_is_file(arg))
+        return storage_split_name(arg, ns, name, err);
+    if ((rc = storage_policy_file(arg, NULL, &pol, diags, err)) != 0)
+        return rc;
+    *ns = util_strdup(pol.namespace);
+    *name = util_strdup(pol.name);
+    policy_free(&pol);
+    return 0;
+}
+
+/* The policy from $LODE_POLICY_DOCUMENT: 1 when it holds ns/name (out filled), 0 when not. */
+static int storage_policy_env(const char *ns, const char *name, const struct tz_db *db,
+                              struct policy *out, struct policy_diags *diags, struct util_err *err)
+{
+    const char *doc = getenv("LODE_POLICY_DOCUMENT");
+    json_error_t je;
+    json_t *obj, *meta;
+    const char *dns, *dname;
+    int rc;
+
+    if (doc == NULL || doc[0] == '\0')
+        return 0;
+    obj = json_loads(doc, JSON_REJECT_DUPLICATES, &je);
+    if (obj == NULL)
+        return util_err_set(err, UTIL_EINVAL, "LODE_POLICY_DOCUMENT is not JSON: %s (column %d)",
+                            je.text, je.column);
+    meta = json_object_get(obj, "metadata");
+    dns = json_string_value(json_object_get(meta, "namespace"));
+    dname = json_string_value(json_object_get(meta, "name"));
+    if (dns == NULL)
+        dns = "default";
+    if (dname == NULL || strcmp(dns, ns) != 0 || strcmp(dname, name) != 0) {
+        json_decref(obj);
+        return 0;
+    }
+    rc = policy_parse_json(out, obj, db, diags);
+    json_decref(obj);
+    if (rc != 0)
+        return util_err_set(err, UTIL_EINVAL, "the policy %s/%s in LODE_POLICY_DOCUMENT is invalid",
+                            ns, name);
+    return 1;
+}
+
+static int storage_policy_api(const char *ns, const char *name, const struct tz_db *db,
+                              const char *kubeconfig, struct policy *out,
+                              struct policy_diags *diags, struct util_err *err)
+{
+    struct cli_kube k;
+    struct cli_kube_reply r = {0};
+    struct kube_resource res = api_in(&api_backuppolicies, ns);
+    struct util_err e = {0};
+    int rc;
+
+    if ((rc = cli_kube_open(&k, kubeconfig, NULL, &e)) != 0) {
+        cli_kube_close(&k);
+        return util_err_set(err, UTIL_EIO,
+                            "cannot read the policy %s/%s: %s (give --policy FILE, or "
+                            "LODE_POLICY_DOCUMENT)",
+                            ns, name, e.msg);
+    }
+    if ((rc = cli_kube_get(&k, &res, name, &r, &e)) != 0) {
+        rc = util_err_set(err, UTIL_EIO, "cannot read the policy %s/%s from %s: %s", ns, name,
+                          cli_kube_server(&k), e.msg);
+        goto out;
+    }
+    if (r.status == 404) {
+        rc = util_err_set(err, UTIL_ENOENT, "backuppolicy \"%s\" not found in namespace \"%s\"",
+                          name, ns);
+        goto out;
+    }
+    if (r.status < 200 || r.status >= 300) {
+        cli_kube_reply_error(&r, UTIL_EIO, &e);
+        rc = util_err_set(err, UTIL_EIO, "cannot read the policy %s/%s from %s: %s", ns, name,
+                          cli_kube_server(&k), e.msg);
+        goto out;
+    }
+    if (policy_parse_json(out, r.body, db, diags) != 0)
+        rc = util_err_set(err, UTIL_EINVAL, "the policy %s/%s is invalid", ns, name);
+out:
+    cli_kube_reply_free(&r);
+    cli_kube_close(&k);
+    return rc;
+}
+
+int storage_policy_load(const char *arg, const struct tz_db *db, const char *kubeconfig,
+                        struct policy *out, struct policy_diags *diags, struct util_err *err)
+{
+    char *ns = NULL, *name = NULL;
+    int rc;
+
+    memset(out, 0, sizeof(*out));
+    if (storage_is_file(arg))
+        return storage_policy_file(arg, db, out, diags, err);
+    if ((rc = storage_split_name(arg, &ns, &name, err)) != 0)
+        return rc;
+    rc = storage_policy_env(ns, name, db, out, diags, err);
+    if (rc == 1)
+        rc = 0;
+    else if (rc == 0)
+        rc = storage_policy_api(ns, name, db, kubeconfig, out, diags, err);
+    free(ns);
+    free(name);
+    return rc;
+}

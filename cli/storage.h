@@ -1,0 +1,137 @@
+/*
+ * storage: what every storage command (init, backup, snapshots, restore, check,
+ * forget, mark, gc) does before its own work: find the repository, connect, read
+ * and unlock config.json, list the catalog, and name or load the policy.
+ * docs/repository.md is the user's side of these rules.
+ *
+ *   The repository   --repo s3:http(s)://HOST[:PORT]/BUCKET[/PREFIX], else
+ *                    $LODE_REPOSITORY; credentials from AWS_ACCESS_KEY_ID,
+ *                    AWS_SECRET_ACCESS_KEY, AWS_REGION (default us-east-1);
+ *                    --cacert FILE, else $LODE_CACERT, adds a CA (internal/s3 reads
+ *                    them all through s3_config_from_environment).
+ *   The key          --key-file FILE, else $LODE_KEY_FILE: the file's bytes, one
+ *                    trailing newline dropped. Only commands that open sealed
+ *                    objects need it; listing the catalog does not.
+ *   The policy       --policy FILE (a BackupPolicy YAML: its namespace, "default"
+ *                    without one, and name) or --policy NS/NAME. An argument that
+ *                    names an existing file is a file. NS/NAME without a file is
+ *                    loaded, when a command needs the whole policy, from
+ *                    $LODE_POLICY_DOCUMENT (the BackupPolicy as JSON, which the
+ *                    controller puts into the backup Job) when its namespace and
+ *                    name match, else from the Kubernetes API (the kubeconfig
+ *                    search of cli/kubeutil.h). Either way the policy validator
+ *                    checks it.
+ *
+ * Lifecycle: storage_open() (connect, nothing read yet), storage_load_config()
+ * (config.json; with the key, unlocked), the command's work through st->s3 (the
+ * s3_sync_* wrappers, or s3_sync_client()/s3_sync_loop() for several operations
+ * at once), storage_close().
+ *
+ * Exit codes are the caller's: these functions return 0 or a negative code with a
+ * message a user can act on in err (S3_* codes from internal/s3, UTIL_ENOENT for
+ * "no repository here", UTIL_EINVAL for a wrong key or a bad name).
+ *
+ * Costs: opening costs nothing on the network; config.json is one GET and, with
+ * the key, one scrypt derivation (32 MiB, about 0.1 s); a catalog is one LIST
+ * request per 1,000 keys under snapshots/ and holds about 100 bytes per snapshot.
+ */
+#ifndef LODE_CLI_STORAGE_H
+#define LODE_CLI_STORAGE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "policy/policy.h"
+#include "repo/repo.h"
+#include "s3/s3.h"
+#include "tz/tz.h"
+#include "util/util.h"
+
+/* Where the settings come from; NULL fields fall back to the environment. */
+struct storage_opts {
+    const char *repo;                    /* --repo, else $LODE_REPOSITORY */
+    const char *cacert;                  /* --cacert, else $LODE_CACERT */
+    const char *key_file;                /* --key-file, else $LODE_KEY_FILE */
+    const struct s3_client_opts *client; /* pacing, timeouts; NULL = defaults */
+};
+
+struct storage {
+    struct s3_config cfg;
+    struct s3_sync *s3;
+    char *url;                 /* the repository as given, for messages */
+    struct repo_config config; /* after storage_load_config; keys usable when unlocked */
+    bool have_config, unlocked;
+};
+
+/*
+ * The getopt_long entries of the shared flags, and the one call that fills o from
+ * them: returns true when c was one of them. Commands list STORAGE_OPTIONS among
+ * their options (the short codes 0x101..0x103 are reserved for them).
+ */
+#define STORAGE_OPT_REPO     0x101
+#define STORAGE_OPT_CACERT   0x102
+#define STORAGE_OPT_KEY_FILE 0x103
+#define STORAGE_OPTIONS                                                                            \
+    {"repo", required_argument, NULL, STORAGE_OPT_REPO},                                           \
+        {"cacert", required_argument, NULL, STORAGE_OPT_CACERT},                                   \
+    {                                                                                              \
+        "key-file", required_argument, NULL, STORAGE_OPT_KEY_FILE                                  \
+    }
+bool storage_opt(struct storage_opts *o, int c, const char *arg);
+/* The usage lines of the shared flags, for a command's --help. */
+extern const char storage_usage[];
+
+/* Builds the S3 configuration and client; no request is sent. */
+int storage_open(struct storage *st, const struct storage_opts *o, struct util_err *err);
+void storage_close(struct storage *st);
+
+/*
+ * Reads config.json. need_key: the repository key is read (o->key_file, else
+ * $LODE_KEY_FILE; missing is an error) and the master key unwrapped; a wrong key
+ * is UTIL_EINVAL ("the repository key does not open ..."). Without need_key a key
+ * is not read. No config.json is UTIL_ENOENT ("no repository at URL: run lode
+ * init").
+ */
+int storage_load_config(struct storage *st, const struct storage_opts *o, bool need_key,
+                        struct util_err *err);
+
+/* The repository key from o->key_file or $LODE_KEY_FILE (init needs it alone). */
+int storage_read_key(const struct storage_opts *o, char **pass, size_t *len, struct util_err *err);
+
+/*
+ * The catalog under snapshots/ for ns, policy, host (each NULL: all), joined and
+ * sorted newest first (repo_catalog_finish). A listing that fails or is cut short
+ * is an error and out is empty: callers never act on part of it.
+ */
+int storage_catalog(struct storage *st, const char *ns, const char *policy, const char *host,
+                    struct repo_catalog *out, struct util_err *err);
+
+/*
+ * A manifest: GET and decode (keys NULL: counters only, no key needed). mtime, when
+ * not NULL, gets the object's modification time (the snapshot time).
+ */
+int storage_get_manifest(struct storage *st, const struct repo_source *src, const char *id,
+                         const struct repo_keys *keys, struct repo_manifest *m, int64_t *mtime,
+                         struct util_err *err);
+
+/* ---- policies ---- */
+
+/*
+ * The namespace and name a --policy argument names, without loading more than a
+ * file: ns and name get owned strings. UTIL_EINVAL when the argument is neither an
+ * existing file nor NS/NAME with valid names; an invalid file is UTIL_EINVAL with
+ * every error in diags (printed by the caller as `lode validate` does).
+ */
+int storage_policy_name(const char *arg, char **ns, char **name, struct policy_diags *diags,
+                        struct util_err *err);
+
+/*
+ * The whole policy, validated: from the file, else from $LODE_POLICY_DOCUMENT when
+ * it holds this NS/NAME, else from the API (kubeconfig NULL: the usual search).
+ * UTIL_EINVAL with diags for an invalid policy; UTIL_ENOENT when the API has no
+ * such policy; UTIL_EIO when it cannot be read.
+ */
+int storage_policy_load(const char *arg, const struct tz_db *db, const char *kubeconfig,
+                        struct policy *out, struct policy_diags *diags, struct util_err *err);
+
+#endif
