@@ -84,7 +84,7 @@ $(BUILD)/obj/%.o: %.c | $(SETUP_FIRST)
 # `git describe` changes (the stamp file is rewritten only then).
 VERSION_STAMP := $(BUILD)/version.stamp
 $(shell mkdir -p $(BUILD) && (echo '$(VERSION)' | cmp -s - $(VERSION_STAMP) || echo '$(VERSION)' > $(VERSION_STAMP)))
-VERSIONED_OBJ := $(BUILD)/obj/cli/cmd_version.o $(BUILD)/obj/controller/main.o $(BUILD)/obj/controller/controller.o
+VERSIONED_OBJ := $(BUILD)/obj/cli/cmd_version.o $(BUILD)/obj/cli/cmd_backup.o $(BUILD)/obj/controller/main.o $(BUILD)/obj/controller/controller.o
 $(VERSIONED_OBJ): $(VERSION_STAMP)
 $(VERSIONED_OBJ): CPPFLAGS += -DLODE_VERSION=\"$(VERSION)\"
 

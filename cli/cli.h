@@ -35,6 +35,7 @@ int cmd_status(int argc, char **argv);
 int cmd_ui(int argc, char **argv);
 int cmd_init(int argc, char **argv);
 int cmd_snapshots(int argc, char **argv);
+int cmd_backup(int argc, char **argv);
 
 /* Parses the value of --output; prints a usage error and returns -1 when unknown. */
 int cli_parse_output(const char *value, enum cli_output *out);

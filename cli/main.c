@@ -22,6 +22,7 @@ static const struct cli_command cli_commands[] = {
     {"status", cmd_status, "per host: last success, age, limit, overdue and next run"},
     {"ui", cmd_ui, "serve the web interface (policy editor, schedule, retention, fleet)"},
     {"init", cmd_init, "create a repository (config.json with a wrapped master key)"},
+    {"backup", cmd_backup, "back up a policy's paths on one host into the repository"},
     {"snapshots", cmd_snapshots, "list a repository's snapshots, newest first"},
     {"version", cmd_version, "print the version and the tz database version"},
 };

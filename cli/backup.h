@@ -1,0 +1,116 @@
+/*
+ * backup: the parts of `lode backup` (docs/repository.md, "Backing up"), shared by
+ * cmd_backup.c (the order of the steps, limits, output), backup_walk.c (the
+ * directory walk merged with the parent's file list, reading and chunking) and
+ * backup_store.c (sealing on the thread pool, packs, paced uploads).
+ *
+ * Threads: the main thread walks, reads, chunks and hashes (SHA-256 decides at
+ * once whether a chunk is new); new chunks are compressed and sealed on libuv's
+ * thread pool; their completions, pack assembly and uploads run on the storage
+ * loop, which the main thread runs between chunks. Memory is bounded by
+ * BACKUP_JOBS chunks being sealed (8 MiB each at most) and BACKUP_PACKS packs
+ * being uploaded or waiting (16 MiB each), plus the read buffer (16 MiB).
+ */
+#ifndef LODE_CLI_BACKUP_H
+#define LODE_CLI_BACKUP_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "repo/repo.h"
+#include "storage.h"
+
+#define BACKUP_JOBS  4 /* chunks being compressed and sealed at once */
+#define BACKUP_PACKS 2 /* packs being uploaded at once */
+
+struct backup_pack; /* backup_store.c */
+
+/* A set of chunk hashes (open addressing), for dedup within one run. */
+struct backup_hashset {
+    uint8_t (*v)[REPO_HASH_LEN];
+    bool *used;
+    size_t n, cap;
+};
+
+struct backup {
+    /* Inputs. */
+    struct storage *st;
+    struct repo_source src;
+    char id[REPO_ID_LEN + 1];
+    const struct repo_keys *keys;
+    const char *root; /* --root */
+    char **paths;     /* the policy's paths, sorted, nested ones kept */
+    size_t npaths;
+    uint64_t deadline_ns; /* uv_hrtime() at which maxRuntime has passed */
+
+    /* The parent: its chunk set (sorted) and its file list reader, or none. */
+    struct repo_chunkset *parent_set;
+    struct repo_files_reader *parent_files;
+    struct repo_merge merge;
+
+    /* What this snapshot references and what this run stored. */
+    struct repo_chunkset set;
+    struct backup_hashset seen;
+    struct repo_files_writer list; /* this snapshot's file list */
+
+    /* backup_store.c: jobs, packs, uploads, pacing. */
+    struct repo_pack_writer pw;
+    unsigned jobs;             /* seal jobs in flight */
+    struct backup_pack *ready; /* finished packs not yet uploading */
+    unsigned uploading;
+    struct repo_bucket bucket;
+    bool paced;
+    uv_timer_t tick;
+
+    /* Outcome. */
+    int fatal; /* first fatal error (storage, memory): no snapshot */
+    char fatal_msg[512];
+    volatile sig_atomic_t *stop; /* set by SIGTERM/SIGINT */
+    bool timed_out;
+    struct repo_error *errs; /* files that could not be read */
+    size_t nerrs, caperrs;
+
+    /* Counters (manifest and anomaly detector). */
+    uint64_t files, bytes, new_files, changed_files;
+    uint64_t new_bytes, raw_new_bytes, uploaded_bytes;
+    uint64_t changed_bytes, raw_changed_bytes;
+};
+
+/* ---- backup_store.c ---- */
+
+/* Sets up the stores after b->st and b->keys are set; rate 0 = unlimited. */
+void backup_store_init(struct backup *b, uint64_t rate);
+/* Waits for the thread pool, cancels uploads, closes the timers (the loop stays). */
+void backup_store_close(struct backup *b);
+/* Frees what cancelled uploads held; after storage_close (curl has let go then). */
+void backup_store_release(struct backup *b);
+/* The pace callback for struct s3_client_opts (arg: the struct backup). */
+size_t backup_pace_cb(size_t want, void *arg);
+/*
+ * One chunk of a file: records it in the file's list and, when neither the parent
+ * nor this run has it, queues it to be sealed and packed (copying data). changed
+ * says whether the file existed in the parent (the anomaly detector's numbers).
+ * Waits (running the loop) while the pipeline is full. Returns false when the
+ * backup must stop (b->fatal, stop requested, deadline).
+ */
+bool backup_store_chunk(struct backup *b, const uint8_t *data, size_t len, bool changed,
+                        uint8_t hash[REPO_HASH_LEN]);
+/* Records the chunks of an unchanged file (from the parent's set) in this snapshot's. */
+int backup_store_reuse(struct backup *b, const struct repo_file *pf, struct util_err *err);
+/* Seals what is pending, uploads the last pack and waits for every upload. */
+bool backup_store_flush(struct backup *b);
+/* A PUT of a whole object through the paced client (meta/, marks, manifest). */
+int backup_put(struct backup *b, const char *key, const void *data, size_t len, bool if_none_match,
+               struct util_err *err);
+/* Whether the backup should stop now (and why, into b->fatal_msg if not yet set). */
+bool backup_should_stop(struct backup *b);
+
+/* ---- backup_walk.c ---- */
+
+/* Walks every path, merging with the parent, writing b->files. false: stop. */
+bool backup_walk(struct backup *b);
+void backup_add_error(struct backup *b, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

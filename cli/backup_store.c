@@ -1,0 +1,426 @@
+/*
+ * backup_store: new chunks sealed on the thread pool, packed, and uploaded through
+ * one token bucket (backup.h has the threads and the memory bound).
+ *
+ * The upload cap (limits.uploadRate) is one repo_bucket for the whole process:
+ * every byte of every request body (packs, file list, chunk set, marks, manifest,
+ * run record) asks backup_pace_cb before curl may send it, which waits for the
+ * bucket (see there why it waits rather than pauses the transfer). Bodies are
+ * buffers with their SHA-256 signed, so a retry sends the same bytes again through
+ * the same bucket, never more than the cap.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <openssl/sha.h>
+
+#include "backup.h"
+
+#define BACKUP_PACE_MIN 16384 /* bytes: one TLS record */
+
+struct backup_pack {
+    struct backup_pack *next;
+    struct backup *b;
+    uint8_t *data;
+    size_t len;
+    uint8_t id[REPO_HASH_LEN];
+    bool uploading;
+    struct s3_op *op;
+};
+
+struct backup_job {
+    uv_work_t req;
+    struct backup *b;
+    uint8_t hash[REPO_HASH_LEN];
+    uint8_t *plain, *sealed;
+    size_t len, sealed_len;
+    uint8_t flags;
+    bool changed;
+};
+
+/* ---- the run's hash set ---- */
+
+static size_t backup_hash_slot(const uint8_t *h, size_t cap)
+{
+    uint64_t v;
+    memcpy(&v, h, sizeof(v));
+    return (size_t)(v & (cap - 1));
+}
+
+static bool backup_hashset_has(const struct backup_hashset *s, const uint8_t *h)
+{
+    if (s->cap == 0)
+        return false;
+    for (size_t i = backup_hash_slot(h, s->cap);; i = (i + 1) & (s->cap - 1)) {
+        if (!s->used[i])
+            return false;
+        if (memcmp(s->v[i], h, REPO_HASH_LEN) == 0)
+            return true;
+    }
+}
+
+static void backup_hashset_put(struct backup_hashset *s, const uint8_t *h);
+
+static void backup_hashset_grow(struct backup_hashset *s)
+{
+    struct backup_hashset old = *s;
+    s->cap = old.cap ? old.cap * 2 : 1024;
+    s->n = 0;
+    s->v = util_malloc(s->cap * REPO_HASH_LEN);
+    s->used = util_calloc(s->cap, sizeof(bool));
+    for (size_t i = 0; i < old.cap; i++)
+        if (old.used[i])
+            backup_hashset_put(s, old.v[i]);
+    free(old.v);
+    free(old.used);
+}
+
+static void backup_hashset_put(struct backup_hashset *s, const uint8_t *h)
+{
+    size_t i;
+    if ((s->n + 1) * 2 > s->cap)
+        backup_hashset_grow(s);
+    for (i = backup_hash_slot(h, s->cap); s->used[i]; i = (i + 1) & (s->cap - 1))
+        ;
+    s->used[i] = true;
+    memcpy(s->v[i], h, REPO_HASH_LEN);
+    s->n++;
+}
+
+/* ---- pacing ---- */
+
+/*
+ * Never 0: rather than pausing the transfer (and resuming it from a timer), the
+ * loop thread waits for the bucket, at most 20 ms at a time, which keeps one code
+ * path and no timer. curl asks for one buffer per transfer and loop iteration, so
+ * other transfers and the walk get their turn between waits. Once the run must
+ * stop, the wanted bytes go at once: the client is closed right after.
+ */
+size_t backup_pace_cb(size_t want, void *arg)
+{
+    struct backup *b = arg;
+    /* Whole TLS records: handing curl whatever trickled in since the last call gave
+     * 130-byte sends, and the records' overhead doubled the bytes on the wire. */
+    size_t need = want < BACKUP_PACE_MIN ? want : BACKUP_PACE_MIN;
+    if (!b->paced)
+        return want;
+    for (;;) {
+        uint64_t now = uv_hrtime();
+        uint64_t ns = repo_bucket_wait(&b->bucket, now, need);
+        struct timespec ts;
+        if (ns == 0)
+            return repo_bucket_take(&b->bucket, now, want);
+        if (*b->stop || now >= b->deadline_ns)
+            return want;
+        if (ns > 20000000)
+            ns = 20000000;
+        ts.tv_sec = 0;
+        ts.tv_nsec = (long)ns;
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* The tick makes a blocking loop iteration return often, so a stop request is seen. */
+static void backup_tick(uv_timer_t *t)
+{
+    (void)t;
+}
+
+void backup_store_init(struct backup *b, uint64_t rate)
+{
+    uv_loop_t *loop = s3_sync_loop(b->st->s3);
+    repo_chunkset_init(&b->set);
+    repo_pack_writer_init(&b->pw);
+    b->paced = rate > 0;
+    repo_bucket_init(&b->bucket, rate > 0 ? rate : 1, uv_hrtime());
+    uv_timer_init(loop, &b->tick);
+    uv_timer_start(&b->tick, backup_tick, 100, 100);
+}
+
+bool backup_should_stop(struct backup *b)
+{
+    if (b->fatal != 0)
+        return true;
+    if (*b->stop) {
+        b->fatal = UTIL_EIO;
+        snprintf(b->fatal_msg, sizeof(b->fatal_msg),
+                 "stopped by a signal (SIGTERM or SIGINT) before the snapshot was written");
+        return true;
+    }
+    if (uv_hrtime() >= b->deadline_ns) {
+        b->fatal = UTIL_EIO;
+        b->timed_out = true;
+        snprintf(b->fatal_msg, sizeof(b->fatal_msg),
+                 "stopped at maxRuntime before the snapshot was written");
+        return true;
+    }
+    return false;
+}
+
+static void backup_fail(struct backup *b, int code, const char *msg)
+{
+    if (b->fatal == 0) {
+        b->fatal = code;
+        snprintf(b->fatal_msg, sizeof(b->fatal_msg), "%s", msg);
+    }
+}
+
+/* ---- packs ---- */
+
+static void backup_pack_free(struct backup *b, struct backup_pack *p)
+{
+    struct backup_pack **pp;
+    for (pp = &b->ready; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == p) {
+            *pp = p->next;
+            break;
+        }
+    }
+    free(p->data);
+    free(p);
+}
+
+static void backup_uploads_start(struct backup *b);
+
+static void backup_pack_done(const struct s3_result *res, void *arg)
+{
+    struct backup_pack *p = arg;
+    struct backup *b = p->b;
+    b->uploading--;
+    if (res->error != 0) {
+        char msg[512];
+        char hex[2 * REPO_HASH_LEN + 1];
+        repo_hex(p->id, REPO_HASH_LEN, hex);
+        snprintf(msg, sizeof(msg), "cannot upload pack %.16s: %s", hex, res->message);
+        backup_fail(b, res->error, msg);
+    } else {
+        b->uploaded_bytes += p->len;
+    }
+    backup_pack_free(b, p);
+    if (b->fatal == 0)
+        backup_uploads_start(b);
+}
+
+static void backup_uploads_start(struct backup *b)
+{
+    for (struct backup_pack *p = b->ready; p != NULL && b->uploading < BACKUP_PACKS; p = p->next) {
+        struct repo_key k = {.kind = REPO_KEY_PACK, .src = b->src};
+        char hex[2 * REPO_HASH_LEN + 1];
+        struct s3_body body = {.data = p->data, .len = p->len, .sha256_hex = hex};
+        struct util_err err = {0};
+        char *key;
+        int rc;
+        if (p->uploading)
+            continue;
+        memcpy(k.pack, p->id, REPO_HASH_LEN);
+        repo_hex(p->id, REPO_HASH_LEN, hex);
+        key = repo_key_build(&k);
+        rc = s3_put(s3_sync_client(b->st->s3), key, &body, NULL, backup_pack_done, p, &p->op, &err);
+        free(key);
+        if (rc != 0) {
+            backup_fail(b, rc, err.msg);
+            return;
+        }
+        p->uploading = true;
+        b->uploading++;
+    }
+}
+
+/* Closes the pack being filled: its chunks join the snapshot's set; it is queued. */
+static void backup_pack_close(struct backup *b)
+{
+    struct backup_pack *p = util_calloc(1, sizeof(*p)), **tail;
+    uint32_t idx;
+    repo_pack_writer_finish(&b->pw, b->keys, &p->data, &p->len, p->id);
+    idx = repo_chunkset_pack(&b->set, p->id);
+    for (size_t i = 0; i < b->pw.n; i++) {
+        struct repo_chunk c = b->pw.v[i];
+        c.pack = idx;
+        repo_chunkset_add(&b->set, &c);
+    }
+    repo_pack_writer_reset(&b->pw);
+    p->b = b;
+    for (tail = &b->ready; *tail != NULL; tail = &(*tail)->next)
+        ;
+    *tail = p;
+    backup_uploads_start(b);
+}
+
+static unsigned backup_packs_waiting(const struct backup *b)
+{
+    unsigned n = 0;
+    for (const struct backup_pack *p = b->ready; p != NULL; p = p->next)
+        n++;
+    return n;
+}
+
+/* ---- sealing ---- */
+
+static void backup_job_work(uv_work_t *req)
+{
+    struct backup_job *j = req->data;
+    repo_blob_seal(j->b->keys, 1, j->hash, j->plain, j->len, &j->sealed, &j->sealed_len, &j->flags);
+}
+
+static void backup_job_done(uv_work_t *req, int status)
+{
+    struct backup_job *j = req->data;
+    struct backup *b = j->b;
+    b->jobs--;
+    free(j->plain);
+    if (status == 0 && b->fatal == 0) {
+        repo_pack_writer_add(&b->pw, j->hash, j->sealed, j->sealed_len, j->flags, (uint32_t)j->len);
+        b->new_bytes += j->len;
+        if (!(j->flags & REPO_BLOB_ZSTD))
+            b->raw_new_bytes += j->len;
+        if (j->changed) {
+            b->changed_bytes += j->len;
+            if (!(j->flags & REPO_BLOB_ZSTD))
+                b->raw_changed_bytes += j->len;
+        }
+        if (b->pw.buf.len >= REPO_PACK_SIZE)
+            backup_pack_close(b);
+    }
+    free(j->sealed);
+    free(j);
+}
+
+/* Runs the loop until the pipeline has room (or everything is done, with all). */
+static bool backup_wait(struct backup *b, bool all)
+{
+    uv_loop_t *loop = s3_sync_loop(b->st->s3);
+    for (;;) {
+        if (backup_should_stop(b))
+            return false;
+        if (all ? b->jobs == 0 && b->ready == NULL && b->uploading == 0
+                : b->jobs < BACKUP_JOBS && backup_packs_waiting(b) < BACKUP_PACKS)
+            return true;
+        uv_run(loop, UV_RUN_ONCE);
+    }
+}
+
+bool backup_store_chunk(struct backup *b, const uint8_t *data, size_t len, bool changed,
+                        uint8_t hash[REPO_HASH_LEN])
+{
+    struct backup_job *j;
+    const struct repo_chunk *pc;
+
+    SHA256(data, len, hash);
+    /* Let finished work and uploads progress without blocking. */
+    uv_run(s3_sync_loop(b->st->s3), UV_RUN_NOWAIT);
+    if (backup_should_stop(b))
+        return false;
+    if (backup_hashset_has(&b->seen, hash))
+        return true;
+    backup_hashset_put(&b->seen, hash);
+    if (b->parent_set != NULL && (pc = repo_chunkset_find(b->parent_set, hash)) != NULL) {
+        struct repo_chunk c = *pc;
+        c.pack = repo_chunkset_pack(&b->set, b->parent_set->packs[pc->pack]);
+        repo_chunkset_add(&b->set, &c);
+        return true;
+    }
+    if (!backup_wait(b, false))
+        return false;
+    j = util_calloc(1, sizeof(*j));
+    j->req.data = j;
+    j->b = b;
+    memcpy(j->hash, hash, REPO_HASH_LEN);
+    j->plain = util_malloc(len);
+    memcpy(j->plain, data, len);
+    j->len = len;
+    j->changed = changed;
+    if (uv_queue_work(s3_sync_loop(b->st->s3), &j->req, backup_job_work, backup_job_done) != 0) {
+        free(j->plain);
+        free(j);
+        backup_fail(b, UTIL_EIO, "cannot start a worker thread");
+        return false;
+    }
+    b->jobs++;
+    return true;
+}
+
+int backup_store_reuse(struct backup *b, const struct repo_file *pf, struct util_err *err)
+{
+    for (size_t i = 0; i < pf->nchunks; i++) {
+        const struct repo_chunk *pc =
+            b->parent_set != NULL ? repo_chunkset_find(b->parent_set, pf->chunks[i]) : NULL;
+        if (pc == NULL)
+            return util_err_set(err, UTIL_EIO, "the parent's chunk set lacks a chunk of %s",
+                                pf->path);
+    }
+    for (size_t i = 0; i < pf->nchunks; i++) {
+        const struct repo_chunk *pc = repo_chunkset_find(b->parent_set, pf->chunks[i]);
+        struct repo_chunk c = *pc;
+        if (backup_hashset_has(&b->seen, pc->hash))
+            continue;
+        backup_hashset_put(&b->seen, pc->hash);
+        c.pack = repo_chunkset_pack(&b->set, b->parent_set->packs[pc->pack]);
+        repo_chunkset_add(&b->set, &c);
+    }
+    return 0;
+}
+
+bool backup_store_flush(struct backup *b)
+{
+    uv_loop_t *loop = s3_sync_loop(b->st->s3);
+    while (b->jobs > 0) {
+        if (backup_should_stop(b))
+            return false;
+        uv_run(loop, UV_RUN_ONCE);
+    }
+    if (b->pw.n > 0)
+        backup_pack_close(b);
+    return backup_wait(b, true);
+}
+
+int backup_put(struct backup *b, const char *key, const void *data, size_t len, bool if_none_match,
+               struct util_err *err)
+{
+    struct s3_body body = {.data = data, .len = len};
+    struct s3_opts o = {.if_none_match = if_none_match};
+    int rc = s3_sync_put(b->st->s3, key, &body, &o, NULL, err);
+    if (rc == 0)
+        b->uploaded_bytes += len;
+    return rc;
+}
+
+void backup_store_close(struct backup *b)
+{
+    uv_loop_t *loop = s3_sync_loop(b->st->s3);
+    struct backup_pack *p, *next, *keep = NULL;
+    /* Seal jobs cannot be abandoned: wait for the thread pool (each is short). */
+    while (b->jobs > 0)
+        uv_run(loop, UV_RUN_ONCE);
+    /* Uploads still running are cancelled; curl may hold their bytes until the
+     * client is closed, so those are freed by backup_store_release. */
+    for (p = b->ready; p != NULL; p = next) {
+        next = p->next;
+        if (p->uploading) {
+            s3_op_cancel(p->op);
+            p->next = keep;
+            keep = p;
+        } else {
+            free(p->data);
+            free(p);
+        }
+    }
+    b->ready = keep;
+    uv_close((uv_handle_t *)&b->tick, NULL);
+    uv_run(loop, UV_RUN_NOWAIT);
+    repo_pack_writer_free(&b->pw);
+    repo_chunkset_free(&b->set);
+    free(b->seen.v);
+    free(b->seen.used);
+}
+
+void backup_store_release(struct backup *b)
+{
+    struct backup_pack *p, *next;
+    for (p = b->ready; p != NULL; p = next) {
+        next = p->next;
+        free(p->data);
+        free(p);
+    }
+    b->ready = NULL;
+}

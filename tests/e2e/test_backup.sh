@@ -1,0 +1,294 @@
+#!/usr/bin/env bash
+# End-to-end tests of lode init, backup and snapshots against versitygw of tests/env/
+# (TLS, SigV4), each run in a fresh prefix of the test bucket. Run it as
+#   tests/env/with-cluster.sh bash tests/e2e/test_backup.sh
+# Without a running environment it fails (lib.sh refuses): it never counts a skip.
+#
+# What a user checks: init once (a second init changes nothing), a backup's JSON and
+# the same snapshot in `lode snapshots`, an unchanged re-run uploads almost nothing,
+# an edit in the middle of a 24 MiB file uploads about one chunk, an unreadable file
+# gives exit 3 with the file listed, --max-runtime and SIGKILL leave no snapshot,
+# uploadRate held on the wire (tests/e2e/backup/relay.py counts the bytes), nice and
+# the I/O priority of the running agent read back from /proc and ioprio_get, a wrong
+# key said as such.
+set -u
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+# shellcheck source=tests/env/lib.sh
+source "$root/tests/env/lib.sh"
+
+LODE=${LODE:-$root/build/lode}
+[[ $LODE == /* ]] || LODE=$root/$LODE
+relay_pid=
+agent_pid=
+cleanup() {
+	[[ -n $agent_pid ]] && kill -9 "$agent_pid" 2>/dev/null
+	[[ -n $relay_pid ]] && kill "$relay_pid" 2>/dev/null
+	rm -rf "$T_TMP"
+}
+trap cleanup EXIT
+
+export AWS_ACCESS_KEY_ID=$S3_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET_KEY AWS_REGION=$S3_REGION
+export LODE_CACERT=$S3_CA_FILE
+unset LODE_POLICY_DOCUMENT LODE_REPOSITORY LODE_KEY_FILE
+prefix=backup-e2e-$$-$RANDOM
+repo=s3:$S3_ENDPOINT/$S3_BUCKET/$prefix
+key=$T_TMP/key
+head -c 32 /dev/urandom | base64 >"$key"
+chmod 600 "$key"
+
+# A policy file: NAME PATHS-JSON [LIMITS-YAML...]
+policy() {
+	local name=$1 paths=$2 f=$T_TMP/$1.yaml
+	shift 2
+	{
+		printf 'apiVersion: lodestore.io/v1alpha1\nkind: BackupPolicy\n'
+		printf 'metadata: {name: %s, namespace: e2e}\n' "$name"
+		printf 'spec:\n  repository: main\n  paths: %s\n' "$paths"
+		if [[ $# -gt 0 ]]; then
+			printf '  limits:\n'
+			printf '    %s\n' "$@"
+		fi
+	} >"$f"
+	echo "$f"
+}
+
+# lode with the repository and key; OUT/ERR/RC set.
+run() {
+	"$LODE" "$@" >"$T_TMP/out" 2>"$T_TMP/err"
+	RC=$?
+	OUT=$(cat "$T_TMP/out")
+	ERR=$(cat "$T_TMP/err")
+}
+jqo() { jq -r "$1" <<<"$OUT"; }
+
+# ---- init ----
+run init --repo "$repo" --key-file "$key"
+check_eq "init: exit 0" "$RC" 0
+env_s3 GET "/$S3_BUCKET/$prefix/config.json"
+config1=$S3_BODY
+check_eq "init: config.json is there" "$S3_CODE" 200
+check_contains "init: config.json holds the wrapped key, not the key" "$config1" '"cipher"'
+[[ $config1 != *"$(cat "$key")"* ]] && pass "init: the repository key is not in config.json" ||
+	fail "init: the repository key is in config.json"
+run init --repo "$repo" --key-file "$key"
+check_eq "init twice: exit 1" "$RC" 1
+check_contains "init twice: says a repository exists" "$ERR" "already exists"
+env_s3 GET "/$S3_BUCKET/$prefix/config.json"
+check_eq "init twice: config.json unchanged" "$S3_BODY" "$config1"
+LODE_REPOSITORY=$repo LODE_KEY_FILE=$key run snapshots --output json
+check_eq "snapshots of an empty repository (from the environment)" "$(jqo '.snapshots | length')" 0
+run snapshots --repo "s3:$S3_ENDPOINT/$S3_BUCKET/$prefix-none"
+check_eq "snapshots where no repository is: exit 2" "$RC" 2
+check_contains "snapshots where no repository is: says run lode init" "$ERR" "lode init"
+
+export LODE_REPOSITORY=$repo LODE_KEY_FILE=$key
+
+# ---- a first backup ----
+src=$T_TMP/node
+mkdir -p "$src/etc/app" "$src/home/u/empty" "$src/srv"
+printf 'hello\n' >"$src/etc/hosts"
+printf 'a=1\n' >"$src/etc/app/conf"
+: >"$src/etc/app/empty-file"
+ln -s ../hosts "$src/etc/app/link"
+printf 'odd\n' >"$src/home/u/name with spaces and ü"
+head -c 3000000 /dev/urandom >"$src/home/u/random.bin"
+seq 1 200000 >"$src/home/u/numbers.txt"
+mkfifo "$src/home/u/fifo"
+printf 'not listed\n' >"$src/srv/outside"
+pol=$(policy etc '[/etc, /home]')
+run backup --policy "$pol" --host node-a --root "$src" --output json
+check_eq "backup: exit 0" "$RC" 0
+[[ $RC == 0 ]] || echo "$ERR"
+id1=$(jqo .snapshot.id)
+[[ $id1 =~ ^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{16}$ ]] && pass "backup: id $id1" || fail "backup: id" "$OUT"
+check_eq "backup: policy" "$(jqo .snapshot.policy)" "e2e/etc"
+check_eq "backup: host" "$(jqo .snapshot.host)" "node-a"
+[[ $(jqo .snapshot.time) =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$ ]] &&
+	pass "backup: time in RFC 3339 UTC" || fail "backup: time" "$OUT"
+check_eq "backup: files (regular files)" "$(jqo .snapshot.files)" 6
+want_bytes=$(($(stat -c %s "$src/etc/hosts" "$src/etc/app/conf" "$src/home/u/random.bin" \
+	"$src/home/u/numbers.txt" "$src/home/u/name with spaces and ü" | paste -sd+)))
+check_eq "backup: bytes" "$(jqo .snapshot.bytes)" "$want_bytes"
+check_eq "backup: complete, not suspicious" "$(jqo '[.snapshot.incomplete, .snapshot.suspicious, (.errors|length)] | @csv')" "false,false,0"
+nb=$(jqo .snapshot.newBytes)
+ub=$(jqo .snapshot.uploadedBytes)
+((nb == want_bytes)) && pass "backup: newBytes = every byte ($nb)" || fail "backup: newBytes" "$nb vs $want_bytes"
+((ub > 3000000 && ub < want_bytes + 200000)) && pass "backup: uploadedBytes $ub (numbers.txt compressed)" ||
+	fail "backup: uploadedBytes $ub"
+time1=$(jqo .snapshot.time)
+env_s3 GET "/$S3_BUCKET/$prefix/snapshots/e2e/etc/node-a/$id1.json"
+check_eq "the manifest is where SPEC section 9 says" "$S3_CODE" 200
+check_eq "the manifest's counters are readable without the key" "$(jq -r .stats.files <<<"$S3_BODY")" 6
+env_s3 GET "/$S3_BUCKET/$prefix/runs/e2e/etc/node-a/$id1.json"
+check_eq "the run record is there, under the same id" "$(jq -r .id <<<"$S3_BODY")" "$id1"
+
+run snapshots --output json
+check_eq "snapshots: the one snapshot, exactly" "$(jq -c . <<<"$OUT")" \
+	"{\"snapshots\":[{\"id\":\"$id1\",\"policy\":\"e2e/etc\",\"host\":\"node-a\",\"time\":\"$time1\",\"incomplete\":false,\"suspicious\":false,\"files\":6,\"bytes\":$want_bytes}]}"
+
+# ---- unchanged re-run ----
+run backup --policy "$pol" --host node-a --root "$src" --output json
+check_eq "re-run: exit 0" "$RC" 0
+id2=$(jqo .snapshot.id)
+check_eq "re-run: no new bytes" "$(jqo .snapshot.newBytes)" 0
+ub2=$(jqo .snapshot.uploadedBytes)
+((ub2 < 65536)) && pass "re-run unchanged uploads almost nothing ($ub2 bytes)" || fail "re-run uploads $ub2 bytes"
+echo "# unchanged re-run uploaded $ub2 bytes"
+run snapshots --policy e2e/etc --host node-a --output json
+check_eq "snapshots: both, newest first (time, then id, descending)" "$(jqo '[.snapshots[].id] | join(" ")')" \
+	"$(jqo '[.snapshots | sort_by(.time, .id) | reverse | .[].id] | join(" ")')"
+check_eq "snapshots: the two backups" "$(jqo '[.snapshots[].id] | sort | join(" ")')" "$(printf '%s\n' "$id1" "$id2" | sort | paste -sd' ')"
+run snapshots --policy "$pol" --host node-b --output json
+check_eq "snapshots --host filters" "$(jqo '.snapshots | length')" 0
+
+# ---- a change in the middle of a 24 MiB file ----
+big=$T_TMP/big
+mkdir -p "$big/data"
+head -c $((24 << 20)) /dev/urandom >"$big/data/big.bin"
+polbig=$(policy big '[/data]')
+start=$(date +%s.%N)
+run backup --policy "$polbig" --host node-a --root "$big" --output json
+end=$(date +%s.%N)
+check_eq "24 MiB: first backup exit 0" "$RC" 0
+echo "# first backup of 24 MiB of random data: $(jq -n "24 / ($end - $start) | . * 10 | floor / 10") MiB/s"
+printf 'CHANGED IN THE MIDDLE' | dd of="$big/data/big.bin" bs=1 seek=$((12 << 20)) conv=notrunc status=none
+run backup --policy "$polbig" --host node-a --root "$big" --output json
+check_eq "24 MiB: second backup exit 0" "$RC" 0
+nb=$(jqo .snapshot.newBytes)
+ub=$(jqo .snapshot.uploadedBytes)
+((nb > 0 && nb <= 4 << 20 && ub <= (4 << 20) + 200000)) &&
+	pass "24 MiB: an edit in the middle stores about one chunk ($nb new, $ub uploaded)" ||
+	fail "24 MiB: an edit in the middle" "newBytes $nb uploadedBytes $ub"
+echo "# edit in the middle of 24 MiB: $nb bytes new, $ub uploaded"
+
+# ---- an unreadable file ----
+printf 'secret\n' >"$src/etc/shadow"
+chmod 000 "$src/etc/shadow"
+setpriv --bounding-set -dac_override,-dac_read_search "$LODE" backup --policy "$pol" --host node-a \
+	--root "$src" --output json >"$T_TMP/out" 2>"$T_TMP/err"
+RC=$?
+OUT=$(cat "$T_TMP/out")
+check_eq "unreadable file: exit 3" "$RC" 3
+check_eq "unreadable file: listed" "$(jqo '.errors[0].path')" "/etc/shadow"
+check_contains "unreadable file: why" "$(jqo '.errors[0].message')" "ermission denied"
+check_eq "unreadable file: snapshot incomplete" "$(jqo .snapshot.incomplete)" true
+id3=$(jqo .snapshot.id)
+run snapshots --policy e2e/etc --host node-a --output json
+check_eq "snapshots: the incomplete mark" "$(jqo ".snapshots[] | select(.id == \"$id3\") | .incomplete")" true
+rm -f "$src/etc/shadow"
+
+# ---- the upload cap on the wire, nice and I/O priority ----
+python3 "$here/backup/relay.py" "${S3_ENDPOINT##*:}" "$T_TMP/relay.port" "$T_TMP/relay.log" 2>"$T_TMP/relay.err" &
+relay_pid=$!
+for _ in $(seq 100); do
+	[[ -s $T_TMP/relay.port ]] && break
+	sleep 0.1
+done
+relay_repo=s3:https://127.0.0.1:$(cat "$T_TMP/relay.port")/$S3_BUCKET/$prefix
+rate=$((2 << 20))
+slow=$T_TMP/slow
+mkdir -p "$slow/data"
+head -c $((12 << 20)) /dev/urandom >"$slow/data/r.bin"
+polslow=$(policy slow '[/data]' 'uploadRate: 2MiB/s' 'nice: 13' 'ioniceClass: best-effort' 'ioniceLevel: 6')
+: >"$T_TMP/relay.log"
+"$LODE" backup --repo "$relay_repo" --policy "$polslow" --host node-a --root "$slow" --output json \
+	>"$T_TMP/slow.out" 2>"$T_TMP/slow.err" &
+agent_pid=$!
+# The agent runs for about 6 s: read its limits once its worker threads run.
+for _ in $(seq 100); do
+	[[ $(ls "/proc/$agent_pid/task" 2>/dev/null | wc -l) -gt 1 ]] && break
+	sleep 0.05
+done
+nices=$(for t in /proc/$agent_pid/task/*; do awk '{print $19}' "$t/stat"; done | sort -u | paste -sd,)
+check_eq "nice 13 on every thread of the running agent" "$nices" 13
+ioprios=$(for t in /proc/$agent_pid/task/*; do ionice -p "${t##*/}"; done | sort -u | paste -sd,)
+check_eq "I/O priority best-effort 6 on every thread" "$ioprios" "best-effort: prio 6"
+nthreads=$(ls /proc/$agent_pid/task | wc -l)
+((nthreads > 1)) && pass "the agent runs $nthreads threads (all checked)" || fail "the agent runs one thread"
+wait "$agent_pid"
+RC=$?
+agent_pid=
+check_eq "rate-limited backup: exit 0" "$RC" 0
+ub=$(jq -r .snapshot.uploadedBytes "$T_TMP/slow.out")
+read -r wire maxwin avg <<<"$(python3 "$here/backup/rate.py" "$T_TMP/relay.log")"
+echo "# uploadRate 2 MiB/s: $ub bytes uploaded, $wire bytes on the wire, busiest 1 s window $maxwin, average $avg B/s"
+((maxwin <= rate * 11 / 10)) && pass "uploadRate: every 1 s window after the first within 1.1x ($maxwin)" ||
+	fail "uploadRate: a 1 s window held $maxwin bytes (cap $rate/s)"
+((avg >= rate * 7 / 10)) && pass "uploadRate: the cap is used (average $avg B/s)" ||
+	fail "uploadRate: average $avg B/s is far below the cap"
+((wire < ub * 105 / 100 + 100000)) && pass "uploadRate: no body sent twice ($wire on the wire for $ub)" ||
+	fail "uploadRate: $wire bytes on the wire for $ub uploaded"
+
+# ---- --max-runtime and SIGTERM stop with no snapshot ----
+head -c $((12 << 20)) /dev/urandom >"$slow/data/r2.bin"
+run snapshots --policy e2e/slow --output json
+before=$(jqo '.snapshots | length')
+start=$(date +%s.%N)
+"$LODE" backup --repo "$relay_repo" --policy "$polslow" --host node-a --root "$slow" --max-runtime 2s \
+	--output json --termination-log "$T_TMP/termlog" >"$T_TMP/out" 2>"$T_TMP/err"
+RC=$?
+end=$(date +%s.%N)
+check_eq "--max-runtime 2s: exit 1" "$RC" 1
+check_eq "--max-runtime 2s: no snapshot in the JSON" "$(jq -c .snapshot "$T_TMP/out")" null
+check_contains "--max-runtime 2s: says why" "$(cat "$T_TMP/err")" "maxRuntime"
+el=$(jq -n "$end - $start")
+jq -e -n "$el < 3.5" >/dev/null && pass "--max-runtime 2s: stopped after $el s" || fail "--max-runtime 2s took $el s"
+check_eq "--termination-log: the same JSON" "$(jq -c .snapshot "$T_TMP/termlog")" null
+run snapshots --policy e2e/slow --output json
+check_eq "--max-runtime: no new snapshot" "$(jqo '.snapshots | length')" "$before"
+
+"$LODE" backup --repo "$relay_repo" --policy "$polslow" --host node-a --root "$slow" --output json \
+	>"$T_TMP/out" 2>"$T_TMP/err" &
+agent_pid=$!
+: >"$T_TMP/relay.log"
+for _ in $(seq 100); do
+	[[ $(wc -l <"$T_TMP/relay.log") -gt 50 ]] && break
+	sleep 0.05
+done
+kill -TERM "$agent_pid"
+wait "$agent_pid"
+RC=$?
+agent_pid=
+check_eq "SIGTERM mid-upload: exit 1" "$RC" 1
+check_contains "SIGTERM: says why" "$(cat "$T_TMP/err")" "signal"
+
+# ---- SIGKILL mid-upload, then a re-run ----
+"$LODE" backup --repo "$relay_repo" --policy "$polslow" --host node-a --root "$slow" --output json \
+	>"$T_TMP/out" 2>"$T_TMP/err" &
+agent_pid=$!
+: >"$T_TMP/relay.log"
+for _ in $(seq 100); do
+	[[ $(wc -l <"$T_TMP/relay.log") -gt 50 ]] && break
+	sleep 0.05
+done
+kill -KILL "$agent_pid"
+wait "$agent_pid" 2>/dev/null
+agent_pid=
+run snapshots --policy e2e/slow --output json
+check_eq "SIGKILL mid-upload: no new snapshot" "$(jqo '.snapshots | length')" "$before"
+run backup --policy "$polslow" --host node-a --root "$slow" --output json
+check_eq "after SIGKILL a re-run works" "$RC" 0
+run snapshots --policy e2e/slow --output json
+check_eq "after SIGKILL: one more snapshot" "$(jqo '.snapshots | length')" "$((before + 1))"
+
+# ---- keys and policies ----
+head -c 32 /dev/urandom | base64 >"$T_TMP/wrong"
+run backup --policy "$pol" --host node-a --root "$src" --key-file "$T_TMP/wrong"
+check_eq "wrong key: exit 1" "$RC" 1
+check_contains "wrong key: said so" "$ERR" "wrong key"
+run backup --policy e2e/etc --host node-a --root "$src" --kubeconfig /nonexistent
+check_eq "NS/NAME without a document or API: exit 1" "$RC" 1
+LODE_POLICY_DOCUMENT=$(jq -nc \
+	'{apiVersion:"lodestore.io/v1alpha1",kind:"BackupPolicy",metadata:{namespace:"e2e",name:"etc"},spec:{repository:"main",paths:["/etc"]}}') \
+	run backup --policy e2e/etc --host node-doc --root "$src" --output json
+check_eq "NS/NAME from LODE_POLICY_DOCUMENT: exit 0" "$RC" 0
+check_eq "NS/NAME from LODE_POLICY_DOCUMENT: only its paths" "$(jqo .snapshot.files)" 3
+LODE_POLICY_DOCUMENT='{"apiVersion":"lodestore.io/v1alpha1","kind":"BackupPolicy","metadata":{"namespace":"e2e","name":"etc"},"spec":{"repository":"main","paths":["etc"]}}' \
+	run backup --policy e2e/etc --host node-doc --root "$src"
+check_eq "an invalid LODE_POLICY_DOCUMENT: exit 1" "$RC" 1
+check_contains "an invalid LODE_POLICY_DOCUMENT: the validator's message" "$ERR" "spec.paths"
+run backup --policy "$pol" --host 'bad/host' --root "$src"
+check_eq "a bad --host: exit 2" "$RC" 2
+
+finish
