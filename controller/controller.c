@@ -97,6 +97,8 @@ int ctl_init(uv_loop_t *loop, struct ctl **out, const struct ctl_options *opts,
     /* Handles last: a failed init has none to close, so c can be freed at once. */
     ctl_work_init(c);
     ctl_status_init(c);
+    uv_timer_init(loop, &c->drain_timer);
+    c->drain_timer.data = c;
     *out = c;
     return 0;
 
@@ -133,15 +135,51 @@ void ctl_start(struct ctl *c)
     ctl_acting_start(c);
 }
 
+/*
+ * How long a graceful stop waits for its writes. A pod gets 30 s between SIGTERM and
+ * SIGKILL by default; the writes of one reconcile round are answered in well under a
+ * second, so 10 s is generous and leaves the Lease's release time to spare.
+ */
+#define CTL_DRAIN_MS 10000
+
+static void ctl_handle_closed_cb(uv_handle_t *h)
+{
+}
+
+/*
+ * A graceful stop first stops listening (no new decision is taken), sends the policy
+ * statuses already decided (status.startedSlots above all: a slot whose Backup was
+ * created but not yet recorded would run again after a restart if its Backup were
+ * deleted; docs/operator.md) and waits for every write in flight, at most CTL_DRAIN_MS.
+ * Only then is the Lease released and the rest closed. Losing the Lease is not a
+ * graceful stop (main.c exits at once: a new leader may already be acting).
+ */
 void ctl_stop(struct ctl *c)
 {
     if (c->stopping)
         return;
     c->stopping = true;
     ctl_log(c, 1, "stopping");
+    ctl_cache_stop(c);
+    if (c->acting) /* a standby writes nothing */
+        ctl_status_flush(c);
+    c->draining = true;
+    uv_timer_start(&c->drain_timer, ctl_drained_cb, c->writes == NULL ? 0 : CTL_DRAIN_MS, 0);
+}
+
+void ctl_drained_cb(uv_timer_t *t)
+{
+    struct ctl *c = t->data;
+    if (!c->draining)
+        return;
+    if (c->writes != NULL)
+        ctl_log(c, 0, "stopping with writes still unanswered after %d ms", CTL_DRAIN_MS);
+    else
+        ctl_log(c, 2, "every write answered; releasing the Lease");
+    c->draining = false;
+    uv_close((uv_handle_t *)&c->drain_timer, ctl_handle_closed_cb);
     /* The Lease is given up through its own client, which acting.c closes once answered. */
     ctl_acting_stop(c);
-    ctl_cache_stop(c);
     ctl_repos_close(c->repos); /* its S3 checks share the client's transport: first */
     c->repos = NULL;
     /* Writes still in flight are cancelled without a callback; ctl_close frees their records. */

@@ -109,6 +109,8 @@ struct ctl {
     uv_idle_t work;
     uv_timer_t status_timer;
     uv_timer_t status_soon; /* one flush a second at most, however busy the loop */
+    uv_timer_t drain_timer; /* a graceful stop: the writes' deadline, then the rest */
+    bool draining;          /* stopping, waiting for the writes in flight */
     bool acting;
     bool stopping;
     struct ctl_config rcfg;
@@ -120,6 +122,10 @@ struct ctl {
     uint64_t reconciles;
     struct ctl_write *writes; /* in flight, newest first */
 };
+
+/* controller.c */
+/* A graceful stop's writes are answered (or their deadline passed): the rest of the stop. */
+void ctl_drained_cb(uv_timer_t *t);
 
 /* log.c */
 void ctl_log(const struct ctl *c, int level, const char *fmt, ...)
@@ -155,6 +161,8 @@ void ctl_status_start(struct ctl *c);
 void ctl_status_stop(struct ctl *c);
 /* Writes the status of dirty policies within a second. */
 void ctl_status_soon(struct ctl *c);
+/* Writes every dirty policy status now (a graceful stop sends what was decided). */
+void ctl_status_flush(struct ctl *c);
 
 /* work.c */
 void ctl_work_init(struct ctl *c);

@@ -56,6 +56,9 @@ void ctl_write_untrack(struct ctl *c, struct ctl_write *w)
     if (w->next != NULL)
         w->next->prev = w->prev;
     w->prev = w->next = NULL;
+    /* The last write of a graceful stop lets it go on, from the loop, not from here. */
+    if (c->draining && c->writes == NULL)
+        uv_timer_start(&c->drain_timer, ctl_drained_cb, 0, 0);
 }
 
 void ctl_write_free_all(struct ctl *c)

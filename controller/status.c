@@ -219,7 +219,7 @@ static void ctl_policy_status(struct ctl *c, struct ctl_policy_entry *e)
     json_decref(patch);
 }
 
-static void ctl_status_flush(struct ctl *c)
+void ctl_status_flush(struct ctl *c)
 {
     size_t it = 0;
     const char *k;
