@@ -94,7 +94,18 @@ for m in proc sys dev dev/pts; do
 	dev | dev/pts) mount --bind "/$m" "$rootfs/$m" ;;
 	esac && mounted+=("$rootfs/$m")
 done
+# What belongs to this machine's network rather than to Debian goes in with the root:
+# its resolver, and the certificate authorities it added locally (a TLS-intercepting
+# proxy's, where there is one; the root's ca-certificates package, which setup
+# installs, takes them into its bundle). Node.js reads only its own CAs unless
+# NODE_EXTRA_CA_CERTS names more, so that is passed on when this machine sets it.
 cp /etc/resolv.conf "$rootfs/etc/resolv.conf"
+if compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null; then
+	mkdir -p "$rootfs/usr/local/share/ca-certificates"
+	cp /usr/local/share/ca-certificates/*.crt "$rootfs/usr/local/share/ca-certificates/"
+fi
+node_ca=()
+[[ -n ${NODE_EXTRA_CA_CERTS:-} ]] && node_ca=("NODE_EXTRA_CA_CERTS=$NODE_EXTRA_CA_CERTS")
 if [[ -n $goroot ]]; then
 	mkdir -p "$rootfs/usr/local"
 	cp -a "$goroot" "$rootfs/usr/local/go"
@@ -110,7 +121,7 @@ git -C "$ROOT" bundle create "$rootfs/root/lodestore.bundle" --all >"$dir/bundle
 # in_root SCRIPT: runs SCRIPT in the new root under bash -e, as root with a login PATH
 # (no /usr/local/go/bin: setup must find Go where the README says to put it).
 in_root() {
-	chroot "$rootfs" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
+	chroot "$rootfs" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 "${node_ca[@]}" \
 		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /bin/bash -ec "$1"
 }
 if in_root "git clone -q /root/lodestore.bundle /root/lodestore && cd /root/lodestore && git checkout -q $rev" \
