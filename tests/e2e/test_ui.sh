@@ -103,7 +103,7 @@ BAD=$(sed 's/name: fleet/name: api-bad/; s/maxAge: 1h/maxAge: 00000000000001h/' 
 code=$(curl -s -o "$T_TMP/r.json" -w '%{http_code}' "${AUTH[@]}" "${JSON[@]}" -d "{\"yaml\":$BAD,\"dryRun\":false}" "$B/api/apply")
 check_eq "a value past the CRD's limit: 422 from lode's validator" "$code" 422
 check_eq "the error is at the field's line and column" \
-    "$(jq -c '[.files[0].valid, (.files[0].errors[0].path), (.files[0].errors[0].line > 0)]' "$T_TMP/r.json")" \
+    "$(jq -c '[.valid, .errors[0].path, (.errors[0].line > 0)]' "$T_TMP/r.json")" \
     '[false,"spec.alerts.maxAge",true]'
 check_eq "nothing was stored" "$(kc -n "$NS" get backuppolicy api-bad -o name 2>/dev/null)" ""
 # What only the API server knows refuses the dry run, and nothing is applied: a
