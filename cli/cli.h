@@ -36,6 +36,8 @@ int cmd_ui(int argc, char **argv);
 int cmd_init(int argc, char **argv);
 int cmd_snapshots(int argc, char **argv);
 int cmd_backup(int argc, char **argv);
+int cmd_restore(int argc, char **argv);
+int cmd_check(int argc, char **argv);
 
 /* Parses the value of --output; prints a usage error and returns -1 when unknown. */
 int cli_parse_output(const char *value, enum cli_output *out);

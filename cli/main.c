@@ -24,6 +24,8 @@ static const struct cli_command cli_commands[] = {
     {"init", cmd_init, "create a repository (config.json with a wrapped master key)"},
     {"backup", cmd_backup, "back up a policy's paths on one host into the repository"},
     {"snapshots", cmd_snapshots, "list a repository's snapshots, newest first"},
+    {"restore", cmd_restore, "restore a snapshot (or some of its paths) into a directory"},
+    {"check", cmd_check, "check a repository's structure, and with --read-data every pack"},
     {"version", cmd_version, "print the version and the tz database version"},
 };
 

@@ -1,0 +1,408 @@
+/*
+ * The target side of `lode restore`: see restore.h for the rules and their costs.
+ */
+#define _GNU_SOURCE /* O_PATH, fsetxattr */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "restore.h"
+
+#define RS_DIR_FLAGS (O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+
+/* Creates dir and its missing parents, as `mkdir -p` does. */
+static int rs_mkdir_p(const char *dir, struct util_err *err)
+{
+    char *p = util_strdup(dir);
+    int rc = 0;
+    for (char *c = p + 1;; c++) {
+        if (*c != '/' && *c != '\0')
+            continue;
+        char save = *c;
+        *c = '\0';
+        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+            rc = util_err_set(err, UTIL_EIO, "cannot create %s: %s", p, strerror(errno));
+            break;
+        }
+        *c = save;
+        if (save == '\0')
+            break;
+    }
+    free(p);
+    return rc;
+}
+
+int rs_target_open(struct rs_target *t, const char *dir, bool overwrite, struct util_err *err)
+{
+    DIR *d;
+    struct dirent *e;
+    int fd, rc;
+
+    memset(t, 0, sizeof(*t));
+    t->root = t->dir_fd = -1;
+    if ((rc = rs_mkdir_p(dir, err)) != 0)
+        return rc;
+    if ((t->root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        return util_err_set(err, UTIL_EIO, "cannot open the target %s: %s", dir, strerror(errno));
+    t->as_root = geteuid() == 0;
+    t->overwrite = overwrite;
+    t->dir_path = util_strdup("");
+    if (overwrite)
+        return 0;
+    if ((fd = dup(t->root)) < 0 || (d = fdopendir(fd)) == NULL) {
+        rc = util_err_set(err, UTIL_EIO, "cannot read the target %s: %s", dir, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        goto fail;
+    }
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+            rc = util_err_set(err, UTIL_EINVAL,
+                              "the target %s is not empty (it holds \"%s\"); restore into an "
+                              "empty directory or pass --overwrite",
+                              dir, e->d_name);
+            closedir(d);
+            goto fail;
+        }
+    }
+    closedir(d);
+    return 0;
+fail:
+    rs_target_close(t);
+    return rc;
+}
+
+static void rs_drop_parent(struct rs_target *t)
+{
+    if (t->dir_fd >= 0)
+        close(t->dir_fd);
+    t->dir_fd = -1;
+    free(t->dir_path);
+    t->dir_path = util_strdup("");
+}
+
+void rs_target_close(struct rs_target *t)
+{
+    if (t->dir_fd >= 0)
+        close(t->dir_fd);
+    if (t->root >= 0)
+        close(t->root);
+    free(t->dir_path);
+    for (size_t i = 0; i < t->ndirs; i++)
+        repo_file_free(&t->dirs[i]);
+    free(t->dirs);
+    memset(t, 0, sizeof(*t));
+    t->root = t->dir_fd = -1;
+}
+
+/*
+ * Opens the parent of path ("/a/b/c": "a/b" under the target) one component at a
+ * time without following symlinks, creating components that are missing (those
+ * the snapshot does not list, such as "/var" above "/var/lib/x"). The result is
+ * kept for the next call; *name points into path.
+ */
+static int rs_parent(struct rs_target *t, const char *path, int *dfd, const char **name,
+                     struct util_err *err)
+{
+    const char *slash = strrchr(path, '/');
+    size_t plen = slash > path ? (size_t)(slash - path - 1) : 0;
+    const char *parent = path + 1, *rest;
+    size_t clen = strlen(t->dir_path);
+    int fd;
+
+    *name = slash + 1;
+    if (strlen(t->dir_path) == plen && strncmp(t->dir_path, parent, plen) == 0) {
+        *dfd = t->dir_fd >= 0 ? t->dir_fd : t->root;
+        return 0;
+    }
+    /* Descending from the kept parent is the common case in path order. */
+    if (clen > 0 && clen < plen && strncmp(t->dir_path, parent, clen) == 0 && parent[clen] == '/') {
+        rest = parent + clen + 1;
+        fd = t->dir_fd; /* owned here until it is kept again */
+        t->dir_fd = -1;
+    } else {
+        rs_drop_parent(t);
+        rest = parent;
+        fd = -1;
+    }
+    while (rest < parent + plen) {
+        const char *end = memchr(rest, '/', (size_t)(parent + plen - rest));
+        if (end == NULL)
+            end = parent + plen;
+        char *comp = util_strndup(rest, (size_t)(end - rest));
+        int base = fd >= 0 ? fd : t->root, nfd = openat(base, comp, RS_DIR_FLAGS);
+        if (nfd < 0 && errno == ENOENT) {
+            if (mkdirat(base, comp, 0777) != 0 && errno != EEXIST) {
+                util_err_set(err, UTIL_EIO, "cannot create %.*s in the target: %s",
+                             (int)(end - path), path, strerror(errno));
+                free(comp);
+                goto fail;
+            }
+            nfd = openat(base, comp, RS_DIR_FLAGS);
+        }
+        free(comp);
+        if (nfd < 0) {
+            util_err_set(err, UTIL_EIO, "cannot open %.*s in the target: %s%s", (int)(end - path),
+                         path, strerror(errno),
+                         errno == ENOTDIR || errno == ELOOP
+                             ? " (a file or symlink is in the way; it is not followed)"
+                             : "");
+            goto fail;
+        }
+        if (fd >= 0)
+            close(fd);
+        fd = nfd;
+        rest = end + 1;
+    }
+    free(t->dir_path);
+    t->dir_path = util_strndup(parent, plen);
+    t->dir_fd = fd;
+    *dfd = fd >= 0 ? fd : t->root;
+    return 0;
+fail:
+    if (fd >= 0)
+        close(fd);
+    rs_drop_parent(t);
+    return UTIL_EIO;
+}
+
+static void rs_tmp_name(struct rs_target *t, char out[48])
+{
+    snprintf(out, 48, ".lode-restore-%ld-%lu", (long)getpid(), ++t->seq);
+}
+
+/* Errors that mean "this xattr cannot be set here", not that the restore failed. */
+static bool rs_xattr_skippable(int e)
+{
+    return e == EPERM || e == EACCES || e == ENOTSUP || e == EOPNOTSUPP;
+}
+
+static int rs_set_xattrs(struct rs_target *t, int fd, const struct repo_file *f,
+                         struct util_err *err)
+{
+    for (size_t i = 0; i < f->nxattrs; i++) {
+        const struct repo_xattr *x = &f->xattrs[i];
+        if (!t->as_root && strncmp(x->name, "user.", 5) != 0) {
+            t->xattrs_skipped++;
+            continue;
+        }
+        if (fsetxattr(fd, x->name, x->value, x->len, 0) != 0) {
+            if (rs_xattr_skippable(errno)) {
+                t->xattrs_skipped++;
+                continue;
+            }
+            return util_err_set(err, UTIL_EIO, "%s: cannot set xattr %s: %s", f->path, x->name,
+                                strerror(errno));
+        }
+    }
+    return 0;
+}
+
+/* Owner, xattrs, mode and times of an open file or directory, in the order that keeps
+ * each: chown clears set-id bits and capabilities, a read-only mode stops xattrs. */
+static int rs_set_meta_fd(struct rs_target *t, int fd, const struct repo_file *f,
+                          struct util_err *err)
+{
+    struct timespec ts[2] = {{f->mtime_sec, f->mtime_nsec}, {f->mtime_sec, f->mtime_nsec}};
+    int rc;
+    if (t->as_root && fchown(fd, f->uid, f->gid) != 0)
+        return util_err_set(err, UTIL_EIO, "%s: cannot set the owner: %s", f->path,
+                            strerror(errno));
+    if ((rc = rs_set_xattrs(t, fd, f, err)) != 0)
+        return rc;
+    if (fchmod(fd, f->mode) != 0)
+        return util_err_set(err, UTIL_EIO, "%s: cannot set the mode: %s", f->path, strerror(errno));
+    if (futimens(fd, ts) != 0)
+        return util_err_set(err, UTIL_EIO, "%s: cannot set the times: %s", f->path,
+                            strerror(errno));
+    return 0;
+}
+
+int rs_make_dir(struct rs_target *t, const struct repo_file *f, struct util_err *err)
+{
+    struct stat st;
+    const char *name;
+    int dfd, rc;
+
+    if (strcmp(f->path, "/") != 0) {
+        if ((rc = rs_parent(t, f->path, &dfd, &name, err)) != 0)
+            return rc;
+        if (mkdirat(dfd, name, 0700) != 0) {
+            if (errno != EEXIST || fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+                return util_err_set(err, UTIL_EIO, "cannot create %s in the target: %s", f->path,
+                                    strerror(errno));
+            if (S_ISDIR(st.st_mode)) {
+                /* Kept; writable by us until the end. */
+                if ((st.st_mode & 0700) != 0700 &&
+                    fchmodat(dfd, name, (st.st_mode & 07777) | 0700, 0) != 0)
+                    return util_err_set(err, UTIL_EIO, "cannot make %s writable: %s", f->path,
+                                        strerror(errno));
+            } else if (unlinkat(dfd, name, 0) != 0 || mkdirat(dfd, name, 0700) != 0) {
+                return util_err_set(err, UTIL_EIO, "cannot replace %s by a directory: %s", f->path,
+                                    strerror(errno));
+            }
+        }
+    }
+    t->dirs = util_grow(t->dirs, &t->capdirs, t->ndirs + 1, sizeof(*t->dirs));
+    repo_file_copy(&t->dirs[t->ndirs], f);
+    t->ndirs++;
+    return 0;
+}
+
+int rs_make_special(struct rs_target *t, const struct repo_file *f, bool *skipped,
+                    struct util_err *err)
+{
+    struct timespec ts[2] = {{f->mtime_sec, f->mtime_nsec}, {f->mtime_sec, f->mtime_nsec}};
+    char tmp[48];
+    const char *name;
+    int dfd, rc, made;
+
+    *skipped = false;
+    if (f->type == REPO_FT_SOCKET ||
+        ((f->type == REPO_FT_CHAR || f->type == REPO_FT_BLOCK) && !t->as_root)) {
+        *skipped = true;
+        return 0;
+    }
+    if (strcmp(f->path, "/") == 0)
+        return util_err_set(err, UTIL_EINVAL, "/ is not a directory in the snapshot");
+    if ((rc = rs_parent(t, f->path, &dfd, &name, err)) != 0)
+        return rc;
+    rs_tmp_name(t, tmp);
+    switch (f->type) {
+    case REPO_FT_SYMLINK:
+        made = symlinkat(f->target, dfd, tmp);
+        break;
+    case REPO_FT_FIFO:
+        made = mkfifoat(dfd, tmp, 0600);
+        break;
+    default:
+        made =
+            mknodat(dfd, tmp, (f->type == REPO_FT_CHAR ? S_IFCHR : S_IFBLK) | 0600, (dev_t)f->rdev);
+        break;
+    }
+    if (made != 0)
+        return util_err_set(err, UTIL_EIO, "cannot create %s in the target: %s", f->path,
+                            strerror(errno));
+    if (t->as_root && fchownat(dfd, tmp, f->uid, f->gid, AT_SYMLINK_NOFOLLOW) != 0) {
+        rc = util_err_set(err, UTIL_EIO, "%s: cannot set the owner: %s", f->path, strerror(errno));
+        goto fail;
+    }
+    if (f->nxattrs > 0) {
+        /* No descriptor of a symlink or FIFO can carry xattrs; its path through our
+         * directory descriptor (/proc) does, without following the entry itself. */
+        char *p = util_asprintf("/proc/self/fd/%d/%s", dfd, tmp);
+        for (size_t i = 0; i < f->nxattrs; i++) {
+            const struct repo_xattr *x = &f->xattrs[i];
+            if ((!t->as_root && strncmp(x->name, "user.", 5) != 0) ||
+                (lsetxattr(p, x->name, x->value, x->len, 0) != 0 && rs_xattr_skippable(errno)))
+                t->xattrs_skipped++;
+        }
+        free(p);
+    }
+    if (f->type != REPO_FT_SYMLINK && fchmodat(dfd, tmp, f->mode, 0) != 0) {
+        rc = util_err_set(err, UTIL_EIO, "%s: cannot set the mode: %s", f->path, strerror(errno));
+        goto fail;
+    }
+    if (utimensat(dfd, tmp, ts, AT_SYMLINK_NOFOLLOW) != 0) {
+        rc = util_err_set(err, UTIL_EIO, "%s: cannot set the times: %s", f->path, strerror(errno));
+        goto fail;
+    }
+    if (renameat(dfd, tmp, dfd, name) != 0) {
+        rc = util_err_set(err, UTIL_EIO, "cannot put %s in place: %s", f->path, strerror(errno));
+        goto fail;
+    }
+    return 0;
+fail:
+    unlinkat(dfd, tmp, 0);
+    return rc;
+}
+
+int rs_file_open(struct rs_target *t, const struct repo_file *f, struct rs_tmpfile *tf,
+                 struct util_err *err)
+{
+    int dfd, rc;
+
+    tf->fd = tf->dir_fd = -1;
+    if (strcmp(f->path, "/") == 0)
+        return util_err_set(err, UTIL_EINVAL, "/ is not a directory in the snapshot");
+    if ((rc = rs_parent(t, f->path, &dfd, &tf->name, err)) != 0)
+        return rc;
+    rs_tmp_name(t, tf->tmp);
+    if ((tf->dir_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 0)) < 0)
+        return util_err_set(err, UTIL_EIO, "%s: %s", f->path, strerror(errno));
+    tf->fd = openat(dfd, tf->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (tf->fd < 0) {
+        rc = util_err_set(err, UTIL_EIO, "cannot create a file in the directory of %s: %s", f->path,
+                          strerror(errno));
+        close(tf->dir_fd);
+        tf->dir_fd = -1;
+        return rc;
+    }
+    return 0;
+}
+
+int rs_file_commit(struct rs_target *t, const struct repo_file *f, struct rs_tmpfile *tf,
+                   struct util_err *err)
+{
+    int rc = rs_set_meta_fd(t, tf->fd, f, err);
+    if (rc == 0 && close(tf->fd) != 0)
+        rc = util_err_set(err, UTIL_EIO, "%s: writing failed: %s", f->path, strerror(errno));
+    else if (rc != 0)
+        close(tf->fd);
+    tf->fd = -1;
+    if (rc == 0 && renameat(tf->dir_fd, tf->tmp, tf->dir_fd, tf->name) != 0)
+        rc = util_err_set(err, UTIL_EIO, "cannot put %s in place: %s", f->path, strerror(errno));
+    if (rc != 0)
+        unlinkat(tf->dir_fd, tf->tmp, 0);
+    close(tf->dir_fd);
+    tf->dir_fd = -1;
+    return rc;
+}
+
+void rs_file_discard(struct rs_tmpfile *tf)
+{
+    if (tf->fd >= 0)
+        close(tf->fd);
+    if (tf->dir_fd >= 0) {
+        unlinkat(tf->dir_fd, tf->tmp, 0);
+        close(tf->dir_fd);
+    }
+    tf->fd = tf->dir_fd = -1;
+}
+
+int rs_target_finish(struct rs_target *t, struct util_err *err)
+{
+    int first = 0;
+    for (size_t i = t->ndirs; i-- > 0;) {
+        const struct repo_file *f = &t->dirs[i];
+        struct util_err e = {0};
+        const char *name;
+        int dfd, fd, rc = 0;
+        if (strcmp(f->path, "/") == 0) {
+            fd = openat(t->root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        } else {
+            if ((rc = rs_parent(t, f->path, &dfd, &name, &e)) == 0)
+                fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        }
+        if (rc == 0 && fd < 0)
+            rc = util_err_set(&e, UTIL_EIO, "cannot open %s in the target: %s", f->path,
+                              strerror(errno));
+        if (rc == 0) {
+            rc = rs_set_meta_fd(t, fd, f, &e);
+            close(fd);
+        }
+        if (rc != 0) {
+            fprintf(stderr, "lode restore: %s\n", e.msg);
+            if (first == 0)
+                first = util_err_set(err, rc, "%s", e.msg);
+        }
+    }
+    return first;
+}
