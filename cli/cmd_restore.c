@@ -727,7 +727,7 @@ int cmd_restore(int argc, char **argv)
 
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         if (storage_opt(&so, c, optarg))
             continue;
         switch (c) {

@@ -46,7 +46,6 @@ struct rs_tmpfile {
     int fd;
     int dir_fd; /* its directory (a duplicate: the kept parent changes) */
     char tmp[48];
-    const char *name; /* the last component of the record's path */
 };
 
 /*
@@ -65,7 +64,8 @@ int rs_make_special(struct rs_target *t, const struct repo_file *f, bool *skippe
 /* A regular file's temporary file, empty and 0600. */
 int rs_file_open(struct rs_target *t, const struct repo_file *f, struct rs_tmpfile *tf,
                  struct util_err *err);
-/* Sets the metadata of f and renames the temporary file into place; closes tf. */
+/* Sets the metadata of f (the record the file was opened for, or a copy) and renames the
+ * temporary file into place; closes tf. */
 int rs_file_commit(struct rs_target *t, const struct repo_file *f, struct rs_tmpfile *tf,
                    struct util_err *err);
 /* Removes the temporary file and closes tf. */

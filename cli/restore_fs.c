@@ -327,12 +327,13 @@ fail:
 int rs_file_open(struct rs_target *t, const struct repo_file *f, struct rs_tmpfile *tf,
                  struct util_err *err)
 {
+    const char *name;
     int dfd, rc;
 
     tf->fd = tf->dir_fd = -1;
     if (strcmp(f->path, "/") == 0)
         return util_err_set(err, UTIL_EINVAL, "/ is not a directory in the snapshot");
-    if ((rc = rs_parent(t, f->path, &dfd, &tf->name, err)) != 0)
+    if ((rc = rs_parent(t, f->path, &dfd, &name, err)) != 0)
         return rc;
     rs_tmp_name(t, tf->tmp);
     if ((tf->dir_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 0)) < 0)
@@ -357,7 +358,7 @@ int rs_file_commit(struct rs_target *t, const struct repo_file *f, struct rs_tmp
     else if (rc != 0)
         close(tf->fd);
     tf->fd = -1;
-    if (rc == 0 && renameat(tf->dir_fd, tf->tmp, tf->dir_fd, tf->name) != 0)
+    if (rc == 0 && renameat(tf->dir_fd, tf->tmp, tf->dir_fd, strrchr(f->path, '/') + 1) != 0)
         rc = util_err_set(err, UTIL_EIO, "cannot put %s in place: %s", f->path, strerror(errno));
     if (rc != 0)
         unlinkat(tf->dir_fd, tf->tmp, 0);
