@@ -89,11 +89,31 @@ static void flush_pack(void)
 static void add_chunk(const uint8_t *buf, size_t len, uint8_t hash[REPO_HASH_LEN])
 {
     SHA256(buf, len, hash);
-    for (size_t i = 0; i < nseen; i++)
-        if (memcmp(seen[i], hash, REPO_HASH_LEN) == 0)
+    /* Chunks seen: an open-addressing set, grown at half full. */
+    if (2 * (nseen + 1) > capseen) {
+        size_t cap = capseen ? 2 * capseen : 1024;
+        uint8_t(*v)[REPO_HASH_LEN] = util_calloc(cap, REPO_HASH_LEN);
+        static const uint8_t zero[REPO_HASH_LEN];
+        for (size_t i = 0; i < capseen; i++) {
+            if (memcmp(seen[i], zero, REPO_HASH_LEN) == 0)
+                continue;
+            size_t j;
+            memcpy(&j, seen[i], sizeof(j));
+            for (j %= cap; memcmp(v[j], zero, REPO_HASH_LEN) != 0; j = (j + 1) % cap)
+                ;
+            memcpy(v[j], seen[i], REPO_HASH_LEN);
+        }
+        free(seen);
+        seen = v;
+        capseen = cap;
+    }
+    size_t j;
+    memcpy(&j, hash, sizeof(j));
+    for (j %= capseen; seen[j][0] | seen[j][1] | seen[j][2] | seen[j][3]; j = (j + 1) % capseen)
+        if (memcmp(seen[j], hash, REPO_HASH_LEN) == 0)
             return;
-    seen = util_grow(seen, &capseen, nseen + 1, sizeof(*seen));
-    memcpy(seen[nseen++], hash, REPO_HASH_LEN);
+    memcpy(seen[j], hash, REPO_HASH_LEN);
+    nseen++;
     uint8_t *sealed, flags;
     size_t slen;
     repo_blob_seal(&cfg.keys, 1, hash, buf, len, &sealed, &slen, &flags);
