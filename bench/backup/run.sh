@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# The backup benchmark (make bench; docs/benchmarks.md, "Backup against restic"):
+# restic 0.14 (Debian's), restic 0.18.1 (bench/tools) and lode on the same tree
+# against the same versitygw (127.0.0.1, plain HTTP, posix backend), one bucket
+# each, in one run:
+#   - the tree: a copy of /usr/share and /usr/local/go (about 0.84 GB in 58,800
+#     files), made once under $BENCH_TREE_ROOT (default /tmp/lode-bench-tree) and
+#     read once before the runs so that every tool reads it from the page cache;
+#   - per tool: first backup, unchanged re-run, restore of the re-run's snapshot
+#     (each restore compared with the tree by diff -r), with wall, CPU, peak RSS,
+#     requests and bytes uploaded (versitygw's access log) and versitygw's share
+#     of the machine;
+#   - memory per file: first backup and re-run of two generated trees of small
+#     files (58,800 and 588,000 files), lode and restic 0.18.1; the slope of peak
+#     RSS between them is the memory each file costs;
+#   - the CPU throughput of lode's chunking, hashing, compression and encryption
+#     per core (bench_pipeline.c) on the first 256 MiB of the tree.
+# The targets (issue 12) are checked against the faster restic and printed.
+# BENCH_VERIFY=0 skips the restore comparison; BENCH_GEN=0 the generated trees.
+# Exits 1 when lode's storage commands are not all in this build (the others' figures are
+# still printed) or any command fails.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+out=$(realpath -m "${BENCH_OUT:-build/bench/backup}")
+mkdir -p "$out"
+# shellcheck disable=SC1091
+source bench/backup/lib.sh
+bench_tools
+
+tree_root=${BENCH_TREE_ROOT:-/tmp/lode-bench-tree}
+gen_n=${BENCH_GEN_FILES:-58800}
+work=$(mktemp -d /tmp/lode-bench-backup.XXXXXX)
+BENCH_WORK=$work
+BENCH_RESULTS=$out/results.txt
+: >"$BENCH_RESULTS"
+trap 'bench_vgw_stop; rm -rf "$work"' EXIT
+export RESTIC_PASSWORD=bench-password-$$
+head -c 32 /dev/urandom | base64 >"$work/lode.key"
+export LODE_KEY_FILE=$work/lode.key
+
+cc -O2 -std=c17 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iinternal -o "$out/bench_pipeline" \
+	bench/backup/bench_pipeline.c "$BUILD"/liblode.a $(pkg-config --libs libuv libcurl openssl expat jansson yaml-0.1 libzstd) -lm
+
+# The tree, copied once; the stamp records what it holds.
+if [[ ! -f $tree_root/.complete ]]; then
+	echo "== copying /usr/share and /usr/local/go to $tree_root/tree"
+	rm -rf "$tree_root"
+	mkdir -p "$tree_root/tree"
+	cp -a /usr/share "$tree_root/tree/share"
+	cp -a /usr/local/go "$tree_root/tree/go"
+	touch "$tree_root/.complete"
+fi
+# gen_tree DIR N: N small files (64 to 1,087 bytes of distinct text each) in
+# directories of 1,000, made once.
+gen_tree() {
+	[[ -f $1/.complete ]] && return 0
+	rm -rf "$1"
+	python3 - "$1" "$2" <<'EOF'
+import os, random, sys
+root, n = sys.argv[1], int(sys.argv[2])
+rng = random.Random(n)
+for i in range(n):
+    d = os.path.join(root, "tree", "d%04d" % (i // 1000))
+    if i % 1000 == 0:
+        os.makedirs(d)
+    body = ("%d %x\n" % (i, rng.getrandbits(64))) * (1 + rng.randrange(48))
+    with open(os.path.join(d, "f%04d.txt" % (i % 1000)), "w") as f:
+        f.write(body[: 64 + rng.randrange(1024)])
+EOF
+	touch "$1/.complete"
+}
+tree_facts() { # DIR: files bytes dirs symlinks
+	find "$1" -type f -printf 'f %s\n' -o -type d -printf 'd 0\n' -o -type l -printf 'l 0\n' |
+		awk '{ c[$1]++; b += $2 } END { printf "%d %d %d %d\n", c["f"], b, c["d"], c["l"] }'
+}
+
+bench_machine | tee "$out/machine.txt"
+read -r files bytes dirs links < <(tree_facts "$tree_root/tree")
+echo "tree: $files files, $bytes bytes ($(du -sh "$tree_root/tree" | cut -f1) on disk), $dirs directories, $links symlinks" |
+	tee "$out/tree.txt"
+# Every tool then reads the tree from the page cache.
+tar cf - -C "$tree_root" tree | cat >/dev/null
+
+bench_vgw_start "$work"
+echo "versitygw on $S3_ENDPOINT"
+for b in r014 r018 lode r018-gen1 r018-gen10 lode-gen1 lode-gen10; do
+	bench_bucket "$b"
+done
+
+# lode_ok: lode can back up (init, backup); lode_restore: it can also restore.
+lode_ok=1 lode_restore=1
+for c in init backup; do
+	if ! bench_lode_has "$c"; then
+		echo "lode has no '$c' command in this build: lode's side is not measured"
+		lode_ok=0
+	fi
+done
+if ! bench_lode_has restore; then
+	echo "lode has no 'restore' command in this build: lode's restore is not measured"
+	lode_restore=0
+fi
+cat >"$work/policy.yaml" <<'EOF'
+apiVersion: lodestore.io/v1alpha1
+kind: BackupPolicy
+metadata: {name: bench, namespace: bench}
+spec:
+  repository: main
+  paths: [/tree]
+EOF
+
+status=0
+# Commands outside the measured runs (bench_run runs programs, not functions).
+restic_cmd() { # BINARY BUCKET ARGS...
+	local bin=$1 bucket=$2
+	shift 2
+	"$bin" -r "s3:$S3_ENDPOINT/$bucket" --cache-dir "$work/cache-$bucket" "$@"
+}
+# lode_cmd BUCKET ARGS...
+lode_cmd() {
+	local bucket=$1
+	shift
+	LODE_REPOSITORY="s3:$S3_ENDPOINT/$bucket" "$LODE" "$@"
+}
+# run_backup TOOL BUCKET LABEL ROOT: one backup of ROOT/tree.
+run_backup() {
+	case $1 in
+	r014 | r018)
+		local bin=$RESTIC014
+		[[ $1 == r018 ]] && bin=$RESTIC018
+		(cd "$4" && bench_run "$3" "$2" "$bin" -r "s3:$S3_ENDPOINT/$2" --cache-dir "$work/cache-$2" \
+			backup -q --host bench tree)
+		;;
+	lode)
+		bench_run "$3" "$2" env LODE_REPOSITORY="s3:$S3_ENDPOINT/$2" "$LODE" backup \
+			--policy "$work/policy.yaml" --host bench --root "$4" --output json
+		;;
+	esac
+}
+# restored_tree DIR: where a restore into DIR put the tree.
+restored_tree() {
+	if [[ -d $1/tree ]]; then echo "$1/tree"; else echo "$1$tree_root/tree"; fi
+}
+verify() { # LABEL DIR
+	[[ ${BENCH_VERIFY:-1} == 1 ]] || return 0
+	if diff -rq --no-dereference "$tree_root/tree" "$(restored_tree "$2")" >"$work/$1.diff" 2>&1; then
+		echo "  $1: the restored tree equals the original (diff -r)"
+	else
+		echo "  $1: the restored tree DIFFERS: $(wc -l <"$work/$1.diff") lines of diff, first:" >&2
+		head -n 5 "$work/$1.diff" >&2
+		status=1
+	fi
+}
+
+tools=(r014 r018)
+[[ $lode_ok == 1 ]] && tools+=(lode)
+echo "== init"
+for t in "${tools[@]}"; do
+	case $t in
+	r014) restic_cmd "$RESTIC014" r014 init >/dev/null ;;
+	r018) restic_cmd "$RESTIC018" r018 init >/dev/null ;;
+	lode) lode_cmd lode init >/dev/null || { echo "lode init failed"; status=1; } ;;
+	esac
+done
+echo "== first backup"
+for t in "${tools[@]}"; do run_backup "$t" "$t" "$t-first" "$tree_root" || status=1; done
+echo "== unchanged re-run"
+for t in "${tools[@]}"; do run_backup "$t" "$t" "$t-rerun" "$tree_root" || status=1; done
+echo "== restore of the re-run's snapshot"
+for t in "${tools[@]}"; do
+	rm -rf "$work/restore-$t"
+	mkdir -p "$work/restore-$t"
+	case $t in
+	r014 | r018)
+		bin=$RESTIC014
+		[[ $t == r018 ]] && bin=$RESTIC018
+		bench_run "$t-restore" "$t" "$bin" -r "s3:$S3_ENDPOINT/$t" --cache-dir "$work/cache-$t" \
+			restore latest --target "$work/restore-$t" || status=1
+		;;
+	lode)
+		[[ $lode_restore == 1 ]] || continue
+		id=$(jq -r .snapshot.id "$work/lode-rerun.out" 2>/dev/null || true)
+		if [[ -z $id || $id == null ]]; then
+			echo "  lode: no snapshot id from the re-run" >&2
+			status=1
+			continue
+		fi
+		bench_run "$t-restore" "$t" env LODE_REPOSITORY="s3:$S3_ENDPOINT/lode" "$LODE" restore "$id" \
+			--target "$work/restore-$t" || status=1
+		;;
+	esac
+	verify "$t-restore" "$work/restore-$t"
+	rm -rf "$work/restore-$t"
+done
+for t in "${tools[@]}"; do
+	echo "stored $t: $(du -sb "$VGW_DATA/$t" | cut -f1) bytes" | tee -a "$out/stored.txt"
+done
+
+if [[ ${BENCH_GEN:-1} == 1 ]]; then
+	echo "== memory per file: generated trees of $gen_n and $((gen_n * 10)) small files"
+	gen_tree "$tree_root/gen1" "$gen_n"
+	gen_tree "$tree_root/gen10" "$((gen_n * 10))"
+	for g in gen1 gen10; do
+		read -r gf gb _ _ < <(tree_facts "$tree_root/$g/tree")
+		echo "  $g: $gf files, $gb bytes"
+		echo "$g $gf $gb" >>"$out/gen.txt"
+		tar cf - -C "$tree_root/$g" tree | cat >/dev/null
+	done
+	restic_cmd "$RESTIC018" r018-gen1 init >/dev/null
+	restic_cmd "$RESTIC018" r018-gen10 init >/dev/null
+	gen_tools=(r018)
+	if [[ $lode_ok == 1 ]]; then
+		gen_tools+=(lode)
+		lode_cmd lode-gen1 init >/dev/null || status=1
+		lode_cmd lode-gen10 init >/dev/null || status=1
+	fi
+	for t in "${gen_tools[@]}"; do
+		for g in gen1 gen10; do
+			run_backup "$t" "$t-$g" "$t-$g-first" "$tree_root/$g" || status=1
+			run_backup "$t" "$t-$g" "$t-$g-rerun" "$tree_root/$g" || status=1
+		done
+	done
+fi
+
+echo "== lode's steps, per core, on the first 256 MiB of the tree and on random bytes"
+tar cf - -C "$tree_root" tree | head -c $((256 << 20)) >"$work/sample.bin" || true
+head -c $((64 << 20)) /dev/urandom >"$work/random.bin"
+"$out/bench_pipeline" tree "$work/sample.bin" | tee "$out/pipeline.txt"
+"$out/bench_pipeline" random "$work/random.bin" | tee -a "$out/pipeline.txt"
+
+echo "== summary (wall s, CPU s, peak RSS MiB, requests, uploaded MB, versitygw share)"
+bench/backup/summary.sh "$BENCH_RESULTS" "$out/gen.txt" | tee "$out/summary.txt"
+if [[ $lode_ok != 1 || $lode_restore != 1 ]]; then
+	echo "lode's storage commands are missing from this build: lode's side is incomplete"
+	status=1
+fi
+exit $status
