@@ -45,18 +45,22 @@ echo "versitygw on $S3_ENDPOINT; history of $N snapshots each"
 bench_bucket restic
 bench_bucket lode
 status=0
-lode_ok=1
-for c in init backup forget gc check; do
-	if ! bench_lode_has "$c"; then
-		echo "lode has no '$c' command in this build: lode's side is not measured"
-		lode_ok=0
-	fi
+# lode_hist: lode can build its history (init, backup); lode_ok: it can also be
+# measured (forget's storage mode, gc, check).
+lode_hist=1
+for c in init backup; do
+	bench_lode_has "$c" || { echo "lode has no '$c' command in this build"; lode_hist=0; }
+done
+lode_ok=$lode_hist
+for c in gc check; do
+	bench_lode_has "$c" || { echo "lode has no '$c' command in this build"; lode_ok=0; }
 done
 # forget --policy is the storage mode; the older --snapshots mode exists without it.
-if [[ $lode_ok == 1 ]] && "$LODE" forget --help 2>&1 | grep -q -- '--host'; then :; else
-	[[ $lode_ok == 1 ]] && echo "lode forget has no storage mode (--policy P --host H) in this build"
+if ! "$LODE" forget --help 2>&1 | grep -q -- '--host'; then
+	echo "lode forget has no storage mode (--policy P --host H) in this build"
 	lode_ok=0
 fi
+[[ $lode_ok == 1 ]] || echo "lode's side is not measured"
 cat >"$work/policy.yaml" <<'EOF'
 apiVersion: lodestore.io/v1alpha1
 kind: BackupPolicy
@@ -110,27 +114,64 @@ history_restic() {
 	cp -a "$work/tiny-restic" "$hist/tiny"
 	touch "$hist/.complete"
 }
+# lode's history is kept the same way, with the repository key and the commit of
+# the lode that wrote it ($BENCH_HISTORY/lode-N/built-by); lode check --read-data
+# after the collection shows that this build reads it.
+lhist=${BENCH_HISTORY:-/tmp/lode-bench-history}/lode-$N
 history_lode() {
 	local k
+	if [[ -f $lhist/.complete ]]; then
+		cp -a "$lhist/data/." "$VGW_DATA/lode/"
+		cp -a "$lhist/meta/." "$work/vgw-meta/lode/"
+		cp -a "$lhist/tiny" "$work/tiny-lode"
+		cp "$lhist/lode.key" "$LODE_KEY_FILE"
+		echo "lode's history copied from $lhist (written by lode $(cat "$lhist/built-by"))"
+		return 0
+	fi
 	"$LODE" init >/dev/null
 	for ((k = 0; k < N; k++)); do
 		tiny "$work/tiny-lode" "$k"
 		"$LODE" backup --policy "$work/policy.yaml" --host bench --root "$work/tiny-lode" \
 			>/dev/null || return 1
 	done
+	rm -rf "$lhist"
+	mkdir -p "$lhist"
+	cp -a "$VGW_DATA/lode" "$lhist/data"
+	cp -a "$work/vgw-meta/lode" "$lhist/meta"
+	cp -a "$work/tiny-lode" "$lhist/tiny"
+	cp "$LODE_KEY_FILE" "$lhist/lode.key"
+	"$LODE" version | head -n 1 >"$lhist/built-by"
+	touch "$lhist/.complete"
 }
 echo "== building the histories (not measured)"
+# BENCH_HISTORY_ONLY=restic|lode builds (or finds) that history alone and stops.
 t0=$SECONDS
-history_restic >"$work/history-restic.log" 2>&1 &
-hr=$!
-if [[ $lode_ok == 1 ]]; then
+only=${BENCH_HISTORY_ONLY:-}
+hr= hl=
+if [[ $only != lode ]]; then
+	history_restic >"$work/history-restic.log" 2>&1 &
+	hr=$!
+fi
+if [[ $only != restic && $lode_hist == 1 ]]; then
 	history_lode >"$work/history-lode.log" 2>&1 &
 	hl=$!
-	wait "$hl" || { echo "lode's history failed:"; tail -n 5 "$work/history-lode.log"; status=1; lode_ok=0; }
 fi
-wait "$hr" || { echo "restic's history failed:"; tail -n 5 "$work/history-restic.log"; exit 1; }
-cat "$work/history-restic.log"
+if [[ -n $hl ]] && ! wait "$hl"; then
+	echo "lode's history failed:"
+	tail -n 5 "$work/history-lode.log"
+	status=1
+	lode_ok=0
+fi
+if [[ -n $hr ]] && ! wait "$hr"; then
+	echo "restic's history failed:"
+	tail -n 5 "$work/history-restic.log"
+	exit 1
+fi
+cat "$work"/history-*.log
 echo "  built in $((SECONDS - t0)) s"
+if [[ -n $only ]]; then
+	exit $status
+fi
 find "$VGW_DATA" -exec touch -h -d '2 days ago' {} +
 objects() { find "$VGW_DATA/$1" -type f | wc -l; }
 packs_restic() { find "$VGW_DATA/restic/data" -type f | wc -l; }
