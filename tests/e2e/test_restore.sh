@@ -69,7 +69,8 @@ chmod 2775 "$d/setgid"
 chmod 1777 "$d/sticky"
 chown 1234:5678 "$d/secret" "$d/sub"
 chown -h 4321:8765 "$d/link-rel"
-python3 -c 'import os,sys; os.setxattr(sys.argv[1], "user.comment", b"kept\0bytes"); os.setxattr(sys.argv[2], "user.dir", b"d")' \
+python3 -c 'import os,sys; os.setxattr(sys.argv[1], "user.comment", b"kept\0bytes")
+os.setxattr(sys.argv[1], "trusted.lode", b"root only"); os.setxattr(sys.argv[2], "user.dir", b"d")' \
 	"$d/one" "$d/sub"
 touch -d '2021-05-06 07:08:09.123456789' "$d/one" "$d/big.bin" "$d/empty"
 touch -h -d '2019-01-02 03:04:05.5' "$d/link-rel"
@@ -167,6 +168,25 @@ check_eq "--overwrite: files in the way are replaced" "$(treesum "$r/data")" "$w
 check_eq "--overwrite: other files are kept" "$(cat "$r/keep-me")" mine
 run overwrite-again "$LODE" restore "$id" --target "$r" --overwrite
 check_eq "--overwrite over an identical restore (read-only dirs, FIFOs) works" "$RC:$(treesum "$r/data")" "0:$want"
+
+# ---- not as root: no owners, no trusted.* xattrs, the rest as it was ----
+nr=$(mktemp -d /tmp/lode-restore-nr.XXXXXX)
+chmod 0755 "$nr"
+cp "$LODE_KEY_FILE" "$nr/key"
+cp "$S3_CA_FILE" "$nr/ca.crt"
+chmod 0644 "$nr/key" "$nr/ca.crt"
+install -d -o 65534 -g 65534 "$nr/out"
+run nobody setpriv --reuid=65534 --regid=65534 --clear-groups env LODE_KEY_FILE="$nr/key" \
+	LODE_CACERT="$nr/ca.crt" "$LODE" restore "$id" --target "$nr/out"
+check_eq "restore as uid 65534 exits 0" "$RC" 0
+check_contains "... and says owners were not restored" "$OUT" "owners were not restored"
+check_contains "... and that the trusted.* xattr was not set" "$OUT" "not set: 1 xattrs"
+check_eq "... every entry belongs to the user who restored" \
+	"$(find "$nr/out/data" ! -user 65534 | wc -l)" 0
+check_eq "... with contents, modes, times, links and user.* xattrs as they were" \
+	"$(setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 "$here/restore/treesum.py" "$nr/out/data" --no-owner)" \
+	"$(treesum "$d" --no-owner | sed 's/ trusted\.lode=b.root only.//')"
+rm -rf "$nr"
 
 # ---- usage ----
 run u1 "$LODE" restore --target "$T_TMP/u"
