@@ -9,7 +9,7 @@
  * thread pool; their completions, pack assembly and uploads run on the storage
  * loop, which the main thread runs between chunks. Memory is bounded by
  * BACKUP_JOBS chunks being sealed (8 MiB each at most) and BACKUP_PACKS packs
- * being uploaded or waiting (16 MiB each), plus the read buffer (16 MiB).
+ * being uploaded or waiting (16 MiB each), plus the read buffer (9 MiB).
  */
 #ifndef LODE_CLI_BACKUP_H
 #define LODE_CLI_BACKUP_H

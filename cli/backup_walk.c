@@ -31,7 +31,8 @@
 #include "backup.h"
 #include "chunker/chunker.h"
 
-#define WALK_BUF (2u * CHUNKER_MAX)
+/* The chunker needs up to CHUNKER_MAX bytes ahead; the rest saves read calls. */
+#define WALK_BUF (CHUNKER_MAX + (1u << 20))
 
 struct walk_level {
     int fd;
@@ -372,6 +373,11 @@ static int walk_open_parent(int rootfd, const char *path, const char **name)
     struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
                            .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
     long fd = syscall(SYS_openat2, rootfd, dir[0] ? dir : "/", &how, sizeof(how));
+    if (fd < 0 && errno == ENOSYS) {
+        /* Before Linux 5.6: relative to root, symlinks in the path resolved by the
+         * kernel (an absolute one could leave --root; docs/repository.md says so). */
+        fd = openat(rootfd, dir[0] ? dir + 1 : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    }
     free(dir);
     *name = slash + 1;
     return (int)fd;

@@ -138,12 +138,9 @@ int cmd_snapshots(int argc, char **argv)
         fprintf(stderr, "lode snapshots: %s\n", err.msg);
         goto out;
     }
-    m = util_calloc(cat.n + 1, sizeof(*m));
-    for (size_t i = 0; i < cat.n; i++) {
-        if (storage_get_manifest(&st, &cat.v[i].src, cat.v[i].id, NULL, &m[i], NULL, &err) != 0) {
-            fprintf(stderr, "lode snapshots: %s\n", err.msg);
-            goto out_cat;
-        }
+    if (storage_get_manifests(&st, &cat, &m, &err) != 0) {
+        fprintf(stderr, "lode snapshots: %s\n", err.msg);
+        goto out_cat;
     }
     if (output == CLI_OUTPUT_JSON)
         cmd_snapshots_json(&cat, m);
@@ -151,7 +148,7 @@ int cmd_snapshots(int argc, char **argv)
         cmd_snapshots_text(&cat, m);
     rc = CLI_OK;
 out_cat:
-    for (size_t i = 0; i < cat.n; i++)
+    for (size_t i = 0; m != NULL && i < cat.n; i++)
         repo_manifest_free(&m[i]);
     free(m);
     repo_catalog_free(&cat);

@@ -183,6 +183,83 @@ out:
     return rc;
 }
 
+#define STORAGE_GETS 16
+
+struct storage_gets {
+    struct storage *st;
+    const struct repo_catalog *cat;
+    struct repo_manifest *m;
+    size_t next, running;
+    int rc;
+    struct util_err *err;
+};
+
+struct storage_get {
+    struct storage_gets *g;
+    size_t i;
+};
+
+static void storage_gets_start(struct storage_gets *g);
+
+static void storage_get_done(const struct s3_result *res, void *arg)
+{
+    struct storage_get *one = arg;
+    struct storage_gets *g = one->g;
+    const struct repo_snapshot *s = &g->cat->v[one->i];
+    struct util_err e = {0};
+    g->running--;
+    if (g->rc == 0) {
+        if (res->error != 0)
+            g->rc = util_err_set(g->err, res->error, "cannot read the manifest of %s: %s", s->id,
+                                 res->message);
+        else if (repo_manifest_decode(&g->m[one->i], res->body, res->body_len, NULL, &e) != 0)
+            g->rc = util_err_set(g->err, e.code, "the manifest of %s: %s", s->id, e.msg);
+    }
+    free(one);
+    storage_gets_start(g);
+}
+
+static void storage_gets_start(struct storage_gets *g)
+{
+    while (g->rc == 0 && g->running < STORAGE_GETS && g->next < g->cat->n) {
+        struct storage_get *one = util_calloc(1, sizeof(*one));
+        struct repo_key k = {.kind = REPO_KEY_MANIFEST, .src = g->cat->v[g->next].src};
+        char *key;
+        int rc;
+        snprintf(k.id, sizeof(k.id), "%s", g->cat->v[g->next].id);
+        key = repo_key_build(&k);
+        one->g = g;
+        one->i = g->next++;
+        rc =
+            s3_get(s3_sync_client(g->st->s3), key, NULL, NULL, storage_get_done, one, NULL, g->err);
+        free(key);
+        if (rc != 0) {
+            free(one);
+            g->rc = rc;
+            return;
+        }
+        g->running++;
+    }
+}
+
+int storage_get_manifests(struct storage *st, const struct repo_catalog *cat,
+                          struct repo_manifest **out, struct util_err *err)
+{
+    struct storage_gets g = {.st = st, .cat = cat, .err = err};
+    g.m = util_calloc(cat->n + 1, sizeof(*g.m));
+    storage_gets_start(&g);
+    while (g.running > 0)
+        uv_run(s3_sync_loop(st->s3), UV_RUN_ONCE);
+    if (g.rc != 0) {
+        for (size_t i = 0; i < cat->n; i++)
+            repo_manifest_free(&g.m[i]);
+        free(g.m);
+        return g.rc;
+    }
+    *out = g.m;
+    return 0;
+}
+
 /* ---- policies ---- */
 
 static bool storage_is_file(const char *arg)

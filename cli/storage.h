@@ -114,6 +114,14 @@ int storage_get_manifest(struct storage *st, const struct repo_source *src, cons
                          const struct repo_keys *keys, struct repo_manifest *m, int64_t *mtime,
                          struct util_err *err);
 
+/*
+ * The manifests of every snapshot of a catalog (counters only: no key needed),
+ * fetched 16 at a time; out gets cat->n of them (the caller frees each with
+ * repo_manifest_free, then the array). The first failure is the error.
+ */
+int storage_get_manifests(struct storage *st, const struct repo_catalog *cat,
+                          struct repo_manifest **out, struct util_err *err);
+
 /* ---- policies ---- */
 
 /*
