@@ -38,6 +38,8 @@ int cmd_snapshots(int argc, char **argv);
 int cmd_backup(int argc, char **argv);
 int cmd_restore(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_mark(int argc, char **argv);
+int cmd_gc(int argc, char **argv);
 
 /* Parses the value of --output; prints a usage error and returns -1 when unknown. */
 int cli_parse_output(const char *value, enum cli_output *out);
@@ -133,5 +135,22 @@ int cli_apply_object(const char *data, size_t len, const struct tz_db *db, json_
 
 /* The JSON of `lode forget --output json`: {"keep":[{"id","reasons"}],"forget":[{"id"}]}. */
 json_t *cli_forget_json(const struct ret_snapshot_list *list, const struct ret_decision *d);
+
+/* lode forget's human output: the rules line, and one host's table of decisions. */
+void cli_forget_print_rules(const struct policy *pol, const struct tz_zone *zone);
+void cli_forget_print_table(const struct tz_zone *zone, const struct ret_snapshot_list *list,
+                            const struct ret_decision *d);
+
+/* lode forget against a repository (cmd_forget_storage.c); flags parsed by cmd_forget. */
+struct storage_opts;
+struct cmd_forget_storage_args {
+    const char *policy;   /* FILE or NS/NAME */
+    const char *host;     /* NULL: every host */
+    const char *zoneinfo; /* NULL: the default */
+    bool dry_run;
+    enum cli_output output;
+    const struct storage_opts *storage;
+};
+int cmd_forget_storage(const struct cmd_forget_storage_args *a);
 
 #endif

@@ -1,11 +1,12 @@
 /*
  * lode forget: which snapshots a policy's retention rules keep, and why.
  *
- * Today the snapshots come from a file (--snapshots), so nothing can be deleted
- * and the command is always a dry run; --dry-run is accepted so that scripts
- * written now keep working when a later version points forget at a repository,
- * where leaving it out will delete. The periods are counted in the policy's
- * schedule zone, UTC without a schedule (docs/retention.md).
+ * Two modes. With --snapshots FILE the snapshots come from a file, nothing can
+ * be deleted and the command is always a dry run. Without it, the snapshots are
+ * the repository's (--repo or LODE_REPOSITORY): cmd_forget_storage.c lists them,
+ * decides per host, and deletes the forgotten manifests unless --dry-run. The
+ * periods are counted in the policy's schedule zone, UTC without a schedule
+ * (docs/retention.md).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,26 +21,36 @@
 #include "binding/binding.h"
 #include "cli.h"
 #include "retention/retention.h"
+#include "storage.h"
 
 static void cmd_forget_usage(FILE *f)
 {
-    fprintf(
-        f,
-        "usage: lode forget --policy FILE --snapshots FILE [--dry-run] [--output text|json]\n"
-        "                   [--zoneinfo DIR]\n\n"
-        "Applies the retention rules of a BackupPolicy to a list of snapshots of one host\n"
-        "and shows which are kept (with every reason) and which would be forgotten, newest\n"
-        "first. Days, weeks and months are counted in the policy's schedule timezone, UTC\n"
-        "without a schedule.\n\n"
-        "  --policy FILE     the BackupPolicy YAML (\"-\" for standard input)\n"
-        "  --snapshots FILE  "
-        "[{\"id\":S,\"time\":RFC3339,\"incomplete\":bool,\"suspicious\":bool}]\n"
-        "  --dry-run         delete nothing; a snapshot list from a file is never deleted from,\n"
-        "                    so today this is what forget always does\n"
-        "  --output json     {\"keep\":[{\"id\":S,\"reasons\":[...]}],\"forget\":[{\"id\":S}]}\n"
-        "  --zoneinfo DIR    the tz database (default $LODE_ZONEINFO, else %s)\n\n"
-        "Exit codes: 0 ok, 1 invalid policy or snapshot list, 2 usage or I/O error.\n",
-        TZ_DEFAULT_DIR);
+    fprintf(f,
+            "usage: lode forget --policy FILE --snapshots FILE [--dry-run] [--output text|json]\n"
+            "                   [--zoneinfo DIR]\n"
+            "       lode forget --policy FILE|NS/NAME [--host H] [--dry-run] [--output text|json]\n"
+            "                   [--repo URL] [--cacert FILE] [--zoneinfo DIR]\n\n"
+            "Applies the retention rules of a BackupPolicy to the snapshots of each host and\n"
+            "shows which are kept (with every reason) and which are forgotten, newest first.\n"
+            "Days, weeks and months are counted in the policy's schedule timezone, UTC without\n"
+            "a schedule. With --snapshots the list comes from a file and nothing is deleted;\n"
+            "without it the snapshots are the repository's and the forgotten ones' manifests\n"
+            "(and .incomplete marks) are deleted, unless --dry-run. Suspicious snapshots are\n"
+            "always kept. A listing that fails deletes nothing.\n\n"
+            "  --policy FILE     the BackupPolicy YAML (\"-\" for standard input), or NS/NAME\n"
+            "                    (read from the cluster) in the repository mode\n"
+            "  --snapshots FILE  "
+            "[{\"id\":S,\"time\":RFC3339,\"incomplete\":bool,\"suspicious\":bool}]\n"
+            "  --host H          the repository mode: only this host (default every host)\n"
+            "  --dry-run         delete nothing\n"
+            "  --output json     with --snapshots: "
+            "{\"keep\":[{\"id\":S,\"reasons\":[...]}],\"forget\":[{\"id\":S}]}\n"
+            "                    from a repository: {\"hosts\":[{\"host\":H,\"keep\":[...],"
+            "\"forget\":[...]}]}\n"
+            "  --zoneinfo DIR    the tz database (default $LODE_ZONEINFO, else %s)\n"
+            "%s\n"
+            "Exit codes: 0 ok, 1 invalid policy or snapshot list, 2 usage or I/O error.\n",
+            TZ_DEFAULT_DIR, storage_usage);
 }
 
 /*
@@ -96,7 +107,7 @@ static void cmd_forget_put_id(struct cmd_forget_out *o, const char *id, int widt
     }
 }
 
-static void cmd_forget_print_rules(const struct policy *pol, const struct tz_zone *zone)
+void cli_forget_print_rules(const struct policy *pol, const struct tz_zone *zone)
 {
     const struct policy_retention *r = &pol->retention;
     char dur[64];
@@ -131,15 +142,13 @@ static void cmd_forget_print_rules(const struct policy *pol, const struct tz_zon
     printf("the two newest good snapshots and every suspicious one are always kept\n\n");
 }
 
-static void cmd_forget_print_text(const struct policy *pol, const struct tz_zone *zone,
-                                  const struct ret_snapshot_list *list,
-                                  const struct ret_decision *d)
+void cli_forget_print_table(const struct tz_zone *zone, const struct ret_snapshot_list *list,
+                            const struct ret_decision *d)
 {
     static struct cmd_forget_out o; /* 64 KiB: not on the stack */
     int idw = 2;
     size_t kept = 0;
 
-    cmd_forget_print_rules(pol, zone);
     for (size_t i = 0; i < list->n; i++) {
         size_t l = strlen(list->v[i].id);
         if (l > (size_t)idw)
@@ -207,6 +216,14 @@ static void cmd_forget_print_text(const struct policy *pol, const struct tz_zone
     }
     cmd_forget_flush(&o);
     printf("\nkeep %zu snapshot%s, forget %zu\n", kept, kept == 1 ? "" : "s", list->n - kept);
+}
+
+static void cmd_forget_print_text(const struct policy *pol, const struct tz_zone *zone,
+                                  const struct ret_snapshot_list *list,
+                                  const struct ret_decision *d)
+{
+    cli_forget_print_rules(pol, zone);
+    cli_forget_print_table(zone, list, d);
 }
 
 json_t *cli_forget_json(const struct ret_snapshot_list *list, const struct ret_decision *d)
@@ -402,14 +419,18 @@ static int cmd_forget_zone(const struct policy *pol, const struct tz_db *db, str
 int cmd_forget(int argc, char **argv)
 {
     enum cli_output output = CLI_OUTPUT_TEXT;
-    const char *policy_path = NULL, *snapshots_path = NULL, *zoneinfo = NULL;
+    const char *policy_path = NULL, *snapshots_path = NULL, *zoneinfo = NULL, *host = NULL;
+    bool dry_run = false;
+    struct storage_opts sopts = {0};
     static const struct option opts[] = {
         {"policy", required_argument, NULL, 'p'},
         {"snapshots", required_argument, NULL, 's'},
+        {"host", required_argument, NULL, 'H'},
         {"dry-run", no_argument, NULL, 'n'},
         {"output", required_argument, NULL, 'o'},
         {"zoneinfo", required_argument, NULL, 'z'},
         {"help", no_argument, NULL, 'h'},
+        STORAGE_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     struct tz_db *db = NULL;
@@ -431,7 +452,11 @@ int cmd_forget(int argc, char **argv)
             snapshots_path = optarg;
             break;
         case 'n':
-            break; /* always a dry run today: see the top of this file */
+            dry_run = true; /* a snapshot list from a file is never deleted from */
+            break;
+        case 'H':
+            host = optarg;
+            break;
         case 'o':
             if (cli_parse_output(optarg, &output) != 0)
                 return CLI_USAGE;
@@ -443,6 +468,8 @@ int cmd_forget(int argc, char **argv)
             cmd_forget_usage(stdout);
             return CLI_OK;
         default:
+            if (storage_opt(&sopts, c, optarg))
+                break;
             cmd_forget_usage(stderr);
             return CLI_USAGE;
         }
@@ -451,8 +478,21 @@ int cmd_forget(int argc, char **argv)
         return cli_usage_error("forget", "unexpected argument \"%s\"", argv[optind]);
     if (policy_path == NULL)
         return cli_usage_error("forget", "--policy FILE is required");
+    if (snapshots_path == NULL && (sopts.repo != NULL || getenv("LODE_REPOSITORY") != NULL)) {
+        struct cmd_forget_storage_args a = {.policy = policy_path,
+                                            .host = host,
+                                            .zoneinfo = zoneinfo,
+                                            .dry_run = dry_run,
+                                            .output = output,
+                                            .storage = &sopts};
+        return cmd_forget_storage(&a);
+    }
     if (snapshots_path == NULL)
-        return cli_usage_error("forget", "--snapshots FILE is required");
+        return cli_usage_error("forget", "--snapshots FILE is required, or a repository to "
+                                         "forget from (--repo URL or LODE_REPOSITORY)");
+    if (host != NULL || sopts.repo != NULL || sopts.cacert != NULL || sopts.key_file != NULL)
+        return cli_usage_error("forget", "--host, --repo, --cacert and --key-file are for a "
+                                         "repository, not for --snapshots FILE");
     if (strcmp(policy_path, "-") == 0 && strcmp(snapshots_path, "-") == 0)
         return cli_usage_error("forget", "--policy and --snapshots cannot both be \"-\"");
 

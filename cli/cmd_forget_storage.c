@@ -1,0 +1,309 @@
+/*
+ * lode forget against a repository (docs/retention.md, "Retention through storage").
+ *
+ * One LIST of snapshots/<ns>/<policy>/ (or .../<host>/ with --host) gives every
+ * snapshot of the policy, its time (the manifest's LastModified) and its marks,
+ * without reading an object. The retention engine decides per host, in the
+ * schedule's zone. The forgotten snapshots' manifests are deleted with
+ * DeleteObjects, at most 1,000 keys a request, each key's result checked; then,
+ * only for manifests that are gone, their .incomplete marks (a mark deleted first
+ * would make a snapshot whose manifest survived look complete). .suspicious marks
+ * are never deleted, and suspicious snapshots are never forgotten.
+ *
+ * Scope: the prefix is built from the parsed namespace, policy and host by
+ * repo_key_prefix, with the trailing '/', so "web" never reaches "web-1"; and
+ * every key is checked again against the policy (and host) before it is deleted.
+ * A listing that fails or is cut short deletes nothing (storage_catalog).
+ *
+ * Costs: about 100 bytes a snapshot for the catalog and 32 for the engine; one
+ * LIST request per 1,000 keys and one DeleteObjects request per 1,000 forgotten
+ * snapshots (one more per 1,000 forgotten incomplete ones).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "binding/binding.h"
+#include "cli.h"
+#include "storage.h"
+
+/* The keys of one deletion pass and what became of them. */
+struct forget_del {
+    const char *const *keys;
+    size_t n;
+    size_t deleted;
+    bool *gone; /* per key: deleted (or already absent) */
+    size_t failed;
+};
+
+static int forget_cmp_key(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The position of key in d->keys (sorted), or -1. */
+static ssize_t forget_find(const struct forget_del *d, const char *key)
+{
+    const char *const *hit =
+        d->n ? bsearch(&key, d->keys, d->n, sizeof(*d->keys), forget_cmp_key) : NULL;
+    return hit ? (ssize_t)(hit - d->keys) : -1;
+}
+
+static void forget_deleted_cb(const char *key, int error, const char *code, const char *message,
+                              void *arg)
+{
+    struct forget_del *d = arg;
+    ssize_t i = forget_find(d, key);
+
+    if (error == 0) {
+        d->deleted++;
+        if (i >= 0)
+            d->gone[i] = true;
+        return;
+    }
+    d->failed++;
+    fprintf(stderr, "lode forget: cannot delete %s: %s%s%s\n", key, code, code[0] ? ": " : "",
+            message);
+}
+
+/* Deletes keys (sorted by the caller); returns 0 when every one is gone, else -1 (printed). */
+static int forget_delete(struct storage *st, struct forget_del *d, unsigned *requests)
+{
+    struct util_err err = {0};
+    struct s3_info info = {0};
+    int rc;
+
+    d->gone = util_calloc(d->n ? d->n : 1, sizeof(*d->gone));
+    if (d->n == 0)
+        return 0;
+    rc = s3_sync_delete_objects(st->s3, d->keys, d->n, NULL, forget_deleted_cb, d, &info, &err);
+    *requests += info.requests;
+    if (rc != 0 && d->failed == 0) {
+        fprintf(stderr, "lode forget: deleting from %s: %s\n", st->url, err.msg);
+        d->failed = d->n - d->deleted;
+    }
+    return d->failed ? -1 : 0;
+}
+
+/* Hosts first (bytewise), then newest first: the engine's order within a host. */
+static int forget_by_host(const void *pa, const void *pb)
+{
+    const struct repo_snapshot *a = pa, *b = pb;
+    int r = strcmp(a->src.host, b->src.host);
+    if (r)
+        return r;
+    if (a->time != b->time)
+        return a->time > b->time ? -1 : 1;
+    return strcmp(b->id, a->id);
+}
+
+static json_t *forget_host_json(const char *host, const struct ret_snapshot *snaps, size_t n,
+                                const struct ret_decision *d)
+{
+    json_t *keep = json_array(), *forget = json_array();
+    for (size_t i = 0; i < n; i++) {
+        const char *id = snaps[d[i].index].id;
+        if (d[i].keep) {
+            json_t *reasons = json_array();
+            for (unsigned r = 0; r < RET_REASON_COUNT; r++)
+                if (d[i].reasons & (1u << r))
+                    json_array_append_new(reasons, json_string(ret_reason_name(r)));
+            json_array_append_new(keep, json_pack("{s:s, s:o}", "id", id, "reasons", reasons));
+        } else {
+            json_array_append_new(forget, json_pack("{s:s}", "id", id));
+        }
+    }
+    return json_pack("{s:o, s:o, s:o}", "host", cli_json_string_lossy(host), "keep", keep, "forget",
+                     forget);
+}
+
+/* Loads the policy; prints what is wrong and returns the exit code on failure. */
+static int forget_load_policy(const char *arg, const struct tz_db *db, struct policy *pol)
+{
+    struct policy_diags diags;
+    struct util_err err = {0};
+    int rc;
+
+    policy_diags_init(&diags);
+    rc = storage_policy_load(arg, db, NULL, pol, &diags, &err);
+    if (rc != 0) {
+        if (diags.n > 0)
+            cli_print_diags(stderr, strcmp(arg, "-") == 0 ? "<stdin>" : arg, &diags);
+        fprintf(stderr, "lode forget: %s\n", err.msg);
+        rc = rc == UTIL_EINVAL || rc == UTIL_ENOENT ? CLI_INVALID : CLI_USAGE;
+    }
+    policy_diags_free(&diags);
+    return rc;
+}
+
+int cmd_forget_storage(const struct cmd_forget_storage_args *a)
+{
+    struct tz_db *db = NULL;
+    struct tz_zone *zone = NULL;
+    struct policy pol;
+    struct storage st;
+    struct repo_catalog cat;
+    struct util_err err = {0};
+    struct ret_snapshot *snaps = NULL;
+    struct ret_decision *dec = NULL;
+    char **manifests = NULL, **marks = NULL, **mark_of = NULL; /* mark i's manifest key */
+    size_t nman = 0, nmarks = 0;
+    json_t *hosts = NULL;
+    unsigned requests = 0;
+    bool opened = false;
+    int rc;
+
+    memset(&pol, 0, sizeof(pol));
+    repo_catalog_init(&cat);
+    if (a->host != NULL && repo_name_check(a->host, "host", &err) != 0)
+        return cli_usage_error("forget", "--host: %s", err.msg);
+    if ((rc = cli_open_tzdb(&db, a->zoneinfo)) != CLI_OK)
+        return rc;
+    if ((rc = forget_load_policy(a->policy, db, &pol)) != CLI_OK)
+        goto out;
+    if ((rc = binding_zone(&pol, db, &zone, &err)) != 0) {
+        fprintf(stderr, "lode forget: %s\n", err.msg);
+        rc = rc == UTIL_ENOENT ? CLI_INVALID : CLI_USAGE;
+        goto out;
+    }
+    if (storage_open(&st, a->storage, &err) != 0) {
+        fprintf(stderr, "lode forget: %s\n", err.msg);
+        rc = CLI_USAGE;
+        goto out;
+    }
+    opened = true;
+    if (storage_load_config(&st, a->storage, false, &err) != 0 ||
+        storage_catalog(&st, pol.namespace, pol.name, a->host, &cat, &err) != 0) {
+        fprintf(stderr, "lode forget: %s; nothing was deleted\n", err.msg);
+        rc = CLI_USAGE;
+        goto out;
+    }
+    /* The prefix already scopes the listing; this proves it before anything is deleted. */
+    for (size_t i = 0; i < cat.n; i++) {
+        const struct repo_source *s = &cat.v[i].src;
+        if (strcmp(s->ns, pol.namespace) != 0 || strcmp(s->policy, pol.name) != 0 ||
+            (a->host != NULL && strcmp(s->host, a->host) != 0)) {
+            fprintf(stderr,
+                    "lode forget: the listing of %s/%s returned a snapshot of %s/%s/%s; "
+                    "nothing was deleted\n",
+                    pol.namespace, pol.name, s->ns, s->policy, s->host);
+            rc = CLI_USAGE;
+            goto out;
+        }
+    }
+    if (cat.n > 1)
+        qsort(cat.v, cat.n, sizeof(*cat.v), forget_by_host);
+
+    snaps = util_calloc(cat.n ? cat.n : 1, sizeof(*snaps));
+    dec = util_calloc(cat.n ? cat.n : 1, sizeof(*dec));
+    manifests = util_calloc(cat.n ? cat.n : 1, sizeof(*manifests));
+    marks = util_calloc(cat.n ? cat.n : 1, sizeof(*marks));
+    mark_of = util_calloc(cat.n ? cat.n : 1, sizeof(*mark_of));
+    hosts = json_array();
+    if (a->output == CLI_OUTPUT_TEXT)
+        cli_forget_print_rules(&pol, zone);
+    for (size_t from = 0, to; from < cat.n; from = to) {
+        for (to = from; to < cat.n && strcmp(cat.v[to].src.host, cat.v[from].src.host) == 0;)
+            to++;
+        size_t n = to - from;
+        for (size_t i = 0; i < n; i++) {
+            const struct repo_snapshot *s = &cat.v[from + i];
+            snaps[from + i] = (struct ret_snapshot){.id = s->id,
+                                                    .time = s->time,
+                                                    .incomplete = s->incomplete,
+                                                    .suspicious = s->suspicious};
+        }
+        if (ret_evaluate(snaps + from, n, &pol.retention, zone, dec + from, &err) != 0) {
+            fprintf(stderr, "lode forget: host %s: %s; nothing was deleted\n", cat.v[from].src.host,
+                    err.msg);
+            rc = CLI_INVALID;
+            goto out;
+        }
+        for (size_t i = 0; i < n; i++) {
+            const struct repo_snapshot *s = &cat.v[from + dec[from + i].index];
+            if (dec[from + i].keep)
+                continue;
+            if (s->suspicious) { /* the engine never forgets one; a second lock on the door */
+                fprintf(stderr, "lode forget: internal error: suspicious %s forgotten\n", s->id);
+                abort();
+            }
+            struct repo_key k = {.kind = REPO_KEY_MANIFEST, .src = s->src};
+            memcpy(k.id, s->id, sizeof(k.id));
+            manifests[nman++] = repo_key_build(&k);
+            if (s->incomplete) {
+                k.kind = REPO_KEY_INCOMPLETE;
+                mark_of[nmarks] = manifests[nman - 1];
+                marks[nmarks++] = repo_key_build(&k);
+            }
+        }
+        if (a->output == CLI_OUTPUT_JSON) {
+            json_array_append_new(
+                hosts, forget_host_json(cat.v[from].src.host, snaps + from, n, dec + from));
+        } else {
+            struct ret_snapshot_list list = {.v = snaps + from, .n = n};
+            printf("host %s:\n", cat.v[from].src.host);
+            cli_forget_print_table(zone, &list, dec + from);
+            printf("\n");
+        }
+    }
+
+    rc = CLI_OK;
+    if (!a->dry_run && nman > 0) {
+        struct forget_del dm = {.keys = (const char *const *)manifests, .n = nman};
+        struct forget_del dk = {0};
+        const char **live = util_calloc(nmarks ? nmarks : 1, sizeof(*live));
+        size_t nlive = 0;
+
+        qsort(manifests, nman, sizeof(*manifests), forget_cmp_key);
+        if (forget_delete(&st, &dm, &requests) != 0)
+            rc = CLI_USAGE;
+        for (size_t i = 0; i < nmarks; i++) {
+            ssize_t m = forget_find(&dm, mark_of[i]);
+            if (m >= 0 && dm.gone[m])
+                live[nlive++] = marks[i];
+        }
+        qsort(live, nlive, sizeof(*live), forget_cmp_key);
+        dk.keys = live;
+        dk.n = nlive;
+        if (forget_delete(&st, &dk, &requests) != 0)
+            rc = CLI_USAGE;
+        if (a->output == CLI_OUTPUT_TEXT)
+            printf("deleted %zu manifest%s and %zu .incomplete mark%s in %u request%s\n",
+                   dm.deleted, dm.deleted == 1 ? "" : "s", dk.deleted, dk.deleted == 1 ? "" : "s",
+                   requests, requests == 1 ? "" : "s");
+        if (rc != CLI_OK)
+            fprintf(stderr,
+                    "lode forget: %zu of %zu manifests and %zu of %zu marks could not "
+                    "be deleted; run forget again\n",
+                    dm.failed, nman, dk.failed, nlive);
+        free(dm.gone);
+        free(dk.gone);
+        free(live);
+    } else if (a->output == CLI_OUTPUT_TEXT) {
+        printf("%s\n", a->dry_run ? "dry run: nothing was deleted" : "nothing to delete");
+    }
+    if (a->output == CLI_OUTPUT_JSON) {
+        json_t *root = json_pack("{s:O}", "hosts", hosts);
+        cli_print_json(root);
+        json_decref(root);
+    }
+
+out:
+    json_decref(hosts);
+    for (size_t i = 0; i < nman; i++)
+        free(manifests[i]);
+    for (size_t i = 0; i < nmarks; i++)
+        free(marks[i]);
+    free(manifests);
+    free(marks);
+    free(mark_of);
+    free(snaps);
+    free(dec);
+    repo_catalog_free(&cat);
+    if (opened)
+        storage_close(&st);
+    tz_zone_free(zone);
+    policy_free(&pol);
+    tz_db_close(db);
+    return rc;
+}

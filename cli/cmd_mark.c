@@ -1,0 +1,208 @@
+/*
+ * lode mark: sets or clears a snapshot's .suspicious mark by hand (docs/anomaly.md).
+ *
+ * The mark is the empty object snapshots/<ns>/<policy>/<host>/<id>.suspicious
+ * beside the manifest, the same one the anomaly detector writes. A marked
+ * snapshot is always kept by retention and takes no slot; clearing the mark
+ * lets the next forget decide about it like any other.
+ *
+ * The id alone names the snapshot: the catalog (one LIST request per 1,000
+ * snapshots, narrowed by --policy and --host) finds its source. Both directions
+ * are idempotent: marking a marked snapshot and clearing an unmarked one change
+ * nothing and exit 0, saying so. An id that is not in the repository exits 1.
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "storage.h"
+
+static void cmd_mark_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: lode mark ID (--suspicious | --clear) [--policy FILE|NS/NAME] [--host H]\n"
+            "                 [--output text|json] [--repo URL] [--cacert FILE]\n\n"
+            "Marks snapshot ID suspicious (retention keeps it, whatever the rules say, until\n"
+            "the mark is cleared) or clears the mark. Marking a marked snapshot or clearing an\n"
+            "unmarked one changes nothing and succeeds.\n\n"
+            "  --suspicious      write the empty object <id>.suspicious beside the manifest\n"
+            "  --clear           delete it\n"
+            "  --policy P        look for ID only among this policy's snapshots\n"
+            "  --host H          look for ID only among this host's snapshots\n"
+            "  --output json     {\"id\",\"policy\":\"NS/NAME\",\"host\",\"suspicious\","
+            "\"changed\"}\n"
+            "%s\n"
+            "Exit codes: 0 ok, 1 no such snapshot, 2 usage or I/O error.\n",
+            storage_usage);
+}
+
+/* Finds the one snapshot with this id; prints why not and returns the exit code. */
+static int cmd_mark_find(struct storage *st, const char *id, const char *ns, const char *policy,
+                         const char *host, struct repo_snapshot *out)
+{
+    struct repo_catalog cat;
+    struct util_err err = {0};
+    size_t found = 0;
+
+    if (storage_catalog(st, ns, policy, host, &cat, &err) != 0) {
+        fprintf(stderr, "lode mark: %s\n", err.msg);
+        return CLI_USAGE;
+    }
+    for (size_t i = 0; i < cat.n; i++) {
+        if (strcmp(cat.v[i].id, id) != 0)
+            continue;
+        if (found++ == 0)
+            *out = cat.v[i];
+        else
+            fprintf(stderr,
+                    "lode mark: %s is a snapshot of %s/%s/%s and of %s/%s/%s: give "
+                    "--policy and --host\n",
+                    id, out->src.ns, out->src.policy, out->src.host, cat.v[i].src.ns,
+                    cat.v[i].src.policy, cat.v[i].src.host);
+    }
+    repo_catalog_free(&cat);
+    if (found == 0) {
+        fprintf(stderr, "lode mark: no snapshot %s in %s%s%s%s%s%s\n", id, st->url,
+                policy ? " of policy " : "", policy ? ns : "", policy ? "/" : "",
+                policy ? policy : "", host ? " on that host" : "");
+        return CLI_INVALID;
+    }
+    return found == 1 ? CLI_OK : CLI_USAGE;
+}
+
+int cmd_mark(int argc, char **argv)
+{
+    enum cli_output output = CLI_OUTPUT_TEXT;
+    const char *policy_arg = NULL, *host = NULL, *id;
+    int action = 0; /* 's' or 'c' */
+    struct storage_opts sopts = {0};
+    static const struct option opts[] = {
+        {"suspicious", no_argument, NULL, 's'},
+        {"clear", no_argument, NULL, 'c'},
+        {"policy", required_argument, NULL, 'p'},
+        {"host", required_argument, NULL, 'H'},
+        {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        STORAGE_OPTIONS,
+        {NULL, 0, NULL, 0},
+    };
+    struct policy_diags diags;
+    struct storage st;
+    struct repo_snapshot snap;
+    struct util_err err = {0};
+    char *ns = NULL, *pname = NULL, *key = NULL;
+    bool changed = false, opened = false;
+    int c, rc;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 's':
+        case 'c':
+            if (action != 0 && action != c)
+                return cli_usage_error("mark", "give one of --suspicious and --clear");
+            action = c;
+            break;
+        case 'p':
+            policy_arg = optarg;
+            break;
+        case 'H':
+            host = optarg;
+            break;
+        case 'o':
+            if (cli_parse_output(optarg, &output) != 0)
+                return CLI_USAGE;
+            break;
+        case 'h':
+            cmd_mark_usage(stdout);
+            return CLI_OK;
+        default:
+            if (storage_opt(&sopts, c, optarg))
+                break;
+            cmd_mark_usage(stderr);
+            return CLI_USAGE;
+        }
+    }
+    if (optind == argc)
+        return cli_usage_error("mark", "the snapshot ID is required");
+    if (argc - optind > 1)
+        return cli_usage_error("mark", "unexpected argument \"%s\"", argv[optind + 1]);
+    id = argv[optind];
+    if (action == 0)
+        return cli_usage_error("mark", "give --suspicious or --clear");
+    if (repo_id_parse(id, NULL, &err) != 0)
+        return cli_usage_error("mark", "%s", err.msg);
+    if (host != NULL && repo_name_check(host, "host", &err) != 0)
+        return cli_usage_error("mark", "--host: %s", err.msg);
+    if (policy_arg != NULL) {
+        policy_diags_init(&diags);
+        rc = storage_policy_name(policy_arg, &ns, &pname, &diags, &err);
+        if (rc != 0) {
+            cli_print_diags(stderr, policy_arg, &diags);
+            policy_diags_free(&diags);
+            fprintf(stderr, "lode mark: %s\n", err.msg);
+            return CLI_USAGE;
+        }
+        policy_diags_free(&diags);
+    }
+
+    if (storage_open(&st, &sopts, &err) != 0) {
+        fprintf(stderr, "lode mark: %s\n", err.msg);
+        rc = CLI_USAGE;
+        goto out;
+    }
+    opened = true;
+    if (storage_load_config(&st, &sopts, false, &err) != 0) {
+        fprintf(stderr, "lode mark: %s\n", err.msg);
+        rc = CLI_USAGE;
+        goto out;
+    }
+    if ((rc = cmd_mark_find(&st, id, ns, pname, host, &snap)) != CLI_OK)
+        goto out;
+
+    struct repo_key k = {.kind = REPO_KEY_SUSPICIOUS, .src = snap.src};
+    memcpy(k.id, snap.id, sizeof(k.id));
+    key = repo_key_build(&k);
+    if (action == 's' && !snap.suspicious) {
+        struct s3_body body = {.data = "", .len = 0};
+        struct s3_opts o = {.if_none_match = true};
+        rc = s3_sync_put(st.s3, key, &body, &o, NULL, &err);
+        if (rc != 0 && rc != S3_EEXISTS) { /* EEXISTS: marked since the listing */
+            fprintf(stderr, "lode mark: cannot write %s: %s\n", key, err.msg);
+            rc = CLI_USAGE;
+            goto out;
+        }
+        changed = rc == 0;
+    } else if (action == 'c' && snap.suspicious) {
+        if (s3_sync_delete(st.s3, key, &err) != 0) {
+            fprintf(stderr, "lode mark: cannot delete %s: %s\n", key, err.msg);
+            rc = CLI_USAGE;
+            goto out;
+        }
+        changed = true;
+    }
+    rc = CLI_OK;
+    if (output == CLI_OUTPUT_JSON) {
+        char *pol = util_asprintf("%s/%s", snap.src.ns, snap.src.policy);
+        json_t *o =
+            json_pack("{s:s, s:o, s:o, s:b, s:b}", "id", snap.id, "policy",
+                      cli_json_string_lossy(pol), "host", cli_json_string_lossy(snap.src.host),
+                      "suspicious", action == 's', "changed", changed);
+        cli_print_json(o);
+        json_decref(o);
+        free(pol);
+    } else {
+        printf("%s/%s/%s %s: %s\n", snap.src.ns, snap.src.policy, snap.src.host, snap.id,
+               action == 's' ? (changed ? "marked suspicious" : "was already marked suspicious")
+                             : (changed ? "mark cleared" : "was not marked: nothing to clear"));
+    }
+
+out:
+    free(key);
+    free(ns);
+    free(pname);
+    if (opened)
+        storage_close(&st);
+    return rc;
+}
