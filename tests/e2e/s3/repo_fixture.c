@@ -1,0 +1,228 @@
+/*
+ * repo_fixture: writes repository objects through internal/s3 with the internal/repo
+ * encoders, so tests of forget, mark and gc control exactly which snapshot uses which
+ * pack. Test code only; never installed.
+ *
+ *   repo_fixture KEYFILE < COMMANDS
+ *
+ * The repository is $LODE_REPOSITORY with the AWS_* credentials and $LODE_CACERT, as
+ * lode reads them. One command a line:
+ *   init                              create config.json (scrypt N = 1024) from KEYFILE
+ *   open                              read config.json and unlock it with KEYFILE
+ *   pack NS P H NAME SIZE             data/NS/P/H/<sha256(NAME)>.pack of SIZE bytes
+ *   snap NS P H ID PARENT|- MAXRT [incomplete] [suspicious] [nomanifest] [PACKNAME...]
+ *                                     the run record, meta ID.files (empty list) and
+ *                                     ID.chunks (one chunk in each named pack), the
+ *                                     marks, then the manifest (unless nomanifest)
+ *   manifest NS P H ID                only an empty manifest object (the catalog reads keys)
+ *   hex NAME                          prints sha256(NAME) in hex (the pack's id)
+ * Prints "ok N" after the last command, N the commands done; exits 1 at the first error.
+ */
+#include <openssl/sha.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "repo/repo.h"
+#include "s3/s3.h"
+
+static struct s3_sync *s3;
+static struct repo_config cfg;
+static char *pass;
+static size_t passlen;
+
+static void die(const char *what, const char *msg)
+{
+    fprintf(stderr, "repo_fixture: %s: %s\n", what, msg);
+    exit(1);
+}
+
+static void put(const char *key, const void *data, size_t len)
+{
+    struct util_err err = {0};
+    struct s3_body body = {.data = data, .len = len};
+    if (s3_sync_put(s3, key, &body, NULL, NULL, &err) != 0)
+        die(key, err.msg);
+}
+
+static void pack_id(const char *name, uint8_t id[REPO_HASH_LEN])
+{
+    SHA256((const unsigned char *)name, strlen(name), id);
+}
+
+static void source(struct repo_key *k, enum repo_kind kind, char **f)
+{
+    struct util_err err = {0};
+    memset(k, 0, sizeof(*k));
+    k->kind = kind;
+    if (repo_source_set(&k->src, f[1], f[2], f[3], &err) != 0)
+        die("source", err.msg);
+}
+
+int main(int argc, char **argv)
+{
+    struct util_err err = {0};
+    struct s3_config sc;
+    char line[8192];
+    int done = 0;
+
+    if (argc != 2)
+        die("usage", "repo_fixture KEYFILE < COMMANDS");
+    if (repo_key_file_read(argv[1], &pass, &passlen, &err) != 0)
+        die(argv[1], err.msg);
+    if (s3_config_from_environment(&sc, NULL, getenv("LODE_CACERT"), false, &err) != 0 ||
+        s3_sync_open(&s3, &sc, NULL, &err) != 0)
+        die("repository", err.msg);
+    while (fgets(line, sizeof(line), stdin)) {
+        char *f[64], *p = line;
+        int n = 0;
+        while (n < 64) { /* fields split on blanks, in place */
+            p += strspn(p, " \t\n");
+            if (*p == '\0')
+                break;
+            f[n++] = p;
+            p += strcspn(p, " \t\n");
+            if (*p != '\0')
+                *p++ = '\0';
+        }
+        if (n == 0)
+            continue;
+        if (strcmp(f[0], "init") == 0) {
+            if (repo_config_create(&cfg, pass, passlen, 1024, &err) != 0)
+                die("init", err.msg);
+            char *doc = repo_config_encode(&cfg);
+            put("config.json", doc, strlen(doc));
+            free(doc);
+        } else if (strcmp(f[0], "open") == 0) {
+            char *data = NULL;
+            size_t len = 0;
+            if (s3_sync_get(s3, "config.json", NULL, &data, &len, NULL, &err) != 0 ||
+                repo_config_decode(&cfg, data, len, &err) != 0 ||
+                repo_config_unlock(&cfg, pass, passlen, &err) != 0)
+                die("open", err.msg);
+            free(data);
+        } else if (strcmp(f[0], "hex") == 0 && n == 2) {
+            uint8_t id[REPO_HASH_LEN];
+            char hex[2 * REPO_HASH_LEN + 1];
+            pack_id(f[1], id);
+            repo_hex(id, REPO_HASH_LEN, hex);
+            printf("%s\n", hex);
+        } else if (strcmp(f[0], "pack") == 0 && n == 6) {
+            struct repo_key k;
+            size_t size = strtoul(f[5], NULL, 10);
+            source(&k, REPO_KEY_PACK, f);
+            pack_id(f[4], k.pack);
+            char *key = repo_key_build(&k), *body = calloc(1, size ? size : 1);
+            memset(body, 'p', size);
+            put(key, body, size);
+            free(body);
+            free(key);
+        } else if (strcmp(f[0], "manifest") == 0 && n == 5) {
+            struct repo_key k;
+            source(&k, REPO_KEY_MANIFEST, f);
+            snprintf(k.id, sizeof(k.id), "%s", f[4]);
+            char *key = repo_key_build(&k);
+            put(key, "", 0);
+            free(key);
+        } else if (strcmp(f[0], "snap") == 0 && n >= 7) {
+            struct repo_key k;
+            struct repo_run run = {0};
+            struct repo_manifest m = {0};
+            struct repo_chunkset set;
+            bool incomplete = false, suspicious = false, manifest = true;
+            uint8_t *data;
+            size_t len;
+            char *key, *doc;
+
+            source(&k, REPO_KEY_RUN, f);
+            snprintf(k.id, sizeof(k.id), "%s", f[4]);
+            snprintf(run.id, sizeof(run.id), "%s", f[4]);
+            if (strcmp(f[5], "-") != 0)
+                snprintf(run.parent, sizeof(run.parent), "%s", f[5]);
+            run.max_runtime = strtoll(f[6], NULL, 10);
+            snprintf(run.agent, sizeof(run.agent), "repo_fixture");
+            doc = repo_run_encode(&run);
+            key = repo_key_build(&k);
+            put(key, doc, strlen(doc));
+            free(key);
+            free(doc);
+
+            repo_chunkset_init(&set);
+            for (int i = 7; i < n; i++) {
+                if (strcmp(f[i], "incomplete") == 0) {
+                    incomplete = true;
+                    continue;
+                }
+                if (strcmp(f[i], "suspicious") == 0) {
+                    suspicious = true;
+                    continue;
+                }
+                if (strcmp(f[i], "nomanifest") == 0) {
+                    manifest = false;
+                    continue;
+                }
+                uint8_t pid[REPO_HASH_LEN];
+                struct repo_chunk c = {0};
+                pack_id(f[i], pid);
+                SHA256((const unsigned char *)f[i], strlen(f[i]), c.hash);
+                c.hash[0] ^= 0x5a; /* a chunk hash, not the pack's */
+                c.pack = repo_chunkset_pack(&set, pid);
+                c.stored = REPO_SEAL_EXTRA + 1;
+                c.plain = 1;
+                repo_chunkset_add(&set, &c);
+            }
+            repo_chunkset_sort(&set);
+            repo_chunkset_encode(&set, &cfg.keys, f[4], &data, &len);
+            repo_chunkset_free(&set);
+            k.kind = REPO_KEY_CHUNKS;
+            key = repo_key_build(&k);
+            put(key, data, len);
+            free(key);
+            free(data);
+
+            struct repo_files_writer w;
+            repo_files_writer_init(&w, &cfg.keys, f[4]);
+            repo_files_writer_finish(&w, &data, &len);
+            k.kind = REPO_KEY_FILES;
+            key = repo_key_build(&k);
+            put(key, data, len);
+            free(key);
+            free(data);
+
+            if (incomplete || suspicious) {
+                k.kind = incomplete ? REPO_KEY_INCOMPLETE : REPO_KEY_SUSPICIOUS;
+                key = repo_key_build(&k);
+                put(key, "", 0);
+                free(key);
+                if (incomplete && suspicious) {
+                    k.kind = REPO_KEY_SUSPICIOUS;
+                    key = repo_key_build(&k);
+                    put(key, "", 0);
+                    free(key);
+                }
+            }
+            if (manifest) {
+                snprintf(m.id, sizeof(m.id), "%s", f[4]);
+                m.src = k.src;
+                memcpy(m.parent, run.parent, sizeof(m.parent));
+                m.max_runtime = run.max_runtime;
+                m.incomplete = incomplete;
+                snprintf(m.agent, sizeof(m.agent), "repo_fixture");
+                doc = repo_manifest_encode(&m, &cfg.keys);
+                k.kind = REPO_KEY_MANIFEST;
+                key = repo_key_build(&k);
+                put(key, doc, strlen(doc));
+                free(key);
+                free(doc);
+            }
+        } else {
+            die("command", f[0]);
+        }
+        done++;
+    }
+    printf("ok %d\n", done);
+    s3_sync_close(s3);
+    s3_config_free(&sc);
+    free(pass);
+    return 0;
+}
