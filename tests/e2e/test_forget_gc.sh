@@ -161,6 +161,11 @@ check_eq "forget --dry-run: the suspicious ones are kept as suspicious" \
 		'[.hosts[0].keep[] | select(.id == $a or .id == $b) | .reasons]' <<<"$OUT")" '[["suspicious"],["suspicious"]]'
 check_eq "forget --dry-run: nothing deleted" "$(files snapshots/ops/web/node | md5sum)" "$before"
 
+doc='{"apiVersion":"lodestore.io/v1alpha1","kind":"BackupPolicy","metadata":{"name":"web","namespace":"ops"},"spec":{"repository":"main","paths":["/etc"],"schedule":{"cron":"30 2 * * *","timezone":"Europe/Kyiv"},"retention":{"keepLast":3,"keepDaily":7,"keepWeekly":4,"keepMonthly":6}}}'
+OUT=$(LODE_POLICY_DOCUMENT=$doc LODE_REPOSITORY=$REPO "$LODE" forget --policy ops/web --host node --dry-run --output json 2>&1)
+check_eq "forget --policy NS/NAME (from LODE_POLICY_DOCUMENT): the same answer" \
+	"$(jq -c '.hosts[0] | {keep, forget}' <<<"$OUT" 2>&1)" "$want"
+
 run forget --policy "$WEB" --dry-run --output json
 check_eq "forget without --host: each host of the policy decided on its own" \
 	"$(jq -c '[.hosts[] | [.host, (.keep | length), (.forget | length)]]' <<<"$OUT")" \
