@@ -406,4 +406,54 @@ check_eq "gc, a chunk set missing: nothing of that source deleted" "$(files data
 
 run gc --key-file /dev/null
 check_eq "gc without a usable key: exit 2" "$RC" 2
+
+# ------------------------------------------------- gc after real backups -------------
+# lode init and four lode backups of one tree: S1 {A, B}, S2 replaces A, S3 replaces B,
+# S4 adds D. keepLast 1 keeps S4 and S3 (the second newest good) and forgets S1 and S2:
+# the packs holding the first A and B are used by forgotten snapshots only.
+prefix=fgc-$(openssl rand -hex 4)
+REPO=s3:$S3_ENDPOINT/$S3_BUCKET/$prefix
+DATA=$ENV_DIR/s3/data/$S3_BUCKET/$prefix
+run init
+check_eq "real: lode init" "$RC" 0
+BK=$(policy bk gc bk '  paths: [/data]' '  retention: {keepLast: 1}')
+sed -i '/^  paths: \[\/etc\]$/d' "$BK"
+tree=$T_TMP/tree
+mkdir -p "$tree/data"
+head -c 3000000 /dev/urandom >"$tree/data/a"
+head -c 3000000 /dev/urandom >"$tree/data/b"
+ids=()
+for step in 1 2 3 4; do
+	case $step in
+	2) head -c 3000000 /dev/urandom >"$tree/data/a" ;;
+	3) head -c 3000000 /dev/urandom >"$tree/data/b" ;;
+	4) head -c 3000000 /dev/urandom >"$tree/data/d" ;;
+	esac
+	run backup --policy "$BK" --host node --root "$tree" --output json
+	[[ $RC == 0 ]] || echo "$ERR"
+	ids+=("$(jq -r .snapshot.id <<<"$OUT")")
+done
+check_eq "real: four backups" "$(run snapshots --policy "$BK" --output json; jq '.snapshots | length' <<<"$OUT")" 4
+find "$DATA" -type f -exec touch -d "@$old" {} +
+for k in 0 1 2 3; do age $((old + 60 * k)) "snapshots/gc/bk/node/${ids[k]}.json"; done
+packs_of() { printf 'open\npacks gc bk node %s\n' "$@" | fixture | grep -v '^ok'; }
+forgotten=$(packs_of "${ids[0]}" "${ids[1]}" | sort -u)
+kept=$(packs_of "${ids[2]}" "${ids[3]}" | sort -u)
+only_forgotten=$(comm -23 <(echo "$forgotten") <(echo "$kept"))
+n_only=$(grep -c . <<<"$only_forgotten")
+((n_only > 0)) && pass "real: $n_only pack(s) used only by S1 and S2" || fail "real: some pack used only by S1 and S2"
+run forget --policy "$BK" --output json
+check_eq "real: forget drops S1 and S2" "$(jq -c '[.hosts[0].forget[].id]' <<<"$OUT")" "[\"${ids[1]}\",\"${ids[0]}\"]"
+total=$(files "data/gc/bk/node" | wc -l)
+run gc --output json
+check_eq "real: gc exit 0" "$RC" 0
+check_eq "real: gc deletes exactly the packs only S1 and S2 used" \
+	"$(jq -c '.packs' <<<"$OUT")" "{\"total\":$total,\"deleted\":$n_only,\"kept\":$((total - n_only))}"
+check_eq "real: the packs left are exactly those S3 and S4 use" \
+	"$(files data/gc/bk/node | sed 's/\.pack$//' | sort | tr '\n' ' ')" "$(tr '\n' ' ' <<<"$kept")"
+check_eq "real: S1's and S2's meta objects and run records are gone, S3's and S4's stay" \
+	"$(files meta/gc/bk/node | grep -c -e "${ids[0]}" -e "${ids[1]}") $(files runs/gc/bk/node | grep -c -e "${ids[0]}" -e "${ids[1]}") $(files meta/gc/bk/node | grep -c -e "${ids[2]}" -e "${ids[3]}")" \
+	"0 0 4"
+run backup --policy "$BK" --host node --root "$tree" --output json
+check_eq "real: a backup after gc (parent S4) succeeds" "$RC" 0
 finish

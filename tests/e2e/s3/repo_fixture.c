@@ -16,6 +16,7 @@
  *                                     marks, then the manifest (unless nomanifest)
  *   manifest NS P H ID                only an empty manifest object (the catalog reads keys)
  *   hex NAME                          prints sha256(NAME) in hex (the pack's id)
+ *   packs NS P H ID                   prints the packs ID's chunk set names, one a line
  * Prints "ok N" after the last command, N the commands done; exits 1 at the first error.
  */
 #include <openssl/sha.h>
@@ -107,6 +108,24 @@ int main(int argc, char **argv)
             pack_id(f[1], id);
             repo_hex(id, REPO_HASH_LEN, hex);
             printf("%s\n", hex);
+        } else if (strcmp(f[0], "packs") == 0 && n == 5) {
+            struct repo_key k;
+            struct repo_chunkset set;
+            char *data = NULL, hex[2 * REPO_HASH_LEN + 1];
+            size_t len = 0;
+            source(&k, REPO_KEY_CHUNKS, f);
+            snprintf(k.id, sizeof(k.id), "%s", f[4]);
+            char *key = repo_key_build(&k);
+            if (s3_sync_get(s3, key, NULL, &data, &len, NULL, &err) != 0 ||
+                repo_chunkset_decode(&set, &cfg.keys, f[4], (const uint8_t *)data, len, &err) != 0)
+                die(key, err.msg);
+            for (size_t i = 0; i < set.npacks; i++) {
+                repo_hex(set.packs[i], REPO_HASH_LEN, hex);
+                printf("%s\n", hex);
+            }
+            repo_chunkset_free(&set);
+            free(data);
+            free(key);
         } else if (strcmp(f[0], "pack") == 0 && n == 6) {
             struct repo_key k;
             size_t size = strtoul(f[5], NULL, 10);
