@@ -5,6 +5,7 @@
  */
 #include "ctl_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,6 +86,8 @@ struct ctl_policy_entry *ctl_cache_policy_of(struct ctl *c, const struct ctl_pai
     return util_map_get(&c->policies, ctl_key(keybuf, pr->ns, pr->policy));
 }
 
+static void ctl_synced_cb(struct kube_reflector *r, void *arg);
+
 /* ---- policies and nodes ---- */
 
 /*
@@ -124,6 +127,8 @@ static void ctl_policy_entry_free(struct ctl_policy_entry *e)
 {
     json_decref(e->conditions);
     free(e->last_status);
+    free(e->document);
+    free(e->alarmed);
     ctl_policy_free(&e->p);
     free(e);
 }
@@ -140,12 +145,15 @@ static void ctl_policy_upsert(struct kube_reflector *r, const char *ns, const ch
         return;
     }
     struct ctl_policy_entry *old = util_map_set(&c->policies, e->p.key, e);
+    bool fresh = old == NULL;
     if (old != NULL) {
         /* The recorded change time may lag our own write: keep what we know. */
         if (strcmp(old->p.schedule_hash, e->p.schedule_hash) == 0)
             e->p.schedule_changed = old->p.schedule_changed;
         e->last_status = old->last_status;
         old->last_status = NULL;
+        e->alarmed = old->alarmed;
+        old->alarmed = NULL;
         e->started = old->started;
         e->caught_up = old->caught_up;
         e->succeeded = old->succeeded;
@@ -154,6 +162,21 @@ static void ctl_policy_upsert(struct kube_reflector *r, const char *ns, const ch
         ctl_policy_entry_free(old);
     }
     e->conditions = json_deep_copy(json_object_get(json_object_get(obj, "status"), "conditions"));
+    e->document = ctl_policy_document(obj);
+    if (fresh) {
+        /* A restart does not announce again what the status already says. */
+        size_t i;
+        const json_t *x;
+        json_array_foreach(e->conditions, i, x)
+        {
+            const char *type = json_string_value(json_object_get(x, "type"));
+            const char *st = json_string_value(json_object_get(x, "status"));
+            const char *reason = json_string_value(json_object_get(x, "reason"));
+            if (type != NULL && strcmp(type, "Ready") == 0 && st != NULL &&
+                strcmp(st, "False") == 0 && reason != NULL)
+                e->alarmed = util_strdup(reason);
+        }
+    }
     e->limit = binding_alert_limit(&e->p.bind, ctl_now(c));
     e->limit_at = ctl_now(c);
     e->status_dirty = true;
@@ -376,7 +399,48 @@ bool ctl_cache_synced(const struct ctl *c)
     for (int i = 0; i < CTL_R_COUNT; i++)
         if (c->refl[i] == NULL || !kube_reflector_synced(c->refl[i]))
             return false;
-    return true;
+    /* Before the repositories are listed, every policy's would look missing. */
+    return ctl_repos_synced(c->repos);
+}
+
+void ctl_cache_repository_changed(struct ctl *c, const char *ns, const char *name)
+{
+    size_t it = 0;
+    const char *k;
+    void *v;
+    while (util_map_next(&c->policies, &it, &k, &v)) {
+        struct ctl_policy_entry *e = v;
+        if (name != NULL &&
+            (!e->p.valid || strcmp(e->p.ns, ns) != 0 || strcmp(e->p.spec.repository, name) != 0))
+            continue;
+        e->status_dirty = true;
+        ctl_mark_pairs(c, e->p.ns, e->p.name, NULL, false);
+    }
+    if (name == NULL)
+        ctl_synced_cb(NULL, c);
+    c->work_cb(c);
+}
+
+const char *ctl_cache_repository_blocked(struct ctl *c, const struct ctl_policy *p, char *buf,
+                                         size_t size, const char **reason, bool *checking)
+{
+    struct ctl_repo_view v;
+    *reason = NULL;
+    *checking = false;
+    if (!p->valid)
+        return NULL;
+    if (!ctl_repos_get(c->repos, p->ns, p->spec.repository, &v)) {
+        *reason = "RepositoryNotFound";
+        snprintf(buf, size, "its BackupRepository %s/%s does not exist", p->ns, p->spec.repository);
+        return buf;
+    }
+    if (v.ready)
+        return NULL;
+    *reason = "RepositoryNotReady";
+    *checking = strcmp(v.reason, CTL_REPO_CHECKING) == 0;
+    snprintf(buf, size, "its BackupRepository %s/%s is not Ready (%s: %s)", p->ns,
+             p->spec.repository, v.reason, v.message);
+    return buf;
 }
 
 /* Decisions wait for every cache to be whole: a half-listed cache would look like deletions. */

@@ -49,6 +49,11 @@ static void ctl_repos_log(int level, const char *msg, void *arg)
     ctl_log(arg, level, "%s", msg);
 }
 
+static void ctl_repos_changed(const char *ns, const char *name, void *arg)
+{
+    ctl_cache_repository_changed(arg, ns, name);
+}
+
 int ctl_init(uv_loop_t *loop, struct ctl **out, const struct ctl_options *opts,
              struct util_err *err)
 {
@@ -88,6 +93,7 @@ int ctl_init(uv_loop_t *loop, struct ctl **out, const struct ctl_options *opts,
     rc = ctl_repos_init(loop, c->kube, opts->namespace, ctl_repos_log, c, &c->repos, err);
     if (rc != 0)
         goto close_cache;
+    ctl_repos_set_change_cb(c->repos, ctl_repos_changed, c);
     rc = ctl_acting_init(c, user_agent, err);
     if (rc != 0)
         goto close_repos;

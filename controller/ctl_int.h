@@ -61,8 +61,10 @@ struct ctl_pair {
     struct ctl_backup **backups;
     size_t nbackups, cap;
     int64_t reported_slot;
+    int64_t gap_slot;     /* missed slots before this one are counted (reconcile.h) */
     int64_t started_slot; /* the newest slot started, as status.startedSlots records it */
     int inflight;         /* writes not yet answered: skip reconciling until they are */
+    uint64_t error_hash;  /* the refusal last reported by an Event, 0 when none */
     /* The last reconcile's view, for status and metrics. */
     bool selected, running, overdue, has_success;
     int64_t last_success, overdue_start, next_run;
@@ -73,6 +75,8 @@ struct ctl_policy_entry {
     struct ctl_policy p;
     json_t *conditions; /* the status conditions last seen or written, for transition times */
     char *last_status;  /* the status last written, to skip writes that change nothing */
+    char *document;     /* the policy as its Jobs carry it (ctl_policy_document) */
+    char *alarmed;      /* the Ready reason last announced by a Warning Event, or NULL */
     int64_t limit;
     int64_t limit_at;
     bool status_dirty;
@@ -151,6 +155,16 @@ struct ctl_pair *ctl_cache_pair_by_key(struct ctl *c, const char *key);
 struct ctl_policy_entry *ctl_cache_policy_of(struct ctl *c, const struct ctl_pair *pr);
 /* A pair with nothing left to watch over goes. */
 void ctl_cache_pair_maybe_drop(struct ctl *c, struct ctl_pair *pr);
+/* A BackupRepository changed (name NULL: all of them were listed): its policies are looked at. */
+void ctl_cache_repository_changed(struct ctl *c, const char *ns, const char *name);
+/*
+ * Why the policy's runs cannot start because of its repository, as the end of a sentence
+ * in buf ("its BackupRepository ns/main does not exist"), or NULL when it is Ready. reason
+ * gets the policy's Ready reason (RepositoryNotFound, RepositoryNotReady); checking is set
+ * when the repository is merely not checked yet (no Event is worth it).
+ */
+const char *ctl_cache_repository_blocked(struct ctl *c, const struct ctl_policy *p, char *buf,
+                                         size_t size, const char **reason, bool *checking);
 /* The objects the API server answered a write with, as if a watch had brought them. */
 void ctl_cache_put_backup(struct ctl *c, const char *ns, const char *name, json_t *obj);
 void ctl_cache_put_job(struct ctl *c, const char *ns, const char *name, json_t *obj);

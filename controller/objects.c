@@ -170,12 +170,16 @@ json_t *ctl_job_json(const struct policy *p, const struct ctl_run *run,
                      const struct ctl_job_opts *opts)
 {
     char *ref = util_asprintf("%s/%s", p->namespace, p->name);
-    /* The agent reads the policy's paths and limits through the API (--policy NS/NAME,
-     * with the pod's service account), so the Job carries no copy that could go stale. */
-    json_t *args = json_pack("[s, s, s, s, s, s, s, s]", "--policy", ref, "--host", run->host,
-                             "--root", CTL_HOST_ROOT, "--output", "json");
+    /* The agent reads the policy from LODE_POLICY_DOCUMENT (the spec when the run was
+     * created), so it needs no API access; --policy names it in the snapshot. */
+    json_t *args =
+        json_pack("[s, s, s, s, s, s, s, s, s, s]", "--policy", ref, "--host", run->host, "--root",
+                  CTL_HOST_ROOT, "--output", "json", "--termination-log", "/dev/termination-log");
     json_t *env = json_pack("[{s:s, s:{s:{s:s}}}]", "name", "NODE_NAME", "valueFrom", "fieldRef",
                             "fieldPath", "spec.nodeName");
+    if (run->policy_document != NULL)
+        json_array_append_new(env, json_pack("{s:s, s:s}", "name", "LODE_POLICY_DOCUMENT", "value",
+                                             run->policy_document));
     free(ref);
     /* The whole node, read-only: the policy's paths are looked up under --root, and a
      * path the node lacks is the agent's to report, not a mount failure. The runtime
@@ -306,4 +310,137 @@ int ctl_job_set_repository(json_t *job, const json_t *repo, struct util_err *err
                                         "fieldPath", "metadata.annotations['" CTL_ANNOT_CA "']"));
     }
     return 0;
+}
+
+char *ctl_policy_document(const json_t *obj)
+{
+    const json_t *meta = json_object_get(obj, "metadata");
+    json_t *spec = json_object_get(obj, "spec");
+    json_t *doc = json_pack(
+        "{s:s, s:s, s:{s:s, s:s}, s:o}", "apiVersion", API_GROUP_VERSION, "kind", "BackupPolicy",
+        "metadata", "namespace", ctl_str_or(meta, "namespace", "default"), "name",
+        ctl_str_or(meta, "name", ""), "spec", spec != NULL ? json_incref(spec) : json_object());
+    char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(doc);
+    if (text == NULL) {
+        fprintf(stderr, "lodestore: out of memory\n");
+        abort();
+    }
+    return text;
+}
+
+/* The termination message of the backup container of the newest pod, or NULL. */
+static const char *ctl_termination_message(const json_t *pods)
+{
+    const json_t *newest = NULL;
+    const char *newest_at = "";
+    size_t i;
+    const json_t *pod;
+    json_array_foreach(json_object_get(pods, "items"), i, pod)
+    {
+        const char *at = ctl_str_or(json_object_get(pod, "metadata"), "creationTimestamp", "");
+        if (newest == NULL || strcmp(at, newest_at) > 0) {
+            newest = pod;
+            newest_at = at;
+        }
+    }
+    const json_t *st = json_object_get(json_object_get(newest, "status"), "containerStatuses");
+    const json_t *cs;
+    json_array_foreach(st, i, cs)
+    {
+        if (strcmp(ctl_str_or(cs, "name", ""), "backup") != 0)
+            continue;
+        const json_t *term = json_object_get(json_object_get(cs, "state"), "terminated");
+        return ctl_str_or(term, "message", NULL);
+    }
+    return NULL;
+}
+
+/* The snapshot members the agent reports, each copied only with its own type. */
+static json_t *ctl_snapshot_copy(const json_t *in)
+{
+    static const char *const strs[] = {"id", "policy", "host", "time"};
+    static const char *const bools[] = {"incomplete", "suspicious"};
+    static const char *const ints[] = {"files", "bytes", "newBytes", "uploadedBytes"};
+    const char *id = json_string_value(json_object_get(in, "id"));
+    if (!json_is_object(in) || id == NULL || id[0] == '\0')
+        return NULL;
+    json_t *out = json_object();
+    for (size_t i = 0; i < sizeof(strs) / sizeof(*strs); i++)
+        if (json_is_string(json_object_get(in, strs[i])))
+            json_object_set(out, strs[i], json_object_get(in, strs[i]));
+    for (size_t i = 0; i < sizeof(bools) / sizeof(*bools); i++)
+        if (json_is_boolean(json_object_get(in, bools[i])))
+            json_object_set(out, bools[i], json_object_get(in, bools[i]));
+    for (size_t i = 0; i < sizeof(ints) / sizeof(*ints); i++)
+        if (json_is_integer(json_object_get(in, ints[i])) &&
+            json_integer_value(json_object_get(in, ints[i])) >= 0)
+            json_object_set(out, ints[i], json_object_get(in, ints[i]));
+    return out;
+}
+
+static json_t *ctl_result_condition(const char *type, bool status, const char *reason,
+                                    const char *message, const char *now)
+{
+    return json_pack("{s:s, s:s, s:s, s:s, s:s}", "type", type, "status", status ? "True" : "False",
+                     "reason", reason, "message", message, "lastTransitionTime", now);
+}
+
+/* At most CTL_RESULT_QUOTE bytes of the end of text, cut at a UTF-8 character boundary. */
+static const char *ctl_tail(const char *text)
+{
+    size_t n = strlen(text);
+    const char *t = n > CTL_RESULT_QUOTE ? text + n - CTL_RESULT_QUOTE : text;
+    while ((*t & 0xc0) == 0x80)
+        t++;
+    return t;
+}
+
+void ctl_backup_result(json_t *patch, const json_t *pods, int64_t now, struct ctl_result *out)
+{
+    json_t *st = json_object_get(patch, "status");
+    const char *msg = pods != NULL ? ctl_termination_message(pods) : NULL;
+    char ts[UTIL_TIME_BUF];
+    json_t *conds = json_array();
+    json_t *snap = NULL;
+
+    memset(out, 0, sizeof(*out));
+    util_format_utc(now, ts, sizeof(ts));
+    if (msg != NULL) {
+        json_t *doc = json_loads(msg, 0, NULL);
+        snap = ctl_snapshot_copy(json_object_get(doc, "snapshot"));
+        json_decref(doc);
+    }
+    if (snap != NULL) {
+        out->reported = true;
+        out->suspicious = json_is_true(json_object_get(snap, "suspicious"));
+        snprintf(out->id, sizeof(out->id), "%s", json_string_value(json_object_get(snap, "id")));
+        json_object_set_new(st, "snapshot", snap);
+        json_array_append_new(conds, ctl_result_condition("SnapshotReported", true, "Reported",
+                                                          "the agent reported its snapshot", ts));
+        json_array_append_new(
+            conds, ctl_result_condition("Suspicious", out->suspicious,
+                                        out->suspicious ? "Suspicious" : "NotSuspicious",
+                                        out->suspicious ? "the agent marked the snapshot "
+                                                          "suspicious: check what changed on "
+                                                          "the host"
+                                                        : "the snapshot was not marked suspicious",
+                                        ts));
+    } else {
+        const char *why = pods == NULL  ? "the Job's pods could not be read"
+                          : msg == NULL ? "the backup container left no termination message"
+                                        : "the termination message is not {\"snapshot\": {...}}";
+        json_array_append_new(
+            conds, ctl_result_condition("SnapshotReported", false,
+                                        msg == NULL ? "NoResult" : "UnparsableResult", why, ts));
+        const char *phase = json_string_value(json_object_get(st, "phase"));
+        const char *prev = json_string_value(json_object_get(st, "message"));
+        if (msg != NULL && msg[0] != '\0' && phase != NULL && strcmp(phase, "Failed") == 0) {
+            char *m = util_asprintf("%s%sthe agent's last output: %s", prev ? prev : "",
+                                    prev && prev[0] ? "; " : "", ctl_tail(msg));
+            json_object_set_new(st, "message", json_string(m));
+            free(m);
+        }
+    }
+    json_object_set_new(st, "conditions", conds);
 }

@@ -15,10 +15,15 @@
  * CTL_HOST_ROOT, stops at maxRuntime (activeDeadlineSeconds), never retries
  * (backoffLimit 0: the next slot or a catch-up is the retry), and is deleted
  * ttlSecondsAfterFinished after it ends. Its container runs
- * `lode backup --policy NS/NAME --host H --root CTL_HOST_ROOT --output json` as uid 0
+ * `lode backup --policy NS/NAME --host H --root CTL_HOST_ROOT --output json
+ * --termination-log /dev/termination-log` as uid 0
  * with every capability dropped but DAC_READ_SEARCH (read and list any file, override
- * no permission to write), no privilege escalation and a read-only root file system; when it
- * fails, the tail of its log is the termination message (docs/operator.md).
+ * no permission to write), no privilege escalation and a read-only root file system. The
+ * policy reaches the agent as LODE_POLICY_DOCUMENT (ctl_policy_document), so the Job runs
+ * the policy as it was when the run was created and the agent needs no API access. The
+ * agent writes its result ({"snapshot": {...}}) as the container's termination message;
+ * when it fails without one, the tail of its log is the termination message
+ * (docs/operator.md). ctl_backup_result() turns that message into the Backup's status.
  * ctl_job_set_repository() then gives it the repository: LODE_REPOSITORY and
  * AWS_REGION by value, the S3 keys as secretKeyRef env and the repository key as a
  * file from the same Secret (LODE_KEY_FILE), and the CA bundle as a file.
@@ -77,6 +82,8 @@ struct ctl_run {
     const char *backup_name;
     const char *backup_uid; /* the owner of the Job */
     int64_t slot_time;      /* the slot's instant (the slot-time annotation), 0 for a manual run */
+    const char
+        *policy_document; /* ctl_policy_document(), the Job's LODE_POLICY_DOCUMENT, or NULL */
 };
 
 /* Where the Job mounts the node's "/" (read-only), passed to lode backup --root. */
@@ -131,5 +138,35 @@ json_t *ctl_job_json(const struct policy *p, const struct ctl_run *run,
  * credentialsSecret.name (job is then unchanged).
  */
 int ctl_job_set_repository(json_t *job, const json_t *repo, struct util_err *err);
+
+/*
+ * The policy as the agent reads it (LODE_POLICY_DOCUMENT): compact JSON of apiVersion,
+ * kind, metadata.namespace, metadata.name and spec of the BackupPolicy object obj.
+ * Owned by the caller.
+ */
+char *ctl_policy_document(const json_t *obj);
+
+/* Room for the part of a termination message quoted in a status or an Event. */
+#define CTL_RESULT_QUOTE 300
+
+/* What the agent's termination message said, for the Backup's Events. */
+struct ctl_result {
+    bool reported;   /* the message held a snapshot */
+    bool suspicious; /* ...marked suspicious */
+    char id[80];     /* its id, cut to fit */
+};
+
+/*
+ * Adds the agent's result to patch (from ctl_backup_status_json, for a Backup whose Job
+ * ended): pods is the PodList of the Job's pods (or NULL when it could not be read).
+ * The termination message of the "backup" container of the newest pod, when it is
+ * {"snapshot": {...}}, becomes status.snapshot (id, policy, host, time, incomplete,
+ * suspicious, files, bytes, newBytes, uploadedBytes) and the conditions
+ * SnapshotReported=True and Suspicious; when there is none or it does not parse, the
+ * condition SnapshotReported=False says so (NoResult, UnparsableResult) and, for a failed
+ * run, the message's tail (the agent's log) is added to status.message. now stamps the
+ * conditions. Never fails: a bad message is reported, not an error.
+ */
+void ctl_backup_result(json_t *patch, const json_t *pods, int64_t now, struct ctl_result *out);
 
 #endif

@@ -17,6 +17,7 @@ void ctl_actions_free(struct ctl_actions *a)
         free(x->name);
         free(x->host);
         free(x->backup_uid);
+        free(x->result_job);
         free(x->status.message);
         free(x->message);
     }
@@ -54,9 +55,9 @@ void ctl_slot_text(int64_t local, char out[CTL_SLOT_MAX])
 }
 
 /* The status patch that makes a Backup final. */
-static void ctl_finish_backup(struct ctl_actions *acts, const struct ctl_backup *b,
-                              enum ctl_phase phase, const char *reason, const char *message,
-                              int64_t started, int64_t completed)
+static struct ctl_action *ctl_finish_backup(struct ctl_actions *acts, const struct ctl_backup *b,
+                                            enum ctl_phase phase, const char *reason,
+                                            const char *message, int64_t started, int64_t completed)
 {
     struct ctl_action *x = ctl_action_add(acts, CTL_ACT_BACKUP_STATUS, b->ns, b->name);
     x->status = (struct ctl_backup_status){
@@ -68,6 +69,7 @@ static void ctl_finish_backup(struct ctl_actions *acts, const struct ctl_backup 
         .has_duration = true,
         .duration = completed - (started > 0 ? started : b->created),
     };
+    return x;
 }
 
 /* Brings one Backup in line with its Job; returns true when it is still active after. */
@@ -94,23 +96,26 @@ static bool ctl_reconcile_backup(const struct ctl_pair_input *in, const struct c
     int64_t max_runtime = in->policy->valid ? spec->limits.max_runtime : POLICY_DEFAULT_MAX_RUNTIME;
 
     if (job != NULL && job->finished) {
+        struct ctl_action *x;
         if (job->succeeded) {
-            ctl_finish_backup(acts, b, CTL_PHASE_SUCCEEDED, NULL, "", start,
-                              job->completed ? job->completed : in->now);
+            x = ctl_finish_backup(acts, b, CTL_PHASE_SUCCEEDED, NULL, "", start,
+                                  job->completed ? job->completed : in->now);
         } else if (job->fail_reason != NULL && strcmp(job->fail_reason, "DeadlineExceeded") == 0) {
             policy_format_duration(max_runtime, buf, sizeof(buf));
             char *msg =
                 util_asprintf("stopped at its maxRuntime of %s; no snapshot was written", buf);
-            ctl_finish_backup(acts, b, CTL_PHASE_FAILED, "max_runtime", msg, start,
-                              job->completed ? job->completed : in->now);
+            x = ctl_finish_backup(acts, b, CTL_PHASE_FAILED, "max_runtime", msg, start,
+                                  job->completed ? job->completed : in->now);
             free(msg);
         } else {
             char *msg = util_asprintf("the backup Job %s failed (%s)", job->name,
                                       job->fail_reason ? job->fail_reason : "no reason given");
-            ctl_finish_backup(acts, b, CTL_PHASE_FAILED, "job_failed", msg, start,
-                              job->completed ? job->completed : in->now);
+            x = ctl_finish_backup(acts, b, CTL_PHASE_FAILED, "job_failed", msg, start,
+                                  job->completed ? job->completed : in->now);
             free(msg);
         }
+        /* The agent's result is in its pod's termination message: the executor reads it. */
+        x->result_job = util_strdup(job->name);
         return false;
     }
     /*
@@ -233,7 +238,7 @@ static void ctl_report_missed(const struct ctl_pair_input *in, const struct sche
         return;
     /* Reported once per slot: a pair is reconciled many times while it waits. */
     out->reported_slot = d->slot.at;
-    out->missed = true;
+    out->missed++;
     ctl_slot_text(d->slot.local, slot);
     switch (d->reason) {
     case SCHED_RUNNING:
@@ -243,10 +248,16 @@ static void ctl_report_missed(const struct ctl_pair_input *in, const struct sche
                                 slot, in->host));
         break;
     case SCHED_NOT_READY:
-        ctl_event(acts, p->ns, NULL, "Warning", "Missed",
-                  util_asprintf("slot %s on %s missed: the node is not Ready; one catch-up runs "
-                                "when it is, if in time",
-                                slot, in->host));
+        if (in->blocked != NULL && in->node != NULL && in->node->ready)
+            ctl_event(acts, p->ns, NULL, "Warning", "Missed",
+                      util_asprintf("slot %s on %s missed: %s; one catch-up runs when it is, if "
+                                    "in time",
+                                    slot, in->host, in->blocked));
+        else
+            ctl_event(acts, p->ns, NULL, "Warning", "Missed",
+                      util_asprintf("slot %s on %s missed: the node is not Ready; one catch-up "
+                                    "runs when it is, if in time",
+                                    slot, in->host));
         break;
     case SCHED_TOO_LATE:
         policy_format_duration(p->spec.schedule.catch_up_window, window, sizeof(window));
@@ -256,15 +267,113 @@ static void ctl_report_missed(const struct ctl_pair_input *in, const struct sche
                                 slot, in->host, window));
         break;
     default:
-        out->missed = false;
+        out->missed--;
         out->reported_slot = in->reported_slot;
         break;
+    }
+}
+
+/* A gap longer than this many slots is counted as this many ("at least"). */
+#define CTL_GAP_MAX 100000
+
+/*
+ * The slots before the last due one (R) that passed without a run: after the newest slot
+ * started or already reported, and not before the slots began for the host
+ * (sched_decide's rule). None of them will ever run (only R may be caught up), so each
+ * is counted and reported now, once: the next reconcile starts after R.
+ */
+static void ctl_report_gap(const struct ctl_pair_input *in, const struct sched_decision *d,
+                           int64_t last_started, struct ctl_actions *acts,
+                           struct ctl_pair_output *out)
+{
+    const struct ctl_policy *p = in->policy;
+    int64_t from = last_started > in->reported_slot ? last_started : in->reported_slot;
+    if (in->gap_slot > from)
+        from = in->gap_slot;
+    int64_t begin = in->node->created;
+    if (p->created > begin)
+        begin = p->created;
+    if (p->schedule_changed > begin)
+        begin = p->schedule_changed;
+    if (d->has_slot && d->slot.at > out->gap_slot)
+        out->gap_slot = d->slot.at;
+    if (!d->has_slot || from == 0 || d->slot.at <= from)
+        return;
+    /* Slots before the beginning are not missed; a slot at it is. */
+    if (begin - 1 > from)
+        from = begin - 1;
+    struct sched_slot s, first = {0}, last = {0};
+    uint64_t n = 0;
+    int64_t at = from;
+    while (n < CTL_GAP_MAX && sched_next(&p->bind.sched, at, &s) == 0 && s.at < d->slot.at) {
+        if (n == 0)
+            first = s;
+        last = s;
+        n++;
+        at = s.at;
+    }
+    if (n == 0)
+        return;
+    out->missed += n;
+    char a[CTL_SLOT_MAX], b[CTL_SLOT_MAX], r[CTL_SLOT_MAX];
+    ctl_slot_text(first.local, a);
+    ctl_slot_text(last.local, b);
+    ctl_slot_text(d->slot.local, r);
+    const char *then = d->run ? "runs now" : "is the only one that can still be caught up";
+    if (n == 1)
+        ctl_event(acts, p->ns, NULL, "Warning", "Missed",
+                  util_asprintf("slot %s on %s missed: no backup started for it (the controller "
+                                "or the node was down); missed slots are not replayed, slot %s %s",
+                                a, in->host, r, then));
+    else
+        ctl_event(acts, p->ns, NULL, "Warning", "Missed",
+                  util_asprintf("%s%llu slots on %s missed, %s to %s: no backup started for them "
+                                "(the controller or the node was down); missed slots are not "
+                                "replayed, slot %s %s",
+                                n == CTL_GAP_MAX ? "at least " : "", (unsigned long long)n,
+                                in->host, a, b, r, then));
+}
+
+/* Nothing will ever run these: say so on each, once (their phase then ends it). */
+static void ctl_reject_backups(const struct ctl_pair_input *in, struct ctl_actions *acts)
+{
+    const char *reason, *event, *why;
+    if (in->policy == NULL) {
+        reason = "unknown_policy";
+        event = "UnknownPolicy";
+        why = "no BackupPolicy of that name exists in the namespace";
+    } else if (!in->node_exists) {
+        reason = "unknown_host";
+        event = "UnknownHost";
+        why = "no Node of that name exists";
+    } else {
+        reason = "host_not_selected";
+        event = "HostNotSelected";
+        why = "the policy's nodeSelector does not select that node";
+    }
+    for (size_t i = 0; i < in->nbackups; i++) {
+        const struct ctl_backup *b = in->backups[i];
+        if (b->deleting || ctl_phase_done(b->phase) || in->jobs[i] != NULL)
+            continue;
+        char *msg =
+            util_asprintf("backup of policy %s on host %s cannot run: %s", b->policy, b->host, why);
+        ctl_finish_backup(acts, b, CTL_PHASE_FAILED, reason, msg, 0, in->now);
+        ctl_event(acts, b->ns, b->name, "Warning", event, msg);
     }
 }
 
 void ctl_reconcile_pair(const struct ctl_pair_input *in, const struct ctl_config *cfg,
                         struct ctl_actions *acts, struct ctl_pair_output *out)
 {
+    if (in->policy == NULL) {
+        memset(out, 0, sizeof(*out));
+        out->wake = INT64_MAX;
+        out->next_run = INT64_MAX;
+        out->reported_slot = in->reported_slot;
+        ctl_reject_backups(in, acts);
+        return;
+    }
+
     const struct ctl_policy *p = in->policy;
     const struct ctl_backup *newest_success = NULL;
     const struct ctl_backup *last_slot = NULL;
@@ -275,6 +384,7 @@ void ctl_reconcile_pair(const struct ctl_pair_input *in, const struct ctl_config
     out->wake = INT64_MAX;
     out->next_run = INT64_MAX;
     out->reported_slot = in->reported_slot;
+    out->gap_slot = in->gap_slot;
 
     /* 1. Each Backup against its Job. */
     bool *active = util_calloc(in->nbackups + 1, sizeof(*active));
@@ -313,8 +423,15 @@ void ctl_reconcile_pair(const struct ctl_pair_input *in, const struct ctl_config
         last_started = in->started_slot;
     out->started_slot = last_started;
 
-    /* 2. Backups waiting for a Job: one at a time per pair, on a Ready node. */
-    if (p->valid && !p->deleting && node_ready && !running) {
+    /* 2. Backups waiting for a Job: one at a time per pair, on a Ready node, with the
+     * repository Ready; on a node that is gone or not selected, none will ever run. */
+    if (in->node == NULL && !p->deleting) {
+        ctl_reject_backups(in, acts);
+        for (size_t i = 0; i < in->nbackups; i++)
+            if (in->jobs[i] == NULL)
+                active[i] = false;
+    }
+    if (p->valid && !p->deleting && node_ready && !running && in->blocked == NULL) {
         for (size_t i = 0; i < in->nbackups; i++) {
             if (active[i] && in->jobs[i] == NULL) {
                 ctl_add_job(in->backups[i], acts);
@@ -330,7 +447,7 @@ void ctl_reconcile_pair(const struct ctl_pair_input *in, const struct ctl_config
     /* 3. The schedule. */
     if (p->valid && !p->deleting && p->bind.has_sched && in->node != NULL) {
         struct sched_host h = {
-            .ready = node_ready,
+            .ready = node_ready && in->blocked == NULL,
             .backup_running = running,
             .node_joined = in->node->created,
             .policy_created = p->created,
@@ -349,6 +466,7 @@ void ctl_reconcile_pair(const struct ctl_pair_input *in, const struct ctl_config
         } else {
             ctl_report_missed(in, &out->decision, last_started, acts, out);
         }
+        ctl_report_gap(in, &out->decision, last_started, acts, out);
         if (out->decision.next_run < out->wake)
             out->wake = out->decision.next_run;
     }

@@ -9,6 +9,11 @@
  * so the caller may reconcile whenever anything changed or a timer fired, including
  * after a restart, with nothing remembered but what the API server holds.
  *
+ * A Backup that names a policy that does not exist, a node that does not exist, or a
+ * node the policy does not select, and has no Job, ends Failed with reason
+ * unknown_policy, unknown_host or host_not_selected and a Warning Event: nothing will
+ * ever run it (docs/operator.md, "Running a backup by hand").
+ *
  * For each Backup of the pair, in order:
  *   - a Backup that is still active an hour past start + maxRuntime is failed with
  *     reason time_limit and its Job deleted (the node is gone or the pod stuck);
@@ -18,7 +23,9 @@
  *     (two backups of one policy never run at once on one host) or the node is not
  *     Ready;
  * then the schedule: sched_decide() says whether the last due slot runs now (on
- * time, or as the one catch-up), and when to look again; then overdue (section 6);
+ * time, or as the one catch-up), and when to look again; every slot that passed
+ * without a run is counted and reported missed once, including those before a slot
+ * that runs now (the catch-up merges them); then overdue (section 6);
  * then the history: finished Backups beyond the limit are deleted, oldest first,
  * but never the newest successful one, which the overdue check reads.
  *
@@ -68,6 +75,9 @@ struct ctl_action {
      * BACKUP_STATUS: the patch. Its job_name is borrowed: carry actions out before the
      * caches or the action list change. */
     struct ctl_backup_status status;
+    /* BACKUP_STATUS of a run whose Job ended: the Job, whose pod's termination message
+     * (the agent's result) the executor reads into the patch (ctl_backup_result), or NULL */
+    char *result_job;
     /* EVENT */
     const char *event_type; /* "Normal" or "Warning" */
     const char *reason;     /* CamelCase */
@@ -88,15 +98,20 @@ struct ctl_config {
 };
 
 struct ctl_pair_input {
-    const struct ctl_policy *policy;
+    const struct ctl_policy *policy; /* NULL: no such policy (a Backup named one by hand) */
     const char *host;
     const struct ctl_node *node; /* NULL when the node is gone or no longer selected */
+    bool node_exists;            /* the Node exists (selected or not) */
+    /* Why no run may start now although the host could (the repository is missing or not
+     * Ready), as the end of a sentence, or NULL. Slots then pass as missed. */
+    const char *blocked;
     struct ctl_backup *const *backups;
     const struct ctl_job *const *jobs; /* jobs[i]: the Job of backups[i], or NULL */
     size_t nbackups;
     int64_t limit;         /* the policy's alert limit now (sched_alert_limit) */
     int64_t offset;        /* this host's jitter offset */
     int64_t reported_slot; /* the last due slot already reported skipped or missed, or 0 */
+    int64_t gap_slot;      /* the slots before this one are already counted missed, or 0 */
     int64_t started_slot;  /* the newest slot known started (policy status), or 0 */
     bool was_overdue;      /* the last reconcile found the host overdue (Events on change) */
     int64_t now;
@@ -110,8 +125,9 @@ struct ctl_pair_output {
     bool overdue;
     int64_t overdue_start; /* what the age counts from */
     int64_t next_run;      /* INT64_MAX when none */
-    bool missed;           /* a due slot was missed (newly reported): count it */
+    uint64_t missed;       /* slots newly found missed (reported by Missed or Skipped Events) */
     int64_t reported_slot; /* the caller keeps this for the next call */
+    int64_t gap_slot;      /* likewise */
     int64_t started_slot;  /* the newest slot started, by the input or a Backup: persist it */
     struct sched_decision decision;
     bool decided;

@@ -26,6 +26,7 @@ struct repo_entry {
     uv_timer_t timer;
     unsigned failures;
     bool checking, ready, deleted, reported;
+    bool checked; /* ready, reason and message are this process's own finding */
     char reason[40];
     char message[512];
     struct kube_request *secret_req;
@@ -40,6 +41,8 @@ struct ctl_repos {
     struct repo_entry *entries;
     ctl_repos_log_cb log_cb;
     void *log_arg;
+    ctl_repos_change_cb change_cb;
+    void *change_arg;
     bool started, closing;
     unsigned open_handles;
     uint64_t rng;
@@ -55,6 +58,12 @@ static uint32_t repos_rand(struct ctl_repos *rs)
 
 static void repos_log(struct ctl_repos *rs, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+static void repos_changed(struct ctl_repos *rs, const char *ns, const char *name)
+{
+    if (rs->change_cb != NULL && !rs->closing)
+        rs->change_cb(ns, name, rs->change_arg);
+}
 
 static void repos_log(struct ctl_repos *rs, int level, const char *fmt, ...)
 {
@@ -217,6 +226,8 @@ static void entry_write_status(struct repo_entry *e, const char *reason, const c
     char now[UTIL_TIME_BUF];
     struct util_err err;
     bool changed = !e->reported || ready != e->ready || strcmp(reason, e->reason) != 0;
+    bool news = ready != e->ready || strcmp(reason, e->reason) != 0 ||
+                strcmp(message[0] ? message : reason, e->message) != 0;
     const char *transition = NULL;
     json_t *patch;
 
@@ -235,8 +246,9 @@ static void entry_write_status(struct repo_entry *e, const char *reason, const c
     }
     e->ready = ready;
     e->reported = true;
+    e->checked = true;
     snprintf(e->reason, sizeof(e->reason), "%s", reason);
-    snprintf(e->message, sizeof(e->message), "%s", message);
+    snprintf(e->message, sizeof(e->message), "%s", message[0] ? message : reason);
     patch =
         json_pack("{s:{s:I,s:s,s:[{s:s,s:s,s:s,s:s,s:I,s:s}]}}", "status", "observedGeneration",
                   (json_int_t)e->generation, "lastCheckTime", now, "conditions", "type", "Ready",
@@ -249,6 +261,8 @@ static void entry_write_status(struct repo_entry *e, const char *reason, const c
                                           rs, NULL, &err) != 0)
         repos_log(rs, 0, "BackupRepository %s/%s: cannot write its status", e->ns, e->name);
     json_decref(patch);
+    if (news)
+        repos_changed(rs, e->ns, e->name);
 }
 
 /* ---- checks ---- */
@@ -392,6 +406,38 @@ static void entry_drop(struct repo_entry *e)
     uv_close((uv_handle_t *)&e->timer, on_entry_timer_closed);
 }
 
+/*
+ * Before this process's first check, the Ready condition the object carries (when it
+ * is about the current generation) stands in, so a restart does not stop every policy
+ * for the length of a probe.
+ */
+static void entry_seed(struct repo_entry *e)
+{
+    const json_t *st = json_object_get(e->obj, "status");
+    const json_t *conds = json_object_get(st, "conditions");
+    int64_t gen =
+        json_integer_value(json_object_get(json_object_get(e->obj, "metadata"), "generation"));
+    size_t i;
+    const json_t *c;
+    e->ready = false;
+    snprintf(e->reason, sizeof(e->reason), CTL_REPO_CHECKING);
+    snprintf(e->message, sizeof(e->message), "the controller has not checked the bucket yet");
+    if (json_integer_value(json_object_get(st, "observedGeneration")) != gen)
+        return;
+    json_array_foreach(conds, i, c)
+    {
+        const char *type = json_string_value(json_object_get(c, "type"));
+        const char *status = json_string_value(json_object_get(c, "status"));
+        const char *reason = json_string_value(json_object_get(c, "reason"));
+        const char *message = json_string_value(json_object_get(c, "message"));
+        if (type == NULL || strcmp(type, "Ready") != 0 || status == NULL || reason == NULL)
+            continue;
+        e->ready = strcmp(status, "True") == 0;
+        snprintf(e->reason, sizeof(e->reason), "%s", reason);
+        snprintf(e->message, sizeof(e->message), "%s", message ? message : reason);
+    }
+}
+
 static void on_upsert(struct kube_reflector *r, const char *ns, const char *name, json_t *obj,
                       void *arg)
 {
@@ -411,8 +457,11 @@ static void on_upsert(struct kube_reflector *r, const char *ns, const char *name
             rs->entries->prev = e;
         rs->entries = e;
     }
+    bool fresh = e->obj == NULL;
     json_decref(e->obj);
     e->obj = json_incref(obj);
+    if (!e->checked)
+        entry_seed(e);
     e->generation =
         json_integer_value(json_object_get(json_object_get(obj, "metadata"), "generation"));
     if (spec != NULL && (e->spec_text == NULL || strcmp(spec, e->spec_text) != 0)) {
@@ -426,14 +475,23 @@ static void on_upsert(struct kube_reflector *r, const char *ns, const char *name
             uv_timer_start(&e->timer, on_timer, 0, 0);
     }
     free(spec);
+    if (fresh)
+        repos_changed(rs, ns, name);
 }
 
 static void on_delete(struct kube_reflector *r, const char *ns, const char *name, json_t *obj,
                       void *arg)
 {
     struct repo_entry *e = entry_find(arg, ns, name);
-    if (e != NULL)
+    if (e != NULL) {
         entry_drop(e);
+        repos_changed(arg, ns, name);
+    }
+}
+
+static void on_synced(struct kube_reflector *r, void *arg)
+{
+    repos_changed(arg, NULL, NULL);
 }
 
 static void on_error(struct kube_reflector *r, const char *what, uint64_t delay_ms, void *arg)
@@ -446,7 +504,8 @@ int ctl_repos_init(uv_loop_t *loop, struct kube_client *kube, const char *namesp
                    ctl_repos_log_cb log_cb, void *log_arg, struct ctl_repos **out,
                    struct util_err *err)
 {
-    static const struct kube_reflector_cbs cbs = {on_upsert, on_upsert, on_delete, NULL, on_error};
+    static const struct kube_reflector_cbs cbs = {on_upsert, on_upsert, on_delete, on_synced,
+                                                  on_error};
     struct kube_reflector_opts o = {.res = res_repos};
     struct ctl_repos *rs = util_calloc(1, sizeof(*rs));
     int rc;
@@ -494,4 +553,33 @@ size_t ctl_repos_count(const struct ctl_repos *rs, size_t *ready)
     if (ready != NULL)
         *ready = r;
     return n;
+}
+
+bool ctl_repos_synced(const struct ctl_repos *rs)
+{
+    return rs != NULL && kube_reflector_synced(rs->refl);
+}
+
+bool ctl_repos_get(const struct ctl_repos *rs, const char *ns, const char *name,
+                   struct ctl_repo_view *view)
+{
+    memset(view, 0, sizeof(*view));
+    if (rs == NULL)
+        return false;
+    for (const struct repo_entry *e = rs->entries; e != NULL; e = e->next) {
+        if (strcmp(e->ns, ns) == 0 && strcmp(e->name, name) == 0) {
+            view->obj = e->obj;
+            view->ready = e->ready;
+            view->reason = e->reason;
+            view->message = e->message;
+            return true;
+        }
+    }
+    return false;
+}
+
+void ctl_repos_set_change_cb(struct ctl_repos *rs, ctl_repos_change_cb cb, void *arg)
+{
+    rs->change_cb = cb;
+    rs->change_arg = arg;
 }

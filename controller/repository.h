@@ -40,6 +40,34 @@ int ctl_repos_init(uv_loop_t *loop, struct kube_client *kube, const char *namesp
 void ctl_repos_start(struct ctl_repos *r);
 /* Stops watching and checking; frees once its handles are closed. Before kube's close. */
 void ctl_repos_close(struct ctl_repos *r);
+/* True once the repositories have been listed: before, a missing one is not known to be. */
+bool ctl_repos_synced(const struct ctl_repos *r);
+
+/*
+ * What a policy needs of its repository. Until the controller's own first check of a
+ * repository ends, its Ready condition as last written counts (a restart does not stop
+ * every policy for the length of a probe).
+ */
+/* The Ready reason of a repository this process has not checked yet (no status either). */
+#define CTL_REPO_CHECKING "Checking"
+
+struct ctl_repo_view {
+    const json_t *obj; /* the BackupRepository as last seen (borrowed until the next change) */
+    bool ready;
+    const char *reason;  /* the Ready reason ("Checking" before any is known) */
+    const char *message; /* its message */
+};
+/* Fills view and returns true when repository ns/name exists. */
+bool ctl_repos_get(const struct ctl_repos *r, const char *ns, const char *name,
+                   struct ctl_repo_view *view);
+
+/*
+ * Called when a repository appears, goes, or its readiness or reason changes (name
+ * NULL: the list has been synced), so that the policies naming it are looked at again.
+ */
+typedef void (*ctl_repos_change_cb)(const char *ns, const char *name, void *arg);
+void ctl_repos_set_change_cb(struct ctl_repos *r, ctl_repos_change_cb cb, void *arg);
+
 /* Repositories known, and of them Ready (for tests and metrics). */
 size_t ctl_repos_count(const struct ctl_repos *r, size_t *ready);
 

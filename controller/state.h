@@ -43,7 +43,10 @@ struct ctl_node {
 int ctl_node_from_json(struct ctl_node **out, const json_t *obj, struct util_err *err);
 void ctl_node_free(struct ctl_node *n);
 uint64_t ctl_label_hash(const char *key, const char *value);
-/* True when the policy (valid) selects the node (binding_selects over the label hashes). */
+/*
+ * True when the policy selects the node (binding_selects over the label hashes); for a
+ * policy that is not valid, by its nodeSelector alone when that is well formed.
+ */
 bool ctl_node_selected(const struct ctl_node *n, const struct ctl_policy *p);
 
 struct ctl_backup {
@@ -85,8 +88,12 @@ struct ctl_policy {
     int64_t generation;
     int64_t created;
     bool valid;
-    char *invalid_message;   /* every validator error, "; "-joined, when !valid */
-    struct policy spec;      /* filled when valid */
+    char *invalid_message; /* every validator error, "; "-joined, when !valid */
+    struct policy spec;    /* filled when valid */
+    /* When not valid: its spec.nodeSelector alone, when that part is well formed, so the
+     * status still counts the hosts the policy would select (docs/operator.md). */
+    struct policy selector;
+    bool has_selector;
     struct binding bind;     /* the zone and schedule; bind.spec points at spec: do not move p */
     bool deleting;           /* metadata.deletionTimestamp is set: no new runs */
     struct util_map started; /* status.startedSlots: host -> int64_t * slot time */

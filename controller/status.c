@@ -8,10 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static json_t *ctl_condition(struct ctl *c, struct ctl_policy_entry *e, const char *type,
-                             bool status, const char *reason, const char *message)
+static json_t *ctl_condition3(struct ctl *c, struct ctl_policy_entry *e, const char *type,
+                              const char *st, const char *reason, const char *message)
 {
-    const char *st = status ? "True" : "False";
     json_t *prev = NULL;
     size_t i;
     json_t *x;
@@ -30,6 +29,12 @@ static json_t *ctl_condition(struct ctl *c, struct ctl_policy_entry *e, const ch
                      prev_status != NULL && strcmp(prev_status, st) == 0 && prev_time ? prev_time
                                                                                       : now,
                      "reason", reason, "message", message);
+}
+
+static json_t *ctl_condition(struct ctl *c, struct ctl_policy_entry *e, const char *type,
+                             bool status, const char *reason, const char *message)
+{
+    return ctl_condition3(c, e, type, status ? "True" : "False", reason, message);
 }
 
 static int ctl_overdue_cmp(const void *a, const void *b)
@@ -72,9 +77,61 @@ static void ctl_status_cb(const struct kube_result *res, void *arg)
     ctl_status_op_free_cb(&op->w);
 }
 
+struct ctl_event_op {
+    struct ctl_write w; /* first: the record of the write in flight */
+    struct ctl *c;
+};
+
+static void ctl_event_op_free_cb(struct ctl_write *w)
+{
+    free(w);
+}
+
+static void ctl_event_cb(const struct kube_result *res, void *arg)
+{
+    struct ctl_event_op *op = arg;
+    if (res->error != 0 || res->status >= 300)
+        ctl_log(op->c, 0, "an Event could not be written: %s",
+                res->message ? res->message : "no answer");
+    ctl_write_untrack(op->c, &op->w);
+    free(op);
+}
+
+/* A Warning Event on the policy, and its log line. */
+static void ctl_policy_event(struct ctl *c, struct ctl_policy_entry *e, const char *reason,
+                             const char *message)
+{
+    struct util_err err = {0};
+    struct kube_object_ref ref = {API_GROUP_VERSION, "BackupPolicy", e->p.ns, e->p.name, e->p.uid};
+    struct ctl_event_op *op = util_calloc(1, sizeof(*op));
+    op->c = c;
+    ctl_write_track(c, &op->w, ctl_event_op_free_cb);
+    ctl_log(c, 0, "event Warning %s on BackupPolicy %s: %s", reason, e->p.key, message);
+    if (kube_event_create(c->kube, &ref, "Warning", reason, message, CTL_COMPONENT, ctl_now(c),
+                          ctl_event_cb, op, NULL, &err) != 0) {
+        ctl_log(c, 0, "Event on BackupPolicy %s: %s", e->p.key, err.msg);
+        ctl_write_untrack(c, &op->w);
+        free(op);
+    }
+}
+
+/* The reason of condition type in conds, or NULL. */
+static const char *ctl_condition_reason(const json_t *conds, const char *type)
+{
+    size_t i;
+    const json_t *x;
+    json_array_foreach(conds, i, x)
+    {
+        const char *t = json_string_value(json_object_get(x, "type"));
+        if (t != NULL && strcmp(t, type) == 0)
+            return json_string_value(json_object_get(x, "reason"));
+    }
+    return NULL;
+}
+
 static void ctl_policy_status(struct ctl *c, struct ctl_policy_entry *e)
 {
-    size_t hosts = 0, running = 0, overdue = 0, nlisted = 0;
+    size_t hosts = 0, running = 0, overdue = 0, nlisted = 0, with_success = 0;
     int64_t next = INT64_MAX;
     struct ctl_pair **od = NULL;
     size_t odcap = 0;
@@ -99,6 +156,7 @@ static void ctl_policy_status(struct ctl *c, struct ctl_policy_entry *e)
         if (!pr->selected)
             continue;
         hosts++;
+        with_success += pr->has_success;
         if (pr->next_run < next)
             next = pr->next_run;
         if (pr->overdue) {
@@ -146,10 +204,21 @@ static void ctl_policy_status(struct ctl *c, struct ctl_policy_entry *e)
         json_array_append_new(conds,
                               ctl_condition(c, e, "Valid", false, "Invalid", e->p.invalid_message));
     char *msg;
+    char why[768];
+    const char *why_reason = NULL;
+    bool checking = false;
+    const char *blocked =
+        ctl_cache_repository_blocked(c, &e->p, why, sizeof(why), &why_reason, &checking);
+    char *alarm = NULL; /* the Ready message, when a person must act on it */
     if (!e->p.valid) {
-        json_array_append_new(conds,
-                              ctl_condition(c, e, "Ready", false, "Invalid",
-                                            "the policy is not valid; see the Valid condition"));
+        alarm =
+            util_asprintf("the policy is not valid, so no backup runs: %s", e->p.invalid_message);
+        json_array_append_new(conds, ctl_condition(c, e, "Ready", false, "Invalid", alarm));
+    } else if (blocked != NULL) {
+        alarm = util_asprintf("no backup runs: %s; runs start by themselves when it is Ready "
+                              "(a slot missed meanwhile is caught up within the catch-up window)",
+                              blocked);
+        json_array_append_new(conds, ctl_condition(c, e, "Ready", false, why_reason, alarm));
     } else if (hosts == 0) {
         json_array_append_new(conds, ctl_condition(c, e, "Ready", false, "NoMatchingNodes",
                                                    "no node matches the policy's nodeSelector"));
@@ -164,7 +233,11 @@ static void ctl_policy_status(struct ctl *c, struct ctl_policy_entry *e)
         json_array_append_new(conds, ctl_condition(c, e, "Ready", true, "Scheduled", msg));
         free(msg);
     }
-    if (e->limit == SCHED_NO_LIMIT) {
+    if (!e->p.valid) {
+        json_array_append_new(conds, ctl_condition3(c, e, "Overdue", "Unknown", "Invalid",
+                                                    "the policy is not valid: overdue is not "
+                                                    "evaluated until it is"));
+    } else if (e->limit == SCHED_NO_LIMIT) {
         json_array_append_new(conds, ctl_condition(c, e, "Overdue", false, "NoLimit",
                                                    "no schedule and no alerts.maxAge: a policy run "
                                                    "by hand is never overdue"));
@@ -183,6 +256,12 @@ static void ctl_policy_status(struct ctl *c, struct ctl_policy_entry *e)
             json_array_append_new(conds,
                                   ctl_condition(c, e, "Overdue", true, "NoRecentBackup", b.data));
             util_buf_free(&b);
+        } else if (hosts > 0 && with_success == 0) {
+            msg = util_asprintf("no host has a successful backup yet; a host is overdue when it "
+                                "has none %s after it joined or the policy was created",
+                                lim);
+            json_array_append_new(conds, ctl_condition(c, e, "Overdue", false, "NoBackupYet", msg));
+            free(msg);
         } else {
             msg = util_asprintf("every host has a successful backup within %s", lim);
             json_array_append_new(conds, ctl_condition(c, e, "Overdue", false, "Recent", msg));
@@ -195,11 +274,24 @@ static void ctl_policy_status(struct ctl *c, struct ctl_policy_entry *e)
     char *text = json_dumps(st, JSON_COMPACT | JSON_SORT_KEYS);
     if (e->last_status != NULL && strcmp(text, e->last_status) == 0) {
         free(text);
+        free(alarm);
         json_decref(st);
         return;
     }
     free(e->last_status);
     e->last_status = text;
+    /* A Ready reason a person must act on is also an Event, when it first says so. */
+    const char *now_reason = ctl_condition_reason(conds, "Ready");
+    if (alarm == NULL) {
+        free(e->alarmed);
+        e->alarmed = NULL;
+    } else if (!checking && now_reason != NULL &&
+               (e->alarmed == NULL || strcmp(e->alarmed, now_reason) != 0)) {
+        ctl_policy_event(c, e, now_reason, alarm);
+        free(e->alarmed);
+        e->alarmed = util_strdup(now_reason);
+    }
+    free(alarm);
     json_decref(e->conditions);
     e->conditions = json_incref(conds);
 

@@ -66,6 +66,40 @@ static const char *ctl_op_what(enum ctl_action_type type)
     return what[type];
 }
 
+static int ctl_event_create(struct ctl *c, struct ctl_policy_entry *e, const char *ns,
+                            const char *name, const char *type, const char *reason,
+                            const char *message, struct ctl_op *op, struct util_err *err);
+
+/*
+ * A run or Job the API server refused (RBAC, admission, quota, a namespace being
+ * deleted) is a person's to fix: a Warning Event says so, on the Backup (Job) or the
+ * policy (its Backup does not exist), once per distinct error of the pair, not at every
+ * retry.
+ */
+static void ctl_report_refusal(struct ctl *c, struct ctl_pair *pr, const struct ctl_op *op,
+                               const char *why)
+{
+    uint64_t h = util_hash(why, strlen(why)) | 1;
+    if (pr->error_hash == h)
+        return;
+    pr->error_hash = h;
+    struct ctl_policy_entry *e = ctl_cache_policy_of(c, pr);
+    bool job = op->type == CTL_ACT_CREATE_JOB;
+    char *msg =
+        util_asprintf("%s %s/%s was refused, retrying every %ds: %s",
+                      job ? "the Job" : "the Backup", op->ns, op->name, CTL_RETRY_SECONDS, why);
+    struct util_err err = {0};
+    struct ctl_op *ev = ctl_op_new(c, pr, CTL_ACT_EVENT, op->ns, job ? op->name : "");
+    if (ctl_event_create(c, e, op->ns, job ? op->name : "", "Warning",
+                         job ? "JobRefused" : "BackupRefused", msg, ev, &err) != 0) {
+        ctl_log(c, 0, "Event about %s/%s: %s", op->ns, op->name, err.msg);
+        pr->inflight--;
+        ctl_write_untrack(c, &ev->w);
+        ctl_op_free_cb(&ev->w);
+    }
+    free(msg);
+}
+
 /* A write ended: the pair may be reconciled again; on failure, in CTL_RETRY_SECONDS. */
 static void ctl_op_done(struct ctl_op *op, const struct kube_result *res)
 {
@@ -74,12 +108,20 @@ static void ctl_op_done(struct ctl_op *op, const struct kube_result *res)
     /* 404 and 409 are answers too: the object is gone, or exists (made by an earlier try). */
     bool ok = res->error == 0 && ((res->status >= 200 && res->status < 300) || res->status == 404 ||
                                   res->status == 409);
+    char *why = NULL;
     if (!ok && res->error != 0)
-        ctl_log(c, 0, "%s %s/%s failed: %s", ctl_op_what(op->type), op->ns, op->name,
-                res->message ? res->message : "no answer");
+        why = util_asprintf("%s", res->message ? res->message : "no answer");
     else if (!ok)
-        ctl_log(c, 0, "%s %s/%s failed: HTTP %ld %s", ctl_op_what(op->type), op->ns, op->name,
-                res->status, res->message ? res->message : "");
+        why = util_asprintf("HTTP %ld %s", res->status, res->message ? res->message : "");
+    if (why != NULL)
+        ctl_log(c, 0, "%s %s/%s failed: %s", ctl_op_what(op->type), op->ns, op->name, why);
+    bool create = op->type == CTL_ACT_CREATE_RUN || op->type == CTL_ACT_CREATE_JOB;
+    if (pr != NULL && create && ok)
+        pr->error_hash = 0;
+    /* Refused by the server (4xx), or not sent because of what the cluster holds. */
+    if (pr != NULL && create && !ok && (res->status >= 400 || res->error == UTIL_EINVAL))
+        ctl_report_refusal(c, pr, op, why);
+    free(why);
     if (pr != NULL) {
         pr->inflight--;
         if (!ok)
@@ -155,19 +197,115 @@ static void ctl_run_created_cb(const struct kube_result *res, void *arg)
     ctl_op_done(op, res);
 }
 
-static int ctl_execute_event(struct ctl *c, struct ctl_policy_entry *e, const struct ctl_action *a,
-                             struct ctl_op *op, struct util_err *err)
+/* An Event about a Backup (name set) or about the policy e (name ""); logged with its object. */
+static int ctl_event_create(struct ctl *c, struct ctl_policy_entry *e, const char *ns,
+                            const char *name, const char *type, const char *reason,
+                            const char *message, struct ctl_op *op, struct util_err *err)
 {
-    struct kube_object_ref ref = {API_GROUP_VERSION, "BackupPolicy", a->ns, e->p.name, e->p.uid};
-    if (a->name[0] != '\0') {
+    struct kube_object_ref ref;
+    if (name[0] != '\0') {
         char keybuf[CTL_KEY_MAX];
-        struct ctl_backup *b = util_map_get(&c->backups, ctl_key(keybuf, a->ns, a->name));
-        ref = (struct kube_object_ref){API_GROUP_VERSION, "Backup", a->ns, a->name,
-                                       b ? b->uid : NULL};
+        struct ctl_backup *b = util_map_get(&c->backups, ctl_key(keybuf, ns, name));
+        ref = (struct kube_object_ref){API_GROUP_VERSION, "Backup", ns, name, b ? b->uid : NULL};
+    } else if (e != NULL) {
+        ref = (struct kube_object_ref){API_GROUP_VERSION, "BackupPolicy", ns, e->p.name, e->p.uid};
+    } else {
+        return util_err_set(err, UTIL_EINVAL, "an Event about no object");
     }
-    ctl_log(c, 1, "event %s %s: %s", a->event_type, a->reason, a->message);
-    return kube_event_create(c->kube, &ref, a->event_type, a->reason, a->message, CTL_COMPONENT,
-                             ctl_now(c), ctl_simple_cb, op, NULL, err);
+    ctl_log(c, type[0] == 'W' ? 0 : 1, "event %s %s on %s %s/%s: %s", type, reason, ref.kind,
+            ref.namespace, ref.name, message);
+    return kube_event_create(c->kube, &ref, type, reason, message, CTL_COMPONENT, ctl_now(c),
+                             ctl_simple_cb, op, NULL, err);
+}
+
+/*
+ * The agent's result, read once its Job ended: one LIST of the Job's pods (by the
+ * job-name label the Job controller sets), then the Backup's final status with the
+ * snapshot, or with why there is none. A pod list that cannot be read does not stop
+ * the Backup from ending: its status says so.
+ */
+static void ctl_result_pods_cb(const struct kube_result *res, void *arg)
+{
+    struct ctl_op *op = arg;
+    struct ctl *c = op->c;
+    struct util_err err = {0};
+    struct ctl_result r;
+    bool ok = res->error == 0 && res->status == 200 && json_is_object(res->body);
+    if (!ok)
+        ctl_log(c, 0, "pods of Job %s/%s not read (%s), so its result is not either", op->ns,
+                op->name, res->message && res->message[0] ? res->message : "no answer");
+    ctl_backup_result(op->status, ok ? res->body : NULL, ctl_now(c), &r);
+    const char *phase = ctl_json_str(op->status, "status.phase");
+    bool succeeded = phase != NULL && strcmp(phase, "Succeeded") == 0;
+    struct ctl_pair *pr = ctl_cache_pair_by_key(c, op->pair_key);
+    struct ctl_policy_entry *e = pr != NULL ? ctl_cache_policy_of(c, pr) : NULL;
+    char *msg = NULL;
+    const char *type = NULL, *reason = NULL;
+    if (r.reported) {
+        ctl_log(c, 1, "Backup %s/%s: snapshot %s%s", op->ns, op->name, r.id,
+                r.suspicious ? " (suspicious)" : "");
+        if (r.suspicious) {
+            type = "Warning";
+            reason = "Suspicious";
+            msg = util_asprintf("snapshot %s was marked suspicious by the backup agent: look at "
+                                "what changed on the host (lode diff) before trusting it",
+                                r.id);
+        }
+    } else if (succeeded) {
+        type = "Warning";
+        reason = "NoResult";
+        const json_t *conds = ctl_json_path(op->status, "status.conditions");
+        const char *why = json_string_value(json_object_get(json_array_get(conds, 0), "message"));
+        msg = util_asprintf("the backup Job %s succeeded without reporting a snapshot (%s); is "
+                            "the agent image a Lodestore image of this version?",
+                            op->name, why ? why : "no result");
+    }
+    if (msg != NULL && pr != NULL) {
+        struct ctl_op *ev = ctl_op_new(c, pr, CTL_ACT_EVENT, op->ns, op->name);
+        if (ctl_event_create(c, e, op->ns, op->name, type, reason, msg, ev, &err) != 0)
+            ctl_op_fail(ev, UTIL_EINVAL, err.msg);
+    }
+    free(msg);
+    struct kube_resource rb = api_in(&api_backups, op->ns);
+    json_t *patch = op->status;
+    op->status = NULL;
+    int rc =
+        kube_merge_patch(c->kube, &rb, op->name, "status", patch, ctl_simple_cb, op, NULL, &err);
+    json_decref(patch);
+    if (rc != 0)
+        ctl_op_fail(op, rc, err.msg);
+}
+
+static int ctl_read_result(struct ctl *c, struct ctl_op *op, const struct ctl_action *a,
+                           struct util_err *err)
+{
+    struct kube_resource rp = {"", "v1", "pods", a->ns};
+    char *sel = util_asprintf("job-name=%s", a->result_job);
+    struct kube_list_opts lo = {.label_selector = sel};
+    op->status = ctl_backup_status_json(&a->status);
+    int rc = kube_list(c->kube, &rp, &lo, ctl_result_pods_cb, op, NULL, err);
+    free(sel);
+    return rc;
+}
+
+/* The Job of a run, with its policy and its repository by reference. */
+static json_t *ctl_job_for(struct ctl *c, struct ctl_policy_entry *e, struct ctl_run *run,
+                           struct util_err *err)
+{
+    struct ctl_repo_view v;
+    run->policy_document = e->document;
+    if (!e->p.valid)
+        return util_err_set(err, UTIL_EINVAL, "the policy is not valid"), NULL;
+    if (!ctl_repos_get(c->repos, e->p.ns, e->p.spec.repository, &v) || !v.ready)
+        return util_err_set(err, UTIL_EINVAL, "its BackupRepository %s/%s is not Ready", e->p.ns,
+                            e->p.spec.repository),
+               NULL;
+    json_t *job = ctl_job_json(&e->p.spec, run, &c->rcfg.job);
+    if (ctl_job_set_repository(job, v.obj, err) != 0) {
+        json_decref(job);
+        return NULL;
+    }
+    return job;
 }
 
 static void ctl_execute(struct ctl *c, struct ctl_pair *pr, struct ctl_policy_entry *e,
@@ -176,10 +314,14 @@ static void ctl_execute(struct ctl *c, struct ctl_pair *pr, struct ctl_policy_en
     struct util_err err = {0};
     struct kube_resource rb = api_in(&api_backups, a->ns), rj = api_in(&api_jobs, a->ns);
     struct ctl_op *op = ctl_op_new(c, pr, a->type, a->ns, a->name);
-    struct ctl_run run = {a->host, a->slot,       a->trigger,         e->p.uid,
-                          a->name, a->backup_uid, a->status.slot_time};
+    struct ctl_run run = {a->host, a->slot,       a->trigger,          e ? e->p.uid : NULL,
+                          a->name, a->backup_uid, a->status.slot_time, NULL};
     json_t *obj = NULL;
     int rc = 0;
+    if (e == NULL && (a->type == CTL_ACT_CREATE_RUN || a->type == CTL_ACT_CREATE_JOB)) {
+        ctl_op_fail(op, UTIL_EINVAL, "the policy is gone");
+        return;
+    }
     switch (a->type) {
     case CTL_ACT_CREATE_RUN:
         obj = ctl_backup_json(&e->p.spec, &run);
@@ -191,10 +333,15 @@ static void ctl_execute(struct ctl *c, struct ctl_pair *pr, struct ctl_policy_en
         rc = kube_create(c->kube, &rb, obj, ctl_run_created_cb, op, NULL, &err);
         break;
     case CTL_ACT_CREATE_JOB:
-        obj = ctl_job_json(&e->p.spec, &run, &c->rcfg.job);
-        rc = kube_create(c->kube, &rj, obj, ctl_simple_cb, op, NULL, &err);
+        obj = ctl_job_for(c, e, &run, &err);
+        rc = obj != NULL ? kube_create(c->kube, &rj, obj, ctl_simple_cb, op, NULL, &err)
+                         : UTIL_EINVAL;
         break;
     case CTL_ACT_BACKUP_STATUS:
+        if (a->result_job != NULL) {
+            rc = ctl_read_result(c, op, a, &err);
+            break;
+        }
         obj = ctl_backup_status_json(&a->status);
         rc = kube_merge_patch(c->kube, &rb, a->name, "status", obj, ctl_simple_cb, op, NULL, &err);
         break;
@@ -205,7 +352,7 @@ static void ctl_execute(struct ctl *c, struct ctl_pair *pr, struct ctl_policy_en
         rc = kube_delete(c->kube, &rb, a->name, "Background", ctl_simple_cb, op, NULL, &err);
         break;
     case CTL_ACT_EVENT:
-        rc = ctl_execute_event(c, e, a, op, &err);
+        rc = ctl_event_create(c, e, a->ns, a->name, a->event_type, a->reason, a->message, op, &err);
         break;
     }
     json_decref(obj);
@@ -220,9 +367,31 @@ static void ctl_reconcile(struct ctl *c, struct ctl_pair *pr)
     struct ctl_policy_entry *e = ctl_cache_policy_of(c, pr);
     int64_t now = ctl_now(c);
     if (e == NULL) {
-        /* Backups of a deleted policy: the garbage collector removes them with it. */
+        /*
+         * Backups of a deleted policy go with it (the garbage collector); one made by hand
+         * for a policy that does not exist fails with unknown_policy.
+         */
         pr->selected = false;
         ctl_heap_remove(&c->heap, pr->id);
+        const struct ctl_job **jobs = util_calloc(pr->nbackups + 1, sizeof(*jobs));
+        for (size_t i = 0; i < pr->nbackups; i++) {
+            char keybuf[CTL_KEY_MAX];
+            jobs[i] =
+                util_map_get(&c->jobs, ctl_key(keybuf, pr->backups[i]->ns, pr->backups[i]->name));
+        }
+        struct ctl_pair_input in = {.host = pr->host,
+                                    .backups = pr->backups,
+                                    .jobs = jobs,
+                                    .nbackups = pr->nbackups,
+                                    .now = now};
+        struct ctl_actions acts;
+        struct ctl_pair_output out;
+        ctl_actions_init(&acts);
+        ctl_reconcile_pair(&in, &c->rcfg, &acts, &out);
+        free(jobs);
+        for (size_t i = 0; i < acts.n; i++)
+            ctl_execute(c, pr, NULL, &acts.v[i]);
+        ctl_actions_free(&acts);
         ctl_cache_pair_maybe_drop(c, pr);
         return;
     }
@@ -239,16 +408,22 @@ static void ctl_reconcile(struct ctl *c, struct ctl_pair *pr)
         char keybuf[CTL_KEY_MAX];
         jobs[i] = util_map_get(&c->jobs, ctl_key(keybuf, pr->backups[i]->ns, pr->backups[i]->name));
     }
+    char why[768];
+    const char *why_reason;
+    bool checking;
     struct ctl_pair_input in = {
         .policy = &e->p,
         .host = pr->host,
         .node = node,
+        .node_exists = util_map_get(&c->nodes, pr->host) != NULL,
+        .blocked = ctl_cache_repository_blocked(c, &e->p, why, sizeof(why), &why_reason, &checking),
         .backups = pr->backups,
         .jobs = jobs,
         .nbackups = pr->nbackups,
         .limit = e->limit,
         .offset = binding_offset(&e->p.bind, pr->host),
         .reported_slot = pr->reported_slot,
+        .gap_slot = pr->gap_slot,
         .started_slot = pr->started_slot,
         .was_overdue = pr->overdue,
         .now = now,
@@ -259,9 +434,9 @@ static void ctl_reconcile(struct ctl *c, struct ctl_pair *pr)
     ctl_reconcile_pair(&in, &c->rcfg, &acts, &out);
     free(jobs);
 
-    if (out.missed)
-        pr->missed++;
+    pr->missed += out.missed;
     pr->reported_slot = out.reported_slot;
+    pr->gap_slot = out.gap_slot;
     if (out.started_slot != pr->started_slot) {
         pr->started_slot = out.started_slot;
         e->status_dirty = true;

@@ -43,7 +43,7 @@ trap cleanup EXIT
 
 kc apply --server-side -f crd/ >/dev/null
 kc wait --for condition=established --timeout=30s crd/backuppolicies.lodestore.io \
-    crd/backups.lodestore.io >/dev/null
+    crd/backups.lodestore.io crd/backuprepositories.lodestore.io >/dev/null
 kc create namespace bench >/dev/null
 batch=200
 for ((start = 0; start < NODES; start += batch)); do
@@ -73,6 +73,23 @@ env_wait 30 "the controller to listen" grep -q 'metrics on 127.0.0.1:' "$log"
 port=$(grep -o 'metrics on 127.0.0.1:[0-9]*' "$log" | cut -d: -f2)
 env_wait 120 "the caches to sync" grep -q 'caches synced' "$log"
 
+# The policies' repository, on the environment's versitygw, so the controller finds it
+# Ready: without it nothing runs (docs/operator.md).
+# shellcheck disable=SC1090
+source "$S3_ENV"
+kc -n bench create secret generic main-s3 --from-literal=AWS_ACCESS_KEY_ID="$S3_ACCESS_KEY" \
+    --from-literal=AWS_SECRET_ACCESS_KEY="$S3_SECRET_KEY" --from-literal=repository-key=bench >/dev/null
+kc -n bench apply -f - >/dev/null <<EOF
+apiVersion: lodestore.io/v1alpha1
+kind: BackupRepository
+metadata: {name: main}
+spec:
+  endpoint: $S3_ENDPOINT
+  bucket: $S3_BUCKET
+  prefix: bench/main
+  credentialsSecret: {name: main-s3}
+  caBundle: $(base64 -w0 <"$S3_CA_FILE")
+EOF
 # One slot for every policy: the minute that starts at least 90 s from now.
 slot=$(( ($(date +%s) + 90) / 60 * 60 ))
 minute=$(date -u -d "@$slot" +%-M)

@@ -408,7 +408,8 @@ can "${N[@]}" update backups.lodestore.io --subresource status -n "$ELSE"
 for v in create update patch delete; do can "${N[@]}" "$v" backuprepositories.lodestore.io -n "$ELSE"; done
 for v in update patch; do can "${N[@]}" "$v" jobs.batch -n "$ELSE"; done
 for v in create update patch delete; do can "${N[@]}" "$v" nodes; done
-for v in get list; do can "${N[@]}" "$v" pods -n "$ELSE"; done
+can "${A[@]}" list pods -n "$ELSE" # a backup Job's pods, once it ends (its result)
+for v in get watch create delete; do can "${N[@]}" "$v" pods -n "$ELSE"; done
 for v in update patch delete; do can "${N[@]}" "$v" events -n "$ELSE"; done
 can "${N[@]}" get "leases.coordination.k8s.io/$LEASE" -n "$ELSE"
 can "${N[@]}" update leases.coordination.k8s.io/other-lease -n "$NS"
@@ -432,6 +433,8 @@ can "${NB[@]}" list backups.lodestore.io --all-namespaces
 can "${NB[@]}" create jobs.batch -n "$ELSE"
 can "${NB[@]}" create events -n "$ELSE"
 can "${B[@]}" get secrets -n "$WNS"
+can "${B[@]}" list pods -n "$WNS"
+can "${NB[@]}" list pods -n "$ELSE"
 can "${NB[@]}" get secrets -n "$ELSE"
 can "${NB[@]}" list secrets -n "$WNS"
 
@@ -524,6 +527,7 @@ stop_chart_controller() {
 
 env_create_nodes 2 "$NS-n" "chart-test=$HEX"
 sa_kubeconfig "$NS" "$REL" "$T_TMP/a.kubeconfig" || fail "a token for $REL"
+env_repository "$NS" main # policies run only with their repository Ready
 kc -n "$NS" apply -f - >/dev/null <<EOF
 apiVersion: lodestore.io/v1alpha1
 kind: BackupPolicy
@@ -564,6 +568,7 @@ fi
 # Release B: a policy without a schedule in the watched namespace and a Backup made by
 # hand, so no minute boundary is waited for.
 sa_kubeconfig "$NSB" "$RELB" "$T_TMP/b.kubeconfig" || fail "a token for $RELB"
+env_repository "$WNS" main
 kc -n "$WNS" apply -f - >/dev/null <<EOF
 apiVersion: lodestore.io/v1alpha1
 kind: BackupPolicy

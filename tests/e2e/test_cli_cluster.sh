@@ -427,6 +427,7 @@ check_eq "without nodes: the hosts with Backups, selection unknown" \
 
 # ---- with the real controller ----
 env_create_nodes 3 "$NS-c" "lodestore.io/cli-test=$CNS"
+env_repository "$CNS" main # runs start only with the policy's repository Ready
 "$CTL" --kubeconfig "$KUBECONFIG" --context operator --metrics-addr 127.0.0.1:0 \
     --agent-image lodestore.invalid/agent:e2e --namespace "$CNS" >"$T_TMP/ctl.log" 2>&1 &
 PIDS+=($!)

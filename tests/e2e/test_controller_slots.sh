@@ -49,8 +49,9 @@ recorded() { # SLOT-TIME: the policy status records it as started on the host
 
 kc apply --server-side -f "$ROOT/crd/" >/dev/null
 kc wait --for condition=established --timeout=30s crd/backuppolicies.lodestore.io \
-    crd/backups.lodestore.io >/dev/null
+    crd/backups.lodestore.io crd/backuprepositories.lodestore.io >/dev/null
 kc create namespace "$NS" >/dev/null
+env_repository "$NS" main
 env_create_nodes 1 "$NS-n" "role=$NS"
 start_controller first
 kc -n "$NS" apply -f - >/dev/null <<EOF

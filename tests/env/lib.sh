@@ -40,6 +40,11 @@
 #                               /bucket/key?query; BODY-FILE "" for none
 #   env_s3_as ACCESS SECRET METHOD PATH [BODY-FILE [CURL ARGS...]]
 #                               the same with other keys
+#   env_repository NS NAME [BUCKET]
+#                               a BackupRepository NAME in NS on the environment's
+#                               versitygw (prefix e2e/NS/NAME) and its Secret NAME-s3:
+#                               the controller finds it Ready, so policies naming
+#                               it run (a BUCKET that does not exist: not Ready)
 set -u
 # shellcheck source=tests/env/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -259,4 +264,22 @@ env_chroot_kubelet_stop() {
 }
 env_node_dir() {
 	echo "$CHROOT_KUBELET_STATE/nodes/$1"
+}
+
+env_repository() {
+	local ns=$1 name=$2 bucket=${3:-$S3_BUCKET}
+	kc -n "$ns" create secret generic "$name-s3" --from-literal=AWS_ACCESS_KEY_ID="$S3_ACCESS_KEY" \
+		--from-literal=AWS_SECRET_ACCESS_KEY="$S3_SECRET_KEY" \
+		--from-literal=repository-key="e2e-$name" >/dev/null || return 1
+	kc -n "$ns" apply -f - >/dev/null <<EOF
+apiVersion: lodestore.io/v1alpha1
+kind: BackupRepository
+metadata: {name: $name}
+spec:
+  endpoint: $S3_ENDPOINT
+  bucket: $bucket
+  prefix: e2e/$ns/$name
+  credentialsSecret: {name: $name-s3}
+  caBundle: $(base64 -w0 <"$S3_CA_FILE")
+EOF
 }

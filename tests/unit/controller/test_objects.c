@@ -117,7 +117,8 @@ static void test_job_is_pinned_bounded_and_read_only(void **state)
                           "puid",
                           "etc-and-home-202603290330-abc",
                           "buid",
-                          0};
+                          0,
+                          NULL};
     struct ctl_job_opts opts = {"lodestore:test", 3600};
     json_t *job = ctl_job_json(&p, &run, &opts);
     json_t *spec = json_object_get(job, "spec");
@@ -134,7 +135,8 @@ static void test_job_is_pinned_bounded_and_read_only(void **state)
     /* The agent backs up the policy's paths under the node's "/", mounted read-only. */
     char *args = json_dumps(json_object_get(c, "args"), JSON_COMPACT);
     assert_string_equal(args, "[\"--policy\",\"ops/etc-and-home\",\"--host\",\"node-1\","
-                              "\"--root\",\"/host\",\"--output\",\"json\"]");
+                              "\"--root\",\"/host\",\"--output\",\"json\","
+                              "\"--termination-log\",\"/dev/termination-log\"]");
     free(args);
     json_t *root = by_name(json_object_get(c, "volumeMounts"), "host-root");
     assert_string_equal(json_string_value(json_object_get(root, "mountPath")), CTL_HOST_ROOT);
@@ -180,14 +182,158 @@ static void test_job_manual(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0};
+    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL};
     struct ctl_job_opts opts = {"img", 60};
     json_t *job = ctl_job_json(&p, &run, &opts);
     char *s = json_dumps(job, JSON_COMPACT);
     assert_null(strstr(s, "ownerReferences"));
     assert_null(strstr(s, CTL_LABEL_SLOT));
+    assert_null(strstr(s, "LODE_POLICY_DOCUMENT"));
     free(s);
     json_decref(job);
+}
+
+static const char *status_str(const json_t *patch, const char *member);
+
+/* The agent's contract: the policy as compact JSON of four members, in the Job's env. */
+static void test_policy_document(void **state)
+{
+    json_t *obj = json_loads(
+        "{\"apiVersion\":\"lodestore.io/v1alpha1\",\"kind\":\"BackupPolicy\",\"metadata\":{"
+        "\"name\":\"etc\",\"namespace\":\"ops\",\"uid\":\"u\",\"generation\":3,\"labels\":{"
+        "\"a\":\"b\"}},\"spec\":{\"repository\":\"main\",\"paths\":[\"/etc\"]},\"status\":{"
+        "\"hosts\":3}}",
+        0, NULL);
+    char *doc = ctl_policy_document(obj);
+    assert_string_equal(doc, "{\"apiVersion\":\"lodestore.io/v1alpha1\",\"kind\":\"BackupPolicy\","
+                             "\"metadata\":{\"name\":\"etc\",\"namespace\":\"ops\"},\"spec\":{"
+                             "\"paths\":[\"/etc\"],\"repository\":\"main\"}}");
+    char *paths[] = {"/etc", "/home"};
+    struct policy p;
+    make_policy(&p, paths);
+    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, doc};
+    struct ctl_job_opts opts = {"img", 60};
+    json_t *job = ctl_job_json(&p, &run, &opts);
+    json_t *c = job_container(job);
+    json_t *env = by_name(json_object_get(c, "env"), "LODE_POLICY_DOCUMENT");
+    assert_string_equal(json_string_value(json_object_get(env, "value")), doc);
+    json_decref(job);
+    free(doc);
+    json_decref(obj);
+
+    /* A document without a spec still has one (empty), so the agent's error is about it. */
+    obj = json_loads("{\"metadata\":{\"name\":\"x\"}}", 0, NULL);
+    doc = ctl_policy_document(obj);
+    assert_string_equal(doc,
+                        "{\"apiVersion\":\"lodestore.io/v1alpha1\",\"kind\":\"BackupPolicy\","
+                        "\"metadata\":{\"name\":\"x\",\"namespace\":\"default\"},\"spec\":{}}");
+    free(doc);
+    json_decref(obj);
+}
+
+/* A PodList of one pod whose backup container ended with message (NULL: none). */
+static json_t *pods_with(const char *message, const char *created)
+{
+    json_t *term = json_pack("{s:i}", "exitCode", 0);
+    if (message != NULL)
+        json_object_set_new(term, "message", json_string(message));
+    return json_pack("{s:[{s:{s:s}, s:{s:[{s:s, s:{s:o}}]}}]}", "items", "metadata",
+                     "creationTimestamp", created, "status", "containerStatuses", "name", "backup",
+                     "state", "terminated", term);
+}
+
+static const json_t *cond(const json_t *patch, const char *type)
+{
+    size_t i;
+    const json_t *x;
+    json_array_foreach(json_object_get(json_object_get(patch, "status"), "conditions"), i, x)
+    {
+        if (strcmp(json_string_value(json_object_get(x, "type")), type) == 0)
+            return x;
+    }
+    return NULL;
+}
+
+static void test_backup_result(void **state)
+{
+    struct ctl_backup_status s = {.phase = CTL_PHASE_SUCCEEDED, .completed = 1774751400};
+    struct ctl_result r;
+
+    /* The agent's snapshot, suspicious: copied member by member, unknown members dropped. */
+    json_t *patch = ctl_backup_status_json(&s);
+    json_t *pods = pods_with(
+        "{\"snapshot\":{\"id\":\"ab12\",\"policy\":\"ops/etc\",\"host\":\"node-1\",\"time\":"
+        "\"2026-03-29T02:30:00Z\",\"incomplete\":false,\"suspicious\":true,\"files\":10,"
+        "\"bytes\":2048,\"newBytes\":1024,\"uploadedBytes\":512,\"secret\":\"x\",\"files2\":1}}",
+        "2026-03-29T02:30:00Z");
+    ctl_backup_result(patch, pods, 1774751400, &r);
+    assert_true(r.reported);
+    assert_true(r.suspicious);
+    assert_string_equal(r.id, "ab12");
+    char *snap = json_dumps(json_object_get(json_object_get(patch, "status"), "snapshot"),
+                            JSON_COMPACT | JSON_SORT_KEYS);
+    assert_string_equal(snap, "{\"bytes\":2048,\"files\":10,\"host\":\"node-1\",\"id\":\"ab12\","
+                              "\"incomplete\":false,\"newBytes\":1024,\"policy\":\"ops/etc\","
+                              "\"suspicious\":true,\"time\":\"2026-03-29T02:30:00Z\","
+                              "\"uploadedBytes\":512}");
+    free(snap);
+    assert_string_equal(json_string_value(json_object_get(cond(patch, "Suspicious"), "status")),
+                        "True");
+    assert_string_equal(
+        json_string_value(json_object_get(cond(patch, "SnapshotReported"), "status")), "True");
+    json_decref(patch);
+    json_decref(pods);
+
+    /* No message, a message that is not the contract, no pods at all: said, not failed. */
+    const char *bad[] = {NULL, "not json", "{\"snapshot\":{\"files\":1}}", "{\"snapshot\":3}"};
+    const char *want[] = {"NoResult", "UnparsableResult", "UnparsableResult", "UnparsableResult"};
+    for (size_t i = 0; i < 4; i++) {
+        patch = ctl_backup_status_json(&s);
+        pods = pods_with(bad[i], "2026-03-29T02:30:00Z");
+        ctl_backup_result(patch, pods, 1774751400, &r);
+        assert_false(r.reported);
+        assert_null(json_object_get(json_object_get(patch, "status"), "snapshot"));
+        const json_t *c = cond(patch, "SnapshotReported");
+        assert_string_equal(json_string_value(json_object_get(c, "status")), "False");
+        assert_string_equal(json_string_value(json_object_get(c, "reason")), want[i]);
+        assert_null(cond(patch, "Suspicious"));
+        json_decref(patch);
+        json_decref(pods);
+    }
+    patch = ctl_backup_status_json(&s);
+    ctl_backup_result(patch, NULL, 1774751400, &r);
+    assert_non_null(strstr(
+        json_string_value(json_object_get(cond(patch, "SnapshotReported"), "message")), "pods"));
+    json_decref(patch);
+
+    /* A failed run's log tail (FallbackToLogsOnError) joins its message; only the tail. */
+    s = (struct ctl_backup_status){
+        .phase = CTL_PHASE_FAILED, .reason = "job_failed", .message = "the backup Job x failed"};
+    patch = ctl_backup_status_json(&s);
+    char big[1000];
+    memset(big, 'a', sizeof(big));
+    memcpy(big + sizeof(big) - 20, "cannot open /etc/x\n", 20);
+    big[sizeof(big) - 1] = '\0';
+    pods = pods_with(big, "2026-03-29T02:30:00Z");
+    ctl_backup_result(patch, pods, 1774751400, &r);
+    const char *m = status_str(patch, "message");
+    assert_non_null(strstr(m, "the backup Job x failed; the agent's last output: aaa"));
+    assert_non_null(strstr(m, "cannot open /etc/x"));
+    assert_true(strlen(m) < 400);
+    json_decref(patch);
+    json_decref(pods);
+
+    /* Of two pods, the newest speaks. */
+    patch = ctl_backup_status_json(&(struct ctl_backup_status){.phase = CTL_PHASE_SUCCEEDED});
+    pods = pods_with("{\"snapshot\":{\"id\":\"old\"}}", "2026-03-29T02:30:00Z");
+    json_t *newer = pods_with("{\"snapshot\":{\"id\":\"new\"}}", "2026-03-29T02:31:00Z");
+    json_array_append(json_object_get(pods, "items"),
+                      json_array_get(json_object_get(newer, "items"), 0));
+    ctl_backup_result(patch, pods, 1774751400, &r);
+    assert_string_equal(r.id, "new");
+    json_decref(newer);
+    json_decref(pods);
+    json_decref(patch);
 }
 
 static const char *env_value(json_t *c, const char *name)
@@ -208,7 +354,7 @@ static void test_job_repository(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0};
+    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL};
     struct ctl_job_opts opts = {"img", 60};
     json_t *job = ctl_job_json(&p, &run, &opts);
     /* "-----BEGIN CERTIFICATE-----\n" in base64. */
@@ -263,7 +409,7 @@ static void test_job_repository_defaults_and_errors(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0};
+    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL};
     struct ctl_job_opts opts = {"img", 60};
     json_t *job = ctl_job_json(&p, &run, &opts);
     char *before = json_dumps(job, JSON_SORT_KEYS);
@@ -317,8 +463,8 @@ static void test_backup_object(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "2026-03-29T03:30", CTL_TRIGGER_CATCH_UP, "puid", "bk", NULL,
-                          0};
+    struct ctl_run run = {"node-1", "2026-03-29T03:30", CTL_TRIGGER_CATCH_UP, "puid", "bk", NULL, 0,
+                          NULL};
     json_t *b = ctl_backup_json(&p, &run);
     json_t *spec = json_object_get(b, "spec");
     assert_string_equal(json_string_value(json_object_get(b, "apiVersion")), API_GROUP_VERSION);
@@ -395,6 +541,8 @@ int main(void)
         cmocka_unit_test(test_labels),
         cmocka_unit_test(test_job_is_pinned_bounded_and_read_only),
         cmocka_unit_test(test_job_manual),
+        cmocka_unit_test(test_policy_document),
+        cmocka_unit_test(test_backup_result),
         cmocka_unit_test(test_job_repository),
         cmocka_unit_test(test_job_repository_defaults_and_errors),
         cmocka_unit_test(test_backup_object),

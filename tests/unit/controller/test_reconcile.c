@@ -134,6 +134,9 @@ static struct ctl_backup *add_backup(struct fixture *f, const char *slot, const 
 
 static bool f_was_overdue;
 static int64_t f_started_slot;
+static int64_t f_gap_slot;
+static const char *f_blocked;
+static bool f_node_gone; /* with node NULL: the Node does not exist (else: not selected) */
 
 static void run(struct fixture *f, const char *now, int64_t reported)
 {
@@ -141,6 +144,9 @@ static void run(struct fixture *f, const char *now, int64_t reported)
         .policy = &f->policy,
         .host = "node-1",
         .node = f->node.name ? &f->node : NULL,
+        .node_exists = !f_node_gone,
+        .blocked = f_blocked,
+        .gap_slot = f_gap_slot,
         .backups = f->bp,
         .jobs = f->jp,
         .nbackups = f->n,
@@ -525,6 +531,43 @@ static void test_invalid_policy_does_nothing(void **state)
     ctl_policy_free(&p);
 }
 
+/* Issue 10, defect 5: an invalid policy still counts the nodes its nodeSelector selects. */
+static void test_invalid_policy_still_selects(void **state)
+{
+    struct ctl_policy p;
+    struct ctl_node *db_node, *web_node;
+    struct util_err err = {0};
+    json_t *o = json_pack("{s:{s:s, s:{s:s}}}", "metadata", "name", "n1", "labels", "role", "db");
+    assert_int_equal(ctl_node_from_json(&db_node, o, &err), 0);
+    json_decref(o);
+    o = json_pack("{s:{s:s, s:{s:s}}}", "metadata", "name", "n2", "labels", "role", "web");
+    assert_int_equal(ctl_node_from_json(&web_node, o, &err), 0);
+    json_decref(o);
+
+    load_policy(&p,
+                "{\"repository\":\"main\",\"paths\":[\"/etc\"],\"nodeSelector\":{\"role\":\"db\"},"
+                "\"schedule\":{\"cron\":\"0 0 30 2 *\"}}",
+                T("2026-03-01T00:00:00Z"));
+    assert_false(p.valid);
+    assert_true(ctl_node_selected(db_node, &p));
+    assert_false(ctl_node_selected(web_node, &p));
+    ctl_policy_free(&p);
+    /* No selector: every node, as for a valid policy. */
+    load_policy(&p, "{\"repository\":\"main\",\"paths\":[\"relative\"]}",
+                T("2026-03-01T00:00:00Z"));
+    assert_false(p.valid);
+    assert_true(ctl_node_selected(web_node, &p));
+    ctl_policy_free(&p);
+    /* A selector that is itself broken selects nothing. */
+    load_policy(&p, "{\"repository\":\"main\",\"paths\":[\"/etc\"],\"nodeSelector\":{\"role\":1}}",
+                T("2026-03-01T00:00:00Z"));
+    assert_false(p.valid);
+    assert_false(ctl_node_selected(db_node, &p));
+    ctl_policy_free(&p);
+    ctl_node_free(db_node);
+    ctl_node_free(web_node);
+}
+
 static void test_schedule_change_time(void **state)
 {
     struct ctl_policy p;
@@ -555,6 +598,118 @@ static void test_schedule_change_time(void **state)
     json_decref(obj);
 }
 
+#define MINUTELY                                                                                   \
+    "{\"repository\":\"main\",\"paths\":[\"/etc\"],\"schedule\":{\"cron\":\"* * * * "              \
+    "*\",\"jitter\":"                                                                              \
+    "\"0s\"}}"
+
+/* Issue 10, defect 6: slots missed just before one that runs on time are counted too. */
+static void test_missed_slots_before_an_on_time_run_are_counted(void **state)
+{
+    struct fixture f;
+    fixture_init(&f, MINUTELY);
+    add_backup(&f, "2026-03-10T10:00", "2026-03-10T10:00:00Z", "Succeeded", "2026-03-10T10:00:01Z",
+               "ok");
+    /* The controller was down from 10:00:30 to 10:03:05: 10:01 and 10:02 had no run. */
+    run(&f, "2026-03-10T10:03:05Z", 0);
+    assert_int_equal(count(&f, CTL_ACT_CREATE_RUN), 1);
+    assert_string_equal(first(&f, CTL_ACT_CREATE_RUN)->slot, "2026-03-10T10:03");
+    assert_string_equal(ctl_trigger_name(first(&f, CTL_ACT_CREATE_RUN)->trigger), "scheduled");
+    assert_int_equal(f.out.missed, 2);
+    assert_int_equal(count_events(&f, "Missed"), 1);
+    const char *m = event(&f, "Missed")->message;
+    assert_non_null(strstr(m, "2 slots on node-1 missed, 2026-03-10T10:01 to 2026-03-10T10:02"));
+    assert_non_null(strstr(m, "slot 2026-03-10T10:03 runs now"));
+    /* Looked at again (the run's Backup not yet seen): counted once. */
+    f_gap_slot = f.out.gap_slot;
+    run(&f, "2026-03-10T10:03:06Z", 0);
+    assert_int_equal(f.out.missed, 0);
+    assert_int_equal(count_events(&f, "Missed"), 0);
+    f_gap_slot = 0;
+
+    /* One slot missed: named alone. */
+    run(&f, "2026-03-10T10:02:01Z", 0);
+    assert_int_equal(f.out.missed, 1);
+    assert_non_null(strstr(event(&f, "Missed")->message, "slot 2026-03-10T10:01 on node-1 missed"));
+    /* Nothing missed when the last slot ran. */
+    run(&f, "2026-03-10T10:01:00Z", 0);
+    assert_int_equal(f.out.missed, 0);
+    assert_int_equal(count_events(&f, "Missed"), 0);
+    fixture_free(&f);
+}
+
+/* Issue 10, defect 2: no run while the repository is missing; the slot is caught up after. */
+static void test_a_blocked_repository_runs_nothing(void **state)
+{
+    struct fixture f;
+    fixture_init(&f, DAILY_UTC);
+    add_backup(&f, "2026-03-09T02:00", "2026-03-09T02:00:00Z", "Succeeded", "2026-03-09T02:00:01Z",
+               "ok");
+    add_backup(&f, "", NULL, "Pending", "2026-03-10T01:00:00Z", NULL); /* by hand, no Job yet */
+    f_blocked = "its BackupRepository ops/main does not exist";
+    run(&f, "2026-03-10T02:00:30Z", 0);
+    assert_int_equal(count(&f, CTL_ACT_CREATE_RUN), 0);
+    assert_int_equal(count(&f, CTL_ACT_CREATE_JOB), 0);
+    assert_int_equal(count(&f, CTL_ACT_BACKUP_STATUS), 0); /* the hand-made one waits */
+    assert_int_equal(f.out.missed, 1);
+    assert_non_null(strstr(event(&f, "Missed")->message,
+                           "missed: its BackupRepository ops/main does not exist; one catch-up"));
+    int64_t reported = f.out.reported_slot;
+    f_blocked = NULL;
+    run(&f, "2026-03-10T03:00:00Z", reported);
+    assert_int_equal(count(&f, CTL_ACT_CREATE_JOB), 1); /* the hand-made run first */
+    assert_int_equal(count(&f, CTL_ACT_CREATE_RUN), 0); /* then the catch-up, once it ends */
+    f.bp[1]->phase = CTL_PHASE_FAILED;
+    run(&f, "2026-03-10T03:00:00Z", reported);
+    assert_int_equal(count(&f, CTL_ACT_CREATE_RUN), 1);
+    assert_string_equal(ctl_trigger_name(first(&f, CTL_ACT_CREATE_RUN)->trigger), "catch-up");
+    fixture_free(&f);
+}
+
+/* Issue 10, defect 4: a Backup that nothing will ever run ends Failed, with an Event. */
+static void test_backups_nothing_will_run_fail(void **state)
+{
+    struct fixture f;
+    fixture_init(&f, DAILY_UTC);
+    add_backup(&f, "", NULL, "Pending", "2026-03-10T01:00:00Z", NULL);
+    add_backup(&f, "", NULL, "Running", "2026-03-10T01:00:00Z", "active"); /* its Job runs on */
+    f.node.name = NULL;
+    f_node_gone = true;
+    run(&f, "2026-03-10T01:00:10Z", 0);
+    assert_int_equal(count(&f, CTL_ACT_BACKUP_STATUS), 1);
+    const struct ctl_action *a = first(&f, CTL_ACT_BACKUP_STATUS);
+    assert_string_equal(a->name, "bk-0");
+    assert_int_equal(a->status.phase, CTL_PHASE_FAILED);
+    assert_string_equal(a->status.reason, "unknown_host");
+    assert_string_equal(event(&f, "UnknownHost")->name, "bk-0");
+    assert_int_equal(count(&f, CTL_ACT_CREATE_JOB), 0);
+
+    f_node_gone = false; /* the node exists, the policy does not select it */
+    run(&f, "2026-03-10T01:00:10Z", 0);
+    assert_string_equal(first(&f, CTL_ACT_BACKUP_STATUS)->status.reason, "host_not_selected");
+    assert_non_null(strstr(event(&f, "HostNotSelected")->message, "nodeSelector"));
+
+    /* No such policy. */
+    struct ctl_pair_input in = {.host = "node-1",
+                                .backups = f.bp,
+                                .jobs = f.jp,
+                                .nbackups = f.n,
+                                .now = T("2026-03-10T01:00:10Z")};
+    ctl_actions_free(&f.acts);
+    ctl_reconcile_pair(&in, &f.cfg, &f.acts, &f.out);
+    assert_int_equal(count(&f, CTL_ACT_BACKUP_STATUS), 1);
+    assert_string_equal(first(&f, CTL_ACT_BACKUP_STATUS)->status.reason, "unknown_policy");
+    assert_int_equal(count_events(&f, "UnknownPolicy"), 1);
+    assert_int_equal(f.out.wake, INT64_MAX);
+
+    /* Already final: nothing more. */
+    f.bp[0]->phase = CTL_PHASE_FAILED;
+    ctl_actions_free(&f.acts);
+    ctl_reconcile_pair(&in, &f.cfg, &f.acts, &f.out);
+    assert_int_equal(f.acts.n, 0);
+    fixture_free(&f);
+}
+
 static int setup(void **state)
 {
     struct util_err err = {0};
@@ -583,6 +738,10 @@ int main(void)
         cmocka_unit_test(test_history_keeps_newest_success),
         cmocka_unit_test(test_overdue),
         cmocka_unit_test(test_slots_before_creation_are_not_missed),
+        cmocka_unit_test(test_missed_slots_before_an_on_time_run_are_counted),
+        cmocka_unit_test(test_invalid_policy_still_selects),
+        cmocka_unit_test(test_a_blocked_repository_runs_nothing),
+        cmocka_unit_test(test_backups_nothing_will_run_fail),
         cmocka_unit_test(test_invalid_policy_does_nothing),
         cmocka_unit_test(test_schedule_change_time),
     };
