@@ -21,7 +21,9 @@ LODE=${LODE:-$root/build/lode}
 [[ $LODE == /* ]] || LODE=$root/$LODE
 relay_pid=
 agent_pid=
+mounted=
 cleanup() {
+	[[ -n $mounted ]] && umount "$mounted" 2>/dev/null
 	[[ -n $agent_pid ]] && kill -9 "$agent_pid" 2>/dev/null
 	[[ -n $relay_pid ]] && kill "$relay_pid" 2>/dev/null
 	rm -rf "$T_TMP"
@@ -274,6 +276,43 @@ run backup --policy "$polslow" --host node-a --root "$slow" --output json
 check_eq "after SIGKILL a re-run works" "$RC" 0
 run snapshots --policy e2e/slow --output json
 check_eq "after SIGKILL: one more snapshot" "$(jqo '.snapshots | length')" "$((before + 1))"
+
+# ---- one file system, unless listed ----
+fs=$T_TMP/fs
+mkdir -p "$fs/etc/mnt"
+printf 'on the root fs\n' >"$fs/etc/a"
+if mount -t tmpfs lode-e2e "$fs/etc/mnt"; then
+	mounted=$fs/etc/mnt
+	printf 'on a tmpfs\n' >"$fs/etc/mnt/b"
+	run backup --policy "$(policy fs1 '[/etc]')" --host node-a --root "$fs" --output json
+	check_eq "a mount point below a listed path is not entered" "$(jqo .snapshot.files)" 1
+	run backup --policy "$(policy fs2 '[/etc, /etc/mnt]')" --host node-a --root "$fs" --output json
+	check_eq "a mount point that is listed is entered" "$(jqo .snapshot.files)" 2
+	umount "$mounted"
+	mounted=
+else
+	fail "mount a tmpfs for the one-file-system check (the test runs as root)"
+fi
+
+# ---- many unreadable files: the termination log stays within 4096 bytes ----
+many=$T_TMP/many
+mkdir -p "$many/etc"
+for i in $(seq 300); do
+	f=$many/etc/unreadable-file-with-a-rather-long-name-$i
+	printf 'x' >"$f"
+	chmod 000 "$f"
+done
+setpriv --bounding-set -dac_override,-dac_read_search "$LODE" backup --policy "$(policy many '[/etc]')" \
+	--host node-a --root "$many" --output json --termination-log "$T_TMP/termlog" >"$T_TMP/out" 2>"$T_TMP/err"
+RC=$?
+check_eq "300 unreadable files: exit 3" "$RC" 3
+check_eq "300 unreadable files: every one listed in the output" "$(jq '.errors | length' "$T_TMP/out")" 300
+size=$(stat -c %s "$T_TMP/termlog")
+((size <= 4096)) && pass "the termination log holds $size bytes (at most 4096)" || fail "the termination log holds $size bytes"
+check_eq "the termination log is JSON with the snapshot" "$(jq -r .snapshot.id "$T_TMP/termlog")" \
+	"$(jq -r .snapshot.id "$T_TMP/out")"
+n=$(jq '.errors | length' "$T_TMP/termlog")
+((n > 0 && n < 300)) && pass "the termination log keeps $n of the errors" || fail "the termination log keeps $n errors"
 
 # ---- keys and policies ----
 head -c 32 /dev/urandom | base64 >"$T_TMP/wrong"
