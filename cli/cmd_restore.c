@@ -67,6 +67,7 @@ struct rx {
     struct repo_source src;
     char id[REPO_ID_LEN + 1];
     struct repo_chunkset set;
+    char *files_key, *chunks_key; /* meta/SOURCE/ID.files and .chunks, for messages */
     struct rs_target t;
     /* The batch. */
     struct rx_file *files;
@@ -384,7 +385,7 @@ static void rx_add_file(struct rx *x, const struct repo_file *rec)
         if (c == NULL) {
             char hex[2 * REPO_HASH_LEN + 1];
             repo_hex(rec->chunks[i], REPO_HASH_LEN, hex);
-            rx_damage(x, "the chunk set of %s lacks chunk %s of %s", x->id, hex, rec->path);
+            rx_damage(x, "%s lacks chunk %s of %s", x->chunks_key, hex, rec->path);
             fprintf(stderr, "lode restore: not restored: %s\n", rec->path);
             return;
         }
@@ -434,7 +435,7 @@ static void rx_add_file(struct rx *x, const struct repo_file *rec)
 /* ---- reading the snapshot ---- */
 
 /* GETs one meta object; 404 is damage (1), anything else I/O (2). */
-static int rx_get_meta(struct rx *x, enum repo_kind kind, char **data, size_t *len)
+static int rx_get_meta(struct rx *x, enum repo_kind kind, char **data, size_t *len, char **keyout)
 {
     struct repo_key k = {.kind = kind, .src = x->src};
     struct s3_opts o = {.max_bytes = RX_META_MAX};
@@ -449,7 +450,7 @@ static int rx_get_meta(struct rx *x, enum repo_kind kind, char **data, size_t *l
         fprintf(stderr, "lode restore: cannot read %s: %s\n", key, e.msg);
         rc = CLI_USAGE;
     }
-    free(key);
+    *keyout = key;
     return rc;
 }
 
@@ -485,7 +486,7 @@ static int rx_run(struct rx *x, const uint8_t *list, size_t len, char **inc, siz
     int rc;
 
     if (repo_files_reader_init(&r, x->keys, x->id, list, len, &e) != 0) {
-        rx_damage(x, "the file list of %s: %s", x->id, e.msg);
+        rx_damage(x, "%s: %s", x->files_key, e.msg);
         return CLI_INVALID;
     }
     rc = 0;
@@ -516,7 +517,7 @@ static int rx_run(struct rx *x, const uint8_t *list, size_t len, char **inc, siz
         repo_file_free(&f);
     }
     if (rc < 0)
-        rx_damage(x, "the file list of %s: %s", x->id, e.msg);
+        rx_damage(x, "%s: %s", x->files_key, e.msg);
     repo_files_reader_free(&r);
     if (!x->fatal && x->nfiles > 0)
         rx_flush(x);
@@ -544,7 +545,7 @@ static int rx_check_includes(struct rx *x, const uint8_t *list, size_t len, char
 
     *files = *bytes = 0;
     if (repo_files_reader_init(&r, x->keys, x->id, list, len, &e) != 0) {
-        rx_damage(x, "the file list of %s: %s", x->id, e.msg);
+        rx_damage(x, "%s: %s", x->files_key, e.msg);
         free(hit);
         return CLI_INVALID;
     }
@@ -560,7 +561,7 @@ static int rx_check_includes(struct rx *x, const uint8_t *list, size_t len, char
     }
     repo_files_reader_free(&r);
     if (rc < 0) {
-        rx_damage(x, "the file list of %s: %s", x->id, e.msg);
+        rx_damage(x, "%s: %s", x->files_key, e.msg);
         free(hit);
         return CLI_INVALID;
     }
@@ -632,15 +633,15 @@ static int rx_restore(struct rx *x, const char *target, bool overwrite, char **i
                 "when it was taken\n",
                 x->id, m.nerrs);
     repo_manifest_free(&m);
-    if ((rc = rx_get_meta(x, REPO_KEY_CHUNKS, &chunks, &chunkslen)) != 0)
+    if ((rc = rx_get_meta(x, REPO_KEY_CHUNKS, &chunks, &chunkslen, &x->chunks_key)) != 0)
         goto out;
     if (repo_chunkset_decode(&x->set, x->keys, x->id, (const uint8_t *)chunks, chunkslen, &e) !=
         0) {
-        rx_damage(x, "%s", e.msg);
+        rx_damage(x, "%s: %s", x->chunks_key, e.msg);
         rc = CLI_INVALID;
         goto out;
     }
-    if ((rc = rx_get_meta(x, REPO_KEY_FILES, &list, &listlen)) != 0)
+    if ((rc = rx_get_meta(x, REPO_KEY_FILES, &list, &listlen, &x->files_key)) != 0)
         goto out;
     if ((rc = rx_check_includes(x, (const uint8_t *)list, listlen, inc, ninc, &want_files,
                                 &want_bytes)) != 0)
@@ -775,6 +776,8 @@ int cmd_restore(int argc, char **argv)
     x.keys = &st.config.keys;
     if ((rc = rx_find(&x, argv[optind])) == CLI_OK)
         rc = rx_restore(&x, target, overwrite, inc, ninc);
+    free(x.files_key);
+    free(x.chunks_key);
     free(x.files);
     free(x.pieces);
     free(x.ranges);

@@ -279,6 +279,27 @@ check_eq "restore of that snapshot exits 1" "$RC" 1
 check_contains "... naming it" "$ERR" "meta/default/p/h1/$id.files is missing"
 mv "$T_TMP/saved.files" "$files"
 
+damage_one() { # NAME KEY HOW (truncate|flip): check and restore name KEY; then it is put back
+	local f=$objects/$2
+	cp "$f" "$T_TMP/saved"
+	if [[ $3 == truncate ]]; then truncate -s $(($(stat -c %s "$f") / 2)) "$f"; else flip "$f" 40; fi
+	run "$1" "$LODE" check
+	check_eq "check finds a damaged $1 (exit 1)" "$RC" 1
+	check_contains "... naming it" "$ERR" "$2"
+	if [[ $1 != "run record" ]]; then
+		run "$1-restore" "$LODE" restore "$id" --target "$T_TMP/r-$1"
+		check_eq "restore of a snapshot with a damaged $1 exits 1" "$RC" 1
+		check_contains "... naming it" "$ERR" "$2"
+	fi
+	cp "$T_TMP/saved" "$f"
+}
+damage_one "run record" "runs/default/p/h1/$id.json" truncate
+damage_one "manifest" "snapshots/default/p/h1/$id.json" truncate
+damage_one "chunk set" "meta/default/p/h1/$id.chunks" flip
+damage_one "file list" "meta/default/p/h1/$id.files" flip
+run whole-again "$LODE" check
+check_eq "everything put back: check exits 0" "$RC" 0
+
 rm "$pack"
 run nopack "$LODE" check
 check_eq "check finds a deleted pack (exit 1)" "$RC" 1
