@@ -12,8 +12,10 @@
  *
  * Scope: the prefix is built from the parsed namespace, policy and host by
  * repo_key_prefix, with the trailing '/', so "web" never reaches "web-1"; and
- * every key is checked again against the policy (and host) before it is deleted.
- * A listing that fails or is cut short deletes nothing (storage_catalog).
+ * internal/prune checks every snapshot against the policy (and host) before a key
+ * is planned. The decision and the keys are internal/prune's, the same the
+ * controller deletes. A listing that fails or is cut short deletes nothing
+ * (storage_catalog).
  *
  * Costs: about 100 bytes a snapshot for the catalog and 32 for the engine; one
  * LIST request per 1,000 keys and one DeleteObjects request per 1,000 forgotten
@@ -25,6 +27,7 @@
 
 #include "binding/binding.h"
 #include "cli.h"
+#include "prune/prune.h"
 #include "storage.h"
 
 /* The keys of one deletion pass and what became of them. */
@@ -85,18 +88,6 @@ static int forget_delete(struct storage *st, struct forget_del *d, unsigned *req
     return d->failed ? -1 : 0;
 }
 
-/* Hosts first (bytewise), then newest first: the engine's order within a host. */
-static int forget_by_host(const void *pa, const void *pb)
-{
-    const struct repo_snapshot *a = pa, *b = pb;
-    int r = strcmp(a->src.host, b->src.host);
-    if (r)
-        return r;
-    if (a->time != b->time)
-        return a->time > b->time ? -1 : 1;
-    return strcmp(b->id, a->id);
-}
-
 static json_t *forget_host_json(const char *host, const struct ret_snapshot *snaps, size_t n,
                                 const struct ret_decision *d)
 {
@@ -143,11 +134,8 @@ int cmd_forget_storage(const struct cmd_forget_storage_args *a)
     struct policy pol;
     struct storage st;
     struct repo_catalog cat;
+    struct prune_plan plan = {0};
     struct util_err err = {0};
-    struct ret_snapshot *snaps = NULL;
-    struct ret_decision *dec = NULL;
-    char **manifests = NULL, **marks = NULL, **mark_of = NULL; /* mark i's manifest key */
-    size_t nman = 0, nmarks = 0;
     json_t *hosts = NULL;
     unsigned requests = 0;
     bool opened = false;
@@ -178,93 +166,41 @@ int cmd_forget_storage(const struct cmd_forget_storage_args *a)
         rc = CLI_USAGE;
         goto out;
     }
-    /* The prefix already scopes the listing; this proves it before anything is deleted. */
-    for (size_t i = 0; i < cat.n; i++) {
-        const struct repo_source *s = &cat.v[i].src;
-        if (strcmp(s->ns, pol.namespace) != 0 || strcmp(s->policy, pol.name) != 0 ||
-            (a->host != NULL && strcmp(s->host, a->host) != 0)) {
-            fprintf(stderr,
-                    "lode forget: the listing of %s/%s returned a snapshot of %s/%s/%s; "
-                    "nothing was deleted\n",
-                    pol.namespace, pol.name, s->ns, s->policy, s->host);
-            rc = CLI_USAGE;
-            goto out;
-        }
+    /* The decision and the keys, as the controller makes them (internal/prune). */
+    rc =
+        prune_plan_build(&plan, &cat, pol.namespace, pol.name, a->host, &pol.retention, zone, &err);
+    if (rc != 0) {
+        fprintf(stderr, "lode forget: %s; nothing was deleted\n", err.msg);
+        rc = rc == UTIL_EINVAL ? CLI_INVALID : CLI_USAGE;
+        goto out;
     }
-    if (cat.n > 1)
-        qsort(cat.v, cat.n, sizeof(*cat.v), forget_by_host);
 
-    snaps = util_calloc(cat.n ? cat.n : 1, sizeof(*snaps));
-    dec = util_calloc(cat.n ? cat.n : 1, sizeof(*dec));
-    manifests = util_calloc(cat.n ? cat.n : 1, sizeof(*manifests));
-    marks = util_calloc(cat.n ? cat.n : 1, sizeof(*marks));
-    mark_of = util_calloc(cat.n ? cat.n : 1, sizeof(*mark_of));
     hosts = json_array();
     if (a->output == CLI_OUTPUT_TEXT)
         cli_forget_print_rules(&pol, zone);
-    for (size_t from = 0, to; from < cat.n; from = to) {
-        for (to = from; to < cat.n && strcmp(cat.v[to].src.host, cat.v[from].src.host) == 0;)
-            to++;
-        size_t n = to - from;
-        for (size_t i = 0; i < n; i++) {
-            const struct repo_snapshot *s = &cat.v[from + i];
-            snaps[from + i] = (struct ret_snapshot){.id = s->id,
-                                                    .time = s->time,
-                                                    .incomplete = s->incomplete,
-                                                    .suspicious = s->suspicious};
-        }
-        if (ret_evaluate(snaps + from, n, &pol.retention, zone, dec + from, &err) != 0) {
-            fprintf(stderr, "lode forget: host %s: %s; nothing was deleted\n", cat.v[from].src.host,
-                    err.msg);
-            rc = CLI_INVALID;
-            goto out;
-        }
-        for (size_t i = 0; i < n; i++) {
-            const struct repo_snapshot *s = &cat.v[from + dec[from + i].index];
-            if (dec[from + i].keep)
-                continue;
-            if (s->suspicious) { /* the engine never forgets one; a second lock on the door */
-                fprintf(stderr, "lode forget: internal error: suspicious %s forgotten\n", s->id);
-                abort();
-            }
-            struct repo_key k = {.kind = REPO_KEY_MANIFEST, .src = s->src};
-            memcpy(k.id, s->id, sizeof(k.id));
-            manifests[nman++] = repo_key_build(&k);
-            if (s->incomplete) {
-                k.kind = REPO_KEY_INCOMPLETE;
-                mark_of[nmarks] = manifests[nman - 1];
-                marks[nmarks++] = repo_key_build(&k);
-            }
-        }
+    for (size_t h = 0; h < plan.nhosts; h++) {
+        const struct prune_host *ph = &plan.hosts[h];
         if (a->output == CLI_OUTPUT_JSON) {
-            json_array_append_new(
-                hosts, forget_host_json(cat.v[from].src.host, snaps + from, n, dec + from));
+            json_array_append_new(hosts, forget_host_json(ph->host, plan.snaps + ph->from, ph->n,
+                                                          plan.dec + ph->from));
         } else {
-            struct ret_snapshot_list list = {.v = snaps + from, .n = n};
-            printf("host %s:\n", cat.v[from].src.host);
-            cli_forget_print_table(zone, &list, dec + from);
+            struct ret_snapshot_list list = {.v = plan.snaps + ph->from, .n = ph->n};
+            printf("host %s:\n", ph->host);
+            cli_forget_print_table(zone, &list, plan.dec + ph->from);
             printf("\n");
         }
     }
 
     rc = CLI_OK;
-    if (!a->dry_run && nman > 0) {
-        struct forget_del dm = {.keys = (const char *const *)manifests, .n = nman};
+    if (!a->dry_run && plan.nmanifests > 0) {
+        struct forget_del dm = {.keys = (const char *const *)plan.manifests, .n = plan.nmanifests};
         struct forget_del dk = {0};
-        const char **live = util_calloc(nmarks ? nmarks : 1, sizeof(*live));
-        size_t nlive = 0;
+        const char **live = util_calloc(plan.nmarks ? plan.nmarks : 1, sizeof(*live));
 
-        qsort(manifests, nman, sizeof(*manifests), forget_cmp_key);
         if (forget_delete(&st, &dm, &requests) != 0)
             rc = CLI_USAGE;
-        for (size_t i = 0; i < nmarks; i++) {
-            ssize_t m = forget_find(&dm, mark_of[i]);
-            if (m >= 0 && dm.gone[m])
-                live[nlive++] = marks[i];
-        }
-        qsort(live, nlive, sizeof(*live), forget_cmp_key);
         dk.keys = live;
-        dk.n = nlive;
+        dk.n = prune_marks_after(&plan, dm.gone, live);
         if (forget_delete(&st, &dk, &requests) != 0)
             rc = CLI_USAGE;
         if (a->output == CLI_OUTPUT_TEXT)
@@ -275,7 +211,7 @@ int cmd_forget_storage(const struct cmd_forget_storage_args *a)
             fprintf(stderr,
                     "lode forget: %zu of %zu manifests and %zu of %zu marks could not "
                     "be deleted; run forget again\n",
-                    dm.failed, nman, dk.failed, nlive);
+                    dm.failed, plan.nmanifests, dk.failed, dk.n);
         free(dm.gone);
         free(dk.gone);
         free(live);
@@ -290,15 +226,7 @@ int cmd_forget_storage(const struct cmd_forget_storage_args *a)
 
 out:
     json_decref(hosts);
-    for (size_t i = 0; i < nman; i++)
-        free(manifests[i]);
-    for (size_t i = 0; i < nmarks; i++)
-        free(marks[i]);
-    free(manifests);
-    free(marks);
-    free(mark_of);
-    free(snaps);
-    free(dec);
+    prune_plan_free(&plan);
     repo_catalog_free(&cat);
     if (opened)
         storage_close(&st);
