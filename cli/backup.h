@@ -106,6 +106,19 @@ int backup_put(struct backup *b, const char *key, const void *data, size_t len, 
 /* Whether the backup should stop now (and why, into b->fatal_msg if not yet set). */
 bool backup_should_stop(struct backup *b);
 
+/* ---- backup_output.c ---- */
+
+struct backup_result {
+    bool written;
+    int64_t time; /* the manifest's modification time */
+    bool suspicious;
+    const char *error; /* why no snapshot, or NULL */
+};
+
+/* Prints the outcome (JSON or text) and writes the termination log when asked. */
+void backup_print(const struct backup *b, const struct backup_result *r, bool json,
+                  const char *termlog);
+
 /* ---- backup_walk.c ---- */
 
 /* Walks every path, merging with the parent, writing b->files. false: stop. */

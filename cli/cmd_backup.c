@@ -44,8 +44,7 @@
 #define LODE_VERSION "0.0.0-dev"
 #endif
 
-#define BACKUP_TERMLOG_MAX 4096
-#define BACKUP_RECENT      7
+#define BACKUP_RECENT 7
 
 static volatile sig_atomic_t cmd_backup_stop;
 
@@ -306,119 +305,6 @@ static bool cmd_backup_anomaly(struct backup *b, const struct repo_catalog *cat,
     return true;
 }
 
-/* ---- output ---- */
-
-struct cmd_backup_result {
-    bool written;
-    int64_t time;
-    bool suspicious;
-    const char *error; /* why no snapshot, or NULL */
-};
-
-static json_t *cmd_backup_errors_json(const struct backup *b, size_t n, size_t msg_max)
-{
-    json_t *arr = json_array();
-    for (size_t i = 0; i < n && i < b->nerrs; i++) {
-        json_t *o = json_object();
-        size_t ml = strlen(b->errs[i].message);
-        char *msg = util_strndup(b->errs[i].message, ml < msg_max ? ml : msg_max);
-        json_object_set_new(o, "path", cli_json_string_lossy(b->errs[i].path));
-        json_object_set_new(o, "message", cli_json_string_lossy(msg));
-        json_array_append_new(arr, o);
-        free(msg);
-    }
-    return arr;
-}
-
-static json_t *cmd_backup_json(const struct backup *b, const struct cmd_backup_result *r,
-                               size_t nerrs, size_t msg_max)
-{
-    json_t *root = json_object();
-    if (r->written) {
-        json_t *s = json_object();
-        char *pol = util_asprintf("%s/%s", b->src.ns, b->src.policy);
-        json_object_set_new(s, "id", json_string(b->id));
-        json_object_set_new(s, "policy", cli_json_string_lossy(pol));
-        json_object_set_new(s, "host", cli_json_string_lossy(b->src.host));
-        json_object_set_new(s, "time", cli_json_time(r->time));
-        json_object_set_new(s, "incomplete", json_boolean(b->nerrs > 0));
-        json_object_set_new(s, "suspicious", json_boolean(r->suspicious));
-        json_object_set_new(s, "files", json_integer((json_int_t)b->files));
-        json_object_set_new(s, "bytes", json_integer((json_int_t)b->bytes));
-        json_object_set_new(s, "newBytes", json_integer((json_int_t)b->new_bytes));
-        json_object_set_new(s, "uploadedBytes", json_integer((json_int_t)b->uploaded_bytes));
-        json_object_set_new(root, "snapshot", s);
-        free(pol);
-    } else {
-        json_object_set_new(root, "snapshot", json_null());
-        json_object_set_new(root, "error", cli_json_string_lossy(r->error ? r->error : ""));
-    }
-    json_object_set_new(root, "errors", cmd_backup_errors_json(b, nerrs, msg_max));
-    return root;
-}
-
-/* The JSON for the termination log: errors cut (count, then length) to fit 4096 bytes. */
-static void cmd_backup_termlog(const char *path, const struct backup *b,
-                               const struct cmd_backup_result *r)
-{
-    size_t n = b->nerrs, msg_max = 256;
-    char *s = NULL;
-    FILE *f;
-    for (;;) {
-        json_t *j = cmd_backup_json(b, r, n, msg_max);
-        free(s);
-        s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
-        json_decref(j);
-        if (s == NULL || strlen(s) <= BACKUP_TERMLOG_MAX)
-            break;
-        if (n > 0)
-            n = n > 8 ? n / 2 : n - 1;
-        else if (msg_max > 32)
-            msg_max /= 2;
-        else
-            break; /* the error alone is too long: cut below */
-    }
-    if (s == NULL)
-        return;
-    f = fopen(path, "w");
-    if (f == NULL) {
-        fprintf(stderr, "lode backup: cannot write --termination-log %s: %s\n", path,
-                strerror(errno));
-        free(s);
-        return;
-    }
-    fwrite(s, 1, strlen(s) > BACKUP_TERMLOG_MAX ? BACKUP_TERMLOG_MAX : strlen(s), f);
-    fclose(f);
-    free(s);
-}
-
-static void cmd_backup_print(const struct cmd_backup_opts *o, const struct backup *b,
-                             const struct cmd_backup_result *r)
-{
-    if (o->output == CLI_OUTPUT_JSON) {
-        json_t *j = cmd_backup_json(b, r, b->nerrs, SIZE_MAX);
-        cli_print_json(j);
-        json_decref(j);
-    } else {
-        for (size_t i = 0; i < b->nerrs; i++)
-            fprintf(stderr, "lode backup: %s: %s\n", b->errs[i].path, b->errs[i].message);
-        if (r->written) {
-            char t[UTIL_TIME_BUF];
-            util_format_utc(r->time, t, sizeof(t));
-            printf("snapshot %s of %s/%s on %s at %s%s%s\n"
-                   "  %llu files, %llu bytes; %llu bytes new, %llu bytes uploaded\n",
-                   b->id, b->src.ns, b->src.policy, b->src.host, t,
-                   b->nerrs > 0 ? " (incomplete)" : "", r->suspicious ? " (suspicious)" : "",
-                   (unsigned long long)b->files, (unsigned long long)b->bytes,
-                   (unsigned long long)b->new_bytes, (unsigned long long)b->uploaded_bytes);
-        }
-    }
-    if (!r->written)
-        fprintf(stderr, "lode backup: no snapshot: %s\n", r->error ? r->error : "");
-    if (o->termlog != NULL)
-        cmd_backup_termlog(o->termlog, b, r);
-}
-
 static int cmd_backup_paths_cmp(const void *x, const void *y)
 {
     return repo_path_cmp(*(char *const *)x, *(char *const *)y);
@@ -426,7 +312,7 @@ static int cmd_backup_paths_cmp(const void *x, const void *y)
 
 /* Steps 2 to 8 (the top of this file); fills r, returns 0 or an error in b->fatal. */
 static void cmd_backup_run(struct backup *b, const struct policy *pol, int64_t max_runtime,
-                           struct cmd_backup_result *r)
+                           struct backup_result *r)
 {
     struct repo_catalog cat;
     struct cmd_backup_parent parent = {0};
@@ -573,7 +459,7 @@ int cmd_backup(int argc, char **argv)
     struct cmd_backup_opts o = {.root = "/"};
     struct s3_client_opts copts = {0};
     struct backup b = {0};
-    struct cmd_backup_result r = {0};
+    struct backup_result r = {0};
     struct storage st;
     struct policy pol = {0};
     struct policy_diags diags;
@@ -683,7 +569,7 @@ int cmd_backup(int argc, char **argv)
     cmd_backup_run(&b, &pol, max_runtime, &r);
     if (!r.written && b.timed_out)
         r.error = "stopped at maxRuntime before the snapshot was written";
-    cmd_backup_print(&o, &b, &r);
+    backup_print(&b, &r, o.output == CLI_OUTPUT_JSON, o.termlog);
     rc = !r.written ? CLI_INVALID : b.nerrs > 0 ? 3 : CLI_OK;
 
     backup_store_close(&b);
