@@ -454,6 +454,14 @@ check_eq "real: the packs left are exactly those S3 and S4 use" \
 check_eq "real: S1's and S2's meta objects and run records are gone, S3's and S4's stay" \
 	"$(files meta/gc/bk/node | grep -c -e "${ids[0]}" -e "${ids[1]}") $(files runs/gc/bk/node | grep -c -e "${ids[0]}" -e "${ids[1]}") $(files meta/gc/bk/node | grep -c -e "${ids[2]}" -e "${ids[3]}")" \
 	"0 0 4"
+run check --read-data
+check_eq "real: lode check --read-data after gc: clean" "$RC" 0
+[[ $RC == 0 ]] || echo "$OUT $ERR"
+run restore "${ids[3]}" --target "$T_TMP/r4"
+check_eq "real: S4 restores exactly (a', b', d)" "$RC $(diff -r "$tree/data" "$T_TMP/r4/data" >/dev/null && echo same)" "0 same"
+run restore "${ids[2]}" --target "$T_TMP/r3"
+check_eq "real: S3 restores exactly (a', b')" \
+	"$RC $(cmp "$tree/data/a" "$T_TMP/r3/data/a" && cmp "$tree/data/b" "$T_TMP/r3/data/b" && [[ ! -e $T_TMP/r3/data/d ]] && echo same)" "0 same"
 run backup --policy "$BK" --host node --root "$tree" --output json
 check_eq "real: a backup after gc (parent S4) succeeds" "$RC" 0
 finish
