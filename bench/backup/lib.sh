@@ -127,5 +127,5 @@ bench_get() {
 bench_machine() {
 	echo "machine: $(nproc) CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)"
 	echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) (other work shares this machine)"
-	echo "lode $(git describe --always --dirty 2>/dev/null || echo unknown); $("$RESTIC014" version | cut -d' ' -f1-2); $("$RESTIC018" version | cut -d' ' -f1-2); versitygw $(basename "$(dirname "$VGW")")"
+	echo "$("$LODE" version | head -n 1); $("$RESTIC014" version | cut -d' ' -f1-2); $("$RESTIC018" version | cut -d' ' -f1-2); versitygw $(basename "$(dirname "$VGW")")"
 }

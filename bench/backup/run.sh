@@ -34,6 +34,8 @@ work=$(mktemp -d /tmp/lode-bench-backup.XXXXXX)
 BENCH_WORK=$work
 BENCH_RESULTS=$out/results.txt
 : >"$BENCH_RESULTS"
+: >"$out/gen.txt"
+: >"$out/stored.txt"
 trap 'bench_vgw_stop; rm -rf "$work"' EXIT
 export RESTIC_PASSWORD=bench-password-$$
 head -c 32 /dev/urandom | base64 >"$work/lode.key"

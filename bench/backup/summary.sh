@@ -7,8 +7,8 @@ set -euo pipefail
 results=$1
 gen=${2:-/dev/null}
 [[ -f $gen ]] || gen=/dev/null
-awk '
-FNR == NR { g[$1] = $2; next }
+awk -v genfile="$gen" '
+BEGIN { while ((getline line < genfile) > 0) { split(line, f, " "); g[f[1]] = f[2] } }
 { wall[$1] = $2; cpu[$1] = $3; rss[$1] = $4; req[$1] = $5; put[$1] = $6; share[$1] = $9; st[$1] = $10 }
 function row(l) {
 	if (!(l in wall)) return
@@ -33,7 +33,8 @@ END {
 		best = wall[a] < wall[b] ? a : b
 		if (!(l in wall) || st[l]) { printf "%s: lode not measured (faster restic: %s, %.2f s)\n", ph[i], best, wall[best]; continue }
 		r = wall[l] / wall[best]
-		printf "%s: lode %.2f s / %s %.2f s = %.2fx (target <= %sx: %s)\n", ph[i], wall[l], best, wall[best], r, target[i], verdict(r <= target[i] + 0)
+		printf "%s: lode %.2f s / %s %.2f s = %.2fx (target <= %sx: %s); CPU %.2f s / %.2f s = %.2fx\n", ph[i],
+			wall[l], best, wall[best], r, target[i], verdict(r <= target[i] + 0), cpu[l], cpu[best], cpu[l] / cpu[best]
 	}
 	m = 0; have = 0
 	for (i = 1; i <= n; i++) if (("lode-" ph[i]) in rss) { have = 1; if (rss["lode-" ph[i]] > m) m = rss["lode-" ph[i]] }
@@ -51,4 +52,4 @@ END {
 			}
 		}
 	}
-}' "$gen" "$results"
+}' "$results"
