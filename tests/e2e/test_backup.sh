@@ -314,6 +314,27 @@ check_eq "the termination log is JSON with the snapshot" "$(jq -r .snapshot.id "
 n=$(jq '.errors | length' "$T_TMP/termlog")
 ((n > 0 && n < 300)) && pass "the termination log keeps $n of the errors" || fail "the termination log keeps $n errors"
 
+# ---- the anomaly detector: a deletion spike marks the snapshot suspicious ----
+an=$T_TMP/anomaly
+mkdir -p "$an/srv"
+for i in $(seq 100); do printf 'file %s\n' "$i" >"$an/srv/f$i"; done
+polan=$(policy spike '[/srv]')
+run backup --policy "$polan" --host node-a --root "$an" --output json
+good=$(jqo .snapshot.id)
+check_eq "anomaly: the first backup is not suspicious" "$(jqo .snapshot.suspicious)" false
+rm -f "$an"/srv/f{1..60}
+run backup --policy "$polan" --host node-a --root "$an" --output json
+bad=$(jqo .snapshot.id)
+check_eq "anomaly: 60 of 100 files deleted: exit 0 (never blocks the backup)" "$RC" 0
+check_eq "anomaly: the snapshot is suspicious" "$(jqo .snapshot.suspicious)" true
+check_contains "anomaly: the reason on stderr" "$ERR" "deletion-spike"
+env_s3 GET "/$S3_BUCKET/$prefix/snapshots/e2e/spike/node-a/$bad.suspicious"
+check_eq "anomaly: the .suspicious mark is beside the manifest" "$S3_CODE" 200
+run backup --policy "$polan" --host node-a --root "$an" --output json
+env_s3 GET "/$S3_BUCKET/$prefix/snapshots/e2e/spike/node-a/$(jqo .snapshot.id).json"
+check_eq "anomaly: the next backup's parent is the newest good snapshot, not the suspicious one" \
+	"$(jq -r .parent <<<"$S3_BODY")" "$good"
+
 # ---- keys and policies ----
 head -c 32 /dev/urandom | base64 >"$T_TMP/wrong"
 run backup --policy "$pol" --host node-a --root "$src" --key-file "$T_TMP/wrong"
