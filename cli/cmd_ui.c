@@ -19,7 +19,7 @@ static void cmd_ui_usage(FILE *f)
 {
     fprintf(f,
             "usage: lode ui [--listen ADDR:PORT] [--namespace NS] [--kubeconfig PATH]\n"
-            "               [--context NAME] [--zoneinfo DIR]\n"
+            "               [--context NAME] [--zoneinfo DIR] [--repo REPO] [--cacert FILE]\n"
             "\n"
             "Serves the web interface: the policy form beside its YAML, the schedule with\n"
             "its daylight saving notes, what retention keeps and why, the state of every\n"
@@ -33,6 +33,10 @@ static void cmd_ui_usage(FILE *f)
             "  --kubeconfig PATH    default $KUBECONFIG, else in-cluster, else ~/.kube/config\n"
             "  --context NAME       a kubeconfig context (default: the current one)\n"
             "  --zoneinfo DIR       the tz database (default $LODE_ZONEINFO, else %s)\n"
+            "  --repo REPO          the repository whose snapshots the retention view may\n"
+            "                       show (default $LODE_REPOSITORY; S3 credentials from\n"
+            "                       the environment, as for lode snapshots); no key needed\n"
+            "  --cacert FILE        a CA for the repository (default $LODE_CACERT)\n"
             "\n"
             "Without a reachable cluster the editor, schedule and retention views still\n"
             "work; the fleet view and apply say why they cannot.\n"
@@ -83,6 +87,7 @@ int cmd_ui(int argc, char **argv)
         {"context", required_argument, NULL, 'c'},
         {"zoneinfo", required_argument, NULL, 'z'},
         {"help", no_argument, NULL, 'h'},
+        STORAGE_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     const char *listen = "127.0.0.1:7480", *zoneinfo = NULL;
@@ -120,6 +125,10 @@ int cmd_ui(int argc, char **argv)
         case 'h':
             cmd_ui_usage(stdout);
             return CLI_OK;
+        case STORAGE_OPT_REPO:
+        case STORAGE_OPT_CACERT:
+            storage_opt(&ctx.repo, c, optarg);
+            break;
         default:
             return cli_usage_error("ui", "unknown or incomplete option \"%s\"", argv[optind - 1]);
         }
@@ -140,6 +149,9 @@ int cmd_ui(int argc, char **argv)
     if (cli_open_tzdb(&db, zoneinfo) != CLI_OK)
         return CLI_USAGE;
     ctx.db = db;
+    ctx.repo_url = ctx.repo.repo != NULL ? ctx.repo.repo : getenv("LODE_REPOSITORY");
+    if (ctx.repo_url != NULL && ctx.repo_url[0] == '\0')
+        ctx.repo_url = NULL;
     if (!ui_kube(&ctx))
         fprintf(stderr,
                 "lode ui: warning: no cluster (%s); the fleet view and apply are unavailable\n",

@@ -46,6 +46,7 @@
 #include <jansson.h>
 
 #include "kubeutil.h"
+#include "storage.h"
 #include "tz/tz.h"
 #include "util/util.h"
 
@@ -64,6 +65,10 @@ struct ui_ctx {
     struct cli_kube kube;
     char kube_error[512]; /* why the cluster cannot be reached, when not kube_open */
     int64_t (*now)(void); /* the clock; a test may replace it */
+    /* The repository whose catalog the retention view may read (--repo, --cacert, else
+     * the environment, as every storage command); repo_url NULL: none configured. */
+    struct storage_opts repo;
+    const char *repo_url;
 };
 
 /* One answer of an endpoint: an HTTP status and a JSON body (owned). */

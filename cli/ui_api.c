@@ -423,6 +423,46 @@ static json_t *ui_simulate(const struct policy *pol, const struct tz_db *db, con
     return arr;
 }
 
+/*
+ * The repository's snapshots of the policy on one host, as `lode forget --snapshots`
+ * reads them: one LIST of the catalog (no object is read, no key needed). A listing
+ * that fails or is cut short is an error, never part of a history.
+ */
+static json_t *ui_catalog(struct ui_ctx *ctx, const struct policy *pol, const char *host,
+                          struct ui_reply *out)
+{
+    struct storage st;
+    struct repo_catalog cat;
+    struct util_err err = {0};
+    json_t *arr = NULL;
+
+    if (ctx->repo_url == NULL) {
+        ui_reply_error(out, 409,
+                       "no repository: start lode ui with --repo s3:https://HOST/BUCKET[/PREFIX] "
+                       "or LODE_REPOSITORY, and the S3 credentials in the environment");
+        return NULL;
+    }
+    if (storage_open(&st, &ctx->repo, &err) != 0) {
+        ui_reply_error(out, 502, "%s", err.msg);
+        return NULL;
+    }
+    repo_catalog_init(&cat);
+    if (storage_catalog(&st, pol->namespace, pol->name, host, &cat, &err) != 0) {
+        ui_reply_error(out, 502, "the repository's catalog: %s", err.msg);
+        goto close_storage;
+    }
+    arr = json_array();
+    for (size_t i = 0; i < cat.n && i < UI_MAX_SNAPSHOTS; i++)
+        json_array_append_new(arr,
+                              json_pack("{s:s, s:o, s:b, s:b}", "id", cat.v[i].id, "time",
+                                        cli_json_time(cat.v[i].time), "incomplete",
+                                        cat.v[i].incomplete, "suspicious", cat.v[i].suspicious));
+    repo_catalog_free(&cat);
+close_storage:
+    storage_close(&st);
+    return arr;
+}
+
 static void ui_api_retention(struct ui_ctx *ctx, const json_t *body, struct ui_reply *out)
 {
     struct policy pol;
@@ -432,6 +472,7 @@ static void ui_api_retention(struct ui_ctx *ctx, const json_t *body, struct ui_r
     struct util_err err = {0};
     json_t *snaps = json_object_get(body, "snapshots"), *owned = NULL, *items, *doc;
     const json_t *sim = json_object_get(body, "simulate");
+    const json_t *catalog = json_object_get(body, "catalog");
     char *text = NULL;
     int rc;
 
@@ -452,10 +493,21 @@ static void ui_api_retention(struct ui_ctx *ctx, const json_t *body, struct ui_r
             goto free_zone;
         }
         snaps = owned;
+    } else if (json_is_object(catalog)) {
+        const char *host = json_string_value(json_object_get(catalog, "host"));
+        if (host == NULL || host[0] == '\0') {
+            ui_reply_error(out, 400, "\"catalog\" needs the \"host\" whose snapshots to read");
+            goto free_zone;
+        }
+        owned = ui_catalog(ctx, &pol, host, out);
+        if (owned == NULL)
+            goto free_zone;
+        snaps = owned;
     } else if (!json_is_array(snaps) || json_array_size(snaps) > UI_MAX_SNAPSHOTS) {
         ui_reply_error(out, 400,
                        "give \"snapshots\" (a list of at most %d, as for lode forget "
-                       "--snapshots) or \"simulate\": {\"days\": N, \"host\": H}",
+                       "--snapshots), \"simulate\": {\"days\": N, \"host\": H} or "
+                       "\"catalog\": {\"host\": H}",
                        UI_MAX_SNAPSHOTS);
         goto free_zone;
     }
@@ -486,7 +538,11 @@ static void ui_api_retention(struct ui_ctx *ctx, const json_t *body, struct ui_r
     }
     json_object_set_new(doc, "snapshots", items);
     json_object_set_new(doc, "timezone", json_string(tz_zone_name(zone)));
-    json_object_set_new(doc, "simulated", json_boolean(owned != NULL));
+    json_object_set_new(doc, "simulated", json_boolean(owned != NULL && json_is_object(sim)));
+    json_object_set_new(doc, "source",
+                        json_string(json_is_object(sim)       ? "simulated"
+                                    : json_is_object(catalog) ? "catalog"
+                                                              : "list"));
     out->status = 200;
     out->body = doc;
 
@@ -541,6 +597,8 @@ static void ui_api_info(struct ui_ctx *ctx, struct ui_reply *out)
         "defaults", "jitterSeconds", (json_int_t)POLICY_DEFAULT_JITTER, "catchUpWindowSeconds",
         (json_int_t)POLICY_DEFAULT_CATCH_UP, "maxRuntimeSeconds",
         (json_int_t)POLICY_DEFAULT_MAX_RUNTIME);
+    json_object_set_new(out->body, "repository",
+                        ctx->repo_url != NULL ? json_string(ctx->repo_url) : json_null());
 }
 
 void ui_api_handle(struct ui_ctx *ctx, const char *method, const char *path, const json_t *body,

@@ -23,7 +23,7 @@ check_rc "--help: exit 0" 0
 check_contains "--help names the default address" "$OUT" "127.0.0.1:7480"
 
 # Start it on a free port and wait (with a deadline) for the URL.
-"$LODE" ui --listen 127.0.0.1:0 >"$T_TMP/ui.out" 2>"$T_TMP/ui.err" &
+env -u LODE_REPOSITORY "$LODE" ui --listen 127.0.0.1:0 >"$T_TMP/ui.out" 2>"$T_TMP/ui.err" &
 UI_PID=$!
 trap 'kill $UI_PID 2>/dev/null; rm -rf "$T_TMP"' EXIT
 for _ in $(seq 100); do
@@ -189,6 +189,11 @@ jq '[.snapshots[] | {id, time}]' <<<"$BODY" >"$T_TMP/sim.json"
 "$LODE" forget --policy "$PAGE" --snapshots "$T_TMP/sim.json" --output json >"$T_TMP/f.json"
 check_eq "the simulated history's keep and forget are lode forget's" \
     "$(jq -c '{keep, forget}' <<<"$BODY")" "$(jq -c . "$T_TMP/f.json")"
+post /api/retention "{\"yaml\":$Y,\"catalog\":{\"host\":\"node-1\"}}"
+check_eq "the repository's snapshots without a repository: 409" "$STATUS" 409
+check_contains "saying how to give one" "$BODY" "--repo"
+post /api/retention "{\"yaml\":$Y,\"catalog\":{}}"
+check_eq "the repository's snapshots of no host: 400" "$STATUS" 400
 post /api/retention "{\"yaml\":$Y,\"snapshots\":[{\"id\":\"a\"}]}"
 check_eq "a snapshot without time: 400" "$STATUS" 400
 check_contains "named as lode forget names it" "$BODY" "[0]"

@@ -52,7 +52,20 @@ now=$(date +%s)
 backup b0 "$NS-n-0" Succeeded $((now - 600))
 backup b1 "$NS-n-1" Succeeded $((now - 3 * 3600))
 
-"$LODE" ui --listen 127.0.0.1:0 --context admin --namespace "$NS" >"$T_TMP/ui.out" 2>"$T_TMP/ui.err" &
+# A repository with three real snapshots of n-0, for the retention view's catalog.
+export AWS_ACCESS_KEY_ID=$S3_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET_KEY AWS_REGION=$S3_REGION
+export LODE_CACERT=$S3_CA_FILE LODE_KEY_FILE=$T_TMP/key
+REPO=s3:$S3_ENDPOINT/$S3_BUCKET/$NS
+head -c 32 /dev/urandom | base64 >"$LODE_KEY_FILE"
+mkdir -p "$T_TMP/root/etc"
+"$LODE" init --repo "$REPO" >/dev/null
+sed 's/alerts: {maxAge: 1h}/alerts: {maxAge: 1h}\n  retention: {keepLast: 2}/' "$T_TMP/fleet.yaml" >"$T_TMP/fleet-ret.yaml"
+for i in 1 2 3; do
+    echo "$i" >"$T_TMP/root/etc/generation"
+    "$LODE" backup --repo "$REPO" --policy "$T_TMP/fleet-ret.yaml" --host "$NS-n-0" --root "$T_TMP/root" >/dev/null
+done
+
+"$LODE" ui --listen 127.0.0.1:0 --context admin --namespace "$NS" --repo "$REPO" >"$T_TMP/ui.out" 2>"$T_TMP/ui.err" &
 UI_PID=$!
 for _ in $(seq 100); do
     grep -q '^http://' "$T_TMP/ui.out" 2>/dev/null && break
@@ -65,6 +78,18 @@ B=${URL%%/?token=*}
 AUTH=(-H "Authorization: Bearer ${URL##*token=}")
 JSON=(-H "Content-Type: application/json")
 check_eq "with a cluster, no warning" "$(cat "$T_TMP/ui.err")" ""
+
+# The retention view reads the repository's catalog: lode forget's answer on it.
+check_eq "/api/info names the repository" "$(curl -s "${AUTH[@]}" "$B/api/info" | jq -r .repository)" "$REPO"
+YR=$(jq -Rs . "$T_TMP/fleet-ret.yaml")
+curl -s "${AUTH[@]}" "${JSON[@]}" -d "{\"yaml\":$YR,\"catalog\":{\"host\":\"$NS-n-0\"}}" "$B/api/retention" >"$T_TMP/ret.json"
+"$LODE" forget --repo "$REPO" --policy "$T_TMP/fleet-ret.yaml" --host "$NS-n-0" --dry-run --output json >"$T_TMP/forget.json"
+check_eq "the catalog's three snapshots, as the repository has them" \
+    "$(jq -c '[.source, (.snapshots | length)]' "$T_TMP/ret.json")" '["catalog",3]'
+check_eq "keep and forget on the real snapshots are lode forget's" \
+    "$(jq -c '{keep, forget}' "$T_TMP/ret.json")" "$(jq -c '.hosts[0] | {keep, forget}' "$T_TMP/forget.json")"
+curl -s "${AUTH[@]}" "${JSON[@]}" -d "{\"yaml\":$YR,\"catalog\":{\"host\":\"$NS-n-9\"}}" "$B/api/retention" >"$T_TMP/ret9.json"
+check_eq "a host without snapshots: an empty history" "$(jq -c '[.source, (.snapshots | length)]' "$T_TMP/ret9.json")" '["catalog",0]'
 
 # The fleet endpoint is lode status.
 curl -s "${AUTH[@]}" "$B/api/status" >"$T_TMP/ui-status.json"

@@ -1,11 +1,12 @@
 // The retention view: a timeline of snapshots (a simulated history from the
-// schedule, or a list pasted as for `lode forget --snapshots`) marked keep or
+// schedule, the repository's real snapshots of the host when lode ui was given a
+// repository, or a list pasted as for `lode forget --snapshots`) marked keep or
 // forget, with every rule that keeps each one.
 
 import { ApiError, el, post } from "./api";
 
 export function mountRetention(root: HTMLElement, yaml: () => string) {
-  const source = el("select", { id: "ret-source" }, el("option", { value: "sim" }, "a simulated history from the schedule"), el("option", { value: "list" }, "a snapshot list (JSON, as for lode forget)"));
+  const source = el("select", { id: "ret-source" }, el("option", { value: "sim" }, "a simulated history from the schedule"), el("option", { value: "list" }, "a snapshot list (JSON, as for lode forget)"), el("option", { value: "catalog" }, "the repository's snapshots of the host (lode ui --repo)"));
   const days = el("input", { id: "ret-days", type: "number", min: "1", max: "3660", value: "400" });
   const host = el("input", { id: "ret-host", type: "text", value: "node-1" });
   const list = el("textarea", { id: "ret-list", rows: "4", placeholder: '[{"id":"…","time":"2026-03-01T01:00:00Z"}]' });
@@ -26,6 +27,7 @@ export function mountRetention(root: HTMLElement, yaml: () => string) {
   async function load() {
     const body: any = { yaml: yaml() };
     if (source.value === "sim") body.simulate = { days: Number(days.value) || 400, host: host.value || "node-1" };
+    else if (source.value === "catalog") body.catalog = { host: host.value || "node-1" };
     else {
       try {
         body.snapshots = JSON.parse(list.value || "[]");
@@ -43,7 +45,7 @@ export function mountRetention(root: HTMLElement, yaml: () => string) {
       return;
     }
     out.replaceChildren(
-      el("p", {}, `${r.keep.length} kept, ${r.forget.length} forgotten, periods counted in ${r.timezone}${r.simulated ? " (a simulated history: one snapshot a minute after each run)" : ""}.`),
+      el("p", {}, `${r.keep.length} kept, ${r.forget.length} forgotten, periods counted in ${r.timezone}${r.simulated ? " (a simulated history: one snapshot a minute after each run)" : r.source === "catalog" ? ` (the repository's snapshots of ${host.value || "node-1"}, as the controller's retention sees them)` : ""}.`),
       timeline(r.snapshots),
       table(r.snapshots),
     );
