@@ -44,8 +44,16 @@ int storage_open(struct storage *st, const struct storage_opts *o, struct util_e
         return util_err_set(err, UTIL_EINVAL,
                             "no repository: give --repo s3:https://HOST/BUCKET[/PREFIX] or set "
                             "LODE_REPOSITORY");
-    if ((rc = s3_config_from_environment(&st->cfg, o->repo, o->cacert, false, err)) != 0)
+    /* A BackupRepository with allowPlainHTTP: the controller says so to its Jobs. */
+    const char *plain = getenv("LODE_ALLOW_PLAIN_HTTP");
+    bool allow_plain = plain != NULL && strcmp(plain, "true") == 0;
+    if ((rc = s3_config_from_environment(&st->cfg, o->repo, o->cacert, allow_plain, err)) != 0) {
+        if (!allow_plain && strstr(err->msg, "plain") != NULL) {
+            struct util_err e = *err;
+            util_err_set(err, rc, "%.400s (LODE_ALLOW_PLAIN_HTTP=true)", e.msg);
+        }
         return rc;
+    }
     if ((rc = s3_sync_open(&st->s3, &st->cfg, o->client, err)) != 0) {
         s3_config_free(&st->cfg);
         return rc;

@@ -8,7 +8,9 @@
  *                    $LODE_REPOSITORY; credentials from AWS_ACCESS_KEY_ID,
  *                    AWS_SECRET_ACCESS_KEY, AWS_REGION (default us-east-1);
  *                    --cacert FILE, else $LODE_CACERT, adds a CA (internal/s3 reads
- *                    them all through s3_config_from_environment).
+ *                    them all through s3_config_from_environment). Plain
+ *                    http:// to a host that is not loopback only with
+ *                    LODE_ALLOW_PLAIN_HTTP=true (a BackupRepository's allowPlainHTTP).
  *   The key          --key-file FILE, else $LODE_KEY_FILE: the file's bytes, one
  *                    trailing newline dropped. Only commands that open sealed
  *                    objects need it; listing the catalog does not.

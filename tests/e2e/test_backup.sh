@@ -84,6 +84,13 @@ run snapshots --repo "s3:$S3_ENDPOINT/$S3_BUCKET/$prefix-none"
 check_eq "snapshots where no repository is: exit 2" "$RC" 2
 check_contains "snapshots where no repository is: says run lode init" "$ERR" "lode init"
 
+run snapshots --repo "s3:http://lode-e2e.invalid/bucket"
+check_eq "plain http to a host that is not loopback: exit 2" "$RC" 2
+check_contains "plain http: refused, saying how to allow it" "$ERR" "LODE_ALLOW_PLAIN_HTTP=true"
+LODE_ALLOW_PLAIN_HTTP=true run snapshots --repo "s3:http://lode-e2e.invalid/bucket"
+[[ $RC == 2 && $ERR != *LODE_ALLOW_PLAIN_HTTP* && $ERR == *lode-e2e.invalid* ]] &&
+	pass "LODE_ALLOW_PLAIN_HTTP=true: plain http is tried" || fail "LODE_ALLOW_PLAIN_HTTP=true" "$ERR"
+
 export LODE_REPOSITORY=$repo LODE_KEY_FILE=$key
 
 # ---- a first backup ----
