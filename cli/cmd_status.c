@@ -152,7 +152,23 @@ static void cmd_status_print_policy(const struct cli_status_policy *p, const str
         printf("  %-9s none: no node matches the nodeSelector and no Backups exist\n\n", "Hosts");
         return;
     }
-    printf("  %-9s %zu, %zu overdue\n\n", "Hosts", p->nhosts, p->overdue);
+    /* Counted as kubectl's HOSTS column: the selected nodes; other hosts (gone, not
+     * selected, named by a Backup made by hand) are listed but counted apart. */
+    size_t selected = 0, unknown = 0;
+    for (size_t i = 0; i < p->nhosts; i++) {
+        selected += p->hosts[i].selected == 1;
+        unknown += p->hosts[i].selected < 0;
+    }
+    if (unknown > 0)
+        printf("  %-9s %zu with Backups (whether selected is unknown: nodes not readable), %zu "
+               "overdue\n\n",
+               "Hosts", p->nhosts, p->overdue);
+    else if (selected == p->nhosts)
+        printf("  %-9s %zu, %zu overdue\n\n", "Hosts", selected, p->overdue);
+    else
+        printf("  %-9s %zu, %zu overdue; %zu more with Backups only (node gone or not "
+               "selected)\n\n",
+               "Hosts", selected, p->overdue, p->nhosts - selected);
 
     /* The table: every cell formatted first, so the columns can be sized. */
     static const char *const head[CMD_STATUS_COLS] = {"HOST",  "LAST-SUCCESS", "AGE",
@@ -176,7 +192,7 @@ static void cmd_status_print_policy(const struct cli_status_policy *p, const str
             snprintf(r[1], sizeof(r[1]), "never");
             snprintf(r[2], sizeof(r[2]), "-");
         }
-        snprintf(r[3], sizeof(r[3]), "%s", lim);
+        snprintf(r[3], sizeof(r[3]), "%s", h->selected == 0 ? "-" : lim);
         snprintf(r[4], sizeof(r[4]), "%s",
                  h->overdue ? "YES"
                             : (p->limit == SCHED_NO_LIMIT || h->selected == 0 ? "-" : "no"));

@@ -134,18 +134,24 @@ static void cli_status_evaluate(struct cli_status_policy *p, const struct cli_st
     const json_t *x;
 
     cli_status_limit(p, w->now);
-    /* The selected nodes. */
-    if (w->nodes != NULL && p->valid) {
+    /* The selected nodes; an invalid policy's by its nodeSelector alone, as the controller
+     * counts them (internal/binding). */
+    struct policy sel;
+    bool sel_ok = p->valid || binding_selector_of(p->obj, &sel);
+    if (w->nodes != NULL && sel_ok) {
         json_array_foreach(w->nodes, i, x)
         {
             const char *name = cli_status_str(x, "metadata", "name");
-            if (name == NULL || !binding_selects(&p->spec, cli_status_node_has_label, x))
+            if (name == NULL ||
+                !binding_selects(p->valid ? &p->spec : &sel, cli_status_node_has_label, x))
                 continue;
             struct cli_status_host *h = cli_status_host(p, name);
             h->selected = 1;
             cli_status_time(x, "metadata", "creationTimestamp", &h->node_created);
         }
     }
+    if (!p->valid)
+        binding_selector_free(&sel);
     /* The Backups of the policy, by host. */
     json_array_foreach(w->backups, i, x)
     {

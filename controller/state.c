@@ -131,34 +131,6 @@ bool ctl_node_selected(const struct ctl_node *n, const struct ctl_policy *p)
     return binding_selects(&p->spec, ctl_node_has_label, n);
 }
 
-/* An invalid policy's nodeSelector, when it is an object of at most the validator's
- * number of string values (else the policy selects nothing). */
-static void ctl_policy_raw_selector(struct ctl_policy *p, const json_t *obj)
-{
-    const json_t *sel = ctl_json_path(obj, "spec.nodeSelector");
-    const char *k;
-    const json_t *v;
-    if (sel == NULL) {
-        p->has_selector = true; /* no selector: every node */
-        return;
-    }
-    if (!json_is_object(sel) || json_object_size(sel) > POLICY_MAX_NODE_SELECTOR)
-        return;
-    json_object_foreach((json_t *)sel, k, v)
-    {
-        if (!json_is_string(v))
-            return;
-    }
-    p->selector.node_selector = util_calloc(json_object_size(sel) + 1, sizeof(struct policy_label));
-    json_object_foreach((json_t *)sel, k, v)
-    {
-        struct policy_label *l = &p->selector.node_selector[p->selector.nnode_selector++];
-        l->key = util_strdup(k);
-        l->value = util_strdup(json_string_value(v));
-    }
-    p->has_selector = true;
-}
-
 /* ---- Backups ---- */
 
 int ctl_backup_from_json(struct ctl_backup *b, const json_t *obj, struct util_err *err)
@@ -335,7 +307,7 @@ int ctl_policy_from_json(struct ctl_policy *p, const json_t *obj, const struct t
     }
 
     if (!p->valid)
-        ctl_policy_raw_selector(p, obj);
+        p->has_selector = binding_selector_of(obj, &p->selector);
     p->deleting = ctl_json_path(obj, "metadata.deletionTimestamp") != NULL;
     util_map_init(&p->started);
     const json_t *started = ctl_json_path(obj, "status.startedSlots");
@@ -375,11 +347,7 @@ void ctl_policy_free(struct ctl_policy *p)
     free(p->invalid_message);
     if (p->valid)
         policy_free(&p->spec);
-    for (size_t i = 0; i < p->selector.nnode_selector; i++) {
-        free(p->selector.node_selector[i].key);
-        free(p->selector.node_selector[i].value);
-    }
-    free(p->selector.node_selector);
+    binding_selector_free(&p->selector);
     binding_close(&p->bind);
     size_t it = 0;
     const char *k;

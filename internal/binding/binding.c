@@ -60,6 +60,41 @@ bool binding_selects(const struct policy *spec, binding_has_label_cb has_label, 
     return true;
 }
 
+bool binding_selector_of(const json_t *obj, struct policy *out)
+{
+    const json_t *sel = json_object_get(json_object_get(obj, "spec"), "nodeSelector");
+    const char *k;
+    const json_t *v;
+    memset(out, 0, sizeof(*out));
+    if (sel == NULL || json_is_null(sel))
+        return true;
+    if (!json_is_object(sel) || json_object_size(sel) > POLICY_MAX_NODE_SELECTOR)
+        return false;
+    json_object_foreach((json_t *)sel, k, v)
+    {
+        if (!json_is_string(v))
+            return false;
+    }
+    out->node_selector = util_calloc(json_object_size(sel) + 1, sizeof(*out->node_selector));
+    json_object_foreach((json_t *)sel, k, v)
+    {
+        struct policy_label *l = &out->node_selector[out->nnode_selector++];
+        l->key = util_strdup(k);
+        l->value = util_strdup(json_string_value(v));
+    }
+    return true;
+}
+
+void binding_selector_free(struct policy *sel)
+{
+    for (size_t i = 0; i < sel->nnode_selector; i++) {
+        free(sel->node_selector[i].key);
+        free(sel->node_selector[i].value);
+    }
+    free(sel->node_selector);
+    memset(sel, 0, sizeof(*sel));
+}
+
 int64_t binding_success_time(int64_t completed, int64_t created)
 {
     return completed != 0 ? completed : created;

@@ -19,6 +19,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "policy/policy.h"
 #include "schedule/schedule.h"
 #include "tz/tz.h"
@@ -60,6 +62,17 @@ typedef bool (*binding_has_label_cb)(const void *node, const char *key, const ch
 
 /* True when the policy is valid and the node has every label of its nodeSelector. */
 bool binding_selects(const struct policy *spec, binding_has_label_cb has_label, const void *node);
+
+/*
+ * A policy that is not valid still has hosts (docs/operator.md: its status counts them,
+ * so fixing it changes only what runs): its spec.nodeSelector alone, read from the
+ * BackupPolicy object obj into out (only node_selector is set; free it with
+ * binding_selector_free). Returns true when that part is well formed — absent (every
+ * node) or an object of at most POLICY_MAX_NODE_SELECTOR string values — and then
+ * binding_selects(out, ...) selects as the policy will once valid; false selects nothing.
+ */
+bool binding_selector_of(const json_t *obj, struct policy *out);
+void binding_selector_free(struct policy *sel);
 
 /*
  * When a successful backup counts as done for overdue and lastSuccess: its

@@ -161,6 +161,10 @@ check_eq "an invalid policy: Overdue=Unknown" "$(cond never Overdue status)" Unk
 check_eq "an invalid policy still counts the hosts it selects" \
     "$(env_get -n "$NS" backuppolicy/never '{.status.hosts}')" 2
 has_event Invalid never && pass "an invalid policy gets a Warning Event" || fail "Invalid Event"
+lstatus() { "$LODE" status "$@" -n "$NS" --kubeconfig "$KUBECONFIG" --context admin 2>"$T_TMP/st.err"; }
+check_eq "lode status: the invalid policy's hosts are the nodes it selects" \
+    "$(lstatus never --output json | jq -c '[.policies[0].hosts[] | [.host, .selected]]')" \
+    "[[\"$NS-n-0\",true],[\"$NS-n-1\",true]]"
 
 # ---- Backups that nothing will run ----
 for x in "no-such-policy:unknown_policy:UnknownPolicy" "no-such-host:unknown_host:UnknownHost" \
@@ -175,6 +179,8 @@ for x in "no-such-policy:unknown_policy:UnknownPolicy" "no-such-host:unknown_hos
 done
 "$LODE" status result -n "$NS" --kubeconfig "$KUBECONFIG" --context admin --output json \
     >"$T_TMP/st.json" 2>"$T_TMP/st.err"
+check_contains "lode status counts hosts as kubectl does, the others apart" "$(lstatus result)" \
+    "Hosts     2, 0 overdue; 2 more with Backups only (node gone or not selected)"
 check_eq "lode status shows none of them running" \
     "$(jq -c --arg a "$NS-nosuch" --arg b "$NS-o-0" \
         '[.policies[0].hosts[] | select(.host == $a or .host == $b) | [.host, .running]]' "$T_TMP/st.json")" \

@@ -117,6 +117,48 @@ static void test_selects_every_label(void **state)
     policy_free(&p);
 }
 
+/* An invalid policy's hosts: its nodeSelector alone, when that part is well formed. */
+static void test_selector_of_an_invalid_policy(void **state)
+{
+    const char *const dbl[] = {"role", "db", NULL};
+    const char *const web[] = {"role", "web", NULL};
+    struct labels ldb = {dbl}, lweb = {web};
+    struct policy sel;
+    json_t *obj = json_loads("{\"spec\":{\"schedule\":{\"cron\":\"0 0 30 2 *\"},"
+                             "\"nodeSelector\":{\"role\":\"db\"}}}",
+                             0, NULL);
+    assert_true(binding_selector_of(obj, &sel));
+    assert_true(binding_selects(&sel, has_label, &ldb));
+    assert_false(binding_selects(&sel, has_label, &lweb));
+    binding_selector_free(&sel);
+    json_decref(obj);
+
+    obj = json_loads("{\"spec\":{\"paths\":[\"relative\"]}}", 0, NULL); /* none: every node */
+    assert_true(binding_selector_of(obj, &sel));
+    assert_true(binding_selects(&sel, has_label, &lweb));
+    binding_selector_free(&sel);
+    json_decref(obj);
+
+    const char *const broken[] = {"{\"spec\":{\"nodeSelector\":{\"role\":1}}}",
+                                  "{\"spec\":{\"nodeSelector\":[\"role\"]}}"};
+    for (size_t i = 0; i < 2; i++) {
+        obj = json_loads(broken[i], 0, NULL);
+        assert_false(binding_selector_of(obj, &sel));
+        binding_selector_free(&sel); /* safe after a refusal */
+        json_decref(obj);
+    }
+    /* More labels than the validator allows: the policy selects nothing. */
+    json_t *many = json_object();
+    for (int i = 0; i <= POLICY_MAX_NODE_SELECTOR; i++) {
+        char k[16];
+        snprintf(k, sizeof(k), "k%d", i);
+        json_object_set_new(many, k, json_string("v"));
+    }
+    obj = json_pack("{s:{s:o}}", "spec", "nodeSelector", many);
+    assert_false(binding_selector_of(obj, &sel));
+    json_decref(obj);
+}
+
 static void test_success_time_and_overdue_start(void **state)
 {
     assert_int_equal(binding_success_time(200, 100), 200);
@@ -147,6 +189,7 @@ int main(void)
         cmocka_unit_test(test_bind_scheduled_and_unscheduled),
         cmocka_unit_test(test_zone_gone_from_the_database),
         cmocka_unit_test(test_selects_every_label),
+        cmocka_unit_test(test_selector_of_an_invalid_policy),
         cmocka_unit_test(test_success_time_and_overdue_start),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
