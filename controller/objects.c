@@ -270,6 +270,11 @@ int ctl_job_set_repository(json_t *job, const json_t *repo, struct util_err *err
     free(location);
     json_array_append_new(env, json_pack("{s:s, s:s}", "name", "AWS_REGION", "value",
                                          ctl_str_or(spec, "region", "us-east-1")));
+    /* The admission rule allows plain http to a remote host only with allowPlainHTTP; the
+     * agent refuses it unless told the same (docs/repository.md). */
+    if (json_is_true(json_object_get(spec, "allowPlainHTTP")))
+        json_array_append_new(
+            env, json_pack("{s:s, s:s}", "name", "LODE_ALLOW_PLAIN_HTTP", "value", "true"));
     json_array_append_new(env,
                           ctl_secret_env("AWS_ACCESS_KEY_ID", secret,
                                          ctl_str_or(creds, "accessKeyIDKey", "AWS_ACCESS_KEY_ID")));

@@ -131,7 +131,8 @@ json_t *ctl_job_json(const struct policy *p, const struct ctl_run *run,
  * Gives job (from ctl_job_json) the repository of the BackupRepository object repo, as
  * the API returns it: LODE_REPOSITORY (s3:ENDPOINT/BUCKET[/PREFIX]) and AWS_REGION;
  * AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN when the repository
- * names its key) from the credentials Secret by reference, never by value; the
+ * names its key) from the credentials Secret by reference, never by value;
+ * LODE_ALLOW_PLAIN_HTTP=true when the repository has allowPlainHTTP; the
  * repository key as the file CTL_KEY_FILE from the same Secret (LODE_KEY_FILE); and
  * caBundle, when set, as the file CTL_CA_FILE (LODE_CACERT) through a pod annotation.
  * Returns 0, or UTIL_EINVAL with a message when repo lacks endpoint, bucket or

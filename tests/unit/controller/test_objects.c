@@ -372,6 +372,7 @@ static void test_job_repository(void **state)
 
     assert_string_equal(env_value(c, "LODE_REPOSITORY"), "s3:https://s3.example:9000/bkt/team/a");
     assert_string_equal(env_value(c, "AWS_REGION"), "eu-west-1");
+    assert_null(by_name(json_object_get(c, "env"), "LODE_ALLOW_PLAIN_HTTP"));
     assert_string_equal(env_secret(c, "AWS_ACCESS_KEY_ID", &key), "s3-creds");
     assert_string_equal(key, "ak");
     assert_string_equal(env_secret(c, "AWS_SECRET_ACCESS_KEY", &key), "s3-creds");
@@ -400,6 +401,18 @@ static void test_job_repository(void **state)
         json_string_value(json_object_get(json_object_get(tmeta, "annotations"), CTL_ANNOT_CA)),
         "-----BEGIN CERTIFICATE-----\n");
     assert_non_null(by_name(json_object_get(job_pod(job), "volumes"), "ca-bundle"));
+    json_decref(repo);
+    json_decref(job);
+
+    /* allowPlainHTTP reaches the agent, which refuses plain http to a remote host without. */
+    job = ctl_job_json(&p, &run, &opts);
+    repo = json_loads("{\"spec\":{\"endpoint\":\"http://s3.lan:9000\",\"bucket\":\"b\","
+                      "\"allowPlainHTTP\":true,\"credentialsSecret\":{\"name\":\"s\"}}}",
+                      0, NULL);
+    assert_int_equal(ctl_job_set_repository(job, repo, &err), 0);
+    assert_string_equal(env_value(job_container(job), "LODE_ALLOW_PLAIN_HTTP"), "true");
+    assert_string_equal(env_value(job_container(job), "LODE_REPOSITORY"),
+                        "s3:http://s3.lan:9000/b");
     json_decref(repo);
     json_decref(job);
 }
