@@ -4,12 +4,13 @@
  *
  * The snapshot's file list is read twice, one frame at a time: first to check that
  * every --include names something, then to restore. Regular files are gathered in
- * batches (in path order, up to a few hundred files or 256 MiB); a batch's chunks
- * are sorted by pack and offset and read with ranged GETs, one range per run of
- * neighbouring blobs (gaps under 1 MiB are read through rather than asked for
- * again), four at a time, so a pack range is read once and never a whole pack per
- * chunk. Each blob is authenticated (AES-GCM) and checked against its SHA-256
- * before a byte of it is written; a blob used by several files is fetched once.
+ * batches (in path order, up to a thousand files or 256 MiB); a batch's chunks are
+ * sorted by pack and offset and read with ranged GETs of up to 4 MiB, one per run of
+ * neighbouring blobs (gaps under 1 MiB are read through rather than asked for again),
+ * four at a time, so a pack range is read once and never a whole pack per chunk. Each
+ * blob is authenticated (AES-GCM) and checked against its SHA-256 before a byte of it
+ * is written; a blob used by several files of a batch is fetched once. A file goes
+ * into place as soon as its last chunk is written, while the other GETs go on.
  * restore.h says how the target is written (temporary names, no symlink followed).
  *
  * Exit codes: 0 everything restored; 1 the snapshot is missing or damaged (each
@@ -35,7 +36,7 @@
 
 #define RX_INFLIGHT    4              /* ranged GETs at once */
 #define RX_GAP         (1u << 20)     /* unneeded bytes read through rather than skipped */
-#define RX_RANGE_MAX   (16u << 20)    /* at most this much in one GET */
+#define RX_RANGE_MAX   (4u << 20)     /* at most this much in one GET */
 #define RX_BATCH_BYTES (256ull << 20) /* plain bytes a batch of files gathers */
 #define RX_META_MAX    (4ull << 30)   /* a file list or chunk set larger than this is refused */
 
@@ -51,7 +52,8 @@ struct rx_file {
     struct repo_file f; /* its chunk list dropped once planned */
     struct rs_tmpfile tf;
     uint64_t written;
-    bool failed;
+    uint32_t pending; /* pieces not yet written or failed */
+    bool failed, done;
 };
 
 /* One ranged GET: pieces [first, first + n) of one pack. */
@@ -187,11 +189,43 @@ static void rx_io_error(struct rx *x, const char *msg)
     x->ioerrors++;
 }
 
+/* A file whose pieces are all in: into place, or away when something failed. */
+static void rx_finish_file(struct rx *x, struct rx_file *f)
+{
+    struct util_err e = {0};
+    f->done = true;
+    if (x->fatal) {
+        rs_file_discard(&f->tf);
+    } else if (f->failed || f->written != f->f.size) {
+        if (!f->failed)
+            rx_damage(x, "%s: %" PRIu64 " of %" PRIu64 " bytes could be written", f->f.path,
+                      f->written, f->f.size);
+        fprintf(stderr, "lode restore: not restored: %s\n", f->f.path);
+        rs_file_discard(&f->tf);
+    } else if (rs_file_commit(&x->t, &f->f, &f->tf, &e) != 0) {
+        rx_io_error(x, e.msg);
+    } else {
+        x->nfiles_done++;
+        x->bytes += f->f.size;
+    }
+}
+
+/* One piece of a file is written (or failed); the last one finishes the file, so files
+ * go into place while the rest of the batch is still being fetched. */
+static void rx_piece_done(struct rx *x, size_t piece, bool failed)
+{
+    struct rx_file *f = &x->files[x->pieces[piece].file];
+    if (failed)
+        f->failed = true;
+    if (--f->pending == 0)
+        rx_finish_file(x, f);
+}
+
 /* Marks the files of pieces [first, first + n) as not restorable. */
 static void rx_fail_pieces(struct rx *x, size_t first, size_t n)
 {
     for (size_t i = first; i < first + n; i++)
-        x->files[x->pieces[i].file].failed = true;
+        rx_piece_done(x, i, true);
 }
 
 static int rx_write_all(int fd, const uint8_t *p, size_t n, uint64_t at)
@@ -234,17 +268,18 @@ static void rx_apply(struct rx *x, const struct rx_range *r, const uint8_t *body
         }
         for (; i < j; i++) {
             struct rx_file *f = &x->files[x->pieces[i].file];
-            if (f->failed)
-                continue;
-            int rc = rx_write_all(f->tf.fd, x->plain, c->plain, x->pieces[i].at);
-            if (rc != 0) {
-                char *m = util_asprintf("writing %s: %s", f->f.path, strerror(-rc));
-                rx_io_error(x, m);
-                free(m);
-                x->fatal = true;
-                break;
+            if (!f->failed) {
+                int rc = rx_write_all(f->tf.fd, x->plain, c->plain, x->pieces[i].at);
+                if (rc != 0) {
+                    char *m = util_asprintf("writing %s: %s", f->f.path, strerror(-rc));
+                    rx_io_error(x, m);
+                    free(m);
+                    x->fatal = true; /* a full disk: stop at once */
+                    break;
+                }
+                f->written += c->plain;
             }
-            f->written += c->plain;
+            rx_piece_done(x, i, false);
         }
     }
     free(key);
@@ -328,8 +363,6 @@ static int rx_piece_cmp(const void *pa, const void *pb)
 /* Fetches the batch's chunks, then puts each whole file in place. */
 static void rx_flush(struct rx *x)
 {
-    struct util_err e = {0};
-
     if (x->npieces > 1)
         qsort(x->pieces, x->npieces, sizeof(*x->pieces), rx_piece_cmp);
     x->nranges = x->next = 0;
@@ -354,20 +387,8 @@ static void rx_flush(struct rx *x)
 
     for (size_t i = 0; i < x->nfiles; i++) {
         struct rx_file *f = &x->files[i];
-        if (x->fatal) {
+        if (!f->done) /* only after a fatal error */
             rs_file_discard(&f->tf);
-        } else if (f->failed || f->written != f->f.size) {
-            if (!f->failed)
-                rx_damage(x, "%s: %" PRIu64 " of %" PRIu64 " bytes could be written", f->f.path,
-                          f->written, f->f.size);
-            fprintf(stderr, "lode restore: not restored: %s\n", f->f.path);
-            rs_file_discard(&f->tf);
-        } else if (rs_file_commit(&x->t, &f->f, &f->tf, &e) != 0) {
-            rx_io_error(x, e.msg);
-        } else {
-            x->nfiles_done++;
-            x->bytes += f->f.size;
-        }
         repo_file_free(&f->f);
     }
     x->nfiles = x->npieces = 0;
@@ -428,6 +449,7 @@ static void rx_add_file(struct rx *x, const struct repo_file *rec)
         x->pieces[x->npieces++] = (struct rx_piece){.c = c, .file = (uint32_t)x->nfiles, .at = at};
         at += c->plain;
     }
+    f->pending = (uint32_t)rec->nchunks;
     x->nfiles++;
     x->batch_bytes += sum;
 }
