@@ -1,0 +1,427 @@
+/*
+ * lode gc's listing and reading (gc_cli.h): the sources, each source's manifests
+ * and run records, the bodies of run records and chunk sets, and the storage's
+ * time. Nothing here deletes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uv.h>
+
+#include "gc_cli.h"
+
+/* ---- step 1: the sources ---- */
+
+struct gc_names {
+    char **v;
+    size_t n, cap;
+    size_t plen; /* the listed prefix's length */
+};
+
+static int gc_names_cb(const struct s3_object *o, void *arg)
+{
+    struct gc_names *names = arg;
+    size_t len = strlen(o->key);
+    if (!o->is_prefix || len <= names->plen + 1 || o->key[len - 1] != '/')
+        return 0;
+    char *name = util_strndup(o->key + names->plen, len - names->plen - 1);
+    if (repo_name_check(name, "name", NULL) != 0) {
+        fprintf(stderr, "lode gc: ignoring %s: not a Lodestore name\n", o->key);
+        free(name);
+        return 0;
+    }
+    names->v = util_grow(names->v, &names->cap, names->n + 1, sizeof(*names->v));
+    names->v[names->n++] = name;
+    return 0;
+}
+
+static void gc_names_free(struct gc_names *n)
+{
+    for (size_t i = 0; i < n->n; i++)
+        free(n->v[i]);
+    free(n->v);
+    memset(n, 0, sizeof(*n));
+}
+
+/* The names one level under prefix. */
+static int gc_children(struct gc_ctx *g, const char *prefix, struct gc_names *out,
+                       struct util_err *err)
+{
+    struct s3_opts o = {.delimiter = "/"};
+    struct util_err e = {0};
+    memset(out, 0, sizeof(*out));
+    out->plen = strlen(prefix);
+    int rc = s3_sync_list(g->st.s3, prefix, &o, gc_names_cb, out, NULL, &e);
+    if (rc != 0) {
+        gc_names_free(out);
+        return util_err_set(err, rc, "cannot list %s: %s", prefix, e.msg);
+    }
+    return 0;
+}
+
+static int gc_src_cmp(const void *pa, const void *pb)
+{
+    const struct gc_source *a = pa, *b = pb;
+    int r = strcmp(a->src.ns, b->src.ns);
+    if (r == 0)
+        r = strcmp(a->src.policy, b->src.policy);
+    return r ? r : strcmp(a->src.host, b->src.host);
+}
+
+int gcli_find_sources(struct gc_ctx *g, struct util_err *err)
+{
+    static const enum repo_kind tops[] = {REPO_KEY_MANIFEST, REPO_KEY_RUN, REPO_KEY_PACK,
+                                          REPO_KEY_FILES};
+    int rc = 0;
+
+    for (size_t t = 0; t < sizeof(tops) / sizeof(tops[0]) && rc == 0; t++) {
+        struct gc_names nss;
+        char *p0 = repo_key_prefix(tops[t], NULL, NULL, NULL);
+        rc = gc_children(g, p0, &nss, err);
+        free(p0);
+        for (size_t i = 0; rc == 0 && i < nss.n; i++) {
+            struct gc_names pols;
+            char *p1 = repo_key_prefix(tops[t], nss.v[i], NULL, NULL);
+            rc = gc_children(g, p1, &pols, err);
+            free(p1);
+            for (size_t j = 0; rc == 0 && j < pols.n; j++) {
+                struct gc_names hosts;
+                char *p2 = repo_key_prefix(tops[t], nss.v[i], pols.v[j], NULL);
+                rc = gc_children(g, p2, &hosts, err);
+                free(p2);
+                for (size_t k = 0; rc == 0 && k < hosts.n; k++) {
+                    g->srcs = util_grow(g->srcs, &g->capsrcs, g->nsrcs + 1, sizeof(*g->srcs));
+                    struct gc_source *s = &g->srcs[g->nsrcs];
+                    memset(s, 0, sizeof(*s));
+                    if (repo_source_set(&s->src, nss.v[i], pols.v[j], hosts.v[k], NULL) == 0)
+                        g->nsrcs++;
+                }
+                gc_names_free(&hosts); /* emptied by gc_children on failure */
+            }
+            gc_names_free(&pols);
+        }
+        gc_names_free(&nss);
+    }
+    if (rc != 0)
+        return rc;
+    if (g->nsrcs > 1) {
+        size_t w = 1;
+        qsort(g->srcs, g->nsrcs, sizeof(*g->srcs), gc_src_cmp);
+        for (size_t r = 1; r < g->nsrcs; r++)
+            if (gc_src_cmp(&g->srcs[r], &g->srcs[w - 1]) != 0)
+                g->srcs[w++] = g->srcs[r];
+        g->nsrcs = w;
+    }
+    return 0;
+}
+
+/* ---- step 2: manifests and run records ---- */
+
+/* The key is one of this source's, of this kind: parsed, never matched as text. */
+bool gcli_key_of(const struct gc_source *s, const char *key, enum repo_kind kind,
+                 struct repo_key *k)
+{
+    return repo_key_parse(key, k, NULL) == 0 && k->kind == kind &&
+           strcmp(k->src.ns, s->src.ns) == 0 && strcmp(k->src.policy, s->src.policy) == 0 &&
+           strcmp(k->src.host, s->src.host) == 0;
+}
+
+static int gc_manifest_cb(const struct s3_object *o, void *arg)
+{
+    struct gc_source *s = arg;
+    struct repo_key k;
+    if (!gcli_key_of(s, o->key, REPO_KEY_MANIFEST, &k))
+        return 0;
+    s->manifests = util_grow(s->manifests, &s->capman, s->nman + 1, sizeof(*s->manifests));
+    memcpy(s->manifests[s->nman++], k.id, REPO_ID_LEN + 1);
+    return 0;
+}
+
+static int gc_run_cb(const struct s3_object *o, void *arg)
+{
+    struct gc_source *s = arg;
+    struct repo_key k;
+    if (!gcli_key_of(s, o->key, REPO_KEY_RUN, &k))
+        return 0;
+    s->runs = util_grow(s->runs, &s->capruns, s->nruns + 1, sizeof(*s->runs));
+    struct gc_runrec *r = &s->runs[s->nruns++];
+    memset(r, 0, sizeof(*r));
+    memcpy(r->id, k.id, REPO_ID_LEN + 1);
+    r->time = o->mtime;
+    r->size = o->size;
+    return 0;
+}
+
+static int gc_id_cmp(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+static bool gc_has_manifest(const struct gc_source *s, const char *id)
+{
+    return s->nman && bsearch(id, s->manifests, s->nman, sizeof(*s->manifests), gc_id_cmp);
+}
+
+/*
+ * Up to GC_GETS GETs in flight on the command's loop (run records and chunk sets
+ * are small and many: one at a time, the round trips were the whole run). got()
+ * sees each result once, in completion order; after its first error the rest
+ * finish unseen.
+ */
+#define GC_GETS 16
+
+typedef int (*gc_got_cb)(size_t i, const struct s3_result *res, void *arg, struct util_err *err);
+
+struct gc_gets {
+    struct gc_ctx *g;
+    char **keys;
+    size_t n, next, running;
+    struct s3_opts o;
+    gc_got_cb got;
+    void *arg;
+    int rc;
+    struct util_err *err;
+};
+
+struct gc_get {
+    struct gc_gets *gs;
+    size_t i;
+};
+
+static void gc_gets_start(struct gc_gets *gs);
+
+static void gc_get_done(const struct s3_result *res, void *arg)
+{
+    struct gc_get *one = arg;
+    struct gc_gets *gs = one->gs;
+    gs->running--;
+    if (gs->rc == 0)
+        gs->rc = gs->got(one->i, res, gs->arg, gs->err);
+    free(one);
+    gc_gets_start(gs);
+}
+
+static void gc_gets_start(struct gc_gets *gs)
+{
+    while (gs->rc == 0 && gs->running < GC_GETS && gs->next < gs->n) {
+        struct gc_get *one = util_calloc(1, sizeof(*one));
+        one->gs = gs;
+        one->i = gs->next++;
+        int rc = s3_get(s3_sync_client(gs->g->st.s3), gs->keys[one->i], &gs->o, NULL, gc_get_done,
+                        one, NULL, gs->err);
+        if (rc != 0) {
+            free(one);
+            gs->rc = rc;
+            return;
+        }
+        gs->running++;
+    }
+}
+
+static int gc_get_all(struct gc_ctx *g, char **keys, size_t n, uint64_t max_bytes, gc_got_cb got,
+                      void *arg, struct util_err *err)
+{
+    struct gc_gets gs = {.g = g,
+                         .keys = keys,
+                         .n = n,
+                         .o = {.max_bytes = max_bytes},
+                         .got = got,
+                         .arg = arg,
+                         .err = err};
+    gc_gets_start(&gs);
+    while (gs.running > 0)
+        uv_run(s3_sync_loop(g->st.s3), UV_RUN_ONCE);
+    return gs.rc;
+}
+
+static void gc_keys_free(char **keys, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(keys[i]);
+    free(keys);
+}
+
+struct gc_runs_read {
+    struct gc_runrec **recs;
+    char **keys;
+};
+
+/* One run record's body; a record deleted meanwhile is "gone", not an error. */
+static int gc_run_got(size_t i, const struct s3_result *res, void *arg, struct util_err *err)
+{
+    struct gc_runs_read *rr = arg;
+    struct gc_runrec *r = rr->recs[i];
+    struct repo_run run;
+    struct util_err e = {0};
+    int rc;
+
+    if (res->error == S3_ENOTFOUND) {
+        r->gone = true;
+        return 0;
+    }
+    if (res->error != 0)
+        return util_err_set(err, res->error, "cannot read %s: %s", rr->keys[i], res->message);
+    if ((rc = repo_run_decode(&run, res->body, res->body_len, &e)) != 0)
+        return util_err_set(err, rc, "%s: %s", rr->keys[i], e.msg);
+    if (strcmp(run.id, r->id) != 0)
+        return util_err_set(err, UTIL_EINVAL, "%s names snapshot %s", rr->keys[i], run.id);
+    r->read = true;
+    r->max_runtime = run.max_runtime;
+    memcpy(r->parent, run.parent, sizeof(r->parent));
+    return 0;
+}
+
+/* Reads the bodies of n run records of s, GC_GETS at a time. */
+int gcli_read_runs(struct gc_ctx *g, const struct gc_source *s, struct gc_runrec **recs, size_t n,
+                   struct util_err *err)
+{
+    struct gc_runs_read rr = {.recs = recs, .keys = util_calloc(n ? n : 1, sizeof(char *))};
+    for (size_t i = 0; i < n; i++) {
+        struct repo_key k = {.kind = REPO_KEY_RUN, .src = s->src};
+        memcpy(k.id, recs[i]->id, sizeof(k.id));
+        rr.keys[i] = repo_key_build(&k);
+    }
+    int rc = gc_get_all(g, rr.keys, n, 0, gc_run_got, &rr, err);
+    gc_keys_free(rr.keys, n);
+    return rc;
+}
+
+int gcli_list_source(struct gc_ctx *g, struct gc_source *s)
+{
+    struct util_err e = {0}, err = {0};
+    char *pm = repo_key_prefix(REPO_KEY_MANIFEST, s->src.ns, s->src.policy, s->src.host);
+    char *pr = repo_key_prefix(REPO_KEY_RUN, s->src.ns, s->src.policy, s->src.host);
+    struct gc_runrec *newest = NULL;
+    int rc;
+
+    rc = s3_sync_list(g->st.s3, pm, NULL, gc_manifest_cb, s, NULL, &e);
+    if (rc == 0)
+        rc = s3_sync_list(g->st.s3, pr, NULL, gc_run_cb, s, NULL, &e);
+    if (rc != 0) {
+        util_err_set(&err, rc, "cannot list it: %s", e.msg);
+        goto out;
+    }
+    /* The bodies of every record without a listed manifest, and of the newest. */
+    struct gc_runrec **want = util_calloc(s->nruns ? s->nruns : 1, sizeof(*want));
+    size_t nwant = 0;
+    for (size_t i = 0; i < s->nruns; i++) {
+        struct gc_runrec *r = &s->runs[i];
+        if (newest == NULL || r->time > newest->time ||
+            (r->time == newest->time && strcmp(r->id, newest->id) > 0))
+            newest = r;
+        if (!gc_has_manifest(s, r->id))
+            want[nwant++] = r;
+    }
+    if (newest != NULL && gc_has_manifest(s, newest->id))
+        want[nwant++] = newest;
+    rc = gcli_read_runs(g, s, want, nwant, &err);
+    free(want);
+    if (rc == 0 && newest != NULL && newest->read && newest->max_runtime > g->policy_mr)
+        g->policy_mr = newest->max_runtime;
+out:
+    if (rc != 0) {
+        s->skip = true;
+        gcli_warn(g, &s->src, err.msg);
+    }
+    free(pm);
+    free(pr);
+    return rc;
+}
+
+/* The source's run records as internal/gc sees them (borrowing ids); gone ones left out. */
+struct gc_run *gcli_runs_view(const struct gc_source *s, size_t *n)
+{
+    struct gc_run *v = util_calloc(s->nruns ? s->nruns : 1, sizeof(*v));
+    *n = 0;
+    for (size_t i = 0; i < s->nruns; i++) {
+        const struct gc_runrec *r = &s->runs[i];
+        if (r->gone)
+            continue;
+        v[(*n)++] = (struct gc_run){.id = r->id,
+                                    .time = r->time,
+                                    .read = r->read,
+                                    .max_runtime = r->max_runtime,
+                                    .parent = r->parent};
+    }
+    return v;
+}
+
+struct gc_sets_read {
+    const struct gc_idset *ids;
+    char **keys;
+    const struct repo_keys *k;
+    struct gc_packset *packs;
+};
+
+/* A protected snapshot's chunk set into the pack set; a missing one is an error. */
+static int gc_set_got(size_t i, const struct s3_result *res, void *arg, struct util_err *err)
+{
+    struct gc_sets_read *sr = arg;
+    const char *id = sr->ids->v[i];
+    struct repo_chunkset set;
+    struct util_err e = {0};
+    int rc;
+
+    if (res->error == S3_ENOTFOUND)
+        return util_err_set(err, S3_ENOTFOUND,
+                            "%s is missing, so the packs snapshot %s uses are unknown", sr->keys[i],
+                            id);
+    if (res->error != 0)
+        return util_err_set(err, res->error, "cannot read %s: %s", sr->keys[i], res->message);
+    if ((rc = repo_chunkset_decode(&set, sr->k, id, (const uint8_t *)res->body, res->body_len,
+                                   &e)) != 0)
+        return util_err_set(err, rc, "%s: %s", sr->keys[i], e.msg);
+    for (size_t j = 0; j < set.npacks; j++)
+        gc_packset_add(sr->packs, set.packs[j]);
+    repo_chunkset_free(&set);
+    return 0;
+}
+
+int gcli_read_chunksets(struct gc_ctx *g, const struct gc_source *s, const struct gc_idset *ids,
+                        struct gc_packset *packs, struct util_err *err)
+{
+    struct gc_sets_read sr = {.ids = ids,
+                              .keys = util_calloc(ids->n ? ids->n : 1, sizeof(char *)),
+                              .k = &g->st.config.keys,
+                              .packs = packs};
+    for (size_t i = 0; i < ids->n; i++) {
+        struct repo_key k = {.kind = REPO_KEY_CHUNKS, .src = s->src};
+        memcpy(k.id, ids->v[i], sizeof(k.id));
+        sr.keys[i] = repo_key_build(&k);
+    }
+    int rc = gc_get_all(g, sr.keys, ids->n, GC_CHUNKSET_MAX, gc_set_got, &sr, err);
+    gc_keys_free(sr.keys, ids->n);
+    return rc;
+}
+
+void gcli_warn(struct gc_ctx *g, const struct repo_source *s, const char *msg)
+{
+    (void)g;
+    fprintf(stderr, "lode gc: %s/%s/%s: %s; nothing of this source is deleted\n", s->ns, s->policy,
+            s->host, msg);
+}
+
+/* Step 0: G from the LastModified of the record gc writes now. */
+int gcli_server_time(struct gc_ctx *g, struct util_err *err)
+{
+    struct util_err e = {0};
+    struct s3_info info = {0};
+    char *doc = util_asprintf("{\n  \"format\": %d,\n  \"command\": \"lode gc\",\n  "
+                              "\"dryRun\": %s\n}\n",
+                              REPO_FORMAT, g->dry_run ? "true" : "false");
+    struct s3_body body = {.data = doc, .len = strlen(doc), .content_type = "application/json"};
+    int rc = s3_sync_put(g->st.s3, GC_RECORD_KEY, &body, NULL, NULL, &e);
+    free(doc);
+    if (rc != 0)
+        return util_err_set(err, rc, "cannot write %s (gc takes the storage's time from it): %s",
+                            GC_RECORD_KEY, e.msg);
+    rc = s3_sync_head(g->st.s3, GC_RECORD_KEY, &info, &e);
+    if (rc != 0)
+        return util_err_set(err, rc, "cannot read %s back: %s", GC_RECORD_KEY, e.msg);
+    if (info.mtime <= 0)
+        return util_err_set(err, S3_EPROTO, "the storage sent no Last-Modified for %s",
+                            GC_RECORD_KEY);
+    g->now = info.mtime;
+    return 0;
+}
