@@ -410,10 +410,10 @@ bool backup_walk(struct backup *b)
         struct stat sb;
         bool nested = false;
         int dfd;
-        /* A path inside an earlier one is walked with it. */
+        /* A path inside an earlier one (or listed twice) is walked with it. */
         for (size_t j = 0; j < i; j++) {
             size_t n = strlen(b->paths[j]);
-            if (strncmp(p, b->paths[j], n) == 0 && (p[n] == '/' || n == 1))
+            if (strncmp(p, b->paths[j], n) == 0 && (p[n] == '/' || p[n] == '\0' || n == 1))
                 nested = true;
         }
         if (nested)

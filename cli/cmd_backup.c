@@ -305,6 +305,36 @@ static bool cmd_backup_anomaly(struct backup *b, const struct repo_catalog *cat,
     return true;
 }
 
+/* "/etc/", "/etc//x" and "/./etc" (valid in a policy) as "/etc", "/etc/x", "/etc". */
+static char *cmd_backup_path_clean(const char *p)
+{
+    struct util_buf out;
+    util_buf_init(&out);
+    while (*p != '\0') {
+        const char *end;
+        while (*p == '/')
+            p++;
+        end = strchr(p, '/');
+        if (end == NULL)
+            end = p + strlen(p);
+        if (end > p && !(end - p == 1 && p[0] == '.')) {
+            util_buf_puts(&out, "/");
+            util_buf_append(&out, p, (size_t)(end - p));
+        }
+        p = end;
+    }
+    if (out.len == 0)
+        util_buf_puts(&out, "/");
+    return util_buf_steal(&out);
+}
+
+static void cmd_backup_paths_free(char **paths, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(paths[i]);
+    free(paths);
+}
+
 static int cmd_backup_paths_cmp(const void *x, const void *y)
 {
     return repo_path_cmp(*(char *const *)x, *(char *const *)y);
@@ -546,13 +576,13 @@ int cmd_backup(int argc, char **argv)
     b.deadline_ns = start + (uint64_t)max_runtime * 1000000000ull;
     b.paths = util_calloc(pol.npaths + 1, sizeof(char *));
     for (size_t i = 0; i < pol.npaths; i++)
-        b.paths[i] = pol.paths[i];
+        b.paths[i] = cmd_backup_path_clean(pol.paths[i]);
     b.npaths = pol.npaths;
     qsort(b.paths, b.npaths, sizeof(char *), cmd_backup_paths_cmp);
     if (repo_source_set(&b.src, pol.namespace, pol.name, o.host, &err) != 0 ||
         storage_open(&st, &o.so, &err) != 0) {
         fprintf(stderr, "lode backup: %s\n", err.msg);
-        free(b.paths);
+        cmd_backup_paths_free(b.paths, b.npaths);
         policy_free(&pol);
         return CLI_INVALID;
     }
@@ -560,7 +590,7 @@ int cmd_backup(int argc, char **argv)
     if (storage_load_config(&st, &o.so, true, &err) != 0) {
         fprintf(stderr, "lode backup: %s\n", err.msg);
         storage_close(&st);
-        free(b.paths);
+        cmd_backup_paths_free(b.paths, b.npaths);
         policy_free(&pol);
         return CLI_INVALID;
     }
@@ -580,7 +610,7 @@ int cmd_backup(int argc, char **argv)
         free(b.errs[i].message);
     }
     free(b.errs);
-    free(b.paths);
+    cmd_backup_paths_free(b.paths, b.npaths);
     policy_free(&pol);
     return rc;
 }

@@ -358,6 +358,9 @@ LODE_POLICY_DOCUMENT='{"apiVersion":"lodestore.io/v1alpha1","kind":"BackupPolicy
 	run backup --policy e2e/etc --host node-doc --root "$src"
 check_eq "an invalid LODE_POLICY_DOCUMENT: exit 1" "$RC" 1
 check_contains "an invalid LODE_POLICY_DOCUMENT: the validator's message" "$ERR" "spec.paths"
+run backup --policy "$(policy odd-paths '["/etc/", "/./etc", "/home//u"]')" --host node-a --root "$src" --output json
+check_eq "paths written /etc/, /./etc and /home//u: each file once, no error" \
+	"$(jqo '[.snapshot.files, (.errors | length)] | @csv')" "6,0"
 run backup --policy "$pol" --host 'bad/host' --root "$src"
 check_eq "a bad --host: exit 2" "$RC" 2
 
