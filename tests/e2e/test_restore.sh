@@ -89,6 +89,7 @@ spec:
   schedule: {cron: "0 3 * * *"}
 EOF
 
+mkdir -p "$root/build/e2e"
 # The snapshots are written by `lode backup` when the binary has it, else by
 # restore/mkrepo.c, a second writer of the format through internal/repo alone.
 if "$LODE" backup --help >/dev/null 2>&1; then
@@ -101,7 +102,6 @@ if "$LODE" backup --help >/dev/null 2>&1; then
 	check_eq "lode init exits 0" "$RC" 0
 else
 	writer="tests/e2e/restore/mkrepo.c"
-	mkdir -p "$root/build/e2e"
 	if cc -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -I"$root/internal" -std=c17 -Wall -Wextra \
 		-Werror -Wno-unused-parameter -Wno-format-truncation -g -O1 -o "$root/build/e2e/mkrepo" \
 		"$here/restore/mkrepo.c" "$root"/internal/{repo,s3,http,util}/*.c \
@@ -187,6 +187,41 @@ check_eq "... with contents, modes, times, links and user.* xattrs as they were"
 	"$(setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 "$here/restore/treesum.py" "$nr/out/data" --no-owner)" \
 	"$(treesum "$d" --no-owner | sed 's/ trusted\.lode=b.root only.//')"
 rm -rf "$nr"
+
+# ---- S3 faults (tests/e2e/s3/faultproxy.c between lode and versitygw) ----
+if cc -std=c17 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra -Werror \
+	-Wno-unused-parameter -g -O1 -o "$root/build/e2e/faultproxy" "$root/tests/e2e/s3/faultproxy.c" \
+	$(pkg-config --cflags --libs libcurl) 2>"$T_TMP/cc-proxy.log"; then
+	"$root/build/e2e/faultproxy" "$S3_ENDPOINT" "$S3_CA_FILE" "$T_TMP/proxy.port" 2>"$T_TMP/proxy.log" &
+	proxy_pid=$!
+	for _ in $(seq 100); do
+		[[ -s $T_TMP/proxy.port ]] && break
+		kill -0 "$proxy_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	pp=$(cat "$T_TMP/proxy.port" 2>/dev/null)
+	fault() { curl -s -o /dev/null "http://127.0.0.1:$pp/__fault/$1"; }
+	via=s3:http://127.0.0.1:$pp/$S3_BUCKET/$prefix
+	fault clear
+	fault 503/2 # the client tries 6 times: 4 faults in a row are retried
+	fault reset_mid/2
+	run faults "$LODE" restore "$id" --target "$T_TMP/rf1" --repo "$via"
+	check_eq "503s and replies broken mid-body are retried: the restore completes" \
+		"$RC:$(treesum "$T_TMP/rf1/data" 2>/dev/null)" "0:$want"
+	fault clear
+	fault 503/30
+	run down "$LODE" restore "$id" --target "$T_TMP/rf2" --repo "$via"
+	check_eq "S3 answering 503 past the retries: exit 2" "$RC" 2
+	check_contains "... naming what could not be read" "$ERR" "cannot read config.json"
+	check_eq "... and nothing is written" "$(ls -A "$T_TMP/rf2" 2>/dev/null | wc -l)" 0
+	run check-down "$LODE" check --repo "$via"
+	check_eq "check against S3 that keeps failing: exit 2, not damage" "$RC" 2
+	fault clear
+	fault exit
+	wait "$proxy_pid" 2>/dev/null
+else
+	fail "build faultproxy" "$(cat "$T_TMP/cc-proxy.log")"
+fi
 
 # ---- usage ----
 run u1 "$LODE" restore --target "$T_TMP/u"
