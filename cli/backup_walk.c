@@ -282,6 +282,8 @@ static bool walk_entry(struct walk *w, int dirfd, const char *name, dev_t dev)
         /* A damaged parent list: go on without it (every file is read). */
         fprintf(stderr, "lode backup: the parent's file list: %s; reading every file\n", err.msg);
         b->merge.parent = NULL;
+        b->merge.have = false;
+        b->merge.done = true;
         match = NULL;
     }
     if (f.type == REPO_FT_SYMLINK) {

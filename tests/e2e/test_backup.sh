@@ -342,6 +342,23 @@ env_s3 GET "/$S3_BUCKET/$prefix/snapshots/e2e/spike/node-a/$(jqo .snapshot.id).j
 check_eq "anomaly: the next backup's parent is the newest good snapshot, not the suspicious one" \
 	"$(jq -r .parent <<<"$S3_BODY")" "$good"
 
+# ---- a damaged parent file list: the next backup reads everything and succeeds ----
+# versitygw's posix backend keeps each object as a file: the damage is done there.
+run snapshots --policy e2e/spike --host node-a --output json
+newest=$(jqo '[.snapshots[] | select(.suspicious | not)][0].id')
+obj=$ENV_DIR/s3/data/$S3_BUCKET/$prefix/meta/e2e/spike/node-a/$newest.files
+if [[ -f $obj ]]; then
+	size=$(stat -c %s "$obj")
+	printf '\xff' | dd of="$obj" bs=1 seek=$((size / 2)) conv=notrunc status=none
+	printf 'new\n' >"$an/srv/new-file"
+	run backup --policy "$polan" --host node-a --root "$an" --output json
+	check_eq "a damaged parent file list: the backup still succeeds" "$RC" 0
+	check_contains "a damaged parent file list: said on stderr" "$ERR" "file list"
+	check_eq "a damaged parent file list: every file is in the new snapshot" "$(jqo .snapshot.files)" 41
+else
+	fail "versitygw keeps objects as files under $ENV_DIR/s3/data" "$obj"
+fi
+
 # ---- keys and policies ----
 head -c 32 /dev/urandom | base64 >"$T_TMP/wrong"
 run backup --policy "$pol" --host node-a --root "$src" --key-file "$T_TMP/wrong"
