@@ -9,9 +9,10 @@
  * Files, symlinks and special files are made under a temporary name
  * (".lode-restore-PID-N") in their directory and renamed into place only once whole
  * and with their metadata, so an interrupted restore never leaves a half file under
- * a real name. Directories are made 0700 and get their own mode, owner, xattrs and
- * times at the end, deepest first, so that writing into them neither fails nor moves
- * their times.
+ * a real name; a later restore with --overwrite removes the temporary files of
+ * restores that are no longer running from the directories it restores into. Directories are made
+ * 0700 and get their own mode, owner, xattrs and times at the end, deepest first, so that writing
+ * into them neither fails nor moves their times.
  *
  * Owners are restored only when running as root; as another user the files belong
  * to that user, and xattrs outside the "user." namespace are skipped and counted.

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "restore.h"
@@ -225,13 +226,45 @@ static int rs_set_meta_fd(struct rs_target *t, int fd, const struct repo_file *f
     return 0;
 }
 
+/*
+ * Removes the temporary files that a killed restore left in a directory we restore
+ * into again (--overwrite): ".lode-restore-PID-N" whose process is gone. Entries of
+ * a restore still running, and every other name, are left alone.
+ */
+static void rs_sweep(int dfd, const char *name)
+{
+    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d;
+    struct dirent *e;
+    if (fd < 0)
+        return;
+    if ((d = fdopendir(fd)) == NULL) {
+        close(fd);
+        return;
+    }
+    while ((e = readdir(d)) != NULL) {
+        long pid;
+        unsigned long n;
+        int used = 0;
+        if (strncmp(e->d_name, ".lode-restore-", 14) != 0 ||
+            sscanf(e->d_name + 14, "%ld-%lu%n", &pid, &n, &used) != 2 ||
+            e->d_name[14 + used] != '\0' || pid <= 0 || pid == (long)getpid())
+            continue;
+        if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+            unlinkat(dirfd(d), e->d_name, 0);
+    }
+    closedir(d);
+}
+
 int rs_make_dir(struct rs_target *t, const struct repo_file *f, struct util_err *err)
 {
     struct stat st;
     const char *name;
     int dfd, rc;
 
-    if (strcmp(f->path, "/") != 0) {
+    if (strcmp(f->path, "/") == 0 && t->overwrite) {
+        rs_sweep(t->root, ".");
+    } else if (strcmp(f->path, "/") != 0) {
         if ((rc = rs_parent(t, f->path, &dfd, &name, err)) != 0)
             return rc;
         if (mkdirat(dfd, name, 0700) != 0) {
@@ -244,6 +277,7 @@ int rs_make_dir(struct rs_target *t, const struct repo_file *f, struct util_err 
                     fchmodat(dfd, name, (st.st_mode & 07777) | 0700, 0) != 0)
                     return util_err_set(err, UTIL_EIO, "cannot make %s writable: %s", f->path,
                                         strerror(errno));
+                rs_sweep(dfd, name);
             } else if (unlinkat(dfd, name, 0) != 0 || mkdirat(dfd, name, 0700) != 0) {
                 return util_err_set(err, UTIL_EIO, "cannot replace %s by a directory: %s", f->path,
                                     strerror(errno));

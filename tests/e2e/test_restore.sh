@@ -250,12 +250,14 @@ run check-data "$LODE" check --read-data
 check_eq "check --read-data of a whole repository exits 0" "$RC" 0
 
 # ---- interrupted restore ----
+mkdir -p "$T_TMP/r5/data"
+: >"$T_TMP/r5/data/.lode-restore-1-1" # pid 1 runs: a live restore's file is left alone
 head -c 96M /dev/urandom >"$d/huge.bin"
 run backup2 backup
 id2=$OUT
 check_eq "a second backup with a 96 MiB file exits 0" "$RC" 0
 r=$T_TMP/r5
-"$LODE" restore "$id2" --target "$r" >"$T_TMP/kill.out" 2>&1 &
+"$LODE" restore "$id2" --target "$r" --overwrite >"$T_TMP/kill.out" 2>&1 &
 pid=$!
 killed=no
 for _ in $(seq 3000); do # up to 30 s
@@ -279,6 +281,8 @@ done < <(find "$r" -type f ! -name '.lode-restore-*' -print0)
 check_eq "no file under its real name differs from the original" "$half" 0
 run resume "$LODE" restore "$id2" --target "$r" --overwrite
 check_eq "restoring again with --overwrite completes it" "$RC:$(treesum "$r/data" --skip-tmp)" "0:$(treesum "$d")"
+check_eq "... and removes the killed restore's temporary files, not a running one's" \
+	"$(cd "$r" && find . -name '.lode-restore-*')" "./data/.lode-restore-1-1"
 
 # ---- damage ----
 pack=$(find "$objects/data" -name '*.pack' -size +16M -printf '%s %p\n' | sort -n | tail -n 1 | cut -d' ' -f2)
