@@ -464,4 +464,37 @@ check_eq "real: S3 restores exactly (a', b')" \
 	"$RC $(cmp "$tree/data/a" "$T_TMP/r3/data/a" && cmp "$tree/data/b" "$T_TMP/r3/data/b" && [[ ! -e $T_TMP/r3/data/d ]] && echo same)" "0 same"
 run backup --policy "$BK" --host node --root "$tree" --output json
 check_eq "real: a backup after gc (parent S4) succeeds" "$RC" 0
+
+# No lock: gc runs again and again while a slow backup (uploadRate 2MiB/s, about 8 s)
+# runs beside it; S5 is forgotten meanwhile, so gc has old packs to delete. The
+# backup succeeds, and the repository checks clean and restores exactly after.
+SLOW=$(policy slow gc bk '  paths: [/data]' '  retention: {keepLast: 1}' '  limits: {uploadRate: 2MiB/s}')
+sed -i '/^  paths: \[\/etc\]$/d' "$SLOW"
+head -c 3000000 /dev/urandom >"$tree/data/a"
+head -c 12000000 /dev/urandom >"$tree/data/e"
+printf 'open\npack gc bk node junk 1000\n' | fixture >/dev/null # an old pack nothing uses
+find "$DATA" -type f -exec touch -d "@$old" {} +
+LODE_REPOSITORY=$REPO "$LODE" backup --policy "$SLOW" --host node --root "$tree" --output json \
+	>"$T_TMP/slow.out" 2>"$T_TMP/slow.err" &
+slow_pid=$!
+gcs=0 gc_failed=0 gc_deleted=0
+while kill -0 "$slow_pid" 2>/dev/null; do
+	run gc --output json
+	[[ $RC == 0 ]] || gc_failed=$((gc_failed + 1))
+	gc_deleted=$((gc_deleted + $(jq '.packs.deleted // 0' <<<"$OUT")))
+	gcs=$((gcs + 1))
+	((gcs == 1)) && run forget --policy "$BK"
+done
+wait "$slow_pid"
+slow_rc=$?
+check_eq "real: the slow backup beside $gcs gc runs succeeds, and every gc run exits 0" "$slow_rc $gc_failed" "0 0"
+((gcs >= 2 && gc_deleted >= 1)) && pass "real: gc ran $gcs times while the backup ran, deleting $gc_deleted pack(s)" ||
+	fail "real: gc beside the backup" "$gcs runs, $gc_deleted packs deleted"
+slow_id=$(jq -r .snapshot.id "$T_TMP/slow.out")
+run check --read-data
+check_eq "real: after gc beside a backup, lode check --read-data is clean" "$RC" 0
+[[ $RC == 0 ]] || echo "$OUT $ERR"
+run restore "$slow_id" --target "$T_TMP/r6"
+check_eq "real: the backup made beside gc restores exactly" \
+	"$RC $(diff -r "$tree/data" "$T_TMP/r6/data" >/dev/null && echo same)" "0 same"
 finish
