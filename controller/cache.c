@@ -320,6 +320,7 @@ void ctl_cache_put_backup(struct ctl *c, const char *ns, const char *name, json_
         util_map_set(&c->backups, key, b);
         ctl_pair_add_backup(c, b);
     }
+    ctl_prune_seen(c, ns, name, obj);
 }
 
 static void ctl_backup_upsert(struct kube_reflector *r, const char *ns, const char *name,

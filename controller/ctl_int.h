@@ -9,6 +9,7 @@
  *   status.c      policy status, written at most once a second
  *   cache.c       informer callbacks and the caches they fill, (policy, host) pairs
  *   log.c         the clock, the log, cache keys and the list of writes in flight
+ *   prune.c       the forget after a backup (called by cache.c when a Backup succeeds)
  * The cache tells the loop that a pair is queued through one hook (work_cb below, set by
  * the lifecycle), so it never calls into work.c; work.c puts the API server's answers
  * to its writes into the cache through the same functions the informers use.
@@ -97,6 +98,7 @@ struct ctl {
     struct ctl_httpd httpd;
     struct kube_reflector *refl[CTL_R_COUNT];
     struct ctl_repos *repos;  /* BackupRepository resolution (repository.c) */
+    struct ctl_prune *prune;  /* the forget after a backup (prune.c) */
     struct util_map policies; /* ns/name -> ctl_policy_entry */
     struct util_map nodes;    /* name -> ctl_node */
     struct util_map backups;  /* ns/name -> ctl_backup */
@@ -190,6 +192,15 @@ int ctl_endpoints_init(struct ctl *c, struct util_err *err);
 void ctl_endpoints_stop(struct ctl *c);
 void ctl_endpoints_close(struct ctl *c);
 void ctl_observe_cb(const char *verb, long status, int error, uint64_t ms, void *arg);
+
+/* prune.c: the forget after a backup */
+void ctl_prune_init(struct ctl *c);
+/* A Backup the cache took in: a Succeeded one without status.retention is forgotten after. */
+void ctl_prune_seen(struct ctl *c, const char *ns, const char *name, const json_t *obj);
+/* Cancels the forgets in flight (before the API client's close: they share its transport). */
+void ctl_prune_stop(struct ctl *c);
+void ctl_prune_close(struct ctl *c);
+void ctl_prune_metrics(struct ctl *c, struct util_buf *b);
 
 /* acting.c */
 int ctl_acting_init(struct ctl *c, const char *user_agent, struct util_err *err);
