@@ -1,0 +1,289 @@
+#!/usr/bin/env bash
+# The controller's forget after a backup (docs/operator.md, "After a backup"), on the local
+# control plane of tests/env with versitygw, as an operator would check it:
+#   - a Backup that turns Succeeded makes the controller forget, on that host, exactly what
+#     `lode forget --policy FILE --host H --dry-run` says; the .incomplete mark of a forgotten
+#     snapshot goes, a .suspicious snapshot stays, and neighbours whose names are prefixes of
+#     each other (host n-0 / n-0-1, policy web / web-1, namespace NS / NS-1) are untouched;
+#   - the Backup records it (status.retention: result, kept, forgotten, reasons), with one
+#     Forgot Event per forgotten snapshot, and the counter lodestore_snapshots_forgotten_total;
+#   - once per Backup: a restarted controller does not forget again for it;
+#   - through the fault proxy (tests/e2e/s3/faultproxy.c), a listing cut short deletes
+#     nothing (Failed, a ForgetFailed Event, lodestore_forget_errors_total), refused keys make
+#     it Partial with the key named; with the faults cleared the next Backup forgets;
+#   - a repository that is not Ready is skipped with a note and nothing is listed.
+# Snapshots are written by tests/e2e/s3/repo_fixture.c and aged through their files' mtime
+# (versitygw's posix backend takes LastModified from it). Every wait is bounded.
+source "$(dirname "$0")/../env/lib.sh"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+CTL=${LODE_CONTROLLER:-$ROOT/build/lode-controller}
+LODE=${LODE:-$ROOT/build/lode}
+case "$LODE" in /*) ;; *) LODE="$ROOT/$LODE" ;; esac
+case "$CTL" in /*) ;; *) CTL="$ROOT/$CTL" ;; esac
+out=$ROOT/build/e2e
+mkdir -p "$out"
+NS=e2e-prune-$(openssl rand -hex 3)
+PIDS=()
+proxy_pid=
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+    [[ -n $proxy_pid ]] && kill "$proxy_pid" 2>/dev/null
+    kc delete ns "$NS" --wait=false >/dev/null 2>&1
+    env_delete_nodes "$NS-n" >/dev/null 2>&1
+    env_kwok_clear >/dev/null 2>&1
+    rm -rf "$T_TMP"
+}
+trap cleanup EXIT
+
+flags=(-D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -I"$ROOT/internal" -std=c17 -Wall -Wextra
+    -Werror -Wno-unused-parameter -g -O1)
+# shellcheck disable=SC2046
+if [[ -x $LODE && -x $CTL && -f $ROOT/build/liblode.a ]] &&
+    cc "${flags[@]}" -o "$out/repo_fixture" "$ROOT/tests/e2e/s3/repo_fixture.c" "$ROOT/build/liblode.a" \
+        $(pkg-config --cflags --libs libuv libcurl jansson openssl expat libzstd) -lm 2>"$T_TMP/cc.log" &&
+    cc "${flags[@]}" -Wno-format-truncation -o "$out/faultproxy" "$ROOT/tests/e2e/s3/faultproxy.c" \
+        $(pkg-config --cflags --libs libcurl) 2>>"$T_TMP/cc.log"; then
+    pass "build repo_fixture and faultproxy (lode, lode-controller and build/liblode.a from make)"
+else
+    fail "build repo_fixture and faultproxy (run make first)" "$(cat "$T_TMP/cc.log")"
+    finish
+    exit 1
+fi
+"$out/faultproxy" "$S3_ENDPOINT" "$S3_CA_FILE" "$T_TMP/proxy.port" 2>"$T_TMP/proxy.log" &
+proxy_pid=$!
+env_wait 10 "the fault proxy" test -s "$T_TMP/proxy.port" || {
+    fail "fault proxy listening" "$(cat "$T_TMP/proxy.log")"
+    finish
+    exit 1
+}
+PROXY=http://127.0.0.1:$(cat "$T_TMP/proxy.port")
+fault() { curl -s --max-time 5 "$PROXY/__fault/$1" >/dev/null; }
+
+start_controller() { # LOG
+    local log=$1
+    "$CTL" --kubeconfig "$KUBECONFIG" --context operator --metrics-addr 127.0.0.1:0 \
+        --namespace "$NS" --agent-image lodestore.invalid/agent:e2e --log-level debug \
+        >>"$T_TMP/$log.log" 2>&1 &
+    PID=$!
+    PIDS+=("$PID")
+    env_wait 30 "the controller's caches" grep -q 'caches synced' "$T_TMP/$log.log" || {
+        cat "$T_TMP/$log.log"
+        return 1
+    }
+    PORT=$(grep -o 'metrics on 127.0.0.1:[0-9]*' "$T_TMP/$log.log" | tail -n 1 | cut -d: -f2)
+}
+stop_controller() {
+    kill "$PID" 2>/dev/null
+    wait "$PID" 2>/dev/null
+}
+metric() { # NAME POLICY
+    curl -s "http://127.0.0.1:$PORT/metrics" | awk -v m="$1{policy=\"$2\"}" '$1 == m {print $2}'
+}
+events() { # REASON OBJECT-NAME: messages of Events of that reason about the object
+    kc -n "$NS" get events --field-selector "reason=$1,involvedObject.name=$2" \
+        -o jsonpath='{range .items[*]}{.message}{"\n"}{end}'
+}
+ret() { env_get -n "$NS" "backup/$1" "{.status.retention.$2}"; }
+has_ret() { [[ -n $(ret "$1" result) ]]; }
+phase_is() { [[ $(env_get -n "$NS" "backup/$1" '{.status.phase}') == "$2" ]]; }
+# succeed NAME POLICY HOST [nojob]: a Backup, marked Succeeded (KWOK nodes run no agent)
+# once the controller has written it Running (its Job's pod hangs), so that write cannot
+# come after ours; with nojob (a repository that is not Ready: no Job) at once.
+succeed() {
+    kc -n "$NS" apply -f - >/dev/null <<EOF
+apiVersion: lodestore.io/v1alpha1
+kind: Backup
+metadata: {name: $1}
+spec: {policy: $2, host: $3}
+EOF
+    [[ ${4:-} == nojob ]] || env_wait 60 "$1 to run" phase_is "$1" Running ||
+        fail "$1 runs" "$(env_get -n "$NS" "backup/$1" '{.status}')"
+    kc -n "$NS" patch backup "$1" --subresource=status --type=merge \
+        -p "{\"status\":{\"phase\":\"Succeeded\",\"completionTime\":\"$(date -u +%Y-%m-%dT%H:%M:%SZ)\"}}" >/dev/null
+}
+
+kc apply --server-side -f "$ROOT/crd/" >/dev/null
+kc wait --for condition=established --timeout=30s crd/backuppolicies.lodestore.io \
+    crd/backups.lodestore.io crd/backuprepositories.lodestore.io >/dev/null
+kc create namespace "$NS" >/dev/null
+env_create_nodes 2 "$NS-n" "role=$NS"
+env_kwok_result hang "lodestore.io/policy=web"
+env_kwok_result hang "lodestore.io/policy=flaky"
+env_kwok_result hang "lodestore.io/policy=many"
+env_repository "$NS" main
+env_repository "$NS" broken lode-no-such-bucket-e2e
+kc -n "$NS" get secret main-s3 -o json | jq '.metadata = {name: "flaky-s3"}' | kc -n "$NS" apply -f - >/dev/null
+kc -n "$NS" apply -f - >/dev/null <<EOF
+apiVersion: lodestore.io/v1alpha1
+kind: BackupRepository
+metadata: {name: flaky}
+spec:
+  endpoint: $PROXY
+  bucket: $S3_BUCKET
+  prefix: e2e/$NS/main
+  credentialsSecret: {name: flaky-s3}
+EOF
+policy() { # NAME REPOSITORY KEEPLAST
+    cat <<EOF
+apiVersion: lodestore.io/v1alpha1
+kind: BackupPolicy
+metadata: {name: $1, namespace: $NS}
+spec:
+  repository: $2
+  paths: [/etc]
+  nodeSelector: {role: $NS}
+  retention: {keepLast: $3}
+EOF
+}
+policy web main 2 >"$T_TMP/web.yaml"
+policy flaky flaky 1 >"$T_TMP/flaky.yaml"
+policy many main 1 >"$T_TMP/many.yaml"
+for p in web flaky many; do kc apply -f "$T_TMP/$p.yaml" >/dev/null; done
+policy stale broken 1 | kc apply -f - >/dev/null
+
+# ---- the snapshots ----
+export AWS_ACCESS_KEY_ID=$S3_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET_KEY AWS_REGION=$S3_REGION
+export LODE_CACERT=$S3_CA_FILE LODE_REPOSITORY=s3:${S3_ENDPOINT%/}/$S3_BUCKET/e2e/$NS/main
+printf 'e2e-main' >"$T_TMP/key"
+export LODE_KEY_FILE=$T_TMP/key
+DATA=$ENV_DIR/s3/data/$S3_BUCKET/e2e/$NS/main
+H=$NS-n-0
+id() { printf '%sZ-%016x' "$(date -u -d "@$1" +%Y%m%dT%H%M%S)" "${2:-$1}"; }
+t0=$(($(date +%s) - 30 * 86400))
+{
+    echo init
+    # web on H: 8 nights; night 0 incomplete, 1 incomplete and suspicious, 2 suspicious,
+    # 6 incomplete.
+    for i in 0 1 2 3 4 5 6 7; do
+        marks=
+        ((i == 0)) && marks=incomplete
+        ((i == 1)) && marks="incomplete suspicious"
+        ((i == 2)) && marks=suspicious
+        ((i == 6)) && marks=incomplete
+        echo "snap $NS web $H $(id $((t0 + i * 86400))) - 3600 $marks"
+    done
+    # neighbours whose names are prefixes of each other, where keepLast 2 would forget
+    for src in "$NS web $H-1" "$NS web-1 $H" "$NS-1 web $H"; do
+        for i in 0 1 2 3; do echo "manifest $src $(id $((t0 + i * 86400)))"; done
+    done
+    # flaky on H: 4 nights
+    for i in 0 1 2 3; do echo "manifest $NS flaky $H $(id $((t0 + i * 86400)))"; done
+    # many on H: 13 nights, of which keepLast 1 forgets 11
+    for i in $(seq 0 12); do echo "manifest $NS many $H $(id $((t0 + i * 86400)))"; done
+    # stale on H: 3 nights (its repository is not Ready: nothing may go)
+    for i in 0 1 2; do echo "manifest $NS stale $H $(id $((t0 + i * 86400)))"; done
+} >"$T_TMP/fixture"
+"$out/repo_fixture" "$T_TMP/key" <"$T_TMP/fixture" >"$T_TMP/fixture.out" 2>&1
+check_eq "fixture: the snapshots are written" "$(tail -n 1 "$T_TMP/fixture.out")" "ok 41"
+# LastModified = the night, so the order is the ids' order.
+for f in "$DATA"/snapshots/*/*/*/*; do
+    b=$(basename "$f")
+    touch -d "@$(date -u -d "$(sed -E 's/^([0-9]{4})([0-9]{2})([0-9]{2})T([0-9]{2})([0-9]{2})([0-9]{2})Z.*/\1-\2-\3T\4:\5:\6Z/' <<<"$b")" +%s)" "$f"
+done
+files() { (cd "$DATA/snapshots/$1" 2>/dev/null && find . -type f | sed 's|^\./||' | sort); }
+neighbours() { for s in "$NS/web/$H-1" "$NS/web-1/$H" "$NS-1/web/$H" "$NS/stale/$H"; do files "$s"; done | md5sum; }
+neighbours_before=$(neighbours)
+
+# What lode forget would do, before the controller does it.
+"$LODE" forget --policy "$T_TMP/web.yaml" --host "$H" --dry-run --output json >"$T_TMP/want.json" 2>"$T_TMP/want.err"
+want_keep=$(jq -r '.hosts[0].keep[].id' "$T_TMP/want.json" | sort)
+want_forget=$(jq -r '.hosts[0].forget[].id' "$T_TMP/want.json" | sort)
+check_eq "lode forget --dry-run: keeps 5 (7 and 6 last, 7 and 5 newest good, 1 and 2 suspicious), forgets 3" \
+    "$(jq -c '[(.hosts[0].keep | length), (.hosts[0].forget | length)]' "$T_TMP/want.json")" "[5,3]"
+check_eq "lode forget --dry-run: it forgets nights 0 (incomplete), 3 and 4" "$want_forget" \
+    "$(printf '%s\n' "$(id "$t0")" "$(id $((t0 + 3 * 86400)))" "$(id $((t0 + 4 * 86400)))" | sort)"
+
+# ---- a Backup turns Succeeded ----
+start_controller first
+succeed b1 web "$H"
+if env_wait 60 "b1's status.retention" has_ret b1; then
+    pass "a Backup that turns Succeeded gets status.retention"
+else
+    fail "a Backup that turns Succeeded gets status.retention" "$(cat "$T_TMP/first.log")"
+fi
+check_eq "b1: result, kept, forgotten" "$(ret b1 result) $(ret b1 kept) $(ret b1 forgotten)" "Done 5 3"
+check_eq "b1: the reasons summary" "$(ret b1 reasons)" "last 2, newest-good 2, suspicious 2"
+check_contains "b1: the message counts what was deleted" "$(ret b1 message)" \
+    "deleted 3 manifests and 1 .incomplete mark"
+left=$(files "$NS/web/$H" | grep '\.json$' | sed 's/\.json$//' | sort)
+check_eq "exactly what lode forget --dry-run forgets is gone" "$left" "$want_keep"
+check_eq "the marks left: the kept snapshots' (night 1 incomplete+suspicious, 2 suspicious, 6 incomplete)" \
+    "$(files "$NS/web/$H" | grep -v '\.json$' | tr '\n' ' ')" \
+    "$(id $((t0 + 86400))).incomplete $(id $((t0 + 86400))).suspicious $(id $((t0 + 2 * 86400))).suspicious $(id $((t0 + 6 * 86400))).incomplete "
+check_eq "neighbours (host, policy, namespace prefixes; another repository's policy) untouched" \
+    "$(neighbours)" "$neighbours_before"
+check_eq "one Forgot Event per forgotten snapshot, naming it" \
+    "$(events Forgot b1 | grep -o '[0-9]\{8\}T[0-9]\{6\}Z-[0-9a-f]\{16\}' | sort)" "$want_forget"
+check_eq "lodestore_snapshots_forgotten_total counts them" "$(metric lodestore_snapshots_forgotten_total "$NS/web")" 3
+check_eq "a forget that finished is no error" "$(metric lodestore_forget_errors_total "$NS/web")" 0
+
+# ---- once per Backup ----
+stamp=$(ret b1 time)
+old=$(id $((t0 - 86400)))
+printf 'manifest %s web %s %s\n' "$NS" "$H" "$old" | "$out/repo_fixture" "$T_TMP/key" >/dev/null 2>&1
+touch -d "@$((t0 - 86400))" "$DATA/snapshots/$NS/web/$H/$old.json"
+stop_controller
+since=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+start_controller second
+# Backups reach the cache before "caches synced": a forget for b1 would have begun by now.
+check_eq "a restarted controller does not forget again for b1" \
+    "$(grep -c "after Backup $NS/b1\$" "$T_TMP/second.log")" 0
+succeed b1x web "$NS-n-1" # another host: its forget ends after any that began with it
+env_wait 60 "b1x's status.retention" has_ret b1x || fail "b1x's status.retention"
+check_eq "b1's record is unchanged" "$(ret b1 time)" "$stamp"
+check_eq "the older snapshot written since is still there" \
+    "$(files "$NS/web/$H" | grep -c "^$old.json\$")" 1
+
+# ---- faults ----
+checked_since() { [[ ! $(env_get -n "$NS" backuprepository/flaky '{.status.lastCheckTime}') < $since ]]; }
+env_wait 30 "the flaky repository checked by this controller" checked_since ||
+    fail "the flaky repository is checked"
+check_eq "the repository through the fault proxy is Ready" \
+    "$(env_get -n "$NS" backuprepository/flaky '{.status.conditions[?(@.type=="Ready")].status}')" True
+flaky_before=$(files "$NS/flaky/$H" | md5sum)
+fault clear
+fault truncate_list/40
+succeed b2 flaky "$H"
+env_wait 90 "b2's status.retention" has_ret b2 || fail "b2's status.retention" "$(tail -n 20 "$T_TMP/second.log")"
+check_eq "a listing cut short: Failed, no counts" "$(ret b2 result) $(ret b2 forgotten)" "Failed "
+check_contains "b2: the message says nothing was deleted" "$(ret b2 message)" "nothing was deleted"
+check_eq "a listing cut short deletes nothing" "$(files "$NS/flaky/$H" | md5sum)" "$flaky_before"
+check_contains "a ForgetFailed Event says so" "$(events ForgetFailed b2)" "nothing was deleted"
+check_eq "lodestore_forget_errors_total counts it" "$(metric lodestore_forget_errors_total "$NS/flaky")" 1
+fault clear
+fault del_denied/1
+succeed b3 flaky "$H"
+env_wait 90 "b3's status.retention" has_ret b3 || fail "b3's status.retention"
+check_eq "a refused key: Partial, 1 of 2 deleted" "$(ret b3 result) $(ret b3 forgotten)" "Partial 1"
+check_contains "b3: the refused key is named" "$(ret b3 message)" "cannot delete snapshots/$NS/flaky/$H/"
+check_contains "b3: with the store's answer" "$(ret b3 message)" "AccessDenied"
+fault clear
+succeed b4 flaky "$H"
+env_wait 90 "b4's status.retention" has_ret b4 || fail "b4's status.retention"
+# del_denied rewrites the reply of a delete the store did: the key is gone, and the next
+# forget finds nothing left to delete.
+check_eq "with the faults gone, the next Backup's forget is Done" "$(ret b4 result) $(ret b4 forgotten)" "Done 0"
+check_eq "flaky keeps its newest two (keepLast 1 and the two newest good)" \
+    "$(files "$NS/flaky/$H" | tr '\n' ' ')" "$(id $((t0 + 2 * 86400))).json $(id $((t0 + 3 * 86400))).json "
+
+# ---- many forgotten: one Event lists them ----
+succeed b6 many "$H"
+env_wait 60 "b6's status.retention" has_ret b6 || fail "b6's status.retention"
+check_eq "b6: 11 forgotten" "$(ret b6 result) $(ret b6 forgotten)" "Done 11"
+check_eq "more than 10 forgotten: one Forgot Event" "$(events Forgot b6 | wc -l)" 1
+check_eq "that Event names all 11 ids" \
+    "$(events Forgot b6 | grep -o '[0-9]\{8\}T[0-9]\{6\}Z-[0-9a-f]\{16\}' | sort | tr '\n' ' ')" \
+    "$(for i in $(seq 0 10); do id $((t0 + i * 86400)); echo; done | sort | tr '\n' ' ')"
+check_contains "and says how many" "$(events Forgot b6)" "forgot 11 snapshots of host $H"
+
+# ---- a repository that is not Ready ----
+succeed b5 stale "$H" nojob
+env_wait 90 "b5's status.retention" has_ret b5 || fail "b5's status.retention"
+check_eq "a repository that is not Ready: Skipped" "$(ret b5 result)" Skipped
+check_contains "b5: the note names the repository and its reason" "$(ret b5 message)" \
+    "the BackupRepository broken is not Ready: BucketMissing"
+check_contains "a ForgetSkipped Event" "$(events ForgetSkipped b5)" "broken"
+check_eq "stale's snapshots untouched" "$(files "$NS/stale/$H" | wc -l)" 3
+stop_controller
+finish
