@@ -598,6 +598,8 @@ void ctl_prune_seen(struct ctl *c, const char *ns, const char *name, const json_
     const char *policy = ctl_json_str(obj, "spec.policy");
     const char *host = ctl_json_str(obj, "spec.host");
 
+    if (pr == NULL)
+        return;
     ctl_key(key, ns, name);
     if (ctl_json_path(obj, "status.retention") != NULL) {
         util_map_del(&pr->done, key); /* recorded: the cache shows it from now on */
@@ -607,6 +609,10 @@ void ctl_prune_seen(struct ctl *c, const char *ns, const char *name, const json_
         strcmp(phase, "Succeeded") != 0 || policy == NULL || host == NULL ||
         ctl_json_path(obj, "metadata.deletionTimestamp") != NULL ||
         util_map_get(&pr->done, key) != NULL)
+        return;
+    /* The prefix is built from these names: only names a key can carry (the CRD's patterns
+     * are stricter still). */
+    if (repo_name_check(policy, "policy", NULL) != 0 || repo_name_check(host, "host", NULL) != 0)
         return;
     ctl_log(c, 1, "forget %s/%s on %s after Backup %s/%s", ns, policy, host, ns, name);
     char *pkey = util_asprintf("%s/%s\n%s", ns, policy, host);
@@ -685,6 +691,8 @@ void ctl_prune_close(struct ctl *c)
 void ctl_prune_metrics(struct ctl *c, struct util_buf *b)
 {
     struct ctl_prune *pr = c->prune;
+    if (pr == NULL)
+        return;
     static const char *const fams[2][2] = {
         {"lodestore_snapshots_forgotten_total",
          "Snapshots the controller forgot after backups (manifests deleted)."},
