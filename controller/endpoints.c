@@ -46,8 +46,10 @@ static void ctl_metrics_write(struct ctl *c, struct util_buf *b)
         const char *l[] = {"policy", e->p.key, NULL};
         ctl_metrics_sample(b, "lodestore_policy_valid", l, e->p.valid);
     }
-    ctl_metrics_family(b, "lodestore_runs_total", "counter",
-                       "Backups started, caught up and finished, by result.");
+    ctl_metrics_family(
+        b, "lodestore_runs_total", "counter",
+        "Backup Jobs created (started; caught_up: catch-ups among them) and Backups ended "
+        "(succeeded, failed; time_limit among the failed).");
     it = 0;
     while (util_map_next(&c->policies, &it, &k, &v)) {
         struct ctl_policy_entry *e = v;

@@ -29,8 +29,9 @@ struct ctl_op {
     char *pair_key;
     char *ns, *name;
     enum ctl_action_type type;
-    json_t *status;   /* CREATE_RUN: the first status, patched once the Backup exists */
-    int64_t run_time; /* CREATE_RUN: for the start-delay histogram */
+    json_t *status;           /* CREATE_RUN: the first status, patched once the Backup exists */
+    int64_t run_time;         /* CREATE_RUN: for the start-delay histogram */
+    enum ctl_trigger trigger; /* CREATE_JOB: what lodestore_runs_total counts it as */
 };
 
 static void ctl_op_free_cb(struct ctl_write *w);
@@ -158,9 +159,27 @@ static void ctl_write_through(struct ctl_op *op, const struct kube_result *res)
         ctl_cache_put_job(op->c, op->ns, op->name, res->body);
 }
 
+/*
+ * lodestore_runs_total{result="started"} counts the Jobs created, whatever made their
+ * Backup (a slot, a catch-up, a person), once each (a 409 is an earlier try's);
+ * caught_up is the part of them that are catch-ups (docs/operator.md).
+ */
+static void ctl_count_started(struct ctl_op *op)
+{
+    struct ctl_pair *pr = ctl_cache_pair_by_key(op->c, op->pair_key);
+    struct ctl_policy_entry *e = pr != NULL ? ctl_cache_policy_of(op->c, pr) : NULL;
+    if (e == NULL)
+        return;
+    e->started++;
+    if (op->trigger == CTL_TRIGGER_CATCH_UP)
+        e->caught_up++;
+}
+
 static void ctl_simple_cb(const struct kube_result *res, void *arg)
 {
     struct ctl_op *op = arg;
+    if (op->type == CTL_ACT_CREATE_JOB && res->error == 0 && res->status == 201)
+        ctl_count_started(op);
     ctl_write_through(op, res);
     ctl_op_done(op, res);
 }
@@ -327,12 +346,10 @@ static void ctl_execute(struct ctl *c, struct ctl_pair *pr, struct ctl_policy_en
         obj = ctl_backup_json(&e->p.spec, &run);
         op->status = ctl_backup_status_json(&a->status);
         op->run_time = a->status.run_time;
-        e->started++;
-        if (a->trigger == CTL_TRIGGER_CATCH_UP)
-            e->caught_up++;
         rc = kube_create(c->kube, &rb, obj, ctl_run_created_cb, op, NULL, &err);
         break;
     case CTL_ACT_CREATE_JOB:
+        op->trigger = a->trigger;
         obj = ctl_job_for(c, e, &run, &err);
         rc = obj != NULL ? kube_create(c->kube, &rj, obj, ctl_simple_cb, op, NULL, &err)
                          : UTIL_EINVAL;

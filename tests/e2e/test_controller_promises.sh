@@ -209,6 +209,9 @@ if env_wait 60 "the pod of result-now to run" pod_running result-now; then
         jq -cS '{apiVersion, kind, metadata: {namespace: .metadata.namespace, name: .metadata.name}, spec}')
     check_eq "the policy as LODE_POLICY_DOCUMENT" "$(envj LODE_POLICY_DOCUMENT | jq -r .value | jq -cS .)" "$want"
 
+    runs() { curl -fsS "http://127.0.0.1:$PORT/metrics" |
+        awk -v k="lodestore_runs_total{policy=\"$NS/result\",result=\"$1\"}" '$1 == k {print $2}'; }
+    check_eq "a run made by hand counts as started once its Job is created" "$(runs started)" 1
     pod=$(pod_of "$job")
     msg=$(jq -cn --arg p "$NS/result" --arg h "$NS-n-0" '{snapshot: {id: "e2e-snap-1", policy: $p,
         host: $h, time: "2026-12-03T08:00:00Z", incomplete: false, suspicious: true, files: 12,
@@ -229,6 +232,7 @@ if env_wait 60 "the pod of result-now to run" pod_running result-now; then
     check_eq "Suspicious=True" "$(bk result-now '{.status.conditions[?(@.type=="Suspicious")].status}')" True
     check_eq "SnapshotReported=True" \
         "$(bk result-now '{.status.conditions[?(@.type=="SnapshotReported")].status}')" True
+    check_eq "and as succeeded when it ends" "$(runs succeeded)" 1
     env_wait 20 "a Suspicious Event" has_event Suspicious result-now &&
         pass "a suspicious snapshot gets a Warning Event" || fail "Suspicious Event"
     check_contains "the Event names the snapshot" "$(events Suspicious result-now)" "e2e-snap-1"
@@ -312,5 +316,14 @@ check_eq "every Event's log line names its object" \
     "$(grep -vE " event (Normal|Warning) [A-Za-z]+ on (BackupPolicy|Backup) $NS/[a-z0-9.-]+: " <<<"$lines" | head -n 3)" ""
 check_contains "the log says which policy started a backup" "$lines" \
     "event Normal BackupStarted on BackupPolicy $NS/later: "
+
+# ---- a status nobody writes any more is marked stale by lode status ----
+kill -TERM "$PID"
+wait "$PID" 2>/dev/null
+past=$(date -u -d '-10 minutes' +%Y-%m-%dT%H:%M:%SZ)
+kc -n "$NS" patch backuppolicy later --subresource=status --type=merge \
+    -p "{\"status\":{\"nextRun\":\"$past\"}}" >/dev/null
+check_contains "lode status marks a status whose next run long passed as stale" "$(lstatus later)" \
+    "stale: the status's next run ($past) passed 10m"
 
 finish
