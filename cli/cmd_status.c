@@ -103,6 +103,9 @@ static void cmd_status_print_condition(const struct cli_status_policy *p, const 
            reason && message && message[0] ? ": " : "", message ? message : "");
 }
 
+/* How long past its nextRun a status is still taken as current (a write takes a second). */
+#define CMD_STATUS_STALE_SECONDS 120
+
 static void cmd_status_print_policy(const struct cli_status_policy *p, const struct tz_db *db,
                                     bool utc, int64_t now)
 {
@@ -124,7 +127,9 @@ static void cmd_status_print_policy(const struct cli_status_policy *p, const str
     } else {
         printf("  %-9s none: backups run only when started by hand\n", "Schedule");
     }
-    if (p->limit == SCHED_NO_LIMIT) {
+    if (p->limit == SCHED_NO_LIMIT && !p->valid) {
+        printf("  %-9s unknown until the policy is valid\n", "Limit");
+    } else if (p->limit == SCHED_NO_LIMIT) {
         printf("  %-9s none: a policy run only by hand is never overdue\n", "Limit");
     } else {
         policy_format_duration(p->limit, buf, sizeof(buf));
@@ -144,6 +149,18 @@ static void cmd_status_print_policy(const struct cli_status_policy *p, const str
             printf("  %-9s the controller has not yet seen generation %lld (it reported on "
                    "%lld)\n",
                    "Note", (long long)p->generation, (long long)json_integer_value(og));
+        /* The controller moves nextRun on at every slot: one long past means the status
+         * is no longer being written (the controller is down or not acting). */
+        const char *nr = json_string_value(json_object_get(st, "nextRun"));
+        int64_t nrt;
+        if (nr != NULL && util_parse_rfc3339(nr, &nrt, NULL) == 0 &&
+            now - nrt > CMD_STATUS_STALE_SECONDS) {
+            cmd_status_fmt_age(now - nrt, buf, sizeof(buf));
+            printf("  %-9s stale: the status's next run (%s) passed %s ago and no newer status "
+                   "was written (is the controller running?); the conditions above are as it "
+                   "last wrote them, the table below is computed now\n",
+                   "Note", nr, buf);
+        }
         if (tzv != NULL && strcmp(tzv, tz_db_version(db)) != 0)
             printf("  %-9s the controller uses tz database %s, this lode %s\n", "Note", tzv,
                    tz_db_version(db));
