@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# The backup for real, end to end: the controller's Jobs run `lode backup` in the image
+# built from the Dockerfile, on three nodes played by tests/env/chroot-kubelet.py, into
+# versitygw through a BackupRepository (docs/operator.md, docs/repository.md).
+#
+# What an operator checks: each node's slot gives one snapshot per host in S3, the
+# Backup shows that snapshot (id, files, bytes), and `lode restore` of each snapshot
+# gives back exactly that node's files; the Job's pod is the restricted one the docs
+# describe (read-only root and /host, uid 0 with DAC_READ_SEARCH only).
+# Run it as  tests/env/with-cluster.sh bash tests/e2e/test_backup_cluster.sh
+set -u
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+# shellcheck source=tests/env/lib.sh
+source "$root/tests/env/lib.sh"
+
+LODE=${LODE:-$root/build/lode}
+[[ $LODE == /* ]] || LODE=$root/$LODE
+CTL=${LODE_CONTROLLER:-$root/build/lode-controller}
+[[ $CTL == /* ]] || CTL=$root/$CTL
+ns=e2e-bk-$(openssl rand -hex 3)
+nodes=bk$(openssl rand -hex 2)
+ctl_pid=
+cleanup() {
+	[[ -n $ctl_pid ]] && kill "$ctl_pid" 2>/dev/null && wait "$ctl_pid" 2>/dev/null
+	kc delete namespace "$ns" --wait=false >/dev/null 2>&1
+	env_delete_nodes "$nodes" >/dev/null 2>&1
+	env_chroot_kubelet_stop
+	rm -rf "$T_TMP"
+}
+trap cleanup EXIT
+
+if ! env_chroot_kubelet_start; then
+	fail "the image builds and chroot-kubelet starts" "see $ENV_LOGS/chroot-kubelet.log"
+	finish
+	exit 1
+fi
+pass "the image builds (or is cached) and chroot-kubelet starts"
+
+# ---- the repository: initialised from this machine, as an operator would ----
+prefix=$ns
+export AWS_ACCESS_KEY_ID=$S3_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET_KEY AWS_REGION=$S3_REGION
+export LODE_CACERT=$S3_CA_FILE LODE_REPOSITORY=s3:$S3_ENDPOINT/$S3_BUCKET/$prefix
+export LODE_KEY_FILE=$T_TMP/key
+unset LODE_POLICY_DOCUMENT
+head -c 32 /dev/urandom | base64 >"$LODE_KEY_FILE"
+chmod 600 "$LODE_KEY_FILE"
+out=$("$LODE" init 2>&1) && pass "lode init" || fail "lode init" "$out"
+
+kc apply --server-side -f "$root/crd/" >/dev/null
+kc wait --for condition=established --timeout=30s crd/backuppolicies.lodestore.io \
+	crd/backups.lodestore.io crd/backuprepositories.lodestore.io >/dev/null
+kc create namespace "$ns" >/dev/null
+kc -n "$ns" create secret generic s3 --from-literal=AWS_ACCESS_KEY_ID="$S3_ACCESS_KEY" \
+	--from-literal=AWS_SECRET_ACCESS_KEY="$S3_SECRET_KEY" \
+	--from-file=repository-key="$LODE_KEY_FILE" >/dev/null
+kc -n "$ns" apply -f - >/dev/null <<EOF
+apiVersion: lodestore.io/v1alpha1
+kind: BackupRepository
+metadata: {name: main}
+spec:
+  endpoint: $S3_ENDPOINT
+  bucket: $S3_BUCKET
+  prefix: $prefix
+  region: $S3_REGION
+  caBundle: $(base64 -w0 <"$S3_CA_FILE")
+  credentialsSecret: {name: s3}
+EOF
+
+# ---- three nodes, each with its own files ----
+env_create_nodes 3 "$nodes" lodestore.io/chroot-kubelet=true "role=$ns"
+for i in 0 1 2; do
+	d=$(env_node_dir "$nodes-$i")
+	mkdir -p "$d/srv/data/sub dir" "$d/srv/data/empty" "$d/srv/other"
+	echo "node $i" >"$d/srv/data/hostname"
+	head -c $((300000 + i * 70000)) /dev/urandom >"$d/srv/data/sub dir/blob-$i"
+	: >"$d/srv/data/empty-file"
+	ln -s hostname "$d/srv/data/link"
+	echo "private $i" >"$d/srv/data/private"
+	chown 4242:4242 "$d/srv/data/private"
+	chmod 0400 "$d/srv/data/private"
+	echo "not in the policy" >"$d/srv/other/x"
+done
+
+start_controller() {
+	"$CTL" --kubeconfig "$KUBECONFIG" --context operator --metrics-addr 127.0.0.1:0 \
+		--namespace "$ns" --agent-image lodestore.invalid/agent:e2e --log-level debug \
+		>>"$T_TMP/ctl.log" 2>&1 &
+	ctl_pid=$!
+	env_wait 30 "the controller's caches" grep -q 'caches synced' "$T_TMP/ctl.log"
+}
+start_controller || fail "the controller starts" "$(tail -n 20 "$T_TMP/ctl.log")"
+env_wait 30 "the repository to be Ready" eval \
+	"[[ \$(env_get -n $ns backuprepository/main '{.status.conditions[?(@.type==\"Ready\")].status}') == True ]]" ||
+	fail "the BackupRepository is Ready" "$(kc -n "$ns" get backuprepository main -o yaml)"
+
+kc -n "$ns" apply -f - >/dev/null <<EOF
+apiVersion: lodestore.io/v1alpha1
+kind: BackupPolicy
+metadata: {name: nightly}
+spec:
+  repository: main
+  paths: [/srv/data]
+  nodeSelector: {role: $ns}
+  schedule: {cron: "* * * * *", jitter: 0s}
+  retention: {keepLast: 10}
+  limits: {maxRuntime: 1h}
+EOF
+
+# ---- the first slot: one Backup per node, each Succeeded with its snapshot ----
+succeeded() {
+	[[ $(kc -n "$ns" get backups -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -c '^Succeeded$') -ge 3 ]]
+}
+if env_wait 150 "three Backups to succeed" succeeded; then
+	pass "the slot's three Backups succeed"
+else
+	fail "the slot's three Backups succeed" "$(kc -n "$ns" get backups -o wide 2>&1)" \
+		"$(kc -n "$ns" get backuppolicy nightly -o jsonpath='{.status.conditions}' 2>&1)" \
+		"$(tail -n 30 "$ENV_LOGS/chroot-kubelet.log")"
+	finish
+	exit 1
+fi
+
+# The Job the controller made: what docs/operator.md promises.
+job=$(kc -n "$ns" get jobs -o jsonpath='{.items[0].metadata.name}')
+pod_spec=$(kc -n "$ns" get job "$job" -o json)
+check_eq "the agent runs as uid 0 with DAC_READ_SEARCH only, read-only root, no escalation" \
+	"$(jq -c '.spec.template.spec.containers[0].securityContext | [.runAsUser, .capabilities.drop, .capabilities.add, .readOnlyRootFilesystem, .allowPrivilegeEscalation]' <<<"$pod_spec")" \
+	'[0,["ALL"],["DAC_READ_SEARCH"],true,false]'
+check_eq "the node's / is mounted read-only at /host" \
+	"$(jq -c '[.spec.template.spec.containers[0].volumeMounts[] | select(.mountPath == "/host") | .readOnly]' <<<"$pod_spec")" '[true]'
+check_eq "credentials come by reference, never by value" \
+	"$(jq -c '[.spec.template.spec.containers[0].env[] | select(.name | startswith("AWS_") and . != "AWS_REGION") | (.value == null and .valueFrom.secretKeyRef.name == "s3")] | unique' <<<"$pod_spec")" \
+	'[true]'
+
+kc -n "$ns" get backups -o json >"$T_TMP/backups.json"
+"$LODE" snapshots --policy "$ns/nightly" --output json >"$T_TMP/snaps.json" 2>"$T_TMP/snaps.err" ||
+	fail "lode snapshots" "$(cat "$T_TMP/snaps.err")"
+# The next slot may have run meanwhile (the schedule is every minute): compare sets.
+check_eq "every host has its snapshots in S3" \
+	"$(jq -r '[.snapshots[].host] | unique | join(" ")' "$T_TMP/snaps.json")" "$nodes-0 $nodes-1 $nodes-2"
+check_eq "no snapshot is incomplete or suspicious" \
+	"$(jq -c '[.snapshots[] | .incomplete or .suspicious] | unique' "$T_TMP/snaps.json")" '[false]'
+for i in 0 1 2; do
+	h=$nodes-$i
+	# The first Backup of the host that succeeded, and its snapshot.
+	bid=$(jq -r --arg h "$h" '[.items[] | select(.spec.host == $h and .status.phase == "Succeeded")] | sort_by(.spec.slot) | .[0].status.snapshot.id // ""' "$T_TMP/backups.json")
+	if [[ -z $bid ]]; then
+		fail "$h: the Backup names its snapshot" "$(jq --arg h "$h" '.items[] | select(.spec.host == $h) | .status' "$T_TMP/backups.json")"
+		continue
+	fi
+	id=$(jq -r --arg id "$bid" '.snapshots[] | select(.id == $id) | .id' "$T_TMP/snaps.json")
+	check_eq "$h: the Backup's snapshot is in S3, under its host" \
+		"$(jq -r --arg id "$bid" '.snapshots[] | select(.id == $id) | .host' "$T_TMP/snaps.json")" "$h"
+	check_eq "$h: the Backup counts the snapshot's files" \
+		"$(jq -r --arg id "$bid" '.items[] | select(.status.snapshot.id == $id) | .status.snapshot.files' "$T_TMP/backups.json")" \
+		"$(jq -r --arg id "$bid" '.snapshots[] | select(.id == $id) | .files' "$T_TMP/snaps.json")"
+	[[ -n $id ]] || continue
+	t=$T_TMP/restore-$i
+	if out=$("$LODE" restore "$id" --target "$t" 2>&1); then
+		pass "$h: lode restore"
+	else
+		fail "$h: lode restore" "$out"
+		continue
+	fi
+	d=$(env_node_dir "$h")
+	if out=$(diff -r --no-dereference "$d/srv/data" "$t/srv/data" 2>&1); then
+		pass "$h: the restore is that node's files, byte for byte"
+	else
+		fail "$h: the restore is that node's files, byte for byte" "$out"
+	fi
+	check_eq "$h: modes, owners and the symlink come back" \
+		"$(cd "$t/srv/data" && stat -c '%n %a %u' private hostname && readlink link)" \
+		"$(cd "$d/srv/data" && stat -c '%n %a %u' private hostname && readlink link)"
+	check_eq "$h: paths outside the policy are not in the snapshot" "$(ls "$t/srv")" "data"
+done
+finish
