@@ -151,7 +151,8 @@ t_setup_all=$(($(now) - t0))
 if [[ $rc -eq 0 ]]; then
 	pass "make setup $goals at the first try (${t_setup_all} s)"
 else
-	fail "make setup $goals at the first try" "exit $rc" "$(tail -n 15 "$dir/setup-all.log")"
+	fail "make setup $goals at the first try" "exit $rc" "$(tail -n 15 "$dir/setup-all.log")" \
+		"the failed checks:" "$(grep -E -A4 '^not ok|^failed:' "$dir/setup-all.log" | head -n 60)"
 fi
 if [[ $goals == test ]]; then
 	line=$(grep -E '^tests: [0-9]+ passed, [0-9]+ failed' "$dir/setup-all.log" | tail -n 1)
