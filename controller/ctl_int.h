@@ -9,7 +9,8 @@
  *   status.c      policy status, written at most once a second
  *   cache.c       informer callbacks and the caches they fill, (policy, host) pairs
  *   log.c         the clock, the log, cache keys and the list of writes in flight
- *   prune.c       the forget after a backup (called by cache.c when a Backup succeeds)
+ *   prune.c       the forget after a backup (called by cache.c when a Backup succeeds);
+ *                 prune_report.c records its outcome (prune_int.h)
  * The cache tells the loop that a pair is queued through one hook (work_cb below, set by
  * the lifecycle), so it never calls into work.c; work.c puts the API server's answers
  * to its writes into the cache through the same functions the informers use.

@@ -8,8 +8,8 @@
  * with internal/s3 on the API client's curl multi handle, asks internal/prune for the plan
  * (the same as `lode forget --policy P --host H`), deletes the forgotten manifests with
  * DeleteObjects, then the .incomplete marks of the manifests that are gone, and records
- * the outcome in each Backup's status.retention (which is what makes it once per Backup:
- * a restart sees it and does nothing), with Events on the Backup and two counters.
+ * the outcome (prune_report.c) in each Backup's status.retention (which makes it once per
+ * Backup: a restart sees it and does nothing), with Events on the Backup and two counters.
  *
  * Bounded: one forget in flight per (policy, host). Backups of the pair that succeed
  * while one runs wait, and are all answered by the next run, which starts after them.
@@ -20,89 +20,13 @@
  * Costs: per pair with work, its key, the Backups it answers and, while it runs, one S3
  * client, the catalog (about 100 bytes a snapshot) and the plan.
  */
-#include "ctl_int.h"
+#include "prune_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/api.h"
-#include "prune/prune.h"
-
-#define PRUNE_WAIT_MS     2000u             /* the policy or repository not known yet: look again */
-#define PRUNE_WAIT_MAX    300               /* seconds before giving up on them */
-#define PRUNE_EVENTS_EACH 10                /* up to this many forgotten: one Event each */
-#define PRUNE_DEADLINE_MS (10u * 60 * 1000) /* one S3 operation, retries included */
-#define PRUNE_MSG         512
-
-enum prune_step { PRUNE_WAITING, PRUNE_SECRET, PRUNE_LISTING, PRUNE_MANIFESTS, PRUNE_MARKS };
-
-/* One (policy, host) with work: a forget running, or Backups waiting for one. */
-struct prune_job {
-    struct ctl_prune *pr;
-    char *key; /* "ns/policy\nhost" */
-    char *ns, *policy, *host;
-    char **backups; /* the Backups this run answers */
-    size_t nbackups, capb;
-    char **next; /* Backups that succeeded while it ran: the next run's */
-    size_t nnext, capn;
-    enum prune_step step;
-    int64_t since; /* when it began waiting */
-    struct kube_request *secret_req;
-    struct s3_client *s3;
-    struct s3_op *op;
-    struct repo_catalog cat;
-    struct prune_plan plan;
-    bool planned;
-    bool *gone;
-    const char **live; /* the marks of manifests that are gone */
-    size_t nlive;
-    size_t deleted, marks_deleted, refused;
-    unsigned requests;
-    char first_refusal[PRUNE_MSG];
-};
-
-/* Per policy, for /metrics. */
-struct prune_counts {
-    uint64_t forgotten, errors;
-};
-
-struct ctl_prune {
-    struct ctl *c;
-    struct util_map jobs;   /* pair key -> prune_job */
-    struct util_map done;   /* "ns/name" of Backups answered, until the cache shows it */
-    struct util_map counts; /* "ns/policy" -> prune_counts */
-    uv_timer_t wait_timer;
-    bool stopped;
-};
-
-/* A status patch or an Event in flight. */
-struct prune_write {
-    struct ctl_write w; /* first */
-    struct ctl *c;
-    char *ns, *name;
-};
-
-static void prune_write_free_cb(struct ctl_write *w)
-{
-    struct prune_write *pw = (struct prune_write *)w;
-    free(pw->ns);
-    free(pw->name);
-    free(pw);
-}
-
-static void prune_counted(struct ctl_prune *pr, const char *ns, const char *policy,
-                          uint64_t forgotten, bool error)
-{
-    char key[CTL_KEY_MAX];
-    struct prune_counts *n = util_map_get(&pr->counts, ctl_key(key, ns, policy));
-    if (n == NULL) {
-        n = util_calloc(1, sizeof(*n));
-        util_map_set(&pr->counts, key, n);
-    }
-    n->forgotten += forgotten;
-    n->errors += error;
-}
 
 static void prune_job_free(struct prune_job *j)
 {
@@ -128,8 +52,7 @@ static void prune_s3_closed_cb(void *arg)
     (void)arg;
 }
 
-/* Lets go of the run's requests, client and data (the job itself stays). */
-static void prune_job_release(struct prune_job *j)
+void prune_job_release(struct prune_job *j)
 {
     if (j->secret_req != NULL)
         kube_request_cancel(j->secret_req);
@@ -150,112 +73,6 @@ static void prune_job_release(struct prune_job *j)
     j->nlive = j->deleted = j->marks_deleted = j->refused = 0;
     j->requests = 0;
     j->first_refusal[0] = '\0';
-}
-
-/* ---- what the Backups get ---- */
-
-static void prune_write_cb(const struct kube_result *res, void *arg)
-{
-    struct prune_write *pw = arg;
-    struct ctl *c = pw->c;
-    ctl_write_untrack(c, &pw->w);
-    if (res->error != 0 || res->status >= 300) {
-        if (res->status != 404)
-            ctl_log(c, 0, "Backup %s/%s: forget outcome not recorded: %s", pw->ns, pw->name,
-                    res->message);
-    } else if (ctl_json_str(res->body, "kind") != NULL &&
-               strcmp(ctl_json_str(res->body, "kind"), "Backup") == 0) {
-        ctl_cache_put_backup(c, pw->ns, pw->name, res->body);
-    }
-    prune_write_free_cb(&pw->w);
-}
-
-static struct prune_write *prune_write_new(struct ctl *c, const char *ns, const char *name)
-{
-    struct prune_write *pw = util_calloc(1, sizeof(*pw));
-    pw->c = c;
-    pw->ns = util_strdup(ns);
-    pw->name = util_strdup(name);
-    ctl_write_track(c, &pw->w, prune_write_free_cb);
-    return pw;
-}
-
-static void prune_event(struct prune_job *j, const char *type, const char *reason,
-                        const char *message)
-{
-    struct ctl *c = j->pr->c;
-    const char *name = j->backups[j->nbackups - 1]; /* the newest Backup of the run */
-    char keybuf[CTL_KEY_MAX];
-    struct ctl_backup *b = util_map_get(&c->backups, ctl_key(keybuf, j->ns, name));
-    struct kube_object_ref ref = {API_GROUP_VERSION, "Backup", j->ns, name, b ? b->uid : NULL};
-    struct prune_write *pw = prune_write_new(c, j->ns, name);
-    struct util_err err = {0};
-    ctl_log(c, 1, "event %s %s: %s", type, reason, message);
-    if (kube_event_create(c->kube, &ref, type, reason, message, CTL_COMPONENT, ctl_now(c),
-                          prune_write_cb, pw, NULL, &err) != 0) {
-        ctl_log(c, 0, "Backup %s/%s: event not sent: %s", j->ns, name, err.msg);
-        ctl_write_untrack(c, &pw->w);
-        prune_write_free_cb(&pw->w);
-    }
-}
-
-/* "last 2, newest-good 2" */
-static void prune_reasons_text(const struct prune_plan *p, char *out, size_t size)
-{
-    size_t len = 0;
-    out[0] = '\0';
-    for (unsigned r = 0; r < RET_REASON_COUNT && len < size; r++)
-        if (p->reasons[r] > 0)
-            len += (size_t)snprintf(out + len, size - len, "%s%s %zu", len ? ", " : "",
-                                    ret_reason_name(r), p->reasons[r]);
-}
-
-/*
- * Records the outcome in every Backup of the run: result Done, Partial (some keys were
- * refused), Failed (nothing deleted) or Skipped (nothing listed), and forgets the run.
- */
-static void prune_finish(struct prune_job *j, const char *result, const char *message)
-{
-    struct ctl_prune *pr = j->pr;
-    struct ctl *c = pr->c;
-    char now[UTIL_TIME_BUF], reasons[256];
-    bool error = strcmp(result, "Done") != 0;
-
-    util_format_utc(ctl_now(c), now, sizeof(now));
-    json_t *ret = json_pack("{s:s, s:s, s:s}", "result", result, "time", now, "message", message);
-    if (j->planned) {
-        prune_reasons_text(&j->plan, reasons, sizeof(reasons));
-        json_object_set_new(ret, "kept", json_integer((json_int_t)j->plan.kept));
-        json_object_set_new(ret, "forgotten", json_integer((json_int_t)j->deleted));
-        json_object_set_new(ret, "reasons", json_string(reasons));
-    }
-    json_t *patch = json_pack("{s:{s:O}}", "status", "retention", ret);
-    for (size_t i = 0; i < j->nbackups; i++) {
-        char key[CTL_KEY_MAX];
-        struct prune_write *pw = prune_write_new(c, j->ns, j->backups[i]);
-        struct kube_resource rb = api_in(&api_backups, j->ns);
-        struct util_err err = {0};
-        util_map_set(&pr->done, ctl_key(key, j->ns, j->backups[i]), (void *)1);
-        if (kube_merge_patch(c->kube, &rb, j->backups[i], "status", patch, prune_write_cb, pw, NULL,
-                             &err) != 0) {
-            ctl_log(c, 0, "Backup %s/%s: %s", j->ns, j->backups[i], err.msg);
-            ctl_write_untrack(c, &pw->w);
-            prune_write_free_cb(&pw->w);
-        }
-    }
-    json_decref(patch);
-    json_decref(ret);
-    prune_counted(pr, j->ns, j->policy, j->deleted, error);
-    ctl_log(c, error ? 0 : 1, "forget %s/%s on %s: %s: %s", j->ns, j->policy, j->host, result,
-            message);
-    if (error)
-        prune_event(j, "Warning", strcmp(result, "Skipped") == 0 ? "ForgetSkipped" : "ForgetFailed",
-                    message);
-
-    for (size_t i = 0; i < j->nbackups; i++)
-        free(j->backups[i]);
-    j->nbackups = 0;
-    prune_job_release(j);
 }
 
 static void prune_start(struct prune_job *j);
@@ -300,55 +117,6 @@ static void prune_deleted_each(const char *key, int error, const char *code, con
     if (j->refused++ == 0)
         snprintf(j->first_refusal, sizeof(j->first_refusal), "cannot delete %s: %s%s%s", key, code,
                  code[0] ? ": " : "", message);
-}
-
-static void prune_report(struct prune_job *j, const char *failure)
-{
-    char msg[1024];
-    const struct prune_plan *p = &j->plan;
-    size_t want = p->nmanifests;
-    if (failure != NULL || j->refused > 0) {
-        snprintf(msg, sizeof(msg),
-                 "%zu of %zu forgotten manifests and %zu of %zu .incomplete marks deleted; %s",
-                 j->deleted, want, j->marks_deleted, j->nlive,
-                 failure != NULL ? failure : j->first_refusal);
-        prune_finish(j, j->deleted > 0 || j->marks_deleted > 0 ? "Partial" : "Failed", msg);
-        return;
-    }
-    /* Events name what was forgotten: one each, or one listing them when there are many. */
-    const struct prune_host *h = p->nhosts ? &p->hosts[0] : NULL;
-    struct util_buf ids;
-    util_buf_init(&ids);
-    for (size_t i = 0; h != NULL && i < h->n; i++) {
-        if (p->dec[h->from + i].keep)
-            continue;
-        const char *id = prune_snapshot(p, h, i)->id;
-        if (j->deleted <= PRUNE_EVENTS_EACH) {
-            snprintf(msg, sizeof(msg), "forgot snapshot %s of host %s (retention of %s)", id,
-                     j->host, j->policy);
-            prune_event(j, "Normal", "Forgot", msg);
-        } else {
-            util_buf_printf(&ids, "%s%s", ids.len ? " " : "", id);
-        }
-    }
-    if (j->deleted > PRUNE_EVENTS_EACH) {
-        struct util_buf m;
-        util_buf_init(&m);
-        util_buf_printf(&m, "forgot %zu snapshots of host %s (retention of %s): %s", j->deleted,
-                        j->host, j->policy, ids.data);
-        prune_event(j, "Normal", "Forgot", m.data);
-        util_buf_free(&m);
-    }
-    util_buf_free(&ids);
-    char reasons[256];
-    prune_reasons_text(p, reasons, sizeof(reasons));
-    snprintf(msg, sizeof(msg),
-             "kept %zu (%s), forgot %zu: deleted %zu manifest%s and %zu .incomplete mark%s in %u "
-             "request%s",
-             p->kept, reasons[0] ? reasons : "none", p->forgotten, j->deleted,
-             j->deleted == 1 ? "" : "s", j->marks_deleted, j->marks_deleted == 1 ? "" : "s",
-             j->requests, j->requests == 1 ? "" : "s");
-    prune_finish(j, "Done", msg);
 }
 
 static void prune_marks_done(const struct s3_result *res, void *arg)
@@ -686,28 +454,4 @@ void ctl_prune_close(struct ctl *c)
     util_map_close(&pr->jobs);
     free(pr);
     c->prune = NULL;
-}
-
-void ctl_prune_metrics(struct ctl *c, struct util_buf *b)
-{
-    struct ctl_prune *pr = c->prune;
-    if (pr == NULL)
-        return;
-    static const char *const fams[2][2] = {
-        {"lodestore_snapshots_forgotten_total",
-         "Snapshots the controller forgot after backups (manifests deleted)."},
-        {"lodestore_forget_errors_total",
-         "Forgets after a backup that did not finish: skipped, failed or partial."},
-    };
-    for (size_t f = 0; f < 2; f++) {
-        size_t it = 0;
-        const char *k;
-        void *v;
-        ctl_metrics_family(b, fams[f][0], "counter", fams[f][1]);
-        while (util_map_next(&pr->counts, &it, &k, &v)) {
-            const struct prune_counts *n = v;
-            const char *l[] = {"policy", k, NULL};
-            ctl_metrics_sample(b, fams[f][0], l, (double)(f == 0 ? n->forgotten : n->errors));
-        }
-    }
 }
