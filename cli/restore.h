@@ -35,7 +35,8 @@ struct rs_target {
     bool overwrite; /* existing entries may be replaced */
     char *dir_path; /* the parent kept open ("" is the target itself) */
     int dir_fd;
-    unsigned long seq; /* temporary names */
+    unsigned long seq; /* temporary names: ".lode-restore-PID-SEQ" */
+    long pid;
     /* Directories in path order, for the metadata pass. */
     struct repo_file *dirs;
     size_t ndirs, capdirs;

@@ -53,6 +53,7 @@ int rs_target_open(struct rs_target *t, const char *dir, bool overwrite, struct 
     if ((t->root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
         return util_err_set(err, UTIL_EIO, "cannot open the target %s: %s", dir, strerror(errno));
     t->as_root = geteuid() == 0;
+    t->pid = (long)getpid();
     t->overwrite = overwrite;
     t->dir_path = util_strdup("");
     if (overwrite)
@@ -176,7 +177,7 @@ fail:
 
 static void rs_tmp_name(struct rs_target *t, char out[48])
 {
-    snprintf(out, 48, ".lode-restore-%ld-%lu", (long)getpid(), ++t->seq);
+    snprintf(out, 48, ".lode-restore-%ld-%lu", t->pid, ++t->seq);
 }
 
 /* Errors that mean "this xattr cannot be set here", not that the restore failed. */
