@@ -257,6 +257,11 @@ check_eq "mark: a snapshot that is not there: exit 1" "$RC" 1
 check_contains "mark: a snapshot that is not there: named" "$ERR" "no snapshot $(id 1700000000)"
 run mark "$victim" --suspicious --policy ops/web-1
 check_eq "mark: --policy narrows the search (not in web-1): exit 1" "$RC" 1
+fault clear
+fault 503/40
+RUN_REPO=$PREPO run mark "$victim" --suspicious
+check_eq "mark: the storage answering 503 to everything: exit 2" "$RC" 2
+fault clear
 run mark "$victim"
 check_eq "mark: neither --suspicious nor --clear: exit 2" "$RC" 2
 run mark "$victim" --suspicious --clear
@@ -394,6 +399,21 @@ check_eq "gc after R aged: S2's and R's meta and run records gone" \
 check_eq "gc after R aged: the snapshots left are S3 and S4" "$(files snapshots/gc/pol/node | tr '\n' ' ')" "$S3.json $S4.json "
 run gc --output json
 check_eq "gc again: nothing more" "$(jq -c .packs.deleted <<<"$OUT")" 0
+
+# A key DeleteObjects refuses is named, and the run exits 2.
+printf 'open\npack gc pol node p7 10\n' | fixture >/dev/null
+age "$old" "data/gc/pol/node/$(hex p7).pack"
+fault clear
+fault del_denied/1
+RUN_REPO=$PREPO run gc --output json
+check_eq "gc, a key refused by DeleteObjects: exit 2" "$RC" 2
+check_contains "gc, a key refused by DeleteObjects: named" "$ERR" "cannot delete data/gc/pol/node/$(hex p7).pack"
+fault clear
+fault 503/40
+RUN_REPO=$PREPO run gc --output json
+check_eq "gc, the storage answering 503 to everything: exit 2, and it says nothing was deleted" \
+	"$RC $(grep -c 'nothing was deleted' <<<"$ERR")" "2 1"
+fault clear
 
 # A protected snapshot whose chunk set is gone: its source is skipped, the rest goes on.
 env_s3 DELETE "/$S3_BUCKET/$prefix/meta/gc/pol-1/node/$N1.chunks"
