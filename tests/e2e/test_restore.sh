@@ -169,6 +169,16 @@ check_eq "--overwrite: other files are kept" "$(cat "$r/keep-me")" mine
 run overwrite-again "$LODE" restore "$id" --target "$r" --overwrite
 check_eq "--overwrite over an identical restore (read-only dirs, FIFOs) works" "$RC:$(treesum "$r/data")" "0:$want"
 
+# ---- symlinks already in the target are not followed ----
+r=$T_TMP/r-links
+mkdir -p "$r/data" "$T_TMP/outside"
+ln -s "$T_TMP/outside" "$r/data/sub"
+ln -s "$T_TMP/outside/one" "$r/data/one"
+run links "$LODE" restore "$id" --target "$r" --overwrite
+check_eq "--overwrite over symlinks where the snapshot has a directory and a file" "$RC" 0
+check_eq "... writes nothing through them" "$(ls -A "$T_TMP/outside" | wc -l)" 0
+check_eq "... and puts the snapshot's entries in their place" "$(treesum "$r/data")" "$want"
+
 # ---- not as root: no owners, no trusted.* xattrs, the rest as it was ----
 nr=$(mktemp -d /tmp/lode-restore-nr.XXXXXX)
 chmod 0755 "$nr"
