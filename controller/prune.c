@@ -34,8 +34,14 @@ static void prune_job_free(struct prune_job *j)
         free(j->backups[i]);
     for (size_t i = 0; i < j->nnext; i++)
         free(j->next[i]);
+    for (size_t i = 0; i < j->nids; i++)
+        free(j->ids[i]);
+    for (size_t i = 0; i < j->nnext_ids; i++)
+        free(j->next_ids[i]);
     free(j->backups);
     free(j->next);
+    free(j->ids);
+    free(j->next_ids);
     repo_catalog_free(&j->cat);
     prune_plan_free(&j->plan);
     free(j->gone);
@@ -94,6 +100,16 @@ static void prune_next(struct prune_job *j)
     j->next = t;
     j->capn = cap;
     j->nnext = 0;
+    for (size_t i = 0; i < j->nids; i++)
+        free(j->ids[i]);
+    t = j->ids;
+    cap = j->capi;
+    j->ids = j->next_ids;
+    j->nids = j->nnext_ids;
+    j->capi = j->capni;
+    j->next_ids = t;
+    j->capni = cap;
+    j->nnext_ids = 0;
     prune_start(j);
 }
 
@@ -178,6 +194,29 @@ static void prune_listed(const struct s3_result *res, void *arg)
         return;
     }
     repo_catalog_finish(&j->cat);
+    /*
+     * A listing that has not reached a snapshot these Backups reported (missing, and newer
+     * than every listed one: a store that lists late, a repository changed since) is not
+     * the whole truth and decides nothing. An older one missing was forgotten already.
+     */
+    const char *newest = "";
+    for (size_t k = 0; k < j->cat.n; k++)
+        if (strcmp(j->cat.v[k].id, newest) > 0)
+            newest = j->cat.v[k].id;
+    for (size_t i = 0; i < j->nids; i++) {
+        bool seen = false;
+        for (size_t k = 0; k < j->cat.n && !seen; k++)
+            seen = strcmp(j->cat.v[k].id, j->ids[i]) == 0;
+        if (!seen && strcmp(j->ids[i], newest) > 0) {
+            snprintf(msg, sizeof(msg),
+                     "the listing does not show snapshot %.40s, which the backup reported; "
+                     "nothing was deleted",
+                     j->ids[i]);
+            prune_finish(j, "Failed", msg);
+            prune_next(j);
+            return;
+        }
+    }
     /* The policy as it is now: its entry may have been replaced while the listing ran. */
     struct ctl_policy_entry *e = util_map_get(&c->policies, ctl_key(key, j->ns, j->policy));
     if (e == NULL || !e->p.valid) {
@@ -382,6 +421,7 @@ void ctl_prune_seen(struct ctl *c, const char *ns, const char *name, const json_
      * are stricter still). */
     if (repo_name_check(policy, "policy", NULL) != 0 || repo_name_check(host, "host", NULL) != 0)
         return;
+    const char *sid = ctl_json_str(obj, "status.snapshot.id");
     ctl_log(c, 1, "forget %s/%s on %s after Backup %s/%s", ns, policy, host, ns, name);
     char *pkey = util_asprintf("%s/%s\n%s", ns, policy, host);
     struct prune_job *j = util_map_get(&pr->jobs, pkey);
@@ -391,6 +431,8 @@ void ctl_prune_seen(struct ctl *c, const char *ns, const char *name, const json_
             if (strcmp(j->backups[i], name) == 0)
                 return; /* this run answers it already */
         prune_add(&j->next, &j->nnext, &j->capn, name);
+        if (sid != NULL)
+            prune_add(&j->next_ids, &j->nnext_ids, &j->capni, sid);
         return;
     }
     j = util_calloc(1, sizeof(*j));
@@ -401,6 +443,8 @@ void ctl_prune_seen(struct ctl *c, const char *ns, const char *name, const json_
     j->host = util_strdup(host);
     repo_catalog_init(&j->cat);
     prune_add(&j->backups, &j->nbackups, &j->capb, name);
+    if (sid != NULL)
+        prune_add(&j->ids, &j->nids, &j->capi, sid);
     util_map_set(&pr->jobs, pkey, j);
     prune_start(j);
 }

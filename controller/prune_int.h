@@ -25,6 +25,10 @@ struct prune_job {
     size_t nbackups, capb;
     char **next; /* Backups that succeeded while it ran: the next run's */
     size_t nnext, capn;
+    /* The snapshot ids those Backups reported (status.snapshot.id): the listing must show
+     * every one, or it is not the whole truth and nothing is deleted. */
+    char **ids, **next_ids;
+    size_t nids, capi, nnext_ids, capni;
     enum prune_step step;
     int64_t since; /* when it began waiting */
     struct kube_request *secret_req;

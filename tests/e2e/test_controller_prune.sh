@@ -91,9 +91,10 @@ events() { # REASON OBJECT-NAME: messages of Events of that reason about the obj
 ret() { env_get -n "$NS" "backup/$1" "{.status.retention.$2}"; }
 has_ret() { [[ -n $(ret "$1" result) ]]; }
 phase_is() { [[ $(env_get -n "$NS" "backup/$1" '{.status.phase}') == "$2" ]]; }
-# succeed NAME POLICY HOST [nojob]: a Backup, marked Succeeded (KWOK nodes run no agent)
-# once the controller has written it Running (its Job's pod hangs), so that write cannot
-# come after ours; with nojob (a repository that is not Ready: no Job) at once.
+# succeed NAME POLICY HOST [nojob|-] [SNAPSHOT-ID]: a Backup, marked Succeeded (KWOK nodes run
+# no agent) once the controller has written it Running (its Job's pod hangs), so that write
+# cannot come after ours; with nojob (a repository that is not Ready: no Job) at once. With
+# SNAPSHOT-ID, status.snapshot.id says the run wrote that snapshot, as the agent reports it.
 succeed() {
     kc -n "$NS" apply -f - >/dev/null <<EOF
 apiVersion: lodestore.io/v1alpha1
@@ -104,7 +105,8 @@ EOF
     [[ ${4:-} == nojob ]] || env_wait 60 "$1 to run" phase_is "$1" Running ||
         fail "$1 runs" "$(env_get -n "$NS" "backup/$1" '{.status}')"
     kc -n "$NS" patch backup "$1" --subresource=status --type=merge \
-        -p "{\"status\":{\"phase\":\"Succeeded\",\"completionTime\":\"$(date -u +%Y-%m-%dT%H:%M:%SZ)\"}}" >/dev/null
+        -p "$(jq -cn --arg t "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg id "${5:-}" \
+            '{status: ({phase: "Succeeded", completionTime: $t} + if $id == "" then {} else {snapshot: {id: $id}} end)}')" >/dev/null
 }
 
 kc apply --server-side -f "$ROOT/crd/" >/dev/null
@@ -200,7 +202,7 @@ check_eq "lode forget --dry-run: it forgets nights 0 (incomplete), 3 and 4" "$wa
 
 # ---- a Backup turns Succeeded ----
 start_controller first
-succeed b1 web "$H"
+succeed b1 web "$H" - "$(id $((t0 + 7 * 86400)))"
 if env_wait 60 "b1's status.retention" has_ret b1; then
     pass "a Backup that turns Succeeded gets status.retention"
 else
@@ -280,6 +282,24 @@ check_eq "that Event names all 11 ids" \
     "$(events Forgot b6 | grep -o '[0-9]\{8\}T[0-9]\{6\}Z-[0-9a-f]\{16\}' | sort | tr '\n' ' ')" \
     "$(for i in $(seq 0 10); do id $((t0 + i * 86400)); echo; done | sort | tr '\n' ' ')"
 check_contains "and says how many" "$(events Forgot b6)" "forgot 11 snapshots of host $H"
+
+# ---- a listing that has not reached the backup's own snapshot decides nothing ----
+older=$(id $((t0 - 2 * 86400)))
+printf 'manifest %s many %s %s\n' "$NS" "$H" "$older" | "$out/repo_fixture" "$T_TMP/key" >/dev/null 2>&1
+touch -d "@$((t0 - 2 * 86400))" "$DATA/snapshots/$NS/many/$H/$older.json"
+many_before=$(files "$NS/many/$H" | md5sum)
+late=$(id "$(date +%s)")
+succeed b7 many "$H" - "$late"
+env_wait 60 "b7's status.retention" has_ret b7 || fail "b7's status.retention"
+check_eq "a reported snapshot newer than the listing: Failed" "$(ret b7 result)" Failed
+check_contains "b7: the message names it" "$(ret b7 message)" \
+    "the listing does not show snapshot $late, which the backup reported; nothing was deleted"
+check_eq "b7: nothing was deleted" "$(files "$NS/many/$H" | md5sum)" "$many_before"
+succeed b8 many "$H" - "$(id "$t0")" # forgotten by b6 already: older than the listing's newest
+env_wait 60 "b8's status.retention" has_ret b8 || fail "b8's status.retention"
+check_eq "a reported snapshot forgotten already does not stop the forget" \
+    "$(ret b8 result) $(ret b8 forgotten)" "Done 1"
+check_eq "b8: the older snapshot is gone" "$(files "$NS/many/$H" | grep -c "^$older")" 0
 
 # ---- a repository that is not Ready ----
 succeed b5 stale "$H" nojob
