@@ -369,7 +369,10 @@ check_eq "gc, listings cut short: exit non-zero" "$([[ $RC -ne 0 ]] && echo yes)
 check_eq "gc, listings cut short: nothing deleted" "$(files data/gc/pol/node)" "$packs_before"
 fault clear
 
-/usr/bin/time -f '%e %M' -o "$T_TMP/time" "$LODE" gc --output json --repo "$REPO" >"$T_TMP/gc.json" 2>"$T_TMP/gc.err"
+# The figures are printed, not asserted; /usr/bin/time (Debian's time) is used when present.
+timer=()
+[[ -x /usr/bin/time ]] && timer=(/usr/bin/time -f '%e %M' -o "$T_TMP/time")
+"${timer[@]}" "$LODE" gc --output json --repo "$REPO" >"$T_TMP/gc.json" 2>"$T_TMP/gc.err"
 RC=$?
 OUT=$(cat "$T_TMP/gc.json")
 check_eq "gc: exit 0" "$RC" 0
@@ -382,8 +385,10 @@ check_eq "gc: S1's meta and run record are gone; S2's (R's parent) stay" \
 check_eq "gc: the neighbour's pack named like p1 stays" "$(files data/gc/pol-1/node)" "$P1.pack"
 check_eq "gc: kept snapshots' objects stay (S3, S4: meta and run records)" \
 	"$(files meta/gc/pol/node | grep -c -e "$S3" -e "$S4") $(files runs/gc/pol/node | grep -c -e "$S3" -e "$S4")" "4 2"
-read -r wall rss < <(tail -n 1 "$T_TMP/time")
-echo "# gc of $(find "$DATA" -type f | wc -l) objects: ${wall}s wall, ${rss} KiB peak RSS"
+if [[ -s $T_TMP/time ]]; then
+	read -r wall rss < <(tail -n 1 "$T_TMP/time")
+	echo "# gc of $(find "$DATA" -type f | wc -l) objects: ${wall}s wall, ${rss} KiB peak RSS"
+fi
 
 # The backup R is long over: its record ages past the window and protects S2 no more.
 age "$old" "runs/gc/pol/node/$R.json" "meta/gc/pol/node/$R.files" "meta/gc/pol/node/$R.chunks"
