@@ -11,7 +11,10 @@
 #   - through the fault proxy (tests/e2e/s3/faultproxy.c), a listing cut short deletes
 #     nothing (Failed, a ForgetFailed Event, lodestore_forget_errors_total), refused keys make
 #     it Partial with the key named; with the faults cleared the next Backup forgets;
-#   - a repository that is not Ready is skipped with a note and nothing is listed.
+#   - a listing that has not reached the snapshot the Backup reported deletes nothing; one
+#     that was forgotten already does not stop the forget;
+#   - a repository that is not Ready or missing, a credentials Secret that is gone and an
+#     invalid policy are skipped with a note, and nothing is listed.
 # Snapshots are written by tests/e2e/s3/repo_fixture.c and aged through their files' mtime
 # (versitygw's posix backend takes LastModified from it). Every wait is bounded.
 source "$(dirname "$0")/../env/lib.sh"
@@ -117,6 +120,7 @@ env_create_nodes 2 "$NS-n" "role=$NS"
 env_kwok_result hang "lodestore.io/policy=web"
 env_kwok_result hang "lodestore.io/policy=flaky"
 env_kwok_result hang "lodestore.io/policy=many"
+env_kwok_result hang "lodestore.io/policy=lostp"
 env_repository "$NS" main
 env_repository "$NS" broken lode-no-such-bucket-e2e
 kc -n "$NS" get secret main-s3 -o json | jq '.metadata = {name: "flaky-s3"}' | kc -n "$NS" apply -f - >/dev/null
@@ -147,6 +151,16 @@ policy flaky flaky 1 >"$T_TMP/flaky.yaml"
 policy many main 1 >"$T_TMP/many.yaml"
 for p in web flaky many; do kc apply -f "$T_TMP/$p.yaml" >/dev/null; done
 policy stale broken 1 | kc apply -f - >/dev/null
+policy orphan nosuch 1 | kc apply -f - >/dev/null
+policy lostp lost 1 | kc apply -f - >/dev/null
+{
+    policy bad main 1
+    echo '  schedule: {cron: "0 0 30 2 *"}' # valid for the schema, never due: the validator refuses it
+} | kc apply -f - >/dev/null
+kc -n "$NS" get secret main-s3 -o json | jq '.metadata = {name: "lost-s3"}' | kc -n "$NS" apply -f - >/dev/null
+kc -n "$NS" get backuprepository main -o json |
+    jq '{apiVersion, kind, metadata: {name: "lost"}, spec: (.spec + {credentialsSecret: {name: "lost-s3"}})}' |
+    kc -n "$NS" apply -f - >/dev/null
 
 # ---- the snapshots ----
 export AWS_ACCESS_KEY_ID=$S3_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET_KEY AWS_REGION=$S3_REGION
@@ -309,5 +323,25 @@ check_contains "b5: the note names the repository and its reason" "$(ret b5 mess
     "the BackupRepository broken is not Ready: BucketMissing"
 check_contains "a ForgetSkipped Event" "$(events ForgetSkipped b5)" "broken"
 check_eq "stale's snapshots untouched" "$(files "$NS/stale/$H" | wc -l)" 3
+
+# ---- nothing to forget with: no repository, no Secret, an invalid policy ----
+succeed b9 orphan "$H" nojob
+env_wait 60 "b9's status.retention" has_ret b9 || fail "b9's status.retention"
+check_eq "a policy whose repository does not exist: Skipped, named" \
+    "$(ret b9 result): $(ret b9 message)" \
+    "Skipped: the BackupRepository nosuch is missing; nothing was forgotten"
+lost_ready() { [[ $(env_get -n "$NS" backuprepository/lost '{.status.conditions[?(@.type=="Ready")].status}') == True ]]; }
+env_wait 60 "the repository lost to be Ready" lost_ready || fail "the repository lost is Ready"
+kc -n "$NS" delete secret lost-s3 >/dev/null
+succeed b10 lostp "$H"
+env_wait 60 "b10's status.retention" has_ret b10 || fail "b10's status.retention"
+check_eq "a credentials Secret that is gone: Skipped" "$(ret b10 result)" Skipped
+check_contains "b10: the note says so" "$(ret b10 message)" "the repository's credentials Secret cannot be read"
+succeed b11 bad "$H" nojob
+env_wait 60 "b11's status.retention" has_ret b11 || fail "b11's status.retention"
+check_eq "an invalid policy: Skipped, said" "$(ret b11 result): $(ret b11 message)" \
+    "Skipped: the policy is not valid"
+check_eq "lodestore_forget_errors_total counts skipped forgets" \
+    "$(metric lodestore_forget_errors_total "$NS/orphan") $(metric lodestore_forget_errors_total "$NS/lostp")" "1 1"
 stop_controller second
 finish
