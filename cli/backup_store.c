@@ -101,7 +101,8 @@ size_t backup_pace_cb(size_t want, void *arg)
 {
     struct backup *b = arg;
     /* Whole TLS records: handing curl whatever trickled in since the last call gave
-     * 130-byte sends, and the records' overhead doubled the bytes on the wire. */
+     * 130-byte sends, and the records' overhead doubled the bytes on the wire. No
+     * more than one record either: what curl holds unsent stays small. */
     size_t need = want < BACKUP_PACE_MIN ? want : BACKUP_PACE_MIN;
     if (!b->paced)
         return want;
@@ -110,7 +111,7 @@ size_t backup_pace_cb(size_t want, void *arg)
         uint64_t ns = repo_bucket_wait(&b->bucket, now, need);
         struct timespec ts;
         if (ns == 0)
-            return repo_bucket_take(&b->bucket, now, want);
+            return repo_bucket_take(&b->bucket, now, need);
         if (*b->stop || now >= b->deadline_ns)
             return want;
         if (ns > 20000000)

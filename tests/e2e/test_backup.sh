@@ -232,6 +232,32 @@ echo "# uploadRate 2 MiB/s: $ub bytes uploaded, $wire bytes on the wire, busiest
 ((wire < ub * 105 / 100 + 100000)) && pass "uploadRate: no body sent twice ($wire on the wire for $ub)" ||
 	fail "uploadRate: $wire bytes on the wire for $ub uploaded"
 
+# ---- a file that vanishes during the backup ----
+# The walk lists /data, then reads a1 (56 MiB of random data) while at most three 16 MiB
+# packs wait for the 4 MiB/s upload, so it reaches z-victim about 2 s after the first
+# pack starts going out: that is when the file is removed.
+van=$T_TMP/vanish
+mkdir -p "$van/data"
+head -c $((56 << 20)) /dev/urandom >"$van/data/a1"
+printf 'here at the listing\n' >"$van/data/z-victim"
+: >"$T_TMP/relay.log"
+"$LODE" backup --repo "$relay_repo" --policy "$(policy vanish '[/data]' 'uploadRate: 4MiB/s')" --host node-a \
+	--root "$van" --output json >"$T_TMP/out" 2>"$T_TMP/err" &
+agent_pid=$!
+for _ in $(seq 300); do
+	(($(awk '{s+=$2} END {print s+0}' "$T_TMP/relay.log") > 1000000)) && break
+	sleep 0.05
+done
+rm -f "$van/data/z-victim"
+wait "$agent_pid"
+RC=$?
+agent_pid=
+check_eq "a file that vanishes: exit 3" "$RC" 3
+check_eq "a file that vanishes: listed" "$(jq -c '[.errors[] | [.path, .message]]' "$T_TMP/out")" \
+	'[["/data/z-victim","vanished during the backup"]]'
+check_eq "a file that vanishes: the rest is in the snapshot" "$(jq -r .snapshot.files "$T_TMP/out")" 1
+rm -rf "$van"
+
 # ---- --max-runtime and SIGTERM stop with no snapshot ----
 head -c $((12 << 20)) /dev/urandom >"$slow/data/r2.bin"
 run snapshots --policy e2e/slow --output json
