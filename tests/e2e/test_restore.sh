@@ -19,6 +19,7 @@ source "$root/tests/env/lib.sh"
 LODE=${LODE:-$root/build/lode}
 [[ $LODE == /* ]] || LODE=$root/$LODE
 treesum() { python3 "$here/restore/treesum.py" "$@"; }
+trap 'umount "$T_TMP/small" 2>/dev/null; rm -rf "$T_TMP"' EXIT
 
 prefix=restore-e2e-$(openssl rand -hex 4)
 export LODE_REPOSITORY=s3:$S3_ENDPOINT/$S3_BUCKET/$prefix
@@ -197,6 +198,25 @@ check_eq "... with contents, modes, times, links and user.* xattrs as they were"
 	"$(setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 "$here/restore/treesum.py" "$nr/out/data" --no-owner)" \
 	"$(treesum "$d" --no-owner | sed 's/ trusted\.lode=b.root only.//')"
 rm -rf "$nr"
+
+# ---- a full disk: stop at once, no half file, no temporary file ----
+small=$T_TMP/small
+mkdir -p "$small"
+if mount -t tmpfs -o size=8m tmpfs "$small"; then
+	run full "$LODE" restore "$id" --target "$small/t"
+	check_eq "a target that fills up: exit 2" "$RC" 2
+	check_contains "... saying so" "$ERR" "No space left on device"
+	half=0
+	while IFS= read -r -d '' f; do
+		rel=${f#"$small/t"/}
+		cmp -s "$f" "$node/$rel" || half=$((half + 1))
+	done < <(find "$small/t" -type f -print0)
+	check_eq "... no file under its real name differs from the original" "$half" 0
+	check_eq "... and no temporary file is left" "$(find "$small/t" -name '.lode-restore-*' | wc -l)" 0
+	umount "$small"
+else
+	fail "mount an 8 MiB tmpfs for the full-disk case (the test runs as root)"
+fi
 
 # ---- S3 faults (tests/e2e/s3/faultproxy.c between lode and versitygw) ----
 if cc -std=c17 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra -Werror \
