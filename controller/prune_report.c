@@ -16,6 +16,7 @@ struct prune_write {
     struct ctl_write w; /* first */
     struct ctl *c;
     char *ns, *name;
+    bool status; /* a status.retention patch (else an Event) */
 };
 
 static void prune_write_free_cb(struct ctl_write *w)
@@ -47,9 +48,12 @@ static void prune_write_cb(const struct kube_result *res, void *arg)
     struct ctl *c = pw->c;
     ctl_write_untrack(c, &pw->w);
     if (res->error != 0 || res->status >= 300) {
+        char key[CTL_KEY_MAX];
         if (res->status != 404)
             ctl_log(c, 0, "Backup %s/%s: forget outcome not recorded: %s", pw->ns, pw->name,
                     res->message);
+        else if (pw->status && c->prune != NULL) /* the Backup is gone: nothing to wait for */
+            util_map_del(&c->prune->done, ctl_key(key, pw->ns, pw->name));
     } else if (ctl_json_str(res->body, "kind") != NULL &&
                strcmp(ctl_json_str(res->body, "kind"), "Backup") == 0) {
         ctl_cache_put_backup(c, pw->ns, pw->name, res->body);
@@ -120,6 +124,7 @@ void prune_finish(struct prune_job *j, const char *result, const char *message)
     for (size_t i = 0; i < j->nbackups; i++) {
         char key[CTL_KEY_MAX];
         struct prune_write *pw = prune_write_new(c, j->ns, j->backups[i]);
+        pw->status = true;
         struct kube_resource rb = api_in(&api_backups, j->ns);
         struct util_err err = {0};
         util_map_set(&pr->done, ctl_key(key, j->ns, j->backups[i]), (void *)1);
