@@ -104,8 +104,9 @@ static void cmd_restore_usage(FILE *f)
             "  --overwrite       restore into a directory that is not empty, replacing\n"
             "                    files in the way\n"
             "%s\n"
-            "Exit codes: 0 restored; 1 no such snapshot, or damaged data (each damaged object\n"
-            "and file named; the rest is restored); 2 usage or I/O error.\n",
+            "Exit codes: 0 restored; 1 no such snapshot or --include path, a wrong key, or\n"
+            "damaged data (each damaged object and file named; the rest is restored);\n"
+            "2 usage, a non-empty target without --overwrite, or an I/O error.\n",
             storage_usage);
 }
 
