@@ -102,6 +102,10 @@ bench_run() {
 	c1=$(bench_vgw_cpu)
 	read -r u s rss < <(tail -n 1 "$BENCH_WORK/$label.time")
 	read -r req put del < <(bench_log_count "$bucket" "$from")
+	# Which requests: "label operation count" lines beside the results.
+	tail -n +"$((from + 1))" "$VGW_LOG" | awk -v b="$bucket" -v l="$label" '
+		$2 == b { op = $8; sub(/^s3_/, "", op); c[op]++ }
+		END { for (op in c) print l, op, c[op] }' | sort >>"$BENCH_RESULTS.ops"
 	line=$(awk -v l="$label" -v t0="$t0" -v t1="$t1" -v u="$u" -v s="$s" -v rss="$rss" \
 		-v req="$req" -v put="$put" -v del="$del" -v c0="$c0" -v c1="$c1" -v ncpu="$(nproc)" \
 		-v st="$st" 'BEGIN { w = t1 - t0; printf "%s %.2f %.2f %d %d %d %d %.2f %.3f %d\n",

@@ -34,6 +34,7 @@ work=$(mktemp -d /tmp/lode-bench-backup.XXXXXX)
 BENCH_WORK=$work
 BENCH_RESULTS=$out/results.txt
 : >"$BENCH_RESULTS"
+: >"$BENCH_RESULTS.ops"
 : >"$out/gen.txt"
 : >"$out/stored.txt"
 trap 'bench_vgw_stop; rm -rf "$work"' EXIT

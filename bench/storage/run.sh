@@ -33,6 +33,7 @@ work=$(mktemp -d /tmp/lode-bench-storage.XXXXXX)
 BENCH_WORK=$work
 BENCH_RESULTS=$out/results.txt
 : >"$BENCH_RESULTS"
+: >"$BENCH_RESULTS.ops"
 trap 'bench_vgw_stop; rm -rf "$work"' EXIT
 # Fixed: restic's history is kept between runs (below).
 export RESTIC_PASSWORD=bench-password
@@ -125,7 +126,7 @@ history_lode() {
 		cp -a "$lhist/meta/." "$work/vgw-meta/lode/"
 		cp -a "$lhist/tiny" "$work/tiny-lode"
 		cp "$lhist/lode.key" "$LODE_KEY_FILE"
-		echo "lode's history copied from $lhist (written by lode $(cat "$lhist/built-by"))"
+		echo "lode's history copied from $lhist (written by $(cat "$lhist/built-by"))"
 		return 0
 	fi
 	"$LODE" init >/dev/null
