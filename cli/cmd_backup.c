@@ -471,6 +471,19 @@ out:
     repo_catalog_free(&cat);
 }
 
+/*
+ * A run that ends before the backup starts (policy, limits, storage, key): the
+ * same output as any run without a snapshot, so a script or the controller
+ * reading the termination log learns why.
+ */
+static int cmd_backup_fail_early(const struct cmd_backup_opts *o, const char *msg)
+{
+    struct backup none = {0};
+    struct backup_result r = {.error = msg};
+    backup_print(&none, &r, o->output == CLI_OUTPUT_JSON, o->termlog);
+    return CLI_INVALID;
+}
+
 int cmd_backup(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -542,10 +555,11 @@ int cmd_backup(int argc, char **argv)
     policy_diags_init(&diags);
     if ((rc = storage_policy_load(o.policy, NULL, o.kubeconfig, &pol, &diags, &err)) != 0) {
         cli_print_diags(stderr, o.policy, &diags);
-        fprintf(stderr, "lode backup: %s\n", err.msg);
         rc = rc == UTIL_EINVAL && diags.n == 0 ? CLI_USAGE : CLI_INVALID;
         policy_diags_free(&diags);
-        return rc;
+        if (rc == CLI_USAGE)
+            return cli_usage_error("backup", "%s", err.msg);
+        return cmd_backup_fail_early(&o, err.msg);
     }
     policy_diags_free(&diags);
     max_runtime = pol.limits.max_runtime;
@@ -556,9 +570,8 @@ int cmd_backup(int argc, char **argv)
                                err.msg[0] ? err.msg : "must be at least 1s");
     }
     if (cmd_backup_limits(&pol.limits, &err) != 0) {
-        fprintf(stderr, "lode backup: %s\n", err.msg);
         policy_free(&pol);
-        return CLI_INVALID;
+        return cmd_backup_fail_early(&o, err.msg);
     }
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = cmd_backup_on_signal;
@@ -581,18 +594,16 @@ int cmd_backup(int argc, char **argv)
     qsort(b.paths, b.npaths, sizeof(char *), cmd_backup_paths_cmp);
     if (repo_source_set(&b.src, pol.namespace, pol.name, o.host, &err) != 0 ||
         storage_open(&st, &o.so, &err) != 0) {
-        fprintf(stderr, "lode backup: %s\n", err.msg);
         cmd_backup_paths_free(b.paths, b.npaths);
         policy_free(&pol);
-        return CLI_INVALID;
+        return cmd_backup_fail_early(&o, err.msg);
     }
     b.st = &st;
     if (storage_load_config(&st, &o.so, true, &err) != 0) {
-        fprintf(stderr, "lode backup: %s\n", err.msg);
         storage_close(&st);
         cmd_backup_paths_free(b.paths, b.npaths);
         policy_free(&pol);
-        return CLI_INVALID;
+        return cmd_backup_fail_early(&o, err.msg);
     }
     b.keys = &st.config.keys;
     backup_store_init(&b, pol.limits.upload_rate);

@@ -387,9 +387,12 @@ fi
 
 # ---- keys and policies ----
 head -c 32 /dev/urandom | base64 >"$T_TMP/wrong"
-run backup --policy "$pol" --host node-a --root "$src" --key-file "$T_TMP/wrong"
+run backup --policy "$pol" --host node-a --root "$src" --key-file "$T_TMP/wrong" --output json \
+	--termination-log "$T_TMP/termlog"
 check_eq "wrong key: exit 1" "$RC" 1
 check_contains "wrong key: said so" "$ERR" "wrong key"
+check_contains "wrong key: said in the JSON" "$(jqo .error)" "wrong key"
+check_contains "wrong key: said in the termination log" "$(jq -r .error "$T_TMP/termlog")" "wrong key"
 run backup --policy e2e/etc --host node-a --root "$src" --kubeconfig /nonexistent
 check_eq "NS/NAME without a document or API: exit 1" "$RC" 1
 LODE_POLICY_DOCUMENT=$(jq -nc \
