@@ -86,6 +86,8 @@ struct rx {
     unsigned damaged;  /* damaged objects and files not restored because of them */
     unsigned ioerrors; /* entries that could not be written */
     uint64_t nfiles_done, ndirs, nlinks, nspecial, nskipped, bytes, fetched, gets;
+    uint64_t want_files, want_bytes; /* what the restore will bring back */
+    double next_progress;            /* when the next progress line is due */
 };
 
 static void cmd_restore_usage(FILE *f)
@@ -190,6 +192,9 @@ static void rx_io_error(struct rx *x, const char *msg)
     x->ioerrors++;
 }
 
+static double rx_now(void);
+static void rx_progress(struct rx *x);
+
 /* A file whose pieces are all in: into place, or away when something failed. */
 static void rx_finish_file(struct rx *x, struct rx_file *f)
 {
@@ -208,6 +213,7 @@ static void rx_finish_file(struct rx *x, struct rx_file *f)
     } else {
         x->nfiles_done++;
         x->bytes += f->f.size;
+        rx_progress(x);
     }
 }
 
@@ -484,6 +490,19 @@ static double rx_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* A line on stderr every 10 s, so that a long restore shows it is moving. */
+static void rx_progress(struct rx *x)
+{
+    double now = rx_now();
+    if (now < x->next_progress)
+        return;
+    if (x->next_progress > 0)
+        fprintf(stderr, "lode restore: %" PRIu64 " of %" PRIu64 " files, %.0f of %.0f MiB\n",
+                x->nfiles_done, x->want_files, (double)x->bytes / 1048576.0,
+                (double)x->want_bytes / 1048576.0);
+    x->next_progress = now + 10;
+}
+
 /* Enough descriptors for a batch: two per file, and the directories above them. */
 static size_t rx_max_files(void)
 {
@@ -641,7 +660,6 @@ static int rx_restore(struct rx *x, const char *target, bool overwrite, char **i
     struct util_err e = {0};
     char *list = NULL, *chunks = NULL;
     size_t listlen = 0, chunkslen = 0;
-    uint64_t want_files, want_bytes;
     double t0 = rx_now(), dt;
     int rc;
 
@@ -666,8 +684,8 @@ static int rx_restore(struct rx *x, const char *target, bool overwrite, char **i
     }
     if ((rc = rx_get_meta(x, REPO_KEY_FILES, &list, &listlen, &x->files_key)) != 0)
         goto out;
-    if ((rc = rx_check_includes(x, (const uint8_t *)list, listlen, inc, ninc, &want_files,
-                                &want_bytes)) != 0)
+    if ((rc = rx_check_includes(x, (const uint8_t *)list, listlen, inc, ninc, &x->want_files,
+                                &x->want_bytes)) != 0)
         goto out;
     if (rs_target_open(&x->t, target, overwrite, &e) != 0) {
         fprintf(stderr, "lode restore: %s\n", e.msg);
@@ -680,7 +698,7 @@ static int rx_restore(struct rx *x, const char *target, bool overwrite, char **i
     printf("restored %s (%s/%s/%s) into %s: %" PRIu64 " of %" PRIu64 " files (%.1f MiB), %" PRIu64
            " directories, %" PRIu64 " symlinks, %" PRIu64 " other in %.1f s (%.1f MB/s, %" PRIu64
            " ranged GETs, %.1f MiB read)\n",
-           x->id, x->src.ns, x->src.policy, x->src.host, target, x->nfiles_done, want_files,
+           x->id, x->src.ns, x->src.policy, x->src.host, target, x->nfiles_done, x->want_files,
            (double)x->bytes / 1048576.0, x->ndirs, x->nlinks, x->nspecial, dt,
            dt > 0 ? (double)x->bytes / 1e6 / dt : 0.0, x->gets, (double)x->fetched / 1048576.0);
     if (x->nskipped > 0)
