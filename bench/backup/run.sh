@@ -37,7 +37,7 @@ BENCH_RESULTS=$out/results.txt
 : >"$BENCH_RESULTS.ops"
 : >"$out/gen.txt"
 : >"$out/stored.txt"
-trap 'bench_vgw_stop; rm -rf "$work"' EXIT
+trap 'bench_vgw_stop; [[ -n ${VGW_LOG:-} ]] && cp "$VGW_LOG" "$out/access.log"; rm -rf "$work"' EXIT
 export RESTIC_PASSWORD=bench-password-$$
 head -c 32 /dev/urandom | base64 >"$work/lode.key"
 export LODE_KEY_FILE=$work/lode.key

@@ -34,7 +34,7 @@ BENCH_WORK=$work
 BENCH_RESULTS=$out/results.txt
 : >"$BENCH_RESULTS"
 : >"$BENCH_RESULTS.ops"
-trap 'bench_vgw_stop; rm -rf "$work"' EXIT
+trap 'bench_vgw_stop; [[ -n ${VGW_LOG:-} ]] && cp "$VGW_LOG" "$out/access.log"; rm -rf "$work"' EXIT
 # Fixed: restic's history is kept between runs (below).
 export RESTIC_PASSWORD=bench-password
 head -c 32 /dev/urandom | base64 >"$work/lode.key"
