@@ -119,6 +119,10 @@ static void ctl_select(struct ctl *c, struct ctl_policy_entry *e, const struct c
     struct ctl_pair *pr = ctl_pair_get(c, e->p.ns, e->p.name, n->name, match);
     if (pr == NULL)
         return;
+    /* Selected while the controller watches (not a start's first listing): a slot that
+     * passed before is one the host missed, so its run is a catch-up (reconcile.h). */
+    if (match && !pr->selected && ctl_cache_synced(c))
+        pr->selected_since = ctl_now(c);
     pr->selected = match;
     ctl_cache_mark(c, pr);
 }

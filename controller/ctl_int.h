@@ -63,10 +63,11 @@ struct ctl_pair {
     struct ctl_backup **backups;
     size_t nbackups, cap;
     int64_t reported_slot;
-    int64_t gap_slot;     /* missed slots before this one are counted (reconcile.h) */
-    int64_t started_slot; /* the newest slot started, as status.startedSlots records it */
-    int inflight;         /* writes not yet answered: skip reconciling until they are */
-    uint64_t error_hash;  /* the refusal last reported by an Event, 0 when none */
+    int64_t gap_slot;       /* missed slots before this one are counted (reconcile.h) */
+    int64_t started_slot;   /* the newest slot started, as status.startedSlots records it */
+    int inflight;           /* writes not yet answered: skip reconciling until they are */
+    uint64_t error_hash;    /* the refusal last reported by an Event, 0 when none */
+    int64_t selected_since; /* when the policy last came to select the host, 0: unknown */
     /* The last reconcile's view, for status and metrics. */
     bool selected, running, overdue, has_success;
     int64_t last_success, overdue_start, next_run;

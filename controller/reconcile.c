@@ -193,8 +193,10 @@ static void ctl_create_run(const struct ctl_pair_input *in, const struct sched_d
 {
     const struct ctl_policy *p = in->policy;
     char slot[CTL_SLOT_MAX], name[CTL_NAME_MAX], late[32], window[32];
-    /* A slot reported skipped or missed that now runs is a catch-up, however soon. */
-    bool caught_up = d->late > CTL_ON_TIME_SECONDS || d->slot.at == in->reported_slot;
+    /* A slot reported skipped or missed that now runs is a catch-up, however soon; so is
+     * one whose run time passed while the policy did not select the host. */
+    bool caught_up = d->late > CTL_ON_TIME_SECONDS || d->slot.at == in->reported_slot ||
+                     in->selected_since > d->run_time;
     enum ctl_trigger trigger = caught_up ? CTL_TRIGGER_CATCH_UP : CTL_TRIGGER_SCHEDULED;
 
     ctl_slot_text(d->slot.local, slot);

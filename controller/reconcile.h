@@ -108,12 +108,13 @@ struct ctl_pair_input {
     struct ctl_backup *const *backups;
     const struct ctl_job *const *jobs; /* jobs[i]: the Job of backups[i], or NULL */
     size_t nbackups;
-    int64_t limit;         /* the policy's alert limit now (sched_alert_limit) */
-    int64_t offset;        /* this host's jitter offset */
-    int64_t reported_slot; /* the last due slot already reported skipped or missed, or 0 */
-    int64_t gap_slot;      /* the slots before this one are already counted missed, or 0 */
-    int64_t started_slot;  /* the newest slot known started (policy status), or 0 */
-    bool was_overdue;      /* the last reconcile found the host overdue (Events on change) */
+    int64_t limit;          /* the policy's alert limit now (sched_alert_limit) */
+    int64_t offset;         /* this host's jitter offset */
+    int64_t reported_slot;  /* the last due slot already reported skipped or missed, or 0 */
+    int64_t gap_slot;       /* the slots before this one are already counted missed, or 0 */
+    int64_t selected_since; /* when the policy came to select the host (seen happen), or 0 */
+    int64_t started_slot;   /* the newest slot known started (policy status), or 0 */
+    bool was_overdue;       /* the last reconcile found the host overdue (Events on change) */
     int64_t now;
 };
 

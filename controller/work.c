@@ -441,6 +441,7 @@ static void ctl_reconcile(struct ctl *c, struct ctl_pair *pr)
         .offset = binding_offset(&e->p.bind, pr->host),
         .reported_slot = pr->reported_slot,
         .gap_slot = pr->gap_slot,
+        .selected_since = pr->selected_since,
         .started_slot = pr->started_slot,
         .was_overdue = pr->overdue,
         .now = now,

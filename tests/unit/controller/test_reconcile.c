@@ -135,6 +135,7 @@ static struct ctl_backup *add_backup(struct fixture *f, const char *slot, const 
 static bool f_was_overdue;
 static int64_t f_started_slot;
 static int64_t f_gap_slot;
+static int64_t f_selected_since;
 static const char *f_blocked;
 static bool f_node_gone; /* with node NULL: the Node does not exist (else: not selected) */
 
@@ -147,6 +148,7 @@ static void run(struct fixture *f, const char *now, int64_t reported)
         .node_exists = !f_node_gone,
         .blocked = f_blocked,
         .gap_slot = f_gap_slot,
+        .selected_since = f_selected_since,
         .backups = f->bp,
         .jobs = f->jp,
         .nbackups = f->n,
@@ -638,6 +640,27 @@ static void test_missed_slots_before_an_on_time_run_are_counted(void **state)
     fixture_free(&f);
 }
 
+/* A node put back into the selector runs the slot that passed while it was out as a catch-up. */
+static void test_a_reselected_node_catches_up(void **state)
+{
+    struct fixture f;
+    fixture_init(&f, MINUTELY);
+    add_backup(&f, "2026-03-10T10:00", "2026-03-10T10:00:00Z", "Succeeded", "2026-03-10T10:00:01Z",
+               "ok");
+    f_selected_since = T("2026-03-10T10:01:20Z"); /* selected again 20 s after 10:01 */
+    run(&f, "2026-03-10T10:01:21Z", 0);
+    assert_int_equal(count(&f, CTL_ACT_CREATE_RUN), 1);
+    assert_string_equal(first(&f, CTL_ACT_CREATE_RUN)->slot, "2026-03-10T10:01");
+    assert_string_equal(ctl_trigger_name(first(&f, CTL_ACT_CREATE_RUN)->trigger), "catch-up");
+    assert_int_equal(count_events(&f, "CaughtUp"), 1);
+    /* Selected before the run time: on time. */
+    f_selected_since = T("2026-03-10T10:00:59Z");
+    run(&f, "2026-03-10T10:01:21Z", 0);
+    assert_string_equal(ctl_trigger_name(first(&f, CTL_ACT_CREATE_RUN)->trigger), "scheduled");
+    f_selected_since = 0;
+    fixture_free(&f);
+}
+
 /* Issue 10, defect 2: no run while the repository is missing; the slot is caught up after. */
 static void test_a_blocked_repository_runs_nothing(void **state)
 {
@@ -741,6 +764,7 @@ int main(void)
         cmocka_unit_test(test_missed_slots_before_an_on_time_run_are_counted),
         cmocka_unit_test(test_invalid_policy_still_selects),
         cmocka_unit_test(test_a_blocked_repository_runs_nothing),
+        cmocka_unit_test(test_a_reselected_node_catches_up),
         cmocka_unit_test(test_backups_nothing_will_run_fail),
         cmocka_unit_test(test_invalid_policy_does_nothing),
         cmocka_unit_test(test_schedule_change_time),
