@@ -81,7 +81,8 @@ static void prune_event(struct prune_job *j, const char *type, const char *reaso
     struct kube_object_ref ref = {API_GROUP_VERSION, "Backup", j->ns, name, b ? b->uid : NULL};
     struct prune_write *pw = prune_write_new(c, j->ns, name);
     struct util_err err = {0};
-    ctl_log(c, 1, "event %s %s: %s", type, reason, message);
+    ctl_log(c, type[0] == 'W' ? 0 : 1, "event %s %s on Backup %s/%s: %s", type, reason, j->ns, name,
+            message);
     if (kube_event_create(c->kube, &ref, type, reason, message, CTL_COMPONENT, ctl_now(c),
                           prune_write_cb, pw, NULL, &err) != 0) {
         ctl_log(c, 0, "Backup %s/%s: event not sent: %s", j->ns, name, err.msg);
