@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "anomaly/anomaly.h"
 #include "repo/repo.h"
 #include "storage.h"
 
@@ -42,7 +43,8 @@ struct backup {
     const char *root; /* --root */
     char **paths;     /* the policy's paths, sorted, nested ones kept */
     size_t npaths;
-    uint64_t deadline_ns; /* uv_hrtime() at which maxRuntime has passed */
+    uint64_t deadline_ns;                 /* uv_hrtime() at which maxRuntime has passed */
+    struct anomaly_thresholds thresholds; /* defaults, or $LODE_ANOMALY's */
 
     /* The parent: its chunk set (sorted) and its file list reader, or none. */
     struct repo_chunkset *parent_set;

@@ -297,12 +297,48 @@ static bool cmd_backup_anomaly(struct backup *b, const struct repo_catalog *cat,
     cmd_backup_stats(m, &now);
     now.changed_bytes = b->changed_bytes;
     now.incompressible_changed_bytes = b->raw_changed_bytes;
-    anomaly_thresholds_default(&t);
+    t = b->thresholds;
     if (anomaly_check(&t, &now, recent, n, &rep) == 0)
         return false;
     anomaly_report_format(&rep, line, sizeof(line));
     fprintf(stderr, "lode backup: the snapshot looks suspicious: %s\n", line);
     return true;
+}
+
+/*
+ * The detector's thresholds: the defaults, changed by $LODE_ANOMALY, a JSON object
+ * of the BackupRepository's `anomaly` field that the controller puts into the Job
+ * (docs/anomaly.md). Read before anything is written, so a bad value costs nothing.
+ */
+static int cmd_backup_thresholds(struct anomaly_thresholds *t, struct util_err *err)
+{
+    const char *env = getenv("LODE_ANOMALY");
+    json_error_t jerr;
+    json_t *obj, *v;
+    const char *k;
+    int rc = 0;
+
+    anomaly_thresholds_default(t);
+    if (env == NULL || env[0] == '\0')
+        return 0;
+    obj = json_loads(env, JSON_REJECT_DUPLICATES, &jerr);
+    if (!json_is_object(obj)) {
+        json_decref(obj);
+        return util_err_set(err, UTIL_EINVAL, "LODE_ANOMALY is not a JSON object: %s",
+                            obj == NULL ? jerr.text : "another JSON value");
+    }
+    json_object_foreach(obj, k, v)
+    {
+        if (!json_is_integer(v) || json_integer_value(v) < 0) {
+            rc = util_err_set(err, UTIL_EINVAL,
+                              "LODE_ANOMALY: anomaly.%s must be a whole number of at least 0", k);
+            break;
+        }
+        if ((rc = anomaly_thresholds_set(t, k, (uint64_t)json_integer_value(v), err)) != 0)
+            break;
+    }
+    json_decref(obj);
+    return rc;
 }
 
 /* "/etc/", "/etc//x" and "/./etc" (valid in a policy) as "/etc", "/etc/x", "/etc". */
@@ -568,6 +604,10 @@ int cmd_backup(int argc, char **argv)
         policy_free(&pol);
         return cli_usage_error("backup", "--max-runtime \"%s\": %s", o.max_runtime,
                                err.msg[0] ? err.msg : "must be at least 1s");
+    }
+    if (cmd_backup_thresholds(&b.thresholds, &err) != 0) {
+        policy_free(&pol);
+        return cli_usage_error("backup", "%s", err.msg);
     }
     if (cmd_backup_limits(&pol.limits, &err) != 0) {
         policy_free(&pol);

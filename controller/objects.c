@@ -275,6 +275,14 @@ int ctl_job_set_repository(json_t *job, const json_t *repo, struct util_err *err
     if (json_is_true(json_object_get(spec, "allowPlainHTTP")))
         json_array_append_new(
             env, json_pack("{s:s, s:s}", "name", "LODE_ALLOW_PLAIN_HTTP", "value", "true"));
+    /* The anomaly detector's thresholds, as the BackupRepository sets them; the agent
+     * reads them before it writes anything (docs/anomaly.md). */
+    const json_t *anomaly = json_object_get(spec, "anomaly");
+    if (json_is_object(anomaly) && json_object_size(anomaly) > 0) {
+        char *text = json_dumps(anomaly, JSON_COMPACT | JSON_SORT_KEYS);
+        json_array_append_new(env, json_pack("{s:s, s:s}", "name", "LODE_ANOMALY", "value", text));
+        free(text);
+    }
     json_array_append_new(env,
                           ctl_secret_env("AWS_ACCESS_KEY_ID", secret,
                                          ctl_str_or(creds, "accessKeyIDKey", "AWS_ACCESS_KEY_ID")));

@@ -57,6 +57,46 @@ int anomaly_thresholds_check(const struct anomaly_thresholds *t, struct util_err
     return 0;
 }
 
+int anomaly_thresholds_set(struct anomaly_thresholds *t, const char *name, uint64_t value,
+                           struct util_err *err)
+{
+    /* Percentages and factors are small unsigned fields; counts and sizes 64-bit. */
+    const struct {
+        const char *name;
+        unsigned *small;
+        uint64_t *big;
+        unsigned max;
+    } f[] = {
+        {"massChangePercent", &t->mass_change_percent, NULL, 100},
+        {"massChangeMinFiles", NULL, &t->mass_change_min_files, 0},
+        {"massChangeFactor", &t->mass_change_factor, NULL, 1000},
+        {"deletionPercent", &t->deletion_percent, NULL, 100},
+        {"deletionMinFiles", NULL, &t->deletion_min_files, 0},
+        {"shrinkPercent", &t->shrink_percent, NULL, 100},
+        {"shrinkMinFiles", NULL, &t->shrink_min_files, 0},
+        {"shrinkMinBytes", NULL, &t->shrink_min_bytes, 0},
+        {"encryptionMinBytes", NULL, &t->encryption_min_bytes, 0},
+        {"encryptionPercent", &t->encryption_percent, NULL, 100},
+        {"encryptionBaselinePercent", &t->encryption_baseline_percent, NULL, 100},
+        {"growthFactor", &t->growth_factor, NULL, 1000},
+        {"growthMinBytes", NULL, &t->growth_min_bytes, 0},
+    };
+    for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+        if (strcmp(f[i].name, name) != 0)
+            continue;
+        if (f[i].big != NULL) {
+            *f[i].big = value;
+            return 0;
+        }
+        if (value < 1 || value > f[i].max)
+            return util_err_set(err, UTIL_ERANGE, "anomaly.%s: %llu is out of range (1 to %u)",
+                                name, (unsigned long long)value, f[i].max);
+        *f[i].small = (unsigned)value;
+        return 0;
+    }
+    return util_err_set(err, UTIL_EINVAL, "anomaly.%s: no such threshold", name);
+}
+
 /* a + b, saturating: counters from a hostile manifest must not wrap. */
 static uint64_t anomaly_add(uint64_t a, uint64_t b)
 {

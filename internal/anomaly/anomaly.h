@@ -79,6 +79,15 @@ void anomaly_thresholds_default(struct anomaly_thresholds *t);
  */
 int anomaly_thresholds_check(const struct anomaly_thresholds *t, struct util_err *err);
 
+/*
+ * Sets one threshold by its documented name ("massChangePercent", ... as in
+ * docs/anomaly.md and the BackupRepository's `anomaly` field). An unknown name is
+ * UTIL_EINVAL; a value out of the field's range is UTIL_ERANGE, each naming the
+ * field; t is unchanged on error.
+ */
+int anomaly_thresholds_set(struct anomaly_thresholds *t, const char *name, uint64_t value,
+                           struct util_err *err);
+
 enum anomaly_rule {
     ANOMALY_MASS_CHANGE = 1u << 0,
     ANOMALY_DELETION_SPIKE = 1u << 1,

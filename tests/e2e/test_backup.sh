@@ -410,4 +410,31 @@ check_eq "paths written /etc/, /./etc and /home//u: each file once, no error" \
 run backup --policy "$pol" --host 'bad/host' --root "$src"
 check_eq "a bad --host: exit 2" "$RC" 2
 
+# ---- the detector's thresholds from LODE_ANOMALY (a BackupRepository's anomaly field) ----
+th=$T_TMP/thresholds
+mkdir -p "$th/srv"
+for i in $(seq 40); do printf 'file %s\n' "$i" >"$th/srv/f$i"; done
+polth=$(policy thresholds '[/srv]')
+run backup --policy "$polth" --host node-a --root "$th" --output json
+rm -f "$th"/srv/f{1..8}
+run backup --policy "$polth" --host node-a --root "$th" --output json
+check_eq "8 of 40 files deleted, default thresholds (50 files at least): not suspicious" \
+	"$(jqo .snapshot.suspicious)" false
+rm -f "$th"/srv/f{9..16}
+LODE_ANOMALY='{"deletionMinFiles":5}' run backup --policy "$polth" --host node-a --root "$th" --output json
+check_eq "8 of 32 deleted with deletionMinFiles 5 from LODE_ANOMALY: suspicious" \
+	"$(jqo .snapshot.suspicious)" true
+check_contains "the rule named" "$ERR" "deletion-spike"
+run snapshots --policy e2e/thresholds --output json
+before=$(jqo '.snapshots | length')
+LODE_ANOMALY='{"deletionPercent":0}' run backup --policy "$polth" --host node-a --root "$th"
+check_eq "a threshold out of range: exit 2" "$RC" 2
+check_contains "naming the field and its range" "$ERR" "anomaly.deletionPercent: 0 is out of range (1 to 100)"
+LODE_ANOMALY='{"deletionPct":10}' run backup --policy "$polth" --host node-a --root "$th"
+check_contains "an unknown threshold: named" "$ERR" "anomaly.deletionPct: no such threshold"
+LODE_ANOMALY='[1]' run backup --policy "$polth" --host node-a --root "$th"
+check_contains "LODE_ANOMALY that is not an object: said so" "$ERR" "LODE_ANOMALY is not a JSON object"
+run snapshots --policy e2e/thresholds --output json
+check_eq "refused thresholds wrote no snapshot" "$(jqo '.snapshots | length')" "$before"
+
 finish

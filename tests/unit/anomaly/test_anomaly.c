@@ -90,6 +90,50 @@ static void test_defaults_and_ranges(void **state)
     assert_null(anomaly_rule_name(ANOMALY_RULE_COUNT));
 }
 
+/* Every documented name sets its field; ranges and unknown names are refused. */
+static void test_thresholds_by_name(void **state)
+{
+    struct anomaly_thresholds t, before;
+    struct util_err err = {0};
+    anomaly_thresholds_default(&t);
+    assert_int_equal(anomaly_thresholds_set(&t, "massChangePercent", 40, &err), 0);
+    assert_int_equal(t.mass_change_percent, 40);
+    assert_int_equal(anomaly_thresholds_set(&t, "deletionMinFiles", 3, &err), 0);
+    assert_int_equal(t.deletion_min_files, 3);
+    assert_int_equal(anomaly_thresholds_set(&t, "growthMinBytes", 1ull << 40, &err), 0);
+    assert_true(t.growth_min_bytes == 1ull << 40);
+    assert_int_equal(anomaly_thresholds_set(&t, "growthFactor", 1000, &err), 0);
+    assert_int_equal(t.growth_factor, 1000);
+    assert_int_equal(anomaly_thresholds_check(&t, &err), 0);
+
+    before = t;
+    assert_int_equal(anomaly_thresholds_set(&t, "deletionPercent", 0, &err), UTIL_ERANGE);
+    assert_string_equal(err.msg, "anomaly.deletionPercent: 0 is out of range (1 to 100)");
+    assert_int_equal(anomaly_thresholds_set(&t, "growthFactor", 1001, &err), UTIL_ERANGE);
+    assert_int_equal(anomaly_thresholds_set(&t, "encryptionPercent", 1ull << 33, &err),
+                     UTIL_ERANGE);
+    assert_int_equal(anomaly_thresholds_set(&t, "massChange", 5, &err), UTIL_EINVAL);
+    assert_string_equal(err.msg, "anomaly.massChange: no such threshold");
+    assert_memory_equal(&t, &before, sizeof(t));
+
+    /* Each of the thirteen names of docs/anomaly.md is known. */
+    const char *names[] = {"massChangePercent",
+                           "massChangeMinFiles",
+                           "massChangeFactor",
+                           "deletionPercent",
+                           "deletionMinFiles",
+                           "shrinkPercent",
+                           "shrinkMinFiles",
+                           "shrinkMinBytes",
+                           "encryptionMinBytes",
+                           "encryptionPercent",
+                           "encryptionBaselinePercent",
+                           "growthFactor",
+                           "growthMinBytes"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        assert_int_equal(anomaly_thresholds_set(&t, names[i], 7, &err), 0);
+}
+
 static void test_no_parent_nothing_fires(void **state)
 {
     history();
@@ -342,6 +386,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults_and_ranges),
+        cmocka_unit_test(test_thresholds_by_name),
         cmocka_unit_test(test_no_parent_nothing_fires),
         cmocka_unit_test(test_quiet_snapshot),
         cmocka_unit_test(test_mass_change_threshold),

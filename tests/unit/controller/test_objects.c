@@ -413,6 +413,19 @@ static void test_job_repository(void **state)
     assert_string_equal(env_value(job_container(job), "LODE_ALLOW_PLAIN_HTTP"), "true");
     assert_string_equal(env_value(job_container(job), "LODE_REPOSITORY"),
                         "s3:http://s3.lan:9000/b");
+    assert_null(by_name(json_object_get(job_container(job), "env"), "LODE_ANOMALY"));
+    json_decref(repo);
+    json_decref(job);
+
+    /* The anomaly thresholds reach the agent as one JSON value. */
+    job = ctl_job_json(&p, &run, &opts);
+    repo = json_loads("{\"spec\":{\"endpoint\":\"https://s3.lan\",\"bucket\":\"b\","
+                      "\"anomaly\":{\"deletionPercent\":10,\"deletionMinFiles\":5},"
+                      "\"credentialsSecret\":{\"name\":\"s\"}}}",
+                      0, NULL);
+    assert_int_equal(ctl_job_set_repository(job, repo, &err), 0);
+    assert_string_equal(env_value(job_container(job), "LODE_ANOMALY"),
+                        "{\"deletionMinFiles\":5,\"deletionPercent\":10}");
     json_decref(repo);
     json_decref(job);
 }
