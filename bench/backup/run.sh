@@ -3,8 +3,8 @@
 # restic 0.14 (Debian's), restic 0.18.1 (bench/tools) and lode on the same tree
 # against the same versitygw (127.0.0.1, plain HTTP, posix backend), one bucket
 # each, in one run:
-#   - the tree: a copy of /usr/share and /usr/local/go (about 0.84 GB in 58,800
-#     files), made once under $BENCH_TREE_ROOT (default /tmp/lode-bench-tree) and
+#   - the tree: a copy of /usr/share and /usr/local/go (814 MB in 58,814 files
+#     on the machine of docs/benchmarks.md), made once under $BENCH_TREE_ROOT (default /tmp/lode-bench-tree) and
 #     read once before the runs so that every tool reads it from the page cache;
 #   - per tool: first backup, unchanged re-run, restore of the re-run's snapshot
 #     (each restore compared with the tree by diff -r), with wall, CPU, peak RSS,

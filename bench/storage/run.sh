@@ -8,7 +8,8 @@
 #     snapshot brings new data (a pack of its own: lode's and restic's packs are
 #     closed at the end of each backup). restic's snapshots get hourly times with
 #     --time; lode's times are the server's. Both histories are built at once (not
-#     measured); then every object is aged two days (versitygw's posix backend
+#     measured) and kept under $BENCH_HISTORY for the next runs (building them
+#     takes about a second a backup); then every object is aged two days (versitygw's posix backend
 #     takes LastModified from the file's mtime), past lode gc's safety window;
 #   - forget: keep the last 2, forget N - 2 (1,000): `lode forget --policy` against
 #     `restic forget --keep-last 2`: requests, wall time, peak RSS;
