@@ -119,7 +119,8 @@ history_restic() {
 # lode's history is kept the same way, with the repository key and the commit of
 # the lode that wrote it ($BENCH_HISTORY/lode-N/built-by); lode check --read-data
 # after the collection shows that this build reads it.
-lhist=${BENCH_HISTORY:-/tmp/lode-bench-history}/lode-$N
+# Keyed by the repository format too, so that a new format builds a new history.
+lhist=${BENCH_HISTORY:-/tmp/lode-bench-history}/lode-$N-format$(awk '$2 == "REPO_FORMAT" { print $3 }' internal/repo/repo.h)
 history_lode() {
 	local k
 	if [[ -f $lhist/.complete ]]; then
