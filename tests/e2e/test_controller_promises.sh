@@ -13,6 +13,7 @@
 #     does not select, end Failed with unknown_policy, unknown_host, host_not_selected and
 #     an Event, and lode status does not show them running;
 #   - an invalid policy: Ready=False, Overdue=Unknown, the hosts it selects still counted;
+#   - a node put back into the nodeSelector runs the slot it was out for as a catch-up;
 #   - slots missed while the controller was down, before a slot that runs on time, are
 #     counted (lodestore_host_missed_slots_total) and reported (a Missed Event);
 #   - every Event's log line names its object (ns/name).
@@ -273,6 +274,20 @@ if env_wait 60 "a run of later to succeed" done_later; then
 else
     fail "a run of later succeeds"
 fi
+
+# ---- a node put back into the selector runs the slot it was out for, as a catch-up ----
+h1=$NS-n-1
+kc label node "$h1" "role=$NS-out" --overwrite >/dev/null
+boundary=$((($(date +%s) / 60 + 1) * 60))
+slot_passed() { [[ $(date +%s) -ge $((boundary + 3)) ]]; }
+env_wait 70 "a slot to pass with $h1 out of the selector" slot_passed
+out_slot=$(date -u -d "@$boundary" +%Y-%m-%dT%H:%M)
+kc label node "$h1" "role=$NS" --overwrite >/dev/null
+trigger_of_out_slot() { backups_of later | awk -v h="$h1" -v s="$out_slot" '$1 == s && $2 == h {print $3}'; }
+ran_out_slot() { [[ -n $(trigger_of_out_slot) ]]; }
+env_wait 30 "the run of $out_slot on $h1" ran_out_slot
+check_eq "a node put back into the selector runs the slot it was out for as a catch-up" \
+    "$(trigger_of_out_slot)" catch-up
 
 # ---- slots missed while the controller is down, before one that runs on time ----
 h=$NS-n-0
