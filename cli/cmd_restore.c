@@ -9,8 +9,10 @@
  * neighbouring blobs (gaps under 1 MiB are read through rather than asked for again),
  * four at a time, so a pack range is read once and never a whole pack per chunk. Each
  * blob is authenticated (AES-GCM) and checked against its SHA-256 before a byte of it
- * is written; a blob used by several files of a batch is fetched once. A file goes
- * into place as soon as its last chunk is written, while the other GETs go on.
+ * is written; a blob used by several files of a batch is fetched once. Blobs are
+ * opened and written on the libuv thread pool, one fetched range per task, so the
+ * work spreads over the cores while the loop thread fetches and puts files into place
+ * (each as soon as its last chunk is written).
  * restore.h says how the target is written (temporary names, no symlink followed).
  *
  * Exit codes: 0 everything restored; 1 the snapshot is missing or damaged (each
@@ -79,8 +81,7 @@ struct rx {
     uint64_t batch_bytes;
     struct rx_range *ranges;
     size_t nranges, capranges, next, running;
-    uint8_t *plain;
-    size_t capplain;
+    size_t working; /* ranges being opened on the thread pool */
     /* The outcome. */
     bool fatal;        /* writing failed or the repository cannot be read: stop */
     unsigned damaged;  /* damaged objects and files not restored because of them */
@@ -250,55 +251,94 @@ static int rx_write_all(int fd, const uint8_t *p, size_t n, uint64_t at)
     return 0;
 }
 
-/* Opens each blob of a fetched range once and writes it wherever it belongs. */
-static void rx_apply(struct rx *x, const struct rx_range *r, const uint8_t *body)
+/* One ranged GET, then the work on its bytes. */
+struct rx_get {
+    struct rx *x;
+    size_t range;
+    char *key;
+    uv_work_t work;
+    uint8_t *body;        /* the range's bytes, owned */
+    int *status;          /* per piece: 0 written, 1 its blob is damaged, < 0 -errno of the write */
+    struct util_buf msgs; /* one line per damaged blob */
+};
+
+/*
+ * On the thread pool: opens each blob of the range once (authenticate, decompress,
+ * hash) and writes it wherever it belongs, so that blobs are opened on as many threads
+ * as ranges are in flight. It reads the batch's pieces and descriptors, which do not
+ * change while a piece of theirs is pending, and writes only into g.
+ */
+static void rx_work_cb(uv_work_t *req)
 {
-    char *key = NULL;
-    for (size_t i = r->first; i < r->first + r->n && !x->fatal;) {
+    struct rx_get *g = req->data;
+    struct rx *x = g->x;
+    const struct rx_range *r = &x->ranges[g->range];
+    uint8_t *plain = NULL;
+    size_t cap = 0;
+
+    for (size_t i = r->first; i < r->first + r->n;) {
         const struct repo_chunk *c = x->pieces[i].c;
         size_t j = i;
         struct util_err e = {0};
         while (j < r->first + r->n && x->pieces[j].c == c)
             j++;
-        if (c->plain > x->capplain) {
-            free(x->plain);
-            x->capplain = c->plain;
-            x->plain = util_malloc(x->capplain);
+        if (c->plain > cap || plain == NULL) {
+            free(plain);
+            cap = c->plain;
+            plain = util_malloc(cap ? cap : 1);
         }
-        if (repo_blob_open(x->keys, c, body + (c->offset - r->start), x->plain, &e) != 0) {
-            if (key == NULL)
-                key = rx_pack_key(x, r->pack);
-            rx_damage(x, "%s: %s", key, e.msg);
-            rx_fail_pieces(x, i, j - i);
-            i = j;
+        if (repo_blob_open(x->keys, c, g->body + (c->offset - r->start), plain, &e) != 0) {
+            util_buf_printf(&g->msgs, "%s: %s\n", g->key, e.msg);
+            for (; i < j; i++)
+                g->status[i - r->first] = 1;
             continue;
         }
-        for (; i < j; i++) {
-            struct rx_file *f = &x->files[x->pieces[i].file];
-            if (!f->failed) {
-                int rc = rx_write_all(f->tf.fd, x->plain, c->plain, x->pieces[i].at);
-                if (rc != 0) {
-                    char *m = util_asprintf("writing %s: %s", f->f.path, strerror(-rc));
-                    rx_io_error(x, m);
-                    free(m);
-                    x->fatal = true; /* a full disk: stop at once */
-                    break;
-                }
-                f->written += c->plain;
+        for (; i < j; i++)
+            g->status[i - r->first] =
+                rx_write_all(x->files[x->pieces[i].file].tf.fd, plain, c->plain, x->pieces[i].at);
+    }
+    free(plain);
+}
+
+static void rx_start(struct rx *x);
+
+/* Back on the loop: the outcome of each piece, files into place, the next GETs. */
+static void rx_work_done(uv_work_t *req, int status)
+{
+    struct rx_get *g = req->data;
+    struct rx *x = g->x;
+    const struct rx_range *r = &x->ranges[g->range];
+
+    x->working--;
+    for (char *line = g->msgs.data, *nl; line != NULL && *line; line = nl + 1) {
+        nl = strchr(line, '\n');
+        *nl = '\0';
+        rx_damage(x, "%s", line);
+    }
+    for (size_t i = r->first; i < r->first + r->n; i++) {
+        int st = g->status[i - r->first];
+        struct rx_file *f = &x->files[x->pieces[i].file];
+        if (st == 1) {
+            rx_piece_done(x, i, true);
+        } else if (st < 0) {
+            if (!x->fatal) { /* a full disk: stop at once */
+                char *m = util_asprintf("writing %s: %s", f->f.path, strerror(-st));
+                rx_io_error(x, m);
+                free(m);
+                x->fatal = true;
             }
+        } else {
+            f->written += x->pieces[i].c->plain;
             rx_piece_done(x, i, false);
         }
     }
-    free(key);
+    free(g->body);
+    free(g->status);
+    util_buf_free(&g->msgs);
+    free(g->key);
+    free(g);
+    rx_start(x);
 }
-
-struct rx_get {
-    struct rx *x;
-    size_t range;
-    char *key;
-};
-
-static void rx_start(struct rx *x);
 
 static void rx_got(const struct s3_result *res, void *arg)
 {
@@ -321,9 +361,21 @@ static void rx_got(const struct s3_result *res, void *arg)
                   "%s is shorter than the chunk set says (%zu of %" PRIu64 " bytes at %" PRIu64 ")",
                   g->key, res->body_len, r->end - r->start, r->start);
         rx_fail_pieces(x, r->first, r->n);
-    } else {
+    } else if (!x->fatal) {
         x->fetched += res->body_len;
-        rx_apply(x, r, (const uint8_t *)res->body);
+        g->body = util_malloc(res->body_len ? res->body_len : 1);
+        memcpy(g->body, res->body, res->body_len);
+        g->status = util_calloc(r->n, sizeof(*g->status));
+        util_buf_init(&g->msgs);
+        g->work.data = g;
+        if (uv_queue_work(s3_sync_loop(x->st->s3), &g->work, rx_work_cb, rx_work_done) == 0) {
+            x->working++;
+            return; /* rx_work_done goes on */
+        }
+        rx_io_error(x, "cannot start a worker thread");
+        x->fatal = true;
+        free(g->body);
+        free(g->status);
     }
     free(g->key);
     free(g);
@@ -389,7 +441,7 @@ static void rx_flush(struct rx *x)
             (struct rx_range){.pack = c->pack, .start = c->offset, .end = end, .first = i, .n = 1};
     }
     rx_start(x);
-    while (x->running > 0)
+    while (x->running > 0 || x->working > 0)
         uv_run(s3_sync_loop(x->st->s3), UV_RUN_ONCE);
 
     for (size_t i = 0; i < x->nfiles; i++) {
@@ -822,7 +874,6 @@ int cmd_restore(int argc, char **argv)
     free(x.files);
     free(x.pieces);
     free(x.ranges);
-    free(x.plain);
     storage_close(&st);
 out:
     for (size_t i = 0; i < ninc; i++)
