@@ -8,8 +8,13 @@
 #     controller, KWOK, versitygw; built from their Go modules the first time, which
 #     takes a while, then cached), the CRDs, a BackupRepository on the local S3
 #     server, three KWOK nodes and a policy that runs every minute;
-#  3. the controller, and the backups it runs on the three nodes: Backups, Jobs,
-#     the policy's status and the metrics.
+#  3. the controller, and the backups it runs on the three nodes, for real: each
+#     node's pods run in the image built from the Dockerfile (buildah, cached) by
+#     tests/env/chroot-kubelet.py, and `lode backup` writes real snapshots into the
+#     local S3 server; Backups, Jobs, the policy's status and the metrics;
+#  4. the snapshots in S3 and a restore of one, compared with the node's files;
+#  5. a node's files "encrypted" by ransomware: the next snapshot is flagged
+#     suspicious; and retention applied by the controller through the storage API.
 # The cluster is taken down at the end; DEMO_KEEP=1 leaves it (and the controller)
 # running and prints how to reach it.
 set -euo pipefail
@@ -41,13 +46,9 @@ $lode forget --dry-run --policy "$example" --snapshots docs/examples/snapshots.j
 
 step "a local control plane on 127.0.0.1 (the first run builds it from Go modules)"
 tests/env/cluster-up.sh
+# The environment's helpers (kc, env_wait, the image and the kubelet stand-in).
 # shellcheck disable=SC1091
-source tests/env/common.sh
-# shellcheck disable=SC1090
-source "$ENV_DIR/state.env"
-# shellcheck disable=SC1090
-source "$ENV_DIR/s3.env"
-kc() { "$KUBECTL" --kubeconfig "$KUBECONFIG" --context admin "$@"; }
+source tests/env/lib.sh
 ctl_pid=
 ui_pid=
 ui_url=
@@ -62,16 +63,31 @@ finish() {
     else
         tests/env/cluster-down.sh
     fi
+    rm -rf "$T_TMP"
 }
 trap finish EXIT
 
-step "CRDs, a BackupRepository on the local S3 server, three nodes and a policy"
+step "the image, built from the Dockerfile (buildah, cached), and the kubelet stand-in that runs it"
+env_chroot_kubelet_start
+echo "image $CHROOT_KUBELET_IMAGE (lode $IMAGE_VERSION)"
+
+step "a repository in the local S3 server: lode init"
+export AWS_ACCESS_KEY_ID=$S3_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET_KEY AWS_REGION=$S3_REGION
+export LODE_CACERT=$S3_CA_FILE LODE_REPOSITORY=s3:$S3_ENDPOINT/$S3_BUCKET/demo-$(date +%s)
+export LODE_KEY_FILE=$T_TMP/repository-key
+head -c 32 /dev/urandom | base64 >"$LODE_KEY_FILE"
+chmod 600 "$LODE_KEY_FILE"
+echo "LODE_REPOSITORY=$LODE_REPOSITORY"
+$lode init
+
+step "CRDs, the BackupRepository and its Secret, three nodes with their own files, and a policy"
 kc apply --server-side -f crd/ >/dev/null
 kc wait --for condition=established --timeout=30s crd/backuppolicies.lodestore.io \
     crd/backups.lodestore.io crd/backuprepositories.lodestore.io >/dev/null
 kc create namespace demo --dry-run=client -o yaml | kc apply -f - >/dev/null
 kc -n demo create secret generic s3-credentials --from-literal=AWS_ACCESS_KEY_ID="$S3_ACCESS_KEY" \
-    --from-literal=AWS_SECRET_ACCESS_KEY="$S3_SECRET_KEY" --dry-run=client -o yaml | kc apply -f - >/dev/null
+    --from-literal=AWS_SECRET_ACCESS_KEY="$S3_SECRET_KEY" --from-file=repository-key="$LODE_KEY_FILE" \
+    --dry-run=client -o yaml | kc apply -f - >/dev/null
 kc -n demo apply -f - <<EOF
 apiVersion: lodestore.io/v1alpha1
 kind: BackupRepository
@@ -79,17 +95,20 @@ metadata: {name: main}
 spec:
   endpoint: $S3_ENDPOINT
   bucket: $S3_BUCKET
+  prefix: ${LODE_REPOSITORY##*/}
   region: $S3_REGION
+  caBundle: $(base64 -w0 <"$S3_CA_FILE")
   credentialsSecret: {name: s3-credentials}
 EOF
-for i in 1 2 3; do
-    kc apply -f - >/dev/null <<EOF
-apiVersion: v1
-kind: Node
-metadata:
-  name: demo-node-$i
-  labels: {role: db, kubernetes.io/hostname: demo-node-$i, lodestore.io/env-nodes: demo}
-EOF
+env_create_nodes 3 demo-node role=db lodestore.io/chroot-kubelet=true
+for i in 0 1 2; do
+    d=$(env_node_dir "demo-node-$i")
+    mkdir -p "$d/etc" "$d/home/ops/reports"
+    echo "demo-node-$i" >"$d/etc/hostname"
+    printf 'listen 0.0.0.0:%d\nworkers %d\n' $((5432 + i)) $((4 + i)) >"$d/etc/db.conf"
+    for r in $(seq 1 100); do
+        seq 1 $((1500 + 10 * i)) | sed "s/^/report $r of demo-node-$i, line /" >"$d/home/ops/reports/report-$r.txt"
+    done
 done
 policy=$(mktemp --suffix=.yaml)
 cat >"$policy" <<EOF
@@ -101,12 +120,12 @@ spec:
   paths: [/etc, /home]
   nodeSelector: {role: db}
   schedule: {cron: "* * * * *", timezone: Europe/Kyiv, jitter: 20s}
-  retention: {keepLast: 3}
+  retention: {keepLast: 2}
   limits: {maxRuntime: 1h, nice: 10}
 EOF
 $lode validate "$policy" && kc apply -f "$policy"
 rm -f "$policy"
-kc get nodes -l lodestore.io/env-nodes=demo
+kc get nodes -l lodestore.io/env-nodes=demo-node
 
 step "the controller"
 log=$LODE_ENV_DIR/logs/lode-controller.log
@@ -118,10 +137,10 @@ metrics_port=$(grep -o 'metrics on 127.0.0.1:[0-9]*' "$log" | cut -d: -f2)
 head -n 3 "$log"
 
 step "backups of the next slot on the three nodes (each node starts within its 20s jitter)"
-succeeded() {
-    [[ $(kc -n demo get backups -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -c '^Succeeded$') -ge 3 ]]
+succeeded() { # N: at least N Backups Succeeded
+    [[ $(kc -n demo get backups -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -c '^Succeeded$') -ge $1 ]]
 }
-env_wait 120 "three backups to succeed" succeeded
+env_wait 150 "three backups to succeed" succeeded 3
 kc -n demo get backups -o wide
 echo
 kc -n demo get jobs
@@ -129,6 +148,49 @@ echo
 kc -n demo get backuppolicy every-minute
 echo
 kc -n demo get backuppolicy every-minute -o jsonpath='{range .status.conditions[*]}{.type}={.status} ({.reason}): {.message}{"\n"}{end}'
+echo
+echo "What the first Backup of demo-node-0 recorded:"
+kc -n demo get backups -o json | jq '[.items[] | select(.spec.host == "demo-node-0" and .status.phase == "Succeeded")][0].status.snapshot'
+
+step "the snapshots in S3 (lode snapshots) and a restore of demo-node-1's"
+$lode snapshots --policy demo/every-minute
+id=$($lode snapshots --policy demo/every-minute --host demo-node-1 --output json | jq -r '.snapshots[-1].id')
+target=$T_TMP/restore
+$lode restore "$id" --target "$target"
+(cd "$target" && find . -maxdepth 3 | sort | head -n 12)
+if diff -r "$(env_node_dir demo-node-1)/etc" "$target/etc" && diff -r "$(env_node_dir demo-node-1)/home" "$target/home"; then
+    echo "the restore of $id is byte for byte demo-node-1's /etc and /home"
+fi
+
+step "ransomware on demo-node-2: 60 of its 100 reports encrypted in place"
+d=$(env_node_dir demo-node-2)
+for r in $(seq 1 60); do
+    f=$d/home/ops/reports/report-$r.txt
+    openssl enc -aes-256-cbc -pbkdf2 -pass pass:demo -in "$f" -out "$f.tmp" && mv "$f.tmp" "$f"
+done
+echo "waiting for the next slot's backup of demo-node-2"
+suspicious_seen() { $lode snapshots --policy demo/every-minute --host demo-node-2 --output json | jq -e '[.snapshots[] | select(.suspicious)] | length > 0' >/dev/null; }
+env_wait 150 "a suspicious snapshot of demo-node-2" suspicious_seen
+$lode snapshots --policy demo/every-minute --host demo-node-2
+echo
+flagged() { kc -n demo get backups -o json | jq -e '[.items[] | .status.conditions[]? | select(.type == "Suspicious" and .status == "True")] | length > 0' >/dev/null; }
+env_wait 60 "the Backup to carry the Suspicious condition" flagged
+kc -n demo get backups -o json | jq -r '.items[] | select(.spec.host == "demo-node-2") | .metadata.name as $n | .status.conditions[]? | select(.type == "Suspicious" and .status == "True") | "\($n): Suspicious=True (\(.reason)): \(.message)"'
+
+step "retention through the storage API: keepLast 2, applied by the controller after each backup"
+echo "waiting for a slot more, so that each host has more snapshots than it keeps"
+env_wait 150 "nine backups to succeed" succeeded 9
+forgot() { [[ -n $(kc -n demo get events --field-selector reason=Forgot -o name) ]]; }
+env_wait 60 "the controller to forget a snapshot" forgot
+kc -n demo get events --field-selector reason=Forgot -o custom-columns=BACKUP:.involvedObject.name,MESSAGE:.message | head -n 4
+echo
+echo "The retention the controller recorded on the newest Backup of demo-node-0:"
+kc -n demo get backups -o json | jq '[.items[] | select(.spec.host == "demo-node-0" and .status.retention != null)] | sort_by(.spec.slot) | .[-1].status.retention'
+echo
+$lode snapshots --policy demo/every-minute
+echo
+echo "lode forget --policy demo/every-minute --dry-run (what retention keeps now, and why):"
+$lode forget --policy demo/every-minute --dry-run | head -n 20
 
 step "metrics (excerpt)"
 curl -fsS "http://127.0.0.1:$metrics_port/metrics" | grep -E '^lodestore_(host_next_run|host_last_success|runs_total|build_info)' | head -n 12
