@@ -257,7 +257,8 @@ struct rx_get {
     size_t range;
     char *key;
     uv_work_t work;
-    uint8_t *body;        /* the range's bytes, owned */
+    uint8_t *body; /* the range's bytes, owned, written by the GET's sink */
+    size_t got, len;
     int *status;          /* per piece: 0 written, 1 its blob is damaged, < 0 -errno of the write */
     struct util_buf msgs; /* one line per damaged blob */
 };
@@ -356,15 +357,12 @@ static void rx_got(const struct s3_result *res, void *arg)
         rx_io_error(x, m);
         free(m);
         x->fatal = true;
-    } else if (res->body_len != r->end - r->start) {
-        rx_damage(x,
-                  "%s is shorter than the chunk set says (%zu of %" PRIu64 " bytes at %" PRIu64 ")",
-                  g->key, res->body_len, r->end - r->start, r->start);
+    } else if (g->got != g->len) {
+        rx_damage(x, "%s is shorter than the chunk set says (%zu of %zu bytes at %" PRIu64 ")",
+                  g->key, g->got, g->len, r->start);
         rx_fail_pieces(x, r->first, r->n);
     } else if (!x->fatal) {
-        x->fetched += res->body_len;
-        g->body = util_malloc(res->body_len ? res->body_len : 1);
-        memcpy(g->body, res->body, res->body_len);
+        x->fetched += g->got;
         g->status = util_calloc(r->n, sizeof(*g->status));
         util_buf_init(&g->msgs);
         g->work.data = g;
@@ -374,12 +372,23 @@ static void rx_got(const struct s3_result *res, void *arg)
         }
         rx_io_error(x, "cannot start a worker thread");
         x->fatal = true;
-        free(g->body);
         free(g->status);
     }
+    free(g->body);
     free(g->key);
     free(g);
     rx_start(x);
+}
+
+/* The GET's bytes go straight into the range's buffer (no second copy). */
+static int rx_sink(const char *data, size_t len, void *arg)
+{
+    struct rx_get *g = arg;
+    if (len > g->len - g->got)
+        return 1; /* more than asked for: the reply is not this range */
+    memcpy(g->body + g->got, data, len);
+    g->got += len;
+    return 0;
 }
 
 static void rx_start(struct rx *x)
@@ -394,10 +403,13 @@ static void rx_start(struct rx *x)
         g->x = x;
         g->range = x->next++;
         g->key = rx_pack_key(x, r->pack);
-        if (s3_get(s3_sync_client(x->st->s3), g->key, &o, NULL, rx_got, g, NULL, &e) != 0) {
+        g->len = (size_t)(r->end - r->start);
+        g->body = util_malloc(g->len ? g->len : 1);
+        if (s3_get(s3_sync_client(x->st->s3), g->key, &o, rx_sink, rx_got, g, NULL, &e) != 0) {
             char *m = util_asprintf("cannot read %s: %s", g->key, e.msg);
             rx_io_error(x, m);
             free(m);
+            free(g->body);
             free(g->key);
             free(g);
             x->fatal = true;
