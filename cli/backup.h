@@ -114,7 +114,8 @@ struct backup_result {
     bool written;
     int64_t time; /* the manifest's modification time */
     bool suspicious;
-    const char *error; /* why no snapshot, or NULL */
+    char anomaly[1024]; /* the rules that fired, with their numbers, when suspicious */
+    const char *error;  /* why no snapshot, or NULL */
 };
 
 /* Prints the outcome (JSON or text) and writes the termination log when asked. */

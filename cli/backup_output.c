@@ -1,7 +1,8 @@
 /*
  * backup_output: what `lode backup` prints (text or SPEC section 8's JSON) and the
  * termination log the controller reads back into the Backup's status: the same
- * JSON, compact, at most 4096 bytes (Kubernetes' limit), errors cut to fit.
+ * JSON, compact, at most 4096 bytes (Kubernetes' limit), errors cut to fit, plus
+ * "anomaly" (the detector's rules and numbers) for a suspicious snapshot.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -29,7 +30,7 @@ static json_t *backup_errors_json(const struct backup *b, size_t n, size_t msg_m
 }
 
 static json_t *backup_json(const struct backup *b, const struct backup_result *r, size_t nerrs,
-                           size_t msg_max)
+                           size_t msg_max, bool termlog)
 {
     json_t *root = json_object();
     if (r->written) {
@@ -52,6 +53,10 @@ static json_t *backup_json(const struct backup *b, const struct backup_result *r
         json_object_set_new(root, "error", cli_json_string_lossy(r->error ? r->error : ""));
     }
     json_object_set_new(root, "errors", backup_errors_json(b, nerrs, msg_max));
+    /* Only in the termination log (the printed JSON is SPEC section 8's, exactly): the
+     * rules that fired, for the Backup's Suspicious condition. */
+    if (termlog && r->written && r->suspicious && r->anomaly[0] != '\0')
+        json_object_set_new(root, "anomaly", cli_json_string_lossy(r->anomaly));
     return root;
 }
 
@@ -62,7 +67,7 @@ static void backup_termlog(const char *path, const struct backup *b, const struc
     char *s = NULL;
     FILE *f;
     for (;;) {
-        json_t *j = backup_json(b, r, n, msg_max);
+        json_t *j = backup_json(b, r, n, msg_max, true);
         free(s);
         s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
         json_decref(j);
@@ -93,7 +98,7 @@ void backup_print(const struct backup *b, const struct backup_result *r, bool js
                   const char *termlog)
 {
     if (json) {
-        json_t *j = backup_json(b, r, b->nerrs, SIZE_MAX);
+        json_t *j = backup_json(b, r, b->nerrs, SIZE_MAX, false);
         cli_print_json(j);
         json_decref(j);
     } else {

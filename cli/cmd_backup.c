@@ -270,9 +270,12 @@ static void cmd_backup_stats(const struct repo_manifest *m, struct anomaly_stats
     s->new_bytes = m->new_bytes;
 }
 
-/* Runs the detector; true when the snapshot is suspicious (the reasons on stderr). */
+/*
+ * Runs the detector; true when the snapshot is suspicious (the reasons on stderr and
+ * in why, which the termination log carries to the Backup's Suspicious condition).
+ */
 static bool cmd_backup_anomaly(struct backup *b, const struct repo_catalog *cat,
-                               const struct repo_manifest *m)
+                               const struct repo_manifest *m, char *why, size_t whysize)
 {
     struct anomaly_stats now, recent[BACKUP_RECENT];
     struct anomaly_thresholds t;
@@ -302,6 +305,7 @@ static bool cmd_backup_anomaly(struct backup *b, const struct repo_catalog *cat,
         return false;
     anomaly_report_format(&rep, line, sizeof(line));
     fprintf(stderr, "lode backup: the snapshot looks suspicious: %s\n", line);
+    snprintf(why, whysize, "%s", line);
     return true;
 }
 
@@ -451,7 +455,7 @@ static void cmd_backup_run(struct backup *b, const struct policy *pol, int64_t m
     m.npaths = pol->npaths;
     m.errs = b->errs;
     m.nerrs = b->nerrs;
-    r->suspicious = cmd_backup_anomaly(b, &cat, &m);
+    r->suspicious = cmd_backup_anomaly(b, &cat, &m, r->anomaly, sizeof(r->anomaly));
     if (r->suspicious) {
         key = cmd_backup_key(b, REPO_KEY_SUSPICIOUS);
         rc = backup_put(b, key, "", 0, false, &err);

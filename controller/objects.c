@@ -422,6 +422,9 @@ void ctl_backup_result(json_t *patch, const json_t *pods, int64_t now, struct ct
     if (msg != NULL) {
         json_t *doc = json_loads(msg, 0, NULL);
         snap = ctl_snapshot_copy(json_object_get(doc, "snapshot"));
+        if (json_is_string(json_object_get(doc, "anomaly")))
+            snprintf(out->why, sizeof(out->why), "%s",
+                     json_string_value(json_object_get(doc, "anomaly")));
         json_decref(doc);
     }
     if (snap != NULL) {
@@ -431,14 +434,15 @@ void ctl_backup_result(json_t *patch, const json_t *pods, int64_t now, struct ct
         json_object_set_new(st, "snapshot", snap);
         json_array_append_new(conds, ctl_result_condition("SnapshotReported", true, "Reported",
                                                           "the agent reported its snapshot", ts));
+        char *why = util_asprintf("the agent marked the snapshot suspicious%s%s: check what "
+                                  "changed on the host before trusting it",
+                                  out->why[0] ? ": " : "", out->why);
         json_array_append_new(
-            conds, ctl_result_condition("Suspicious", out->suspicious,
-                                        out->suspicious ? "Suspicious" : "NotSuspicious",
-                                        out->suspicious ? "the agent marked the snapshot "
-                                                          "suspicious: check what changed on "
-                                                          "the host"
-                                                        : "the snapshot was not marked suspicious",
-                                        ts));
+            conds,
+            ctl_result_condition(
+                "Suspicious", out->suspicious, out->suspicious ? "Suspicious" : "NotSuspicious",
+                out->suspicious ? why : "the snapshot was not marked suspicious", ts));
+        free(why);
     } else {
         const char *why = pods == NULL  ? "the Job's pods could not be read"
                           : msg == NULL ? "the backup container left no termination message"

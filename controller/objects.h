@@ -155,6 +155,7 @@ struct ctl_result {
     bool reported;   /* the message held a snapshot */
     bool suspicious; /* ...marked suspicious */
     char id[80];     /* its id, cut to fit */
+    char why[512];   /* a suspicious snapshot's rules and numbers, when the agent gave them */
 };
 
 /*

@@ -266,9 +266,10 @@ static void ctl_result_pods_cb(const struct kube_result *res, void *arg)
         if (r.suspicious) {
             type = "Warning";
             reason = "Suspicious";
-            msg = util_asprintf("snapshot %s was marked suspicious by the backup agent: look at "
-                                "what changed on the host (lode diff) before trusting it",
-                                r.id);
+            msg = util_asprintf("snapshot %s was marked suspicious by the backup agent%s%s: "
+                                "look at what changed on the host before trusting it "
+                                "(docs/anomaly.md)",
+                                r.id, r.why[0] ? ": " : "", r.why);
         }
     } else if (succeeded) {
         type = "Warning";

@@ -425,6 +425,12 @@ LODE_ANOMALY='{"deletionMinFiles":5}' run backup --policy "$polth" --host node-a
 check_eq "8 of 32 deleted with deletionMinFiles 5 from LODE_ANOMALY: suspicious" \
 	"$(jqo .snapshot.suspicious)" true
 check_contains "the rule named" "$ERR" "deletion-spike"
+rm -f "$th"/srv/f{17..24}
+LODE_ANOMALY='{"deletionMinFiles":5}' run backup --policy "$polth" --host node-a --root "$th" \
+	--output json --termination-log "$T_TMP/termlog-anomaly"
+check_contains "the termination log carries the rules that fired, for the Backup's condition" \
+	"$(jq -r .anomaly "$T_TMP/termlog-anomaly")" "deletion-spike"
+check_eq "the printed JSON stays SPEC section 8's (no anomaly member)" "$(jqo 'has("anomaly")')" false
 run snapshots --policy e2e/thresholds --output json
 before=$(jqo '.snapshots | length')
 LODE_ANOMALY='{"deletionPercent":0}' run backup --policy "$polth" --host node-a --root "$th"

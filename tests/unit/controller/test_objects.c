@@ -264,7 +264,8 @@ static void test_backup_result(void **state)
     json_t *pods = pods_with(
         "{\"snapshot\":{\"id\":\"ab12\",\"policy\":\"ops/etc\",\"host\":\"node-1\",\"time\":"
         "\"2026-03-29T02:30:00Z\",\"incomplete\":false,\"suspicious\":true,\"files\":10,"
-        "\"bytes\":2048,\"newBytes\":1024,\"uploadedBytes\":512,\"secret\":\"x\",\"files2\":1}}",
+        "\"bytes\":2048,\"newBytes\":1024,\"uploadedBytes\":512,\"secret\":\"x\",\"files2\":1},"
+        "\"anomaly\":\"deletion-spike: 60 of 100 files deleted\"}",
         "2026-03-29T02:30:00Z");
     ctl_backup_result(patch, pods, 1774751400, &r);
     assert_true(r.reported);
@@ -279,6 +280,11 @@ static void test_backup_result(void **state)
     free(snap);
     assert_string_equal(json_string_value(json_object_get(cond(patch, "Suspicious"), "status")),
                         "True");
+    /* The rules that fired reach the condition and the Event's text. */
+    assert_string_equal(r.why, "deletion-spike: 60 of 100 files deleted");
+    assert_non_null(
+        strstr(json_string_value(json_object_get(cond(patch, "Suspicious"), "message")),
+               "suspicious: deletion-spike: 60 of 100 files deleted: check what changed"));
     assert_string_equal(
         json_string_value(json_object_get(cond(patch, "SnapshotReported"), "status")), "True");
     json_decref(patch);
