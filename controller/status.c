@@ -141,10 +141,17 @@ static void ctl_policy_status(struct ctl *c, struct ctl_policy_entry *e)
     char buf[64], lim[32];
 
     json_t *started = json_object();
+    const struct ctl_backup *last = NULL; /* the newest Backup, for status.lastRun */
     while (util_map_next(&c->pairs, &it, &k, &v)) {
         struct ctl_pair *pr = v;
         if (strcmp(pr->ns, e->p.ns) != 0 || strcmp(pr->policy, e->p.name) != 0)
             continue;
+        for (size_t i = 0; i < pr->nbackups; i++) {
+            const struct ctl_backup *b = pr->backups[i];
+            if (last == NULL || b->created > last->created ||
+                (b->created == last->created && strcmp(b->name, last->name) > 0))
+                last = b;
+        }
         int64_t slot = ctl_policy_started_slot(&e->p, pr->host);
         if (pr->started_slot > slot)
             slot = pr->started_slot;
@@ -195,6 +202,13 @@ static void ctl_policy_status(struct ctl *c, struct ctl_policy_entry *e)
     }
     json_object_set_new(st, "overdueHosts", list);
     json_object_set_new(st, "startedSlots", started);
+    if (last != NULL) {
+        util_format_utc(last->created, buf, sizeof(buf));
+        json_object_set_new(st, "lastRun",
+                            json_pack("{s:s, s:s, s:s, s:s}", "backup", last->name, "host",
+                                      last->host, "phase", ctl_phase_name(last->phase), "time",
+                                      buf));
+    }
 
     json_t *conds = json_array();
     if (e->p.valid)

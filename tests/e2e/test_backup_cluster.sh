@@ -121,6 +121,15 @@ else
 	exit 1
 fi
 
+# The policy's LAST RUN column: its newest Backup's phase (status.lastRun).
+last_run_is() { [[ $(env_get -n "$ns" backuppolicy/nightly '{.status.lastRun.phase}') == "$1" ]]; }
+if env_wait 30 "the policy's lastRun to be Succeeded" last_run_is Succeeded; then
+	pass "the policy's status.lastRun names a Succeeded Backup"
+else
+	fail "the policy's status.lastRun names a Succeeded Backup" "$(kc -n "$ns" get bp nightly -o jsonpath='{.status.lastRun}')"
+fi
+check_contains "kubectl get bp shows LAST RUN" "$(kc -n "$ns" get bp nightly)" "LAST RUN"
+
 # The Job the controller made: what docs/operator.md promises.
 job=$(kc -n "$ns" get jobs -o jsonpath='{.items[0].metadata.name}')
 pod_spec=$(kc -n "$ns" get job "$job" -o json)

@@ -88,7 +88,9 @@ EOF
 kc create -f "$T_TMP/bp.json" >/dev/null
 kc -n "$NS" patch bp "$name" --subresource=status --type=merge -p "{\"status\": {
 	\"hosts\": $(column_of "$dh" HOSTS "$dr"), \"overdue\": $(column_of "$dh" OVERDUE "$dr"),
-	\"nextRun\": \"$(column_of "$dh" 'NEXT RUN' "$dr")\"}}" >/dev/null
+	\"nextRun\": \"$(column_of "$dh" 'NEXT RUN' "$dr")\",
+	\"lastRun\": {\"backup\": \"$name-1\", \"host\": \"node-1\", \"time\": \"2026-12-02T00:30:00Z\",
+	              \"phase\": \"$(column_of "$dh" 'LAST RUN' "$dr")\"}}}" >/dev/null
 compare_tables "kubectl get bp" "$doc" "$(kc -n "$NS" get bp "$name")"
 
 # ---- kubectl get bk ----
