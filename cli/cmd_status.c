@@ -236,6 +236,14 @@ static void cmd_status_print_policy(const struct cli_status_policy *p, const str
                 printf(" %s\n", cell[i][j]);
         }
     }
+    /* Suspicious snapshots are rare and need a person: a line each, only when any. */
+    for (size_t i = 0; i < p->nhosts; i++) {
+        const struct cli_status_host *h = &p->hosts[i];
+        if (h->suspicious > 0)
+            printf("  %s: %u suspicious snapshot%s, the newest %s (docs/anomaly.md)\n", h->name,
+                   h->suspicious, h->suspicious == 1 ? "" : "s",
+                   h->suspicious_id != NULL ? h->suspicious_id : "unnamed");
+    }
     putchar('\n');
     free(cell);
 }

@@ -165,6 +165,16 @@ static void cli_status_evaluate(struct cli_status_policy *p, const struct cli_st
         if (w->nodes == NULL)
             h->selected = -1;
         const char *phase = cli_status_str(x, "status", "phase");
+        const json_t *snap = cli_status_get(x, "status", "snapshot");
+        if (json_is_true(json_object_get(snap, "suspicious"))) {
+            int64_t created = 0;
+            cli_status_time(x, "metadata", "creationTimestamp", &created);
+            h->suspicious++;
+            if (h->suspicious_id == NULL || created >= h->suspicious_created) {
+                h->suspicious_id = json_string_value(json_object_get(snap, "id"));
+                h->suspicious_created = created;
+            }
+        }
         if (phase != NULL && strcmp(phase, "Succeeded") == 0) {
             /* As the controller counts it: the completion, else the creation. */
             int64_t completed = 0, created = 0;
@@ -291,6 +301,10 @@ static json_t *cli_status_json_policy(const struct cli_status_policy *p, int64_t
         json_object_set_new(ho, "running", json_boolean(h->running));
         json_object_set_new(ho, "overdue", json_boolean(h->overdue));
         json_object_set_new(ho, "nextRun", cli_status_json_time(h->has_next, h->next_run));
+        json_object_set_new(ho, "suspicious", json_integer(h->suspicious));
+        json_object_set_new(ho, "lastSuspicious", h->suspicious_id != NULL
+                                                      ? json_string(h->suspicious_id)
+                                                      : json_null());
         json_array_append_new(hosts, ho);
     }
     json_object_set_new(o, "hosts", hosts);

@@ -45,6 +45,11 @@ struct cli_status_host {
     bool overdue;
     bool has_next;
     int64_t next_run;
+    /* Backups whose snapshot the agent marked suspicious (docs/anomaly.md), and the
+     * newest such snapshot's id (borrowed from the Backup JSON). */
+    unsigned suspicious;
+    const char *suspicious_id;
+    int64_t suspicious_created;
 };
 
 struct cli_status_policy {

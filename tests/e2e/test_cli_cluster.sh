@@ -305,7 +305,7 @@ check_eq "status JSON: the top level" "$(jq -c '[keys_unsorted, (.policies | len
 check_eq "status JSON: the policy's fields" "$(jq -c '.policies[0] | keys_unsorted' <<<"$json")" \
     '["policy","valid","ready","schedule","timezone","alertLimitSeconds","overdue","nextRun","tzdataVersion","conditions","errors","hosts"]'
 check_eq "status JSON: the host's fields" "$(jq -c '.policies[0].hosts[0] | keys_unsorted' <<<"$json")" \
-    '["host","selected","lastSuccess","ageSeconds","running","overdue","nextRun"]'
+    '["host","selected","lastSuccess","ageSeconds","running","overdue","nextRun","suspicious","lastSuspicious"]'
 check_eq "status JSON: the policy" \
     "$(jq -c '.policies[0] | [.policy, .valid, .ready, .schedule, .timezone, .alertLimitSeconds, .overdue]' <<<"$json")" \
     "[\"$NS/hand\",true,false,\"0 3 * * *\",\"UTC\",7200,1]"

@@ -51,6 +51,11 @@ EOF
 now=$(date +%s)
 backup b0 "$NS-n-0" Succeeded $((now - 600))
 backup b1 "$NS-n-1" Succeeded $((now - 3 * 3600))
+# An older Backup of n-0 whose snapshot the agent marked suspicious (as the controller
+# copies it from the agent's termination message).
+backup b2 "$NS-n-0" Succeeded $((now - 1200))
+kc -n "$NS" patch backup b2 --subresource=status --type=merge \
+    -p '{"status":{"snapshot":{"id":"20261203T080000Z-00000000000000aa","suspicious":true}}}' >/dev/null
 
 # A repository with three real snapshots of n-0, for the retention view's catalog.
 export AWS_ACCESS_KEY_ID=$S3_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET_KEY AWS_REGION=$S3_REGION
@@ -97,6 +102,11 @@ curl -s "${AUTH[@]}" "$B/api/status" >"$T_TMP/ui-status.json"
 view='[.policies[] | {policy, valid, alertLimitSeconds, overdue, hosts: [.hosts[] | {host, selected, lastSuccess, overdue, nextRun}]}]'
 check_eq "/api/status gives lode status's policies and hosts" \
     "$(jq -c "$view" "$T_TMP/ui-status.json")" "$(jq -c "$view" "$T_TMP/cli-status.json")"
+check_eq "the suspicious snapshot is counted on its host, with its id" \
+    "$(jq -c '[.policies[0].hosts[] | [.host, .suspicious, .lastSuspicious]]' "$T_TMP/ui-status.json")" \
+    "[[\"$NS-n-0\",1,\"20261203T080000Z-00000000000000aa\"],[\"$NS-n-1\",0,null]]"
+check_contains "lode status says it in words" \
+    "$("$LODE" status --context admin -n "$NS")" "$NS-n-0: 1 suspicious snapshot, the newest 20261203T080000Z-00000000000000aa"
 check_eq "n-1 is overdue, n-0 is not" \
     "$(jq -c '[.policies[0].hosts[] | [.host, .overdue]]' "$T_TMP/ui-status.json")" \
     "[[\"$NS-n-0\",false],[\"$NS-n-1\",true]]"

@@ -76,6 +76,8 @@ await step("fleet", async () => {
   eq("sorting by host", await page.locator('th[data-key="host"]').getAttribute("aria-sort"), "ascending");
   const hosts = await page.locator("table.fleet tbody tr td:nth-child(2)").allInnerTexts();
   eq("the rows are in host order", hosts, [...hosts].sort());
+  const suspicious = await page.locator("table.fleet tbody tr td.suspicious").allInnerTexts();
+  eq("the suspicious snapshot shows on its host's row", suspicious, ["1 (newest 20261203T080000Z-00000000000000aa)"]);
   const status = await page.locator("#fleet-status").innerText();
   check("the summary counts the overdue host", / [1-9][0-9]* overdue/.test(status), status);
   await page.evaluate(axeSource);

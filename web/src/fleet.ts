@@ -1,6 +1,7 @@
 // The fleet view: every policy and every host, as `lode status` shows them (the
 // same code computes both): last good backup, its age against the limit,
-// overdue, next run. Sortable by any column; refreshed every 10 seconds.
+// overdue, next run, suspicious snapshots. Sortable by any column; refreshed every
+// 10 seconds.
 
 import { ApiError, duration, el, get } from "./api";
 
@@ -14,6 +15,8 @@ interface Row {
   running: boolean;
   nextRun: string | null;
   selected: boolean | null;
+  suspicious: number;
+  lastSuspicious: string | null;
 }
 
 type Key = keyof Row;
@@ -26,6 +29,7 @@ const COLUMNS: [Key, string][] = [
   ["limit", "Limit"],
   ["overdue", "Overdue"],
   ["nextRun", "Next run"],
+  ["suspicious", "Suspicious"],
 ];
 
 export function mountFleet(root: HTMLElement) {
@@ -65,7 +69,7 @@ export function mountFleet(root: HTMLElement) {
       if (!p.valid) problems.push(el("li", {}, `${p.policy} is invalid and runs nothing: ${p.errors.map((e: any) => `${e.path}: ${e.message}`).join("; ")}`));
       if (p.hosts.length === 0) problems.push(el("li", {}, `${p.policy}: no node matches its nodeSelector and it has no Backups`));
       for (const h of p.hosts)
-        rows.push({ policy: p.policy, host: h.host, lastSuccess: h.lastSuccess, ageSeconds: h.ageSeconds, limit: p.alertLimitSeconds, overdue: h.overdue, running: h.running, nextRun: h.nextRun, selected: h.selected });
+        rows.push({ policy: p.policy, host: h.host, lastSuccess: h.lastSuccess, ageSeconds: h.ageSeconds, limit: p.alertLimitSeconds, overdue: h.overdue, running: h.running, nextRun: h.nextRun, selected: h.selected, suspicious: h.suspicious ?? 0, lastSuspicious: h.lastSuspicious ?? null });
     }
     const overdue = rows.filter((x) => x.overdue).length;
     status.textContent =
@@ -111,6 +115,9 @@ export function mountFleet(root: HTMLElement) {
           el("td", {}, r.limit === null ? "none" : duration(r.limit)),
           el("td", {}, r.overdue ? "OVERDUE" : r.limit === null || r.selected === false ? "–" : "no"),
           el("td", {}, (r.nextRun ? r.nextRun.replace("T", " ") : r.selected === false ? "– (not selected)" : "–") + (r.running ? " (running now)" : "")),
+          r.suspicious > 0
+            ? el("td", { class: "suspicious", title: `newest: ${r.lastSuspicious ?? "unnamed"}` }, `${r.suspicious} (newest ${r.lastSuspicious ?? "unnamed"})`)
+            : el("td", {}, "none"),
         ),
       );
     }
