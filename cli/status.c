@@ -302,9 +302,8 @@ static json_t *cli_status_json_policy(const struct cli_status_policy *p, int64_t
         json_object_set_new(ho, "overdue", json_boolean(h->overdue));
         json_object_set_new(ho, "nextRun", cli_status_json_time(h->has_next, h->next_run));
         json_object_set_new(ho, "suspicious", json_integer(h->suspicious));
-        json_object_set_new(ho, "lastSuspicious", h->suspicious_id != NULL
-                                                      ? json_string(h->suspicious_id)
-                                                      : json_null());
+        json_object_set_new(ho, "lastSuspicious",
+                            h->suspicious_id != NULL ? json_string(h->suspicious_id) : json_null());
         json_array_append_new(hosts, ho);
     }
     json_object_set_new(o, "hosts", hosts);
