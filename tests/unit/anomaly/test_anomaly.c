@@ -95,6 +95,8 @@ static void test_thresholds_by_name(void **state)
 {
     struct anomaly_thresholds t, before;
     struct util_err err = {0};
+    /* Zeroed first and copied bytewise: the struct has padding, which memcmp reads. */
+    memset(&t, 0, sizeof(t));
     anomaly_thresholds_default(&t);
     assert_int_equal(anomaly_thresholds_set(&t, "massChangePercent", 40, &err), 0);
     assert_int_equal(t.mass_change_percent, 40);
@@ -106,7 +108,7 @@ static void test_thresholds_by_name(void **state)
     assert_int_equal(t.growth_factor, 1000);
     assert_int_equal(anomaly_thresholds_check(&t, &err), 0);
 
-    before = t;
+    memcpy(&before, &t, sizeof(t));
     assert_int_equal(anomaly_thresholds_set(&t, "deletionPercent", 0, &err), UTIL_ERANGE);
     assert_string_equal(err.msg, "anomaly.deletionPercent: 0 is out of range (1 to 100)");
     assert_int_equal(anomaly_thresholds_set(&t, "growthFactor", 1001, &err), UTIL_ERANGE);
