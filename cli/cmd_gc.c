@@ -31,7 +31,9 @@
  * per protected snapshot (GC_GETS in flight), one DeleteObjects per 1,000 deleted
  * keys.
  */
+#include <errno.h>
 #include <getopt.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
@@ -45,7 +47,7 @@ static void cmd_gc_usage(FILE *f)
 {
     fprintf(f,
             "usage: lode gc [--dry-run] [--output text|json] [--max-runtime D] [--repo URL]\n"
-            "               [--cacert FILE] [--key-file FILE]\n\n"
+            "               [--cacert FILE] [--key-file FILE] [--termination-log FILE]\n\n"
             "Deletes the packs, meta objects and run records that no snapshot and no running\n"
             "or future backup can reference, without a lock: an object goes only when it is\n"
             "older than G - W, no listed manifest references it, and no parent named by a run\n"
@@ -56,6 +58,9 @@ static void cmd_gc_usage(FILE *f)
             "  --max-runtime D   the largest limits.maxRuntime of the repository's policies\n"
             "                    (the controller passes it); widens W, never narrows it\n"
             "  --output json     {\"packs\":{\"total\",\"deleted\",\"kept\"},\"bytesFreed\"}\n"
+            "  --termination-log FILE\n"
+            "                    also write that JSON to FILE, with \"error\" when gc failed\n"
+            "                    (the controller's GC Job reads it back; docs/gc.md)\n"
             "%s\n"
             "Exit codes: 0 ok, 1 a source could not be collected (nothing of it was deleted),\n"
             "2 usage or I/O error.\n",
@@ -373,6 +378,32 @@ static void gc_source_free(struct gc_source *s)
     s->nman = s->nruns = s->capman = s->capruns = 0;
 }
 
+/*
+ * The outcome for the controller (docs/gc.md, "Run by the controller"): the --output json
+ * object, and "error" (null when gc succeeded), at most 4096 bytes as a container's
+ * termination message may hold. A file that cannot be written is reported, not fatal.
+ */
+static void gc_termlog(const char *path, const struct gc_ctx *g, const char *error)
+{
+    char msg[1024];
+    snprintf(msg, sizeof(msg), "%s", error != NULL ? error : "");
+    json_t *o =
+        json_pack("{s:{s:I, s:I, s:I}, s:I, s:o}", "packs", "total", (json_int_t)g->t.packs_total,
+                  "deleted", (json_int_t)g->t.packs_deleted, "kept", (json_int_t)g->t.packs_kept,
+                  "bytesFreed", (json_int_t)g->t.bytes_freed, "error",
+                  error != NULL ? cli_json_string_lossy(msg) : json_null());
+    char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        fprintf(stderr, "lode gc: cannot write --termination-log %s: %s\n", path, strerror(errno));
+    } else {
+        fputs(s, f);
+        fclose(f);
+    }
+    free(s);
+}
+
 int cmd_gc(int argc, char **argv)
 {
     enum cli_output output = CLI_OUTPUT_TEXT;
@@ -381,12 +412,15 @@ int cmd_gc(int argc, char **argv)
         {"dry-run", no_argument, NULL, 'n'},
         {"output", required_argument, NULL, 'o'},
         {"max-runtime", required_argument, NULL, 'm'},
+        {"termination-log", required_argument, NULL, 't'},
         {"help", no_argument, NULL, 'h'},
         STORAGE_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     struct gc_ctx *g = util_calloc(1, sizeof(*g));
     struct util_err err = {0};
+    const char *termlog = NULL;
+    char failure[1024] = "";
     bool opened = false;
     int c, rc;
 
@@ -409,6 +443,9 @@ int cmd_gc(int argc, char **argv)
                 goto out;
             }
             break;
+        case 't':
+            termlog = optarg;
+            break;
         case 'h':
             cmd_gc_usage(stdout);
             rc = CLI_OK;
@@ -430,14 +467,16 @@ int cmd_gc(int argc, char **argv)
     rc = CLI_USAGE;
     if (storage_open(&g->st, &sopts, &err) != 0) {
         fprintf(stderr, "lode gc: %s\n", err.msg);
-        goto out;
+        snprintf(failure, sizeof(failure), "%s", err.msg);
+        goto report;
     }
     opened = true;
     /* The key opens the chunk sets; a wrong key stops here, before anything is listed. */
     if (storage_load_config(&g->st, &sopts, true, &err) != 0 || gcli_server_time(g, &err) != 0 ||
         gcli_find_sources(g, &err) != 0) {
         fprintf(stderr, "lode gc: %s; nothing was deleted\n", err.msg);
-        goto out;
+        snprintf(failure, sizeof(failure), "%s; nothing was deleted", err.msg);
+        goto report;
     }
     for (size_t i = 0; i < g->nsrcs; i++)
         gcli_list_source(g, &g->srcs[i]);
@@ -487,14 +526,21 @@ int cmd_gc(int argc, char **argv)
     }
     if (g->t.failed > 0) {
         fprintf(stderr, "lode gc: %zu objects could not be deleted; run gc again\n", g->t.failed);
+        snprintf(failure, sizeof(failure), "%zu objects could not be deleted; run gc again",
+                 g->t.failed);
         rc = CLI_USAGE;
     } else if (g->t.skipped > 0) {
         fprintf(stderr, "lode gc: %zu source%s skipped\n", g->t.skipped,
                 g->t.skipped == 1 ? "" : "s");
+        snprintf(failure, sizeof(failure), "%zu source%s skipped (nothing of %s was deleted)",
+                 g->t.skipped, g->t.skipped == 1 ? "" : "s", g->t.skipped == 1 ? "it" : "them");
         rc = CLI_INVALID;
     } else {
         rc = CLI_OK;
     }
+report:
+    if (termlog != NULL)
+        gc_termlog(termlog, g, failure[0] != '\0' ? failure : NULL);
 
 out:
     for (size_t i = 0; g->srcs != NULL && i < g->nsrcs; i++)

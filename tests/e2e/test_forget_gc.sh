@@ -402,8 +402,13 @@ check_eq "gc after R aged: packs p3 p4 p6 left" "$(files data/gc/pol/node | tr '
 check_eq "gc after R aged: S2's and R's meta and run records gone" \
 	"$(files meta/gc/pol/node | grep -c -e "$S2" -e "$R") $(files runs/gc/pol/node | grep -c -e "$S2" -e "$R")" "0 0"
 check_eq "gc after R aged: the snapshots left are S3 and S4" "$(files snapshots/gc/pol/node | tr '\n' ' ')" "$S3.json $S4.json "
-run gc --output json
+run gc --output json --termination-log "$T_TMP/gc.termlog"
 check_eq "gc again: nothing more" "$(jq -c .packs.deleted <<<"$OUT")" 0
+check_eq "gc --termination-log: the printed JSON and error null, for the controller" \
+	"$(jq -c . "$T_TMP/gc.termlog")" "$(jq -c '. + {error: null}' <<<"$OUT")"
+run gc --output json --termination-log "$T_TMP/nodir/gc.termlog"
+check_eq "gc --termination-log in a missing directory: gc still exits 0" "$RC" 0
+check_contains "gc --termination-log in a missing directory: said" "$ERR" "cannot write --termination-log"
 
 # A key DeleteObjects refuses is named, and the run exits 2.
 printf 'open\npack gc pol node p7 10\n' | fixture >/dev/null
@@ -418,6 +423,9 @@ fault 503/40
 RUN_REPO=$PREPO run gc --output json
 check_eq "gc, the storage answering 503 to everything: exit 2, and it says nothing was deleted" \
 	"$RC $(grep -c 'nothing was deleted' <<<"$ERR")" "2 1"
+RUN_REPO=$PREPO run gc --output json --termination-log "$T_TMP/gc503.termlog"
+check_eq "gc --termination-log, storage failing: the error is in it, nothing counted deleted" \
+	"$(jq -r '(.error | test("nothing was deleted")), .packs.deleted' "$T_TMP/gc503.termlog" | tr '\n' ' ')" "true 0 "
 fault clear
 
 # A protected snapshot whose chunk set is gone: its source is skipped, the rest goes on.
