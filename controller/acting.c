@@ -18,6 +18,7 @@ static void ctl_start_acting(void *arg)
     ctl_cache_start(c);
     ctl_repos_start(c->repos);
     ctl_status_start(c);
+    ctl_gc_start(c);
 }
 
 static void ctl_lost_cb(void *arg)

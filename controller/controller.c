@@ -104,6 +104,7 @@ int ctl_init(uv_loop_t *loop, struct ctl **out, const struct ctl_options *opts,
     ctl_work_init(c);
     ctl_status_init(c);
     ctl_prune_init(c);
+    ctl_gc_init(c);
     uv_timer_init(loop, &c->drain_timer);
     c->drain_timer.data = c;
     *out = c;
@@ -187,7 +188,8 @@ void ctl_drained_cb(uv_timer_t *t)
     uv_close((uv_handle_t *)&c->drain_timer, ctl_handle_closed_cb);
     /* The Lease is given up through its own client, which acting.c closes once answered. */
     ctl_acting_stop(c);
-    ctl_prune_stop(c);         /* its S3 clients too */
+    ctl_prune_stop(c); /* its S3 clients too */
+    ctl_gc_stop(c);
     ctl_repos_close(c->repos); /* its S3 checks share the client's transport: first */
     c->repos = NULL;
     /* Writes still in flight are cancelled without a callback; ctl_close frees their records. */
@@ -202,6 +204,7 @@ void ctl_close(struct ctl *c)
 {
     ctl_write_free_all(c);
     ctl_prune_close(c);
+    ctl_gc_close(c);
     ctl_cache_close(c);
     ctl_endpoints_close(c);
     ctl_work_close(c);

@@ -9,6 +9,7 @@
  *   status.c      policy status, written at most once a second
  *   cache.c       informer callbacks and the caches they fill, (policy, host) pairs
  *   log.c         the clock, the log, cache keys and the list of writes in flight
+ *   gcjobs.c      the GC Job of each BackupRepository on spec.gc's schedule (gcplan.h)
  *   prune.c       the forget after a backup (called by cache.c when a Backup succeeds);
  *                 prune_report.c records its outcome (prune_int.h)
  * The cache tells the loop that a pair is queued through one hook (work_cb below, set by
@@ -101,6 +102,7 @@ struct ctl {
     struct kube_reflector *refl[CTL_R_COUNT];
     struct ctl_repos *repos;  /* BackupRepository resolution (repository.c) */
     struct ctl_prune *prune;  /* the forget after a backup (prune.c) */
+    struct ctl_gc *gc;        /* the GC Jobs (gcjobs.c) */
     struct util_map policies; /* ns/name -> ctl_policy_entry */
     struct util_map nodes;    /* name -> ctl_node */
     struct util_map backups;  /* ns/name -> ctl_backup */
@@ -203,6 +205,13 @@ void ctl_prune_seen(struct ctl *c, const char *ns, const char *name, const json_
 void ctl_prune_stop(struct ctl *c);
 void ctl_prune_close(struct ctl *c);
 void ctl_prune_metrics(struct ctl *c, struct util_buf *b);
+
+/* gcjobs.c: the GC Job of each repository (docs/gc.md) */
+void ctl_gc_init(struct ctl *c);
+/* Looks at the repositories every few seconds while acting. */
+void ctl_gc_start(struct ctl *c);
+void ctl_gc_stop(struct ctl *c);
+void ctl_gc_close(struct ctl *c);
 
 /* acting.c */
 int ctl_acting_init(struct ctl *c, const char *user_agent, struct util_err *err);

@@ -578,6 +578,14 @@ bool ctl_repos_get(const struct ctl_repos *rs, const char *ns, const char *name,
     return false;
 }
 
+void ctl_repos_each(const struct ctl_repos *rs, ctl_repos_each_cb cb, void *arg)
+{
+    for (const struct repo_entry *e = rs != NULL ? rs->entries : NULL; e != NULL; e = e->next) {
+        struct ctl_repo_view v = {e->obj, e->ready, e->reason, e->message};
+        cb(e->ns, e->name, &v, arg);
+    }
+}
+
 void ctl_repos_set_change_cb(struct ctl_repos *rs, ctl_repos_change_cb cb, void *arg)
 {
     rs->change_cb = cb;

@@ -68,6 +68,11 @@ bool ctl_repos_get(const struct ctl_repos *r, const char *ns, const char *name,
 typedef void (*ctl_repos_change_cb)(const char *ns, const char *name, void *arg);
 void ctl_repos_set_change_cb(struct ctl_repos *r, ctl_repos_change_cb cb, void *arg);
 
+/* Calls cb with the namespace, name and view of every repository known (no changes meanwhile). */
+typedef void (*ctl_repos_each_cb)(const char *ns, const char *name,
+                                  const struct ctl_repo_view *view, void *arg);
+void ctl_repos_each(const struct ctl_repos *r, ctl_repos_each_cb cb, void *arg);
+
 /* Repositories known, and of them Ready (for tests and metrics). */
 size_t ctl_repos_count(const struct ctl_repos *r, size_t *ready);
 

@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# The controller's GC Jobs (docs/gc.md, "Run by the controller"), on the local control
+# plane of tests/env, as an operator checks them: with spec.gc.schedule "* * * * *" a
+# BackupRepository gets a GC Job each minute, running `lode gc` with the largest
+# maxRuntime of its policies, the repository by reference, on no particular node and
+# without the host's file system; never a second one while one is active; its result
+# (the termination message, written here by patching the pod's status, as KWOK runs
+# nothing) lands in status.gc with a GarbageCollected Event, a failure with a
+# GarbageCollectionFailed one; spec.gc.suspend starts no more Jobs.
+# Every wait is bounded; the slowest waits for a minute boundary.
+source "$(dirname "$0")/../env/lib.sh"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+CTL=${LODE_CONTROLLER:-$ROOT/build/lode-controller}
+NS=e2e-gc-$(openssl rand -hex 3)
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+	kc delete ns "$NS" --wait=false >/dev/null 2>&1
+	rm -rf "$T_TMP"
+}
+trap cleanup EXIT
+
+kc apply --server-side -f "$ROOT/crd/" >/dev/null
+kc wait --for condition=established --timeout=30s crd/backuppolicies.lodestore.io \
+	crd/backups.lodestore.io crd/backuprepositories.lodestore.io >/dev/null
+kc create namespace "$NS" >/dev/null
+env_repository "$NS" main
+kc -n "$NS" patch backuprepository main --type=merge -p '{"spec":{"gc":{"schedule":"* * * * *"}}}' >/dev/null
+# Two policies of main (3h and 1h) and one of another repository (9h): --max-runtime 3h.
+kc -n "$NS" apply -f - >/dev/null <<EOF
+apiVersion: lodestore.io/v1alpha1
+kind: BackupPolicy
+metadata: {name: long}
+spec: {repository: main, paths: [/etc], nodeSelector: {role: $NS}, limits: {maxRuntime: 3h}}
+---
+apiVersion: lodestore.io/v1alpha1
+kind: BackupPolicy
+metadata: {name: short}
+spec: {repository: main, paths: [/etc], nodeSelector: {role: $NS}, limits: {maxRuntime: 1h}}
+---
+apiVersion: lodestore.io/v1alpha1
+kind: BackupPolicy
+metadata: {name: other}
+spec: {repository: elsewhere, paths: [/etc], nodeSelector: {role: $NS}, limits: {maxRuntime: 9h}}
+EOF
+
+"$CTL" --kubeconfig "$KUBECONFIG" --context operator --metrics-addr 127.0.0.1:0 \
+	--namespace "$NS" --agent-image lodestore.invalid/agent:e2e --log-level debug \
+	>>"$T_TMP/ctl.log" 2>&1 &
+PIDS+=($!)
+env_wait 30 "the controller's caches" grep -q 'caches synced' "$T_TMP/ctl.log" || {
+	cat "$T_TMP/ctl.log"
+	exit 1
+}
+
+gcjobs() { kc -n "$NS" get jobs -l lodestore.io/repository=main -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}'; }
+gc_field() { env_get -n "$NS" backuprepository/main "{.status.gc.$1}"; }
+active_is() { [[ -n $1 && $(gc_field activeJob) == "$1" ]]; }
+has_jobs() { [[ $(gcjobs | grep -c .) -ge $1 ]]; }
+events() { # REASON: messages of Events of that reason about the repository
+	kc -n "$NS" get events --field-selector "reason=$1,involvedObject.name=main,involvedObject.kind=BackupRepository" \
+		-o jsonpath='{range .items[*]}{.message}{"\n"}{end}'
+}
+has_event() { [[ -n $(events "$1") ]]; }
+pod_of() { kc -n "$NS" get pods -l "job-name=$1" -o jsonpath='{.items[0].metadata.name}' 2>/dev/null; }
+has_pod() { [[ -n $(pod_of "$1") ]]; }
+# finish JOB MESSAGE PHASE: the GC container ends with that termination message.
+finish_pod() {
+	local pod now patch code=0
+	pod=$(pod_of "$1")
+	[[ $3 == Failed ]] && code=2
+	now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+	patch=$(jq -cn --arg m "$2" --arg t "$now" --arg p "$3" --argjson c "$code" '{status: {phase: $p,
+		containerStatuses: [{name: "gc", image: "lodestore.invalid/agent:e2e", imageID: "",
+		ready: false, restartCount: 0, started: false, state: {terminated: {exitCode: $c,
+		reason: "Completed", message: $m, startedAt: $t, finishedAt: $t}}}]}}')
+	kc -n "$NS" patch pod "$pod" --subresource=status --type=merge -p "$patch" >/dev/null
+}
+# past T: the clock is past the RFC 3339 time T plus 8 s (a controller tick and then some).
+past() { [[ $(date +%s) -gt $(($(date -d "$1" +%s) + 8)) ]]; }
+
+# ---- the first GC Job ----
+if ! env_wait 75 "a GC Job of main" has_jobs 1; then
+	fail "a GC Job starts on the schedule" "$(tail -n 30 "$T_TMP/ctl.log")"
+	finish
+	exit
+fi
+pass "a GC Job starts on spec.gc.schedule"
+job1=$(gcjobs | head -n 1)
+kc -n "$NS" get job "$job1" -o json >"$T_TMP/job.json"
+check_eq "it runs lode gc with the largest maxRuntime of the repository's policies (3h), its result to the termination log" \
+	"$(jq -c '.spec.template.spec.containers[0] | [.command, .args]' "$T_TMP/job.json")" \
+	'[["/usr/local/bin/lode","gc"],["--output","json","--max-runtime","10800s","--termination-log","/dev/termination-log"]]'
+check_eq "not pinned to a node, no host file system" \
+	"$(jq -c '[.spec.template.spec.nodeName, ([.spec.template.spec.volumes[] | select(.hostPath)] | length)]' "$T_TMP/job.json")" '[null,0]'
+envj() { jq -c --arg n "$1" '.spec.template.spec.containers[0].env[] | select(.name == $n) | del(.name)' "$T_TMP/job.json"; }
+check_eq "the repository by value, its keys by reference" \
+	"$(envj LODE_REPOSITORY) $(envj AWS_SECRET_ACCESS_KEY)" \
+	"{\"value\":\"s3:${S3_ENDPOINT%/}/$S3_BUCKET/e2e/$NS/main\"} {\"valueFrom\":{\"secretKeyRef\":{\"key\":\"AWS_SECRET_ACCESS_KEY\",\"name\":\"main-s3\"}}}"
+check_eq "no secret value in the Job" "$(grep -c "$S3_SECRET_KEY" "$T_TMP/job.json")" 0
+check_eq "owned by the BackupRepository" "$(jq -r '.metadata.ownerReferences[0].kind' "$T_TMP/job.json")" BackupRepository
+env_wait 20 "status.gc.activeJob" active_is "$job1" &&
+	pass "status.gc.activeJob names it" || fail "status.gc.activeJob names it" "$(gc_field activeJob)"
+
+# ---- never two at once: the next slot passes while it is active ----
+next=$(gc_field nextRun)
+[[ -n $next ]] && pass "status.gc.nextRun is set ($next)" || fail "status.gc.nextRun is set"
+env_wait 75 "the next slot ($next) to pass" past "$next"
+check_eq "never two at once: the next slot passed and still one GC Job" "$(gcjobs | grep -c .)" 1
+
+# ---- its result ----
+env_wait 30 "the GC Job's pod" has_pod "$job1" || fail "the Job controller made the GC pod"
+finish_pod "$job1" '{"packs":{"total":7,"deleted":2,"kept":5},"bytesFreed":4096,"error":null}' Succeeded
+result_is() { [[ "$(gc_field result) $(gc_field lastJob)" == "$1" ]]; }
+if env_wait 60 "status.gc.result Succeeded" result_is "Succeeded $job1"; then
+	pass "the result lands in status.gc"
+else
+	fail "the result lands in status.gc" "$(kc -n "$NS" get backuprepository main -o json | jq -c .status.gc)"
+fi
+check_eq "packsDeleted, bytesFreed, lastRun, a duration" \
+	"$(kc -n "$NS" get backuprepository main -o json | jq -c '.status.gc | [.packsDeleted, .bytesFreed, (.lastRun | length > 0), (.durationSeconds >= 0)]')" \
+	'[2,4096,true,true]'
+env_wait 20 "a GarbageCollected Event" has_event GarbageCollected &&
+	pass "a GarbageCollected Event" || fail "a GarbageCollected Event"
+check_contains "the Event says what was freed" "$(events GarbageCollected)" "deleted 2 of 7 packs, 4096 bytes freed"
+check_eq "the printer column Last GC" \
+	"$(kc -n "$NS" get backuprepository main | head -n 1 | grep -c 'LAST GC')" 1
+
+# ---- the next slot runs a new Job; a failure is said ----
+if env_wait 75 "a second GC Job" has_jobs 2; then
+	pass "the next slot after it ended starts a new GC Job"
+else
+	fail "the next slot after it ended starts a new GC Job" "$(tail -n 20 "$T_TMP/ctl.log")"
+fi
+job2=$(gcjobs | grep -v "^$job1\$" | head -n 1)
+env_wait 20 "status.gc.activeJob" active_is "$job2" || fail "status.gc.activeJob names the second Job"
+kc -n "$NS" patch backuprepository main --type=merge -p '{"spec":{"gc":{"suspend":true}}}' >/dev/null
+env_wait 30 "the second GC Job's pod" has_pod "$job2" || fail "the Job controller made the second GC pod"
+finish_pod "$job2" '{"packs":{"total":0,"deleted":0,"kept":0},"bytesFreed":0,"error":"storage answered 503; nothing was deleted"}' Failed
+if env_wait 60 "status.gc.result Failed" result_is "Failed $job2"; then
+	pass "a failed GC is recorded Failed, even once suspended"
+else
+	fail "a failed GC is recorded Failed" "$(kc -n "$NS" get backuprepository main -o json | jq -c .status.gc)"
+fi
+check_contains "status.gc.message carries lode gc's error" "$(gc_field message)" "storage answered 503"
+env_wait 20 "a GarbageCollectionFailed Event" has_event GarbageCollectionFailed &&
+	pass "a GarbageCollectionFailed Event" || fail "a GarbageCollectionFailed Event"
+
+# ---- suspended: no more Jobs ----
+suspended() { [[ -z $(gc_field nextRun) && $(gc_field message) == *suspended* ]]; }
+env_wait 20 "nextRun null and the message saying suspended" suspended &&
+	pass "suspended: no nextRun, and status.gc.message says so" ||
+	fail "suspended: no nextRun" "$(kc -n "$NS" get backuprepository main -o json | jq -c .status.gc)"
+later=$(date -u -d '+61 seconds' +%Y-%m-%dT%H:%M:%SZ)
+env_wait 80 "a whole minute to pass" past "$later"
+check_eq "suspended: no GC Job started for a minute" "$(gcjobs | grep -c .)" 2
+check_eq "the controller logged no error about GC" "$(grep -c 'GC of .*fail\|GC of .*not written' "$T_TMP/ctl.log")" 0
+finish
