@@ -32,8 +32,9 @@ struct gc_repo {
     struct tz_zone *zone;
     struct sched sched;
     bool sched_ok;
-    int64_t since; /* slots before this do not count (created, or gc spec changed) */
-    char *written; /* the last status.gc nextRun/message written, to skip repeats */
+    int64_t since;    /* slots before this do not count (created, or gc spec changed) */
+    char *written;    /* the last status.gc nextRun/message written, to skip repeats */
+    char *result_msg; /* the last run's message, put back when a note is cleared */
 };
 
 struct ctl_gc {
@@ -161,6 +162,8 @@ static void gc_pods_cb(const struct kube_result *res, void *arg)
             "message", out.message, "activeJob", "lastJob", op->job);
         free(r->job);
         r->job = NULL;
+        free(r->result_msg);
+        r->result_msg = util_strdup(out.message);
         gc_patch(g, r, gc);
         char *msg = util_asprintf("GC Job %s: %s", op->job, out.message);
         gc_event(g, r, op->uid, out.succeeded ? "Normal" : "Warning",
@@ -188,6 +191,8 @@ static void gc_job_got_cb(const struct kube_result *res, void *arg)
                           "Failed", "message", msg, "activeJob", "lastJob", op->job);
             free(r->job);
             r->job = NULL;
+            free(r->result_msg);
+            r->result_msg = util_strdup(msg);
             gc_patch(g, r, gc);
             gc_event(g, r, op->uid, "Warning", "GarbageCollectionFailed", msg);
             free(msg);
@@ -290,7 +295,11 @@ static void gc_start(struct ctl_gc *g, struct gc_repo *r, const struct ctl_repo_
 
 /* ---- the tick ---- */
 
-/* Writes status.gc's nextRun and message when they changed since last written. */
+/*
+ * Writes status.gc.nextRun, and message when there is a note (suspended, not Ready, an
+ * invalid spec) or one to clear, when they changed since last written: the last run's
+ * message stays otherwise.
+ */
 static void gc_note(struct ctl_gc *g, struct gc_repo *r, int64_t next_run, const char *message)
 {
     json_t *gc = json_pack("{s:o, s:s}", "nextRun", gc_time(next_run), "message", message);
@@ -300,10 +309,13 @@ static void gc_note(struct ctl_gc *g, struct gc_repo *r, int64_t next_run, const
         json_decref(gc);
         return;
     }
+    bool had_note = r->written != NULL && strstr(r->written, "\"message\":\"\"") == NULL;
     free(r->written);
     r->written = text;
-    if (r->job != NULL) /* the last run's message stays until the next one ends */
+    if (message[0] == '\0' && !had_note)
         json_object_del(gc, "message");
+    else if (message[0] == '\0' && r->result_msg != NULL)
+        json_object_set_new(gc, "message", json_string(r->result_msg));
     gc_patch(g, r, gc);
 }
 
@@ -445,6 +457,7 @@ void ctl_gc_close(struct ctl *c)
         free(r->job);
         free(r->sched_key);
         free(r->written);
+        free(r->result_msg);
         tz_zone_free(r->zone);
         free(r);
     }

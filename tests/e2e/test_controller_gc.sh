@@ -155,5 +155,14 @@ env_wait 20 "nextRun null and the message saying suspended" suspended &&
 later=$(date -u -d '+61 seconds' +%Y-%m-%dT%H:%M:%SZ)
 env_wait 80 "a whole minute to pass" past "$later"
 check_eq "suspended: no GC Job started for a minute" "$(gcjobs | grep -c .)" 2
+# Resumed on a yearly schedule: nextRun is New Year's midnight, and the note gives way to
+# the last run's message again.
+kc -n "$NS" patch backuprepository main --type=merge \
+	-p '{"spec":{"gc":{"suspend":false,"schedule":"0 0 1 1 *"}}}' >/dev/null
+new_year=$(date -u -d "$(($(date -u +%Y) + 1))-01-01" +%Y-%m-%dT00:00:00Z)
+resumed() { [[ $(gc_field nextRun) == "$new_year" && $(gc_field message) == *"storage answered 503"* ]]; }
+env_wait 20 "nextRun $new_year and the last run's message back" resumed &&
+	pass "resumed: nextRun on the new schedule, the last run's message kept" ||
+	fail "resumed: nextRun on the new schedule" "$(kc -n "$NS" get backuprepository main -o json | jq -c .status.gc)"
 check_eq "the controller logged no error about GC" "$(grep -c 'GC of .*fail\|GC of .*not written' "$T_TMP/ctl.log")" 0
 finish
