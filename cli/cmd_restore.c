@@ -3,16 +3,9 @@
  * onto disk (docs/repository.md, "Restoring").
  *
  * The snapshot's file list is read twice, one frame at a time: first to check that
- * every --include names something, then to restore. Regular files are gathered in
- * batches (in path order, up to a thousand files or 256 MiB); a batch's chunks are
- * sorted by pack and offset and read with ranged GETs of up to 4 MiB, one per run of
- * neighbouring blobs (gaps under 1 MiB are read through rather than asked for again),
- * four at a time, so a pack range is read once and never a whole pack per chunk. Each
- * blob is authenticated (AES-GCM) and checked against its SHA-256 before a byte of it
- * is written; a blob used by several files of a batch is fetched once. Blobs are
- * opened and written on the libuv thread pool, one fetched range per task, so the
- * work spreads over the cores while the loop thread fetches and puts files into place
- * (each as soon as its last chunk is written).
+ * every --include names something, then to restore. Directories, symlinks and special
+ * files are made as they come; regular files go to the batch (restore_batch.c;
+ * restore.h, "The restore itself", says how their chunks are fetched).
  * restore.h says how the target is written (temporary names, no symlink followed).
  *
  * Exit codes: 0 everything restored; 1 the snapshot is missing or damaged (each
@@ -28,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,60 +28,7 @@
 #include "restore.h"
 #include "storage.h"
 
-#define RX_INFLIGHT    4              /* ranged GETs at once */
-#define RX_GAP         (1u << 20)     /* unneeded bytes read through rather than skipped */
-#define RX_RANGE_MAX   (4u << 20)     /* at most this much in one GET */
-#define RX_BATCH_BYTES (256ull << 20) /* plain bytes a batch of files gathers */
-#define RX_META_MAX    (4ull << 30)   /* a file list or chunk set larger than this is refused */
-
-/* One chunk to put somewhere. */
-struct rx_piece {
-    const struct repo_chunk *c; /* in the chunk set */
-    uint32_t file;              /* in the batch */
-    uint64_t at;                /* offset in the file */
-};
-
-/* A regular file of the batch. */
-struct rx_file {
-    struct repo_file f; /* its chunk list dropped once planned */
-    struct rs_tmpfile tf;
-    uint64_t written;
-    uint32_t pending; /* pieces not yet written or failed */
-    bool failed, done;
-};
-
-/* One ranged GET: pieces [first, first + n) of one pack. */
-struct rx_range {
-    uint32_t pack;
-    uint64_t start, end;
-    size_t first, n;
-};
-
-struct rx {
-    struct storage *st;
-    const struct repo_keys *keys;
-    struct repo_source src;
-    char id[REPO_ID_LEN + 1];
-    struct repo_chunkset set;
-    char *files_key, *chunks_key; /* meta/SOURCE/ID.files and .chunks, for messages */
-    struct rs_target t;
-    /* The batch. */
-    struct rx_file *files;
-    size_t nfiles, capfiles, max_files;
-    struct rx_piece *pieces;
-    size_t npieces, cappieces;
-    uint64_t batch_bytes;
-    struct rx_range *ranges;
-    size_t nranges, capranges, next, running;
-    size_t working; /* ranges being opened on the thread pool */
-    /* The outcome. */
-    bool fatal;        /* writing failed or the repository cannot be read: stop */
-    unsigned damaged;  /* damaged objects and files not restored because of them */
-    unsigned ioerrors; /* entries that could not be written */
-    uint64_t nfiles_done, ndirs, nlinks, nspecial, nskipped, bytes, fetched, gets;
-    uint64_t want_files, want_bytes; /* what the restore will bring back */
-    double next_progress;            /* when the next progress line is due */
-};
+#define RX_META_MAX (4ull << 30) /* a file list or chunk set larger than this is refused */
 
 static void cmd_restore_usage(FILE *f)
 {
@@ -166,17 +105,9 @@ static bool rx_ancestor(char **inc, size_t ninc, const char *path)
     return false;
 }
 
-/* ---- the batch ---- */
+/* ---- reporting ---- */
 
-static char *rx_pack_key(struct rx *x, uint32_t pack)
-{
-    struct repo_key k = {.kind = REPO_KEY_PACK, .src = x->src};
-    memcpy(k.pack, x->set.packs[pack], REPO_HASH_LEN);
-    return repo_key_build(&k);
-}
-
-static void rx_damage(struct rx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void rx_damage(struct rx *x, const char *fmt, ...)
+void rx_damage(struct rx *x, const char *fmt, ...)
 {
     va_list ap;
     fprintf(stderr, "lode restore: damaged: ");
@@ -187,342 +118,10 @@ static void rx_damage(struct rx *x, const char *fmt, ...)
     x->damaged++;
 }
 
-static void rx_io_error(struct rx *x, const char *msg)
+void rx_io_error(struct rx *x, const char *msg)
 {
     fprintf(stderr, "lode restore: %s\n", msg);
     x->ioerrors++;
-}
-
-static double rx_now(void);
-static void rx_progress(struct rx *x);
-
-/* A file whose pieces are all in: into place, or away when something failed. */
-static void rx_finish_file(struct rx *x, struct rx_file *f)
-{
-    struct util_err e = {0};
-    f->done = true;
-    if (x->fatal) {
-        rs_file_discard(&f->tf);
-    } else if (f->failed || f->written != f->f.size) {
-        if (!f->failed)
-            rx_damage(x, "%s: %" PRIu64 " of %" PRIu64 " bytes could be written", f->f.path,
-                      f->written, f->f.size);
-        fprintf(stderr, "lode restore: not restored: %s\n", f->f.path);
-        rs_file_discard(&f->tf);
-    } else if (rs_file_commit(&x->t, &f->f, &f->tf, &e) != 0) {
-        rx_io_error(x, e.msg);
-    } else {
-        x->nfiles_done++;
-        x->bytes += f->f.size;
-        rx_progress(x);
-    }
-}
-
-/* One piece of a file is written (or failed); the last one finishes the file, so files
- * go into place while the rest of the batch is still being fetched. */
-static void rx_piece_done(struct rx *x, size_t piece, bool failed)
-{
-    struct rx_file *f = &x->files[x->pieces[piece].file];
-    if (failed)
-        f->failed = true;
-    if (--f->pending == 0)
-        rx_finish_file(x, f);
-}
-
-/* Marks the files of pieces [first, first + n) as not restorable. */
-static void rx_fail_pieces(struct rx *x, size_t first, size_t n)
-{
-    for (size_t i = first; i < first + n; i++)
-        rx_piece_done(x, i, true);
-}
-
-static int rx_write_all(int fd, const uint8_t *p, size_t n, uint64_t at)
-{
-    while (n > 0) {
-        ssize_t w = pwrite(fd, p, n, (off_t)at);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return w < 0 ? -errno : -EIO;
-        p += w;
-        n -= (size_t)w;
-        at += (uint64_t)w;
-    }
-    return 0;
-}
-
-/* One ranged GET, then the work on its bytes. */
-struct rx_get {
-    struct rx *x;
-    size_t range;
-    char *key;
-    uv_work_t work;
-    uint8_t *body; /* the range's bytes, owned, written by the GET's sink */
-    size_t got, len;
-    int *status;          /* per piece: 0 written, 1 its blob is damaged, < 0 -errno of the write */
-    struct util_buf msgs; /* one line per damaged blob */
-};
-
-/*
- * On the thread pool: opens each blob of the range once (authenticate, decompress,
- * hash) and writes it wherever it belongs, so that blobs are opened on as many threads
- * as ranges are in flight. It reads the batch's pieces and descriptors, which do not
- * change while a piece of theirs is pending, and writes only into g.
- */
-static void rx_work_cb(uv_work_t *req)
-{
-    struct rx_get *g = req->data;
-    struct rx *x = g->x;
-    const struct rx_range *r = &x->ranges[g->range];
-    uint8_t *plain = NULL;
-    size_t cap = 0;
-
-    for (size_t i = r->first; i < r->first + r->n;) {
-        const struct repo_chunk *c = x->pieces[i].c;
-        size_t j = i;
-        struct util_err e = {0};
-        while (j < r->first + r->n && x->pieces[j].c == c)
-            j++;
-        if (c->plain > cap || plain == NULL) {
-            free(plain);
-            cap = c->plain;
-            plain = util_malloc(cap ? cap : 1);
-        }
-        if (repo_blob_open(x->keys, c, g->body + (c->offset - r->start), plain, &e) != 0) {
-            util_buf_printf(&g->msgs, "%s: %s\n", g->key, e.msg);
-            for (; i < j; i++)
-                g->status[i - r->first] = 1;
-            continue;
-        }
-        for (; i < j; i++)
-            g->status[i - r->first] =
-                rx_write_all(x->files[x->pieces[i].file].tf.fd, plain, c->plain, x->pieces[i].at);
-    }
-    free(plain);
-}
-
-static void rx_start(struct rx *x);
-
-/* Back on the loop: the outcome of each piece, files into place, the next GETs. */
-static void rx_work_done(uv_work_t *req, int status)
-{
-    struct rx_get *g = req->data;
-    struct rx *x = g->x;
-    const struct rx_range *r = &x->ranges[g->range];
-
-    x->working--;
-    for (char *line = g->msgs.data, *nl; line != NULL && *line; line = nl + 1) {
-        nl = strchr(line, '\n');
-        *nl = '\0';
-        rx_damage(x, "%s", line);
-    }
-    for (size_t i = r->first; i < r->first + r->n; i++) {
-        int st = g->status[i - r->first];
-        struct rx_file *f = &x->files[x->pieces[i].file];
-        if (st == 1) {
-            rx_piece_done(x, i, true);
-        } else if (st < 0) {
-            if (!x->fatal) { /* a full disk: stop at once */
-                char *m = util_asprintf("writing %s: %s", f->f.path, strerror(-st));
-                rx_io_error(x, m);
-                free(m);
-                x->fatal = true;
-            }
-        } else {
-            f->written += x->pieces[i].c->plain;
-            rx_piece_done(x, i, false);
-        }
-    }
-    free(g->body);
-    free(g->status);
-    util_buf_free(&g->msgs);
-    free(g->key);
-    free(g);
-    rx_start(x);
-}
-
-static void rx_got(const struct s3_result *res, void *arg)
-{
-    struct rx_get *g = arg;
-    struct rx *x = g->x;
-    const struct rx_range *r = &x->ranges[g->range];
-
-    x->running--;
-    x->gets++;
-    if (res->error == S3_ENOTFOUND) {
-        rx_damage(x, "%s is missing", g->key);
-        rx_fail_pieces(x, r->first, r->n);
-    } else if (res->error != 0) {
-        char *m = util_asprintf("cannot read %s: %s", g->key, res->message);
-        rx_io_error(x, m);
-        free(m);
-        x->fatal = true;
-    } else if (g->got != g->len) {
-        rx_damage(x, "%s is shorter than the chunk set says (%zu of %zu bytes at %" PRIu64 ")",
-                  g->key, g->got, g->len, r->start);
-        rx_fail_pieces(x, r->first, r->n);
-    } else if (!x->fatal) {
-        x->fetched += g->got;
-        g->status = util_calloc(r->n, sizeof(*g->status));
-        util_buf_init(&g->msgs);
-        g->work.data = g;
-        if (uv_queue_work(s3_sync_loop(x->st->s3), &g->work, rx_work_cb, rx_work_done) == 0) {
-            x->working++;
-            return; /* rx_work_done goes on */
-        }
-        rx_io_error(x, "cannot start a worker thread");
-        x->fatal = true;
-        free(g->status);
-    }
-    free(g->body);
-    free(g->key);
-    free(g);
-    rx_start(x);
-}
-
-/* The GET's bytes go straight into the range's buffer (no second copy). */
-static int rx_sink(const char *data, size_t len, void *arg)
-{
-    struct rx_get *g = arg;
-    if (len > g->len - g->got)
-        return 1; /* more than asked for: the reply is not this range */
-    memcpy(g->body + g->got, data, len);
-    g->got += len;
-    return 0;
-}
-
-static void rx_start(struct rx *x)
-{
-    while (!x->fatal && x->running < RX_INFLIGHT && x->next < x->nranges) {
-        const struct rx_range *r = &x->ranges[x->next];
-        struct rx_get *g = util_calloc(1, sizeof(*g));
-        struct s3_opts o = {.range_start = r->start,
-                            .range_len = r->end - r->start,
-                            .max_bytes = r->end - r->start};
-        struct util_err e = {0};
-        g->x = x;
-        g->range = x->next++;
-        g->key = rx_pack_key(x, r->pack);
-        g->len = (size_t)(r->end - r->start);
-        g->body = util_malloc(g->len ? g->len : 1);
-        if (s3_get(s3_sync_client(x->st->s3), g->key, &o, rx_sink, rx_got, g, NULL, &e) != 0) {
-            char *m = util_asprintf("cannot read %s: %s", g->key, e.msg);
-            rx_io_error(x, m);
-            free(m);
-            free(g->body);
-            free(g->key);
-            free(g);
-            x->fatal = true;
-            return;
-        }
-        x->running++;
-    }
-}
-
-static int rx_piece_cmp(const void *pa, const void *pb)
-{
-    const struct rx_piece *a = pa, *b = pb;
-    if (a->c->pack != b->c->pack)
-        return a->c->pack < b->c->pack ? -1 : 1;
-    if (a->c->offset != b->c->offset)
-        return a->c->offset < b->c->offset ? -1 : 1;
-    if (a->file != b->file)
-        return a->file < b->file ? -1 : 1;
-    return a->at < b->at ? -1 : a->at > b->at;
-}
-
-/* Fetches the batch's chunks, then puts each whole file in place. */
-static void rx_flush(struct rx *x)
-{
-    if (x->npieces > 1)
-        qsort(x->pieces, x->npieces, sizeof(*x->pieces), rx_piece_cmp);
-    x->nranges = x->next = 0;
-    for (size_t i = 0; i < x->npieces; i++) {
-        const struct repo_chunk *c = x->pieces[i].c;
-        uint64_t end = (uint64_t)c->offset + c->stored;
-        struct rx_range *cur = x->nranges ? &x->ranges[x->nranges - 1] : NULL;
-        if (cur != NULL && cur->pack == c->pack && c->offset <= cur->end + RX_GAP &&
-            end - cur->start <= RX_RANGE_MAX) {
-            if (end > cur->end)
-                cur->end = end;
-            cur->n++;
-            continue;
-        }
-        x->ranges = util_grow(x->ranges, &x->capranges, x->nranges + 1, sizeof(*x->ranges));
-        x->ranges[x->nranges++] =
-            (struct rx_range){.pack = c->pack, .start = c->offset, .end = end, .first = i, .n = 1};
-    }
-    rx_start(x);
-    while (x->running > 0 || x->working > 0)
-        uv_run(s3_sync_loop(x->st->s3), UV_RUN_ONCE);
-
-    for (size_t i = 0; i < x->nfiles; i++) {
-        struct rx_file *f = &x->files[i];
-        if (!f->done) /* only after a fatal error */
-            rs_file_discard(&f->tf);
-        repo_file_free(&f->f);
-    }
-    x->nfiles = x->npieces = 0;
-    x->batch_bytes = 0;
-}
-
-/* Plans one regular file into the batch (or restores an empty one at once). */
-static void rx_add_file(struct rx *x, const struct repo_file *rec)
-{
-    struct util_err e = {0};
-    uint64_t sum = 0;
-
-    for (size_t i = 0; i < rec->nchunks; i++) {
-        const struct repo_chunk *c = repo_chunkset_find(&x->set, rec->chunks[i]);
-        if (c == NULL) {
-            char hex[2 * REPO_HASH_LEN + 1];
-            repo_hex(rec->chunks[i], REPO_HASH_LEN, hex);
-            rx_damage(x, "%s lacks chunk %s of %s", x->chunks_key, hex, rec->path);
-            fprintf(stderr, "lode restore: not restored: %s\n", rec->path);
-            return;
-        }
-        sum += c->plain;
-    }
-    if (sum != rec->size) {
-        rx_damage(x, "%s: its chunks hold %" PRIu64 " bytes, the file list says %" PRIu64,
-                  rec->path, sum, rec->size);
-        fprintf(stderr, "lode restore: not restored: %s\n", rec->path);
-        return;
-    }
-    if (rec->nchunks == 0) { /* nothing to fetch: in place now */
-        struct rs_tmpfile tf;
-        if (rs_file_open(&x->t, rec, &tf, &e) != 0 || rs_file_commit(&x->t, rec, &tf, &e) != 0) {
-            rx_io_error(x, e.msg);
-        } else {
-            x->nfiles_done++;
-        }
-        return;
-    }
-    if (x->nfiles > 0 && (x->nfiles >= x->max_files || x->batch_bytes + sum > RX_BATCH_BYTES))
-        rx_flush(x);
-    if (x->fatal)
-        return;
-    x->files = util_grow(x->files, &x->capfiles, x->nfiles + 1, sizeof(*x->files));
-    struct rx_file *f = &x->files[x->nfiles];
-    memset(f, 0, sizeof(*f));
-    if (rs_file_open(&x->t, rec, &f->tf, &e) != 0) {
-        rx_io_error(x, e.msg);
-        return;
-    }
-    repo_file_copy(&f->f, rec);
-    free(f->f.chunks); /* the pieces hold them now */
-    f->f.chunks = NULL;
-    f->f.nchunks = 0;
-    uint64_t at = 0;
-    for (size_t i = 0; i < rec->nchunks; i++) {
-        const struct repo_chunk *c = repo_chunkset_find(&x->set, rec->chunks[i]);
-        x->pieces = util_grow(x->pieces, &x->cappieces, x->npieces + 1, sizeof(*x->pieces));
-        x->pieces[x->npieces++] = (struct rx_piece){.c = c, .file = (uint32_t)x->nfiles, .at = at};
-        at += c->plain;
-    }
-    f->pending = (uint32_t)rec->nchunks;
-    x->nfiles++;
-    x->batch_bytes += sum;
 }
 
 /* ---- reading the snapshot ---- */
@@ -555,7 +154,7 @@ static double rx_now(void)
 }
 
 /* A line on stderr every 10 s, so that a long restore shows it is moving. */
-static void rx_progress(struct rx *x)
+void rx_progress(struct rx *x)
 {
     double now = rx_now();
     if (now < x->next_progress)
@@ -565,22 +164,6 @@ static void rx_progress(struct rx *x)
                 x->nfiles_done, x->want_files, (double)x->bytes / 1048576.0,
                 (double)x->want_bytes / 1048576.0);
     x->next_progress = now + 10;
-}
-
-/* Enough descriptors for a batch: two per file, and the directories above them. */
-static size_t rx_max_files(void)
-{
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
-        return 64;
-    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 4096 &&
-        (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > rl.rlim_cur)) {
-        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > 4096 ? 4096 : rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
-    rlim_t n = rl.rlim_cur == RLIM_INFINITY ? 4096 : rl.rlim_cur;
-    n = n > 1024 ? (n - 512) / 2 : n > 128 ? (n - 96) / 2 : 16;
-    return n > 1024 ? 1024 : (size_t)n;
 }
 
 /* The restore itself, once the snapshot is found and the target open. */
@@ -625,13 +208,7 @@ static int rx_run(struct rx *x, const uint8_t *list, size_t len, char **inc, siz
     if (rc < 0)
         rx_damage(x, "%s: %s", x->files_key, e.msg);
     repo_files_reader_free(&r);
-    if (!x->fatal && x->nfiles > 0)
-        rx_flush(x);
-    for (size_t i = 0; i < x->nfiles; i++) { /* left by a fatal error */
-        rs_file_discard(&x->files[i].tf);
-        repo_file_free(&x->files[i].f);
-    }
-    x->nfiles = 0;
+    rx_batch_finish(x);
     if (!x->fatal && rs_target_finish(&x->t, &e) != 0)
         x->ioerrors++;
     if (!x->fatal && syncfs(x->t.root) != 0)
@@ -883,9 +460,7 @@ int cmd_restore(int argc, char **argv)
         rc = rx_restore(&x, target, overwrite, inc, ninc);
     free(x.files_key);
     free(x.chunks_key);
-    free(x.files);
-    free(x.pieces);
-    free(x.ranges);
+    rx_batch_free(&x);
     storage_close(&st);
 out:
     for (size_t i = 0; i < ninc; i++)

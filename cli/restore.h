@@ -29,6 +29,8 @@
 
 #include "repo/repo.h"
 
+struct storage;
+
 struct rs_target {
     int root;       /* the target directory */
     bool as_root;   /* owners are restored */
@@ -76,12 +78,76 @@ void rs_file_discard(struct rs_tmpfile *tf);
 int rs_target_finish(struct rs_target *t, struct util_err *err);
 
 /*
+ * The restore itself (cmd_restore.c reads the snapshot, selects, and reports;
+ * restore_batch.c fetches regular files' contents).
+ *
+ * The batch: regular files are gathered in path order, up to a thousand files or
+ * 256 MiB; a batch's chunks are sorted by pack and offset and read with ranged GETs
+ * of up to 4 MiB, one per run of neighbouring blobs (gaps under 1 MiB are read
+ * through rather than asked for again), four at a time, so a pack range is read once
+ * and never a whole pack per chunk. Each blob is authenticated (AES-GCM) and checked
+ * against its SHA-256 before a byte of it is written; a blob used by several files of
+ * a batch is fetched once. Blobs are opened and written on the libuv thread pool, one
+ * fetched range per task, so the work spreads over the cores while the loop thread
+ * fetches and puts files into place (each as soon as its last chunk is written).
+ * Costs: the fetched ranges in flight (4 x 4 MiB), one decompressed blob per worker,
+ * two descriptors per file of the batch.
+ */
+struct rx_file;  /* restore_batch.c */
+struct rx_piece; /* restore_batch.c */
+struct rx_range; /* restore_batch.c */
+
+struct rx {
+    struct storage *st;
+    const struct repo_keys *keys;
+    struct repo_source src;
+    char id[REPO_ID_LEN + 1];
+    struct repo_chunkset set;
+    char *files_key, *chunks_key; /* meta/SOURCE/ID.files and .chunks, for messages */
+    struct rs_target t;
+    /* The batch (restore_batch.c alone touches it). */
+    struct rx_file *files;
+    size_t nfiles, capfiles, max_files;
+    struct rx_piece *pieces;
+    size_t npieces, cappieces;
+    uint64_t batch_bytes;
+    struct rx_range *ranges;
+    size_t nranges, capranges, next, running;
+    size_t working; /* ranges being opened on the thread pool */
+    /* The outcome. */
+    bool fatal;        /* writing failed or the repository cannot be read: stop */
+    unsigned damaged;  /* damaged objects and files not restored because of them */
+    unsigned ioerrors; /* entries that could not be written */
+    uint64_t nfiles_done, ndirs, nlinks, nspecial, nskipped, bytes, fetched, gets;
+    uint64_t want_files, want_bytes; /* what the restore will bring back */
+    double next_progress;            /* when the next progress line is due */
+};
+
+/* Reporting (cmd_restore.c). A damaged object or a file not restored because of one:
+ * "lode restore: damaged: ..." on stderr, counted. */
+void rx_damage(struct rx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* An entry that could not be written: msg on stderr, counted. */
+void rx_io_error(struct rx *x, const char *msg);
+/* A line on stderr every 10 s, so that a long restore shows it is moving. */
+void rx_progress(struct rx *x);
+
+/* The batch (restore_batch.c). How many files a batch may hold: enough descriptors
+ * for two per file and the directories above them (raises the soft limit when it can). */
+size_t rx_max_files(void);
+/* Plans one regular file into the batch (or restores an empty one at once); a full
+ * batch is fetched and put into place first. */
+void rx_add_file(struct rx *x, const struct repo_file *rec);
+/* The last batch fetched and put into place, or, after a fatal error, discarded. */
+void rx_batch_finish(struct rx *x);
+/* Frees the batch's arrays (at the end of the restore). */
+void rx_batch_free(struct rx *x);
+
+/*
  * Opens the repository for a command that reads sealed objects (restore, check):
  * connects, reads the key and unlocks config.json. Prints the error as "lode CMD:
  * ..." and returns the exit code: CLI_INVALID for a wrong key or a config.json that
  * does not decode, CLI_USAGE for anything else (no repository, no key, I/O).
  */
-struct storage;
 struct storage_opts;
 int rx_open_repo(struct storage *st, const struct storage_opts *so, const char *cmd);
 
