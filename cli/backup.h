@@ -1,6 +1,7 @@
 /*
  * backup: the parts of `lode backup` (docs/repository.md, "Backing up"), shared by
- * cmd_backup.c (the order of the steps, limits, output), backup_walk.c (the
+ * cmd_backup.c (flags, policy, limits), backup_run.c (the order of the steps:
+ * run record, parent, walk, meta/, marks, manifest), backup_walk.c (the
  * directory walk merged with the parent's file list, reading and chunking) and
  * backup_store.c (sealing on the thread pool, packs, paced uploads).
  *
@@ -40,8 +41,9 @@ struct backup {
     struct repo_source src;
     char id[REPO_ID_LEN + 1];
     const struct repo_keys *keys;
-    const char *root; /* --root */
-    char **paths;     /* the policy's paths, sorted, nested ones kept */
+    const char *agent; /* "lode <version>", for the run record and the manifest */
+    const char *root;  /* --root */
+    char **paths;      /* the policy's paths, sorted, nested ones kept */
     size_t npaths;
     uint64_t deadline_ns;                 /* uv_hrtime() at which maxRuntime has passed */
     struct anomaly_thresholds thresholds; /* defaults, or $LODE_ANOMALY's */
@@ -121,6 +123,15 @@ struct backup_result {
 /* Prints the outcome (JSON or text) and writes the termination log when asked. */
 void backup_print(const struct backup *b, const struct backup_result *r, bool json,
                   const char *termlog);
+
+/* ---- backup_run.c ---- */
+
+/*
+ * Steps 2 to 8 of a run (backup_run.c's top) once the storage and the stores are
+ * set up: r->written when the manifest is, else r->error says why (b->fatal).
+ */
+void backup_run(struct backup *b, const struct policy *pol, int64_t max_runtime,
+                struct backup_result *r);
 
 /* ---- backup_walk.c ---- */
 
