@@ -2,12 +2,13 @@
  * ui: `lode ui`, the web interface served by the lode binary itself
  * (docs/ui.md).
  *
- * Three parts, one file each: ui_http.c speaks HTTP and guards the door (the
+ * Four parts, one file each: ui_http.c speaks HTTP and guards the door (the
  * token, the Host header, cross-origin writes, the response headers); ui_api.c
  * answers the JSON endpoints with the very functions behind `lode validate`,
- * `lode schedule`, `lode forget` and `lode status` (cli.h, status.h), so the page
- * and the command line cannot disagree; ui_apply.c is `lode apply` with a
- * server-side dry run first and the difference it would make. The page itself
+ * `lode schedule` and `lode status` (cli.h, status.h), so the page and the
+ * command line cannot disagree; ui_retention.c answers the retention view with
+ * those behind `lode forget`; ui_apply.c is `lode apply` with a server-side dry
+ * run first and the difference it would make. The page itself
  * (web/, built by Vite) is compiled into the binary as byte arrays
  * (ui_assets.h), so one file is all a user needs; a lode built on a machine
  * without npm serves a short page that says so, and every endpoint still works.
@@ -87,6 +88,9 @@ void ui_api_handle(struct ui_ctx *ctx, const char *method, const char *path, con
 
 /* POST /api/apply: {"yaml": text, "dryRun": bool}. */
 void ui_apply_handle(struct ui_ctx *ctx, const json_t *body, struct ui_reply *out);
+/* POST /api/retention: {"yaml": text} and "snapshots": [...], "simulate": {"days": N,
+ * "host": H} or "catalog": {"host": H} (ui_retention.c). */
+void ui_retention_handle(struct ui_ctx *ctx, const json_t *body, struct ui_reply *out);
 
 /* {"error": message} with a status; returns out for chaining. */
 struct ui_reply *ui_reply_error(struct ui_reply *out, unsigned status, const char *fmt, ...)
@@ -96,6 +100,20 @@ struct ui_reply *ui_reply_error(struct ui_reply *out, unsigned status, const cha
 bool ui_kube(struct ui_ctx *ctx);
 /* The namespace the UI works in: --namespace, else the context's, else "default". */
 const char *ui_namespace(struct ui_ctx *ctx);
+
+/* What the endpoints share (ui_api.c). */
+struct policy;
+/*
+ * Validates body.yaml. Returns true with pol filled; otherwise fills out (422 with
+ * the validate document, or 400 for a request without yaml) and returns false.
+ */
+bool ui_policy(struct ui_ctx *ctx, const json_t *body, struct policy *pol, struct ui_reply *out);
+/* An optional whole number member in [lo, hi], dflt when absent; false (and out filled
+ * with 400) when it is not one. */
+bool ui_int_arg(const json_t *body, const char *key, int64_t lo, int64_t hi, int64_t dflt,
+                int64_t *v, struct ui_reply *out);
+/* "2026-03-29T04:07:12+03:00" for an instant in a zone. */
+json_t *ui_json_local(const struct tz_zone *zone, int64_t t);
 
 /* ---- the HTTP server ---- */
 

@@ -1,10 +1,11 @@
 /*
  * The JSON endpoints of `lode ui` (docs/ui.md). Each one parses the policy with
  * the validator and answers with the function behind the matching command, so
- * the page shows exactly what `lode validate`, `lode schedule`, `lode forget` and
- * `lode status` print with --output json; the extra fields a page needs (local
- * times, the calendar of daylight saving notes, the alert limit's derivation)
- * are added around that answer, never instead of it.
+ * the page shows exactly what `lode validate`, `lode schedule` and `lode status`
+ * print with --output json (the retention view, `lode forget`'s, is
+ * ui_retention.c); the extra fields a page needs (local times, the calendar of
+ * daylight saving notes, the alert limit's derivation) are added around that
+ * answer, never instead of it.
  *
  * Every endpoint that takes a policy answers 422 with the validate document
  * ({"file","valid":false,"errors":[...]}) when the policy is invalid, so the page
@@ -25,9 +26,6 @@
 /* Hosts one schedule request may ask for, and runs shown per host. */
 #define UI_MAX_HOSTS     500
 #define UI_MAX_HOST_RUNS 500
-/* Snapshots one retention request may hold or simulate. */
-#define UI_MAX_SNAPSHOTS 20000
-#define UI_SIM_SNAPSHOTS 3000
 
 struct ui_reply *ui_reply_error(struct ui_reply *out, unsigned status, const char *fmt, ...)
 {
@@ -64,7 +62,7 @@ const char *ui_namespace(struct ui_ctx *ctx)
 }
 
 /* "2026-03-29T04:07:12+03:00" for an instant in a zone. */
-static json_t *ui_json_local(const struct tz_zone *zone, int64_t t)
+json_t *ui_json_local(const struct tz_zone *zone, int64_t t)
 {
     int32_t off = tz_offset_at(zone, t);
     int32_t a = off < 0 ? -off : off;
@@ -93,8 +91,7 @@ static void ui_fmt_clock(int64_t local, char *buf, size_t size)
  * Validates body.yaml. Returns true with pol filled; otherwise fills out (422 with
  * the validate document, or 400 for a request without yaml) and returns false.
  */
-static bool ui_policy(struct ui_ctx *ctx, const json_t *body, struct policy *pol,
-                      struct ui_reply *out)
+bool ui_policy(struct ui_ctx *ctx, const json_t *body, struct policy *pol, struct ui_reply *out)
 {
     const json_t *y = json_object_get(body, "yaml");
     struct policy_diags diags;
@@ -133,8 +130,8 @@ static bool ui_time_arg(const json_t *body, const char *key, int64_t dflt, int64
 }
 
 /* An optional whole number in [lo, hi]. */
-static bool ui_int_arg(const json_t *body, const char *key, int64_t lo, int64_t hi, int64_t dflt,
-                       int64_t *v, struct ui_reply *out)
+bool ui_int_arg(const json_t *body, const char *key, int64_t lo, int64_t hi, int64_t dflt,
+                int64_t *v, struct ui_reply *out)
 {
     const json_t *j = json_object_get(body, key);
     *v = dflt;
@@ -378,186 +375,6 @@ free_out:
     json_decref(calendar);
 }
 
-/* ---- POST /api/retention ---- */
-
-/*
- * A simulated history: one snapshot per run of the schedule over the last `days`
- * days before now (received a minute after the host's run time), newest
- * UI_SIM_SNAPSHOTS at most; one a day at midnight UTC without a schedule.
- */
-static json_t *ui_simulate(const struct policy *pol, const struct tz_db *db, const char *host,
-                           int64_t now, int64_t days, struct util_err *err)
-{
-    json_t *arr;
-    struct binding b;
-    int64_t off, t = now, stop = now - days * 86400;
-
-    if (binding_init(&b, pol, db, err) != 0)
-        return NULL;
-    arr = json_array();
-    off = binding_offset(&b, host);
-    for (size_t n = 0; n < UI_SIM_SNAPSHOTS; n++) {
-        struct sched_slot slot;
-        int64_t at;
-        char when[UTIL_TIME_BUF], id[48];
-        struct util_civil c;
-
-        if (b.has_sched) {
-            if (sched_prev(&b.sched, t - off - 61, &slot) != 0)
-                break;
-            at = slot.at + off + 60;
-            t = at;
-        } else {
-            at = util_floor_div(t - 1, 86400) * 86400;
-            t = at;
-        }
-        if (at < stop)
-            break;
-        util_format_utc(at, when, sizeof(when));
-        util_civil_from_seconds(at - 60, &c);
-        snprintf(id, sizeof(id), "%04lld%02u%02uT%02u%02u%02uZ-%016zx", (long long)c.year, c.month,
-                 c.day, c.hour, c.minute, c.second, n);
-        json_array_append_new(arr, json_pack("{s:s, s:s}", "id", id, "time", when));
-    }
-    binding_close(&b);
-    return arr;
-}
-
-/*
- * The repository's snapshots of the policy on one host, as `lode forget --snapshots`
- * reads them: one LIST of the catalog (no object is read, no key needed). A listing
- * that fails or is cut short is an error, never part of a history.
- */
-static json_t *ui_catalog(struct ui_ctx *ctx, const struct policy *pol, const char *host,
-                          struct ui_reply *out)
-{
-    struct storage st;
-    struct repo_catalog cat;
-    struct util_err err = {0};
-    json_t *arr = NULL;
-
-    if (ctx->repo_url == NULL) {
-        ui_reply_error(out, 409,
-                       "no repository: start lode ui with --repo s3:https://HOST/BUCKET[/PREFIX] "
-                       "or LODE_REPOSITORY, and the S3 credentials in the environment");
-        return NULL;
-    }
-    if (storage_open(&st, &ctx->repo, &err) != 0) {
-        ui_reply_error(out, 502, "%s", err.msg);
-        return NULL;
-    }
-    repo_catalog_init(&cat);
-    if (storage_catalog(&st, pol->namespace, pol->name, host, &cat, &err) != 0) {
-        ui_reply_error(out, 502, "the repository's catalog: %s", err.msg);
-        goto close_storage;
-    }
-    arr = json_array();
-    for (size_t i = 0; i < cat.n && i < UI_MAX_SNAPSHOTS; i++)
-        json_array_append_new(arr,
-                              json_pack("{s:s, s:o, s:b, s:b}", "id", cat.v[i].id, "time",
-                                        cli_json_time(cat.v[i].time), "incomplete",
-                                        cat.v[i].incomplete, "suspicious", cat.v[i].suspicious));
-    repo_catalog_free(&cat);
-close_storage:
-    storage_close(&st);
-    return arr;
-}
-
-static void ui_api_retention(struct ui_ctx *ctx, const json_t *body, struct ui_reply *out)
-{
-    struct policy pol;
-    struct tz_zone *zone = NULL;
-    struct ret_snapshot_list list = {0};
-    struct ret_decision *d = NULL;
-    struct util_err err = {0};
-    json_t *snaps = json_object_get(body, "snapshots"), *owned = NULL, *items, *doc;
-    const json_t *sim = json_object_get(body, "simulate");
-    const json_t *catalog = json_object_get(body, "catalog");
-    char *text = NULL;
-    int rc;
-
-    if (!ui_policy(ctx, body, &pol, out))
-        return;
-    if ((rc = binding_zone(&pol, ctx->db, &zone, &err)) != 0) {
-        ui_reply_error(out, rc == UTIL_ENOENT ? 422 : 500, "%s", err.msg);
-        goto free_policy;
-    }
-    if (json_is_object(sim)) {
-        int64_t days;
-        const char *host = json_string_value(json_object_get(sim, "host"));
-        if (!ui_int_arg(sim, "days", 1, 3660, 400, &days, out))
-            goto free_zone;
-        owned = ui_simulate(&pol, ctx->db, host != NULL ? host : "node-1", ctx->now(), days, &err);
-        if (owned == NULL) {
-            ui_reply_error(out, 500, "%s", err.msg);
-            goto free_zone;
-        }
-        snaps = owned;
-    } else if (json_is_object(catalog)) {
-        const char *host = json_string_value(json_object_get(catalog, "host"));
-        if (host == NULL || host[0] == '\0') {
-            ui_reply_error(out, 400, "\"catalog\" needs the \"host\" whose snapshots to read");
-            goto free_zone;
-        }
-        owned = ui_catalog(ctx, &pol, host, out);
-        if (owned == NULL)
-            goto free_zone;
-        snaps = owned;
-    } else if (!json_is_array(snaps) || json_array_size(snaps) > UI_MAX_SNAPSHOTS) {
-        ui_reply_error(out, 400,
-                       "give \"snapshots\" (a list of at most %d, as for lode forget "
-                       "--snapshots), \"simulate\": {\"days\": N, \"host\": H} or "
-                       "\"catalog\": {\"host\": H}",
-                       UI_MAX_SNAPSHOTS);
-        goto free_zone;
-    }
-    /* Through the same strict reader as `lode forget --snapshots`. */
-    text = json_dumps(snaps, JSON_COMPACT);
-    if (ret_snapshots_from_json(&list, text, strlen(text), &err) != 0) {
-        ui_reply_error(out, 400, "snapshots%s", err.msg);
-        goto free_text;
-    }
-    d = util_calloc(list.n ? list.n : 1, sizeof(*d));
-    if (ret_evaluate(list.v, list.n, &pol.retention, zone, d, &err) != 0) {
-        ui_reply_error(out, 400, "%s", err.msg);
-        goto free_list;
-    }
-    doc = cli_forget_json(&list, d);
-    items = json_array();
-    for (size_t i = 0; i < list.n; i++) {
-        const struct ret_snapshot *s = &list.v[d[i].index];
-        json_t *reasons = json_array();
-        for (unsigned r = 0; r < RET_REASON_COUNT; r++)
-            if (d[i].reasons & (1u << r))
-                json_array_append_new(reasons, json_string(ret_reason_name(r)));
-        json_array_append_new(items, json_pack("{s:s, s:o, s:o, s:b, s:b, s:b, s:o}", "id", s->id,
-                                               "time", cli_json_time(s->time), "local",
-                                               ui_json_local(zone, s->time), "incomplete",
-                                               s->incomplete, "suspicious", s->suspicious, "keep",
-                                               d[i].keep, "reasons", reasons));
-    }
-    json_object_set_new(doc, "snapshots", items);
-    json_object_set_new(doc, "timezone", json_string(tz_zone_name(zone)));
-    json_object_set_new(doc, "simulated", json_boolean(owned != NULL && json_is_object(sim)));
-    json_object_set_new(doc, "source",
-                        json_string(json_is_object(sim)       ? "simulated"
-                                    : json_is_object(catalog) ? "catalog"
-                                                              : "list"));
-    out->status = 200;
-    out->body = doc;
-
-free_list:
-    free(d);
-    ret_snapshot_list_free(&list);
-free_text:
-    free(text);
-free_zone:
-    json_decref(owned);
-    tz_zone_free(zone);
-free_policy:
-    policy_free(&pol);
-}
-
 /* ---- GET /api/status, GET /api/info ---- */
 
 static void ui_api_status(struct ui_ctx *ctx, const char *query, struct ui_reply *out)
@@ -616,7 +433,7 @@ void ui_api_handle(struct ui_ctx *ctx, const char *method, const char *path, con
     else if (post && strcmp(path, "/api/schedule") == 0)
         ui_api_schedule(ctx, body, out);
     else if (post && strcmp(path, "/api/retention") == 0)
-        ui_api_retention(ctx, body, out);
+        ui_retention_handle(ctx, body, out);
     else if (post && strcmp(path, "/api/apply") == 0)
         ui_apply_handle(ctx, body, out);
     else if (!post && strcmp(path, "/api/status") == 0)
