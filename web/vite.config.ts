@@ -12,7 +12,15 @@ export default defineConfig({
     modulePreload: { polyfill: false },
     reportCompressedSize: false,
   },
+  // One forked worker and generous time limits: on a loaded 2-core CI machine
+  // Vitest's default worker start and RPC timeouts can fail a run whose tests
+  // all pass, and one test file gains nothing from a pool.
   test: {
     include: ["tests/unit/**/*.test.ts"],
+    pool: "forks",
+    poolOptions: { forks: { singleFork: true } },
+    testTimeout: 30000,
+    hookTimeout: 30000,
+    teardownTimeout: 30000,
   },
 } as any);
