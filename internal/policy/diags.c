@@ -1,7 +1,7 @@
 /*
  * Diagnostics: the error list every stage of the validator adds to, its document
- * order, and the quoting of paths and values in messages. Called by yaml.c, schema.c
- * and policy.c; it calls none of them.
+ * order, and the quoting of paths and values in messages. Called by yaml.c, the
+ * schema's files (schema.c, schema_values.c) and policy.c; it calls none of them.
  */
 #include <stdarg.h>
 #include <stdint.h>

@@ -1,0 +1,211 @@
+/*
+ * The schema of a BackupPolicy as a table (schema_int.h): each field's name, kind,
+ * whether it is required, its range, its CRD limits and, for strings, the
+ * function that checks them. docs/policy.md states the same fields for users.
+ */
+#include <stdint.h>
+
+#include "schema_int.h"
+
+/* ---- checks of strings ---- */
+
+static int schema_check_name(struct schema_walk *w, const char *s, size_t len, struct util_err *err)
+{
+    return policy_check_dns_label(s, len, err);
+}
+
+static int schema_check_subdomain(struct schema_walk *w, const char *s, size_t len,
+                                  struct util_err *err)
+{
+    return policy_check_dns_subdomain(s, len, err);
+}
+
+static int schema_check_cron(struct schema_walk *w, const char *s, size_t len, struct util_err *err)
+{
+    struct cron_expr e;
+    return cron_parse(&e, s, err);
+}
+
+static int schema_check_zone(struct schema_walk *w, const char *s, size_t len, struct util_err *err)
+{
+    int rc = tz_name_check(s, err);
+    if (rc != 0 || w->db == NULL)
+        return rc;
+    /* The zone file exists and is TZif: a few microseconds, where a full load
+     * (which the scheduler does anyway) costs about a millisecond. */
+    return tz_db_check_zone(w->db, s, err);
+}
+
+/* ---- the table ---- */
+
+static const char *const schema_root_json_ignored[] = {"status", NULL};
+static const char *const schema_metadata_json_ignored[] = {"uid",
+                                                           "resourceVersion",
+                                                           "generation",
+                                                           "creationTimestamp",
+                                                           "deletionTimestamp",
+                                                           "deletionGracePeriodSeconds",
+                                                           "managedFields",
+                                                           "selfLink",
+                                                           "ownerReferences",
+                                                           "finalizers",
+                                                           "generateName",
+                                                           NULL};
+static const char *const schema_api_versions[] = {POLICY_API_VERSION, NULL};
+static const char *const schema_kinds[] = {POLICY_KIND, NULL};
+static const char *const schema_ionice_classes[] = {"best-effort", "idle", NULL};
+
+#define KEEP_COUNT(n, s)                                                                           \
+    {                                                                                              \
+        .name = n, .kind = SK_INT, .min = 1, .max = INT32_MAX, .slot = s                           \
+    }
+
+static const struct schema_field schema_metadata[] = {
+    {.name = "name",
+     .kind = SK_STRING,
+     .required = true,
+     .missing = "the policy's name, such as etc-and-home",
+     .check = schema_check_name,
+     .slot = SLOT_NAME},
+    {.name = "namespace", .kind = SK_STRING, .check = schema_check_name, .slot = SLOT_NAMESPACE},
+    {.name = "labels", .kind = SK_LABELS, .slot = SLOT_LABELS},
+    {.name = "annotations", .kind = SK_ANNOTATIONS, .slot = SLOT_ANNOTATIONS},
+    {.name = NULL},
+};
+
+static const struct schema_field schema_schedule[] = {
+    {.name = "cron",
+     .kind = SK_STRING,
+     .required = true,
+     .missing = "five fields (minute hour day month weekday) or @hourly, @daily, @weekly, "
+                "@monthly",
+     .check = schema_check_cron,
+     .max_chars = POLICY_MAX_CRON_CHARS,
+     .slot = SLOT_CRON},
+    {.name = "timezone", .kind = SK_STRING, .check = schema_check_zone, .slot = SLOT_TIMEZONE},
+    {.name = "jitter",
+     .kind = SK_DURATION,
+     .min = 0,
+     .max = 86400,
+     .min_text = "0s",
+     .max_text = "24h",
+     .max_chars = POLICY_MAX_DURATION_CHARS,
+     .slot = SLOT_JITTER},
+    {.name = "catchUpWindow",
+     .kind = SK_DURATION,
+     .min = 60,
+     .max = 30 * 86400,
+     .min_text = "1m",
+     .max_text = "30d",
+     .max_chars = POLICY_MAX_DURATION_CHARS,
+     .slot = SLOT_CATCH_UP},
+    {.name = NULL},
+};
+
+static const struct schema_field schema_retention[] = {
+    KEEP_COUNT("keepLast", SLOT_KEEP_LAST),
+    {.name = "keepWithin",
+     .kind = SK_DURATION,
+     .min = 60,
+     .max = INT64_MAX,
+     .min_text = "1m",
+     .max_chars = POLICY_MAX_DURATION_CHARS,
+     .slot = SLOT_KEEP_WITHIN},
+    KEEP_COUNT("keepDaily", SLOT_KEEP_DAILY),
+    KEEP_COUNT("keepWeekly", SLOT_KEEP_WEEKLY),
+    KEEP_COUNT("keepMonthly", SLOT_KEEP_MONTHLY),
+    {.name = NULL},
+};
+
+static const struct schema_field schema_limits[] = {
+    {.name = "uploadRate",
+     .kind = SK_RATE,
+     .min = 1024,
+     .max = INT64_MAX,
+     .min_text = "1KiB/s",
+     .max_chars = POLICY_MAX_RATE_CHARS,
+     .slot = SLOT_UPLOAD_RATE},
+    {.name = "nice", .kind = SK_INT, .min = 0, .max = 19, .slot = SLOT_NICE},
+    {.name = "ioniceClass",
+     .kind = SK_ENUM,
+     .choices = schema_ionice_classes,
+     .slot = SLOT_IONICE_CLASS},
+    {.name = "ioniceLevel", .kind = SK_INT, .min = 0, .max = 7, .slot = SLOT_IONICE_LEVEL},
+    {.name = "maxRuntime",
+     .kind = SK_DURATION,
+     .min = 3600,
+     .max = 7 * 86400,
+     .min_text = "1h",
+     .max_text = "7d",
+     .max_chars = POLICY_MAX_DURATION_CHARS,
+     .slot = SLOT_MAX_RUNTIME},
+    {.name = NULL},
+};
+
+static const struct schema_field schema_alerts[] = {
+    {.name = "maxAge",
+     .kind = SK_DURATION,
+     .min = 3600,
+     .max = 365 * 86400,
+     .min_text = "1h",
+     .max_text = "365d",
+     .max_chars = POLICY_MAX_DURATION_CHARS,
+     .slot = SLOT_MAX_AGE},
+    {.name = NULL},
+};
+
+static const struct schema_field schema_spec[] = {
+    {.name = "repository",
+     .kind = SK_STRING,
+     .required = true,
+     .missing = "the name of a BackupRepository in the same namespace, such as main",
+     .check = schema_check_subdomain,
+     .slot = SLOT_REPOSITORY},
+    {.name = "paths",
+     .kind = SK_PATHS,
+     .required = true,
+     .missing = "a list of 1 or more absolute paths on the node, such as [/etc]",
+     .max_items = POLICY_MAX_PATHS,
+     .slot = SLOT_PATHS},
+    {.name = "nodeSelector",
+     .kind = SK_LABELS,
+     .max_items = POLICY_MAX_NODE_SELECTOR,
+     .slot = SLOT_NODE_SELECTOR},
+    {.name = "schedule", .kind = SK_MAP, .fields = schema_schedule, .slot = SLOT_SCHEDULE},
+    {.name = "retention", .kind = SK_MAP, .fields = schema_retention, .slot = SLOT_RETENTION},
+    {.name = "limits", .kind = SK_MAP, .fields = schema_limits, .slot = SLOT_LIMITS},
+    {.name = "alerts", .kind = SK_MAP, .fields = schema_alerts, .slot = SLOT_NONE},
+    {.name = NULL},
+};
+
+static const struct schema_field schema_root[] = {
+    {.name = "apiVersion",
+     .kind = SK_ENUM,
+     .required = true,
+     .missing = "write apiVersion: " POLICY_API_VERSION,
+     .choices = schema_api_versions},
+    {.name = "kind",
+     .kind = SK_ENUM,
+     .required = true,
+     .missing = "write kind: " POLICY_KIND,
+     .choices = schema_kinds},
+    {.name = "metadata",
+     .kind = SK_MAP,
+     .required = true,
+     .missing = "a map with the policy's name",
+     .fields = schema_metadata,
+     .json_ignored = schema_metadata_json_ignored},
+    {.name = "spec",
+     .kind = SK_MAP,
+     .required = true,
+     .missing = "a map with repository and paths",
+     .fields = schema_spec},
+    {.name = NULL},
+};
+
+const struct schema_field schema_document = {
+    .name = "",
+    .kind = SK_MAP,
+    .fields = schema_root,
+    .json_ignored = schema_root_json_ignored,
+};
