@@ -6,11 +6,94 @@
 
 #include "kube/kube.h"
 
+#include "http/http.h"
+
+#include <curl/curl.h>
+
 /* Reads a bearer token file and trims the whitespace around the token. */
 int kube__read_token(const char *path, char **token, struct util_err *err);
 /* The client's loop. */
 uv_loop_t *kube__loop(const struct kube_client *c);
 /* A 32-bit pseudo-random number from the client's generator (jitter, not secrets). */
 uint32_t kube__rand(struct kube_client *c);
+
+/* ---- the client and its requests (client.c: life cycle; request.c: queues and transfers;
+ * verbs.c: what each verb asks for) ---- */
+
+/* A doubly linked list of requests: the rate-limited queue, the free queue, the active set. */
+struct req_list {
+    struct kube_request *head, *tail;
+    size_t n;
+};
+
+struct kube_request {
+    struct http_xfer xfer;
+    struct kube_client *c;
+    struct kube_request *prev, *next;
+    struct req_list *list; /* the list it is on, or NULL */
+    CURL *easy;
+    struct curl_slist *headers;
+    char *url;
+    char *body;
+    size_t body_len;
+    const char *verb;   /* static: "GET", "LIST", ... */
+    const char *method; /* static: the HTTP method */
+    const char *accept;
+    const char *content_type;
+    bool watch, limited, active, cancelled;
+    kube_result_cb cb;
+    kube_watch_cb event_cb;
+    void *arg;
+    uint64_t timeout_ms;
+    uint64_t start_ms;
+    long status;
+    struct util_buf resp;
+    struct kube_lines lines;
+    int werror; /* an error raised inside the write callback */
+    struct util_err werr;
+    char errbuf[CURL_ERROR_SIZE];
+};
+
+struct kube_client {
+    uv_loop_t *loop;
+    struct http_multi *http;
+    bool own_http; /* created here (closed with the client), or borrowed */
+    uv_timer_t rate_timer, token_timer;
+    struct kube_config cfg;
+    struct kube_client_opts opts; /* strings below are owned copies */
+    char *field_manager;
+    char *user_agent;
+    char *base_url;                /* where requests go: the server, or tls-server-name */
+    struct curl_slist *connect_to; /* tls-server-name: "NAME:PORT:HOST:PORT", or NULL */
+    struct kube_bucket bucket;
+    struct req_list limited_q, free_q, active;
+    unsigned handles; /* libuv handles not yet closed */
+    size_t live;      /* requests allocated and not yet freed */
+    bool closing;
+    kube_close_cb close_cb;
+    void *close_arg;
+    uint64_t rng;
+};
+
+/* What a verb function asks for. path is an owned buffer; body an owned string. */
+struct req_spec {
+    const char *verb, *method, *accept, *content_type;
+    struct util_buf *path;
+    char *body;
+    size_t body_len;
+    bool watch;
+    uint64_t timeout_ms;
+};
+
+/* Queues a request (request.c); s->body is taken over, even on failure. */
+int kube__submit(struct kube_client *c, struct req_spec *s, kube_result_cb cb,
+                 kube_watch_cb event_cb, void *arg, struct kube_request **out,
+                 struct util_err *err);
+/* Frees a request that curl no longer holds (queued, or its transfer is done) (request.c). */
+void kube__request_free(struct kube_request *r);
+/* The client is gone once its timers closed and curl let go of its last transfer (client.c). */
+void kube__client_maybe_finish(struct kube_client *c);
+/* Reads the token file again (client.c); also started at once after a 401. */
+void kube__on_token_timer(uv_timer_t *t);
 
 #endif
