@@ -212,6 +212,9 @@ void ctl_gc_init(struct ctl *c);
 void ctl_gc_start(struct ctl *c);
 void ctl_gc_stop(struct ctl *c);
 void ctl_gc_close(struct ctl *c);
+/* The GC series of /metrics (docs/operator.md, "Metrics"): per repository this replica looked at.
+ */
+void ctl_gc_metrics(struct ctl *c, struct util_buf *b);
 
 /* acting.c */
 int ctl_acting_init(struct ctl *c, const char *user_agent, struct util_err *err);

@@ -111,6 +111,7 @@ static void ctl_metrics_write(struct ctl *c, struct util_buf *b)
         }
     }
     ctl_prune_metrics(c, b);
+    ctl_gc_metrics(c, b);
     ctl_metrics_family(b, "lodestore_run_start_delay_seconds", "histogram",
                        "How long after its run time (slot plus jitter offset) a run's Backup was "
                        "created.");

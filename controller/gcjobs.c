@@ -32,9 +32,17 @@ struct gc_repo {
     struct tz_zone *zone;
     struct sched sched;
     bool sched_ok;
-    int64_t since;    /* slots before this do not count (created, or gc spec changed) */
-    char *written;    /* the last status.gc nextRun/message written, to skip repeats */
-    char *result_msg; /* the last run's message, put back when a note is cleared */
+    int64_t since;             /* slots before this do not count (created, or gc spec changed) */
+    char status_hash[17];      /* status.gc.scheduleHash as read at the first look */
+    int64_t status_changed_at; /* status.gc.scheduleChangedAt as read then */
+    char *written;             /* the last status.gc nextRun/message written, to skip repeats */
+    char *result_msg;          /* the last run's message, put back when a note is cleared */
+    /* For /metrics: the last outcome and success as status.gc keeps them, so a restart
+     * loses neither; counts since this process started. */
+    bool has_success, last_failed, suspended;
+    int64_t last_success, created;
+    int64_t limit; /* sched_alert_limit of the bound schedule, or SCHED_NO_LIMIT */
+    uint64_t succeeded, failed, packs_deleted, bytes_freed;
 };
 
 struct ctl_gc {
@@ -160,6 +168,17 @@ static void gc_pods_cb(const struct kube_result *res, void *arg)
             out.succeeded ? "Succeeded" : "Failed", "packsDeleted", (json_int_t)out.packs_deleted,
             "bytesFreed", (json_int_t)out.bytes_freed, "durationSeconds", (json_int_t)out.duration,
             "message", out.message, "activeJob", "lastJob", op->job);
+        if (out.succeeded) {
+            r->has_success = true;
+            r->last_success = end > 0 ? end : ctl_now(g->c);
+            json_object_set_new(gc, "lastSuccess", gc_time(r->last_success));
+            r->succeeded++;
+            r->packs_deleted += (uint64_t)(out.packs_deleted > 0 ? out.packs_deleted : 0);
+            r->bytes_freed += (uint64_t)(out.bytes_freed > 0 ? out.bytes_freed : 0);
+        } else {
+            r->failed++;
+        }
+        r->last_failed = !out.succeeded;
         free(r->job);
         r->job = NULL;
         free(r->result_msg);
@@ -189,6 +208,8 @@ static void gc_job_got_cb(const struct kube_result *res, void *arg)
             json_t *gc =
                 json_pack("{s:o, s:s, s:s, s:n, s:s}", "lastRun", gc_time(ctl_now(g->c)), "result",
                           "Failed", "message", msg, "activeJob", "lastJob", op->job);
+            r->failed++;
+            r->last_failed = true;
             free(r->job);
             r->job = NULL;
             free(r->result_msg);
@@ -284,8 +305,10 @@ static void gc_start(struct ctl_gc *g, struct gc_repo *r, const struct ctl_repo_
     op->uid = uid != NULL ? util_strdup(uid) : NULL;
     struct kube_resource rj = api_in(&api_jobs, r->ns);
     int rc = ctl_job_set_repository(job, v->obj, &err);
-    if (rc == 0)
+    if (rc == 0) {
+        ctl_gc_job_key_readable(job);
         rc = kube_create(c->kube, &rj, job, gc_created_cb, op, NULL, &err);
+    }
     json_decref(job);
     if (rc != 0) {
         struct kube_result fake = {.error = rc, .message = err.msg};
@@ -319,7 +342,23 @@ static void gc_note(struct ctl_gc *g, struct gc_repo *r, int64_t next_run, const
     gc_patch(g, r, gc);
 }
 
-/* Binds spec.gc's schedule to its zone, again only when it changed. */
+/* The hash of the schedule and zone status.gc.scheduleHash records, 16 hex digits. */
+static void gc_schedule_hash(const char *key, char out[17])
+{
+    static const char hex[] = "0123456789abcdef";
+    uint64_t h = util_hash(key, strlen(key));
+    for (int i = 0; i < 16; i++)
+        out[i] = hex[(h >> (60 - 4 * i)) & 0xf];
+    out[16] = '\0';
+}
+
+/*
+ * Binds spec.gc's schedule to its zone, again only when it changed. Slots count from
+ * the repository's creation, or from when the schedule or zone last changed; that time
+ * is kept in status.gc (scheduleHash, scheduleChangedAt) as a policy keeps its own
+ * (docs/schedule.md), so a restarted controller does not count the slots of an older
+ * schedule. A change seen first by a restarted controller counts from then.
+ */
 static int gc_bind(struct ctl_gc *g, struct gc_repo *r, const struct ctl_gc_spec *spec,
                    const json_t *obj, struct util_err *err)
 {
@@ -332,19 +371,38 @@ static int gc_bind(struct ctl_gc *g, struct gc_repo *r, const struct ctl_gc_spec
                                           "not in the time zone database",
                                           spec->zone);
     }
-    bool changed = r->sched_key != NULL;
+    char hash[17];
+    gc_schedule_hash(key, hash);
+    int64_t created = ctl_json_time(obj, "metadata.creationTimestamp");
+    if (r->sched_key != NULL)
+        r->since = ctl_now(g->c); /* changed now: counts from now (docs/schedule.md) */
+    else if (r->status_hash[0] == '\0')
+        r->since = created; /* never bound: the schedule began with the repository */
+    else if (strcmp(r->status_hash, hash) == 0 && r->status_changed_at != 0)
+        r->since = r->status_changed_at;
+    else
+        r->since = ctl_now(g->c); /* changed while no controller acted */
+    if (strcmp(r->status_hash, hash) != 0 || r->status_changed_at != r->since) {
+        memcpy(r->status_hash, hash, sizeof(hash));
+        r->status_changed_at = r->since;
+        gc_patch(
+            g, r,
+            json_pack("{s:s, s:o}", "scheduleHash", hash, "scheduleChangedAt", gc_time(r->since)));
+    }
+    char since[UTIL_TIME_BUF];
+    util_format_utc(r->since, since, sizeof(since));
+    ctl_log(g->c, 2, "GC of %s/%s: schedule \"%s\" in %s, slots count from %s", r->ns, r->name,
+            spec->schedule, spec->zone, since);
     free(r->sched_key);
     r->sched_key = key;
     tz_zone_free(r->zone);
     r->zone = NULL;
     r->sched_ok = false;
-    int64_t created = ctl_json_time(obj, "metadata.creationTimestamp");
-    /* A schedule changed now counts from now, as a policy's does (docs/schedule.md). */
-    r->since = changed ? ctl_now(g->c) : created;
     if (tz_zone_load(&r->zone, g->c->db, spec->zone, err) != 0)
         return UTIL_EINVAL;
     sched_init(&r->sched, &spec->cron, r->zone);
     r->sched_ok = true;
+    r->limit = sched_alert_limit(&r->sched, 0, 0, ctl_now(g->c));
     return 0;
 }
 
@@ -368,6 +426,16 @@ static void gc_look_cb(const char *ns, const char *name, const struct ctl_repo_v
         r->job = job != NULL && job[0] != '\0' ? util_strdup(job) : NULL;
         r->last_slot = ctl_json_time(v->obj, "status.gc.lastSlot");
         r->has_last = r->last_slot != 0;
+        const char *hash = ctl_json_str(v->obj, "status.gc.scheduleHash");
+        if (hash != NULL && strlen(hash) == 16)
+            memcpy(r->status_hash, hash, 17);
+        r->status_changed_at = ctl_json_time(v->obj, "status.gc.scheduleChangedAt");
+        r->last_success = ctl_json_time(v->obj, "status.gc.lastSuccess");
+        r->has_success = r->last_success != 0;
+        const char *result = ctl_json_str(v->obj, "status.gc.result");
+        r->last_failed = result != NULL && strcmp(result, "Failed") == 0;
+        r->created = ctl_json_time(v->obj, "metadata.creationTimestamp");
+        r->limit = SCHED_NO_LIMIT;
         r->seeded = true;
     }
     if (r->job != NULL) {
@@ -386,9 +454,11 @@ static void gc_look_cb(const char *ns, const char *name, const struct ctl_repo_v
     struct ctl_gc_spec spec;
     struct util_err err = {0};
     if (ctl_gc_spec_read(v->obj, &spec, &err) != 0 || gc_bind(g, r, &spec, v->obj, &err) != 0) {
+        r->limit = SCHED_NO_LIMIT;
         gc_note(g, r, 0, err.msg);
         return;
     }
+    r->suspended = spec.suspend;
     struct ctl_gc_state st = {.ready = v->ready && !spec.suspend,
                               .job_active = false,
                               .since = r->since,
@@ -413,6 +483,74 @@ static void gc_tick_cb(uv_timer_t *t)
         !ctl_cache_synced(g->c))
         return;
     ctl_repos_each(g->c->repos, gc_look_cb, g);
+}
+
+/* ---- /metrics ---- */
+
+void ctl_gc_metrics(struct ctl *c, struct util_buf *b)
+{
+    static const char *const fams[][3] = {
+        {"lodestore_gc_last_success_timestamp_seconds", "gauge",
+         "When the repository's last successful GC Job ended."},
+        {"lodestore_gc_last_failed", "gauge",
+         "1 when the repository's last GC Job failed (status.gc.result Failed)."},
+        {"lodestore_gc_alert_limit_seconds", "gauge",
+         "How old the last successful GC may get before the repository is overdue: twice the "
+         "longest gap of spec.gc.schedule."},
+        {"lodestore_gc_overdue", "gauge",
+         "1 when the repository has had no successful GC within its alert limit (never while "
+         "spec.gc.suspend is true)."},
+        {"lodestore_gc_runs_total", "counter",
+         "GC Jobs that ended, by result (succeeded, failed), since the controller started."},
+        {"lodestore_gc_packs_deleted_total", "counter",
+         "Packs deleted by successful GC Jobs since the controller started."},
+        {"lodestore_gc_bytes_freed_total", "counter",
+         "Bytes freed by successful GC Jobs since the controller started."},
+    };
+    struct ctl_gc *g = c->gc;
+    if (g == NULL)
+        return;
+    for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++) {
+        size_t i = 0;
+        const char *k;
+        void *v;
+        ctl_metrics_family(b, fams[f][0], fams[f][1], fams[f][2]);
+        while (util_map_next(&g->repos, &i, &k, &v)) {
+            const struct gc_repo *r = v;
+            const char *l[] = {"repository", k, NULL};
+            switch (f) {
+            case 0:
+                if (r->has_success)
+                    ctl_metrics_sample(b, fams[f][0], l, (double)r->last_success);
+                break;
+            case 1:
+                ctl_metrics_sample(b, fams[f][0], l, r->last_failed);
+                break;
+            case 2:
+                if (r->limit != SCHED_NO_LIMIT)
+                    ctl_metrics_sample(b, fams[f][0], l, (double)r->limit);
+                break;
+            case 3:
+                ctl_metrics_sample(b, fams[f][0], l,
+                                   !r->suspended &&
+                                       sched_overdue(r->limit, r->has_success, r->last_success,
+                                                     r->created, r->created, ctl_now(c)));
+                break;
+            case 4: {
+                const char *ls[] = {"repository", k, "result", "succeeded", NULL};
+                const char *lf[] = {"repository", k, "result", "failed", NULL};
+                ctl_metrics_sample(b, fams[f][0], ls, (double)r->succeeded);
+                ctl_metrics_sample(b, fams[f][0], lf, (double)r->failed);
+                break;
+            }
+            case 5:
+                ctl_metrics_sample(b, fams[f][0], l, (double)r->packs_deleted);
+                break;
+            default:
+                ctl_metrics_sample(b, fams[f][0], l, (double)r->bytes_freed);
+            }
+        }
+    }
 }
 
 void ctl_gc_init(struct ctl *c)

@@ -111,8 +111,11 @@ json_t *ctl_gc_job_json(const char *ns, const char *name, const char *uid, const
                   "image", opts->agent_image, "command", "/usr/local/bin/lode", "gc", "args", args,
                   "env", "volumeMounts", "name", "tmp", "mountPath", "/tmp", "securityContext",
                   security, "terminationMessagePolicy", "FallbackToLogsOnError");
-    json_t *pod = json_pack("{s:s, s:[o], s:[{s:s, s:{}}]}", "restartPolicy", "Never", "containers",
-                            container, "volumes", "name", "tmp", "emptyDir");
+    json_t *pod_security = json_pack("{s:i, s:i, s:b, s:i}", "runAsUser", CTL_GC_USER, "runAsGroup",
+                                     CTL_GC_USER, "runAsNonRoot", 1, "fsGroup", CTL_GC_USER);
+    json_t *pod =
+        json_pack("{s:s, s:[o], s:[{s:s, s:{}}], s:o}", "restartPolicy", "Never", "containers",
+                  container, "volumes", "name", "tmp", "emptyDir", "securityContext", pod_security);
     json_t *labels = json_pack("{s:s, s:s, s:s}", CTL_LABEL_MANAGED, CTL_MANAGER,
                                CTL_LABEL_COMPONENT, CTL_GC_COMPONENT, CTL_LABEL_REPOSITORY, name);
     json_t *meta =
@@ -128,6 +131,20 @@ json_t *ctl_gc_job_json(const char *ns, const char *name, const char *uid, const
                      "activeDeadlineSeconds", (json_int_t)(2 * max_runtime),
                      "ttlSecondsAfterFinished", (json_int_t)opts->ttl_seconds, "template",
                      "metadata", "labels", labels, "spec", pod);
+}
+
+void ctl_gc_job_key_readable(json_t *job)
+{
+    json_t *volumes = (json_t *)ctl_json_path(job, "spec.template.spec.volumes");
+    size_t i;
+    json_t *v;
+    json_array_foreach(volumes, i, v)
+    {
+        json_t *secret = json_object_get(v, "secret");
+        const char *name = json_string_value(json_object_get(v, "name"));
+        if (secret != NULL && name != NULL && strcmp(name, "repository-key") == 0)
+            json_object_set_new(secret, "defaultMode", json_integer(0440));
+    }
 }
 
 bool ctl_gc_job_ended(const json_t *job, bool *failed)

@@ -78,10 +78,20 @@ void ctl_gc_job_name(const char *ns, const char *name, const char *slot, char ou
  * The GC Job of repository ns/name (without its repository: ctl_job_set_repository adds
  * it): `lode gc --output json --max-runtime Ns --termination-log /dev/termination-log`,
  * not pinned to a node, no host mount, backoffLimit 0, activeDeadlineSeconds twice
- * max_runtime, labelled with the repository, owned by it when uid is set.
+ * max_runtime, labelled with the repository, owned by it when uid is set, run as
+ * CTL_GC_USER.
  */
 json_t *ctl_gc_job_json(const char *ns, const char *name, const char *uid, const char *job_name,
                         int64_t max_runtime, const struct ctl_job_opts *opts);
+
+/*
+ * The image runs as CTL_GC_USER, not root (a backup Job is root, for the host's
+ * files; gc needs none): the GC pod runs as that user with fsGroup CTL_GC_USER, and
+ * the repository key volume that ctl_job_set_repository added (0400, root's) becomes
+ * 0440 so that group reads it. Call it after ctl_job_set_repository.
+ */
+#define CTL_GC_USER 65532
+void ctl_gc_job_key_readable(json_t *job);
 
 /* The outcome of one GC Job, for status.gc and the Event. */
 struct ctl_gc_result {

@@ -7,6 +7,10 @@
 # Backup shows that snapshot (id, files, bytes), and `lode restore` of each snapshot
 # gives back exactly that node's files; the Job's pod is the restricted one the docs
 # describe (read-only root and /host, uid 0 with DAC_READ_SEARCH only).
+# Then garbage collection for real (docs/gc.md): the controller forgets every snapshot
+# of the old data after the nodes' files change, and its GC Job runs `lode gc` in the
+# image on a stand-in node while a throttled backup runs; status.gc and the Event say
+# exactly what left the storage, and every node's newest snapshot still restores.
 # Run it as  tests/env/with-cluster.sh bash tests/e2e/test_backup_cluster.sh
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -183,4 +187,141 @@ for i in 0 1 2; do
 		"$(cd "$d/srv/data" && stat -c '%n %a %u' private hostname && readlink link)"
 	check_eq "$h: paths outside the policy are not in the snapshot" "$(ls "$t/srv")" "data"
 done
+
+# ---- GC for real: the controller's GC Job runs `lode gc` in the image while a backup runs ----
+# (docs/gc.md, "Run by the controller"). Every file of every node changes and keepLast
+# drops to 1, so the controller forgets every snapshot of the old data and their packs
+# are used by nothing; once aged past the window (versitygw's posix backend takes
+# LastModified from the file's mtime), the GC Job frees exactly them, while a backup
+# throttled by uploadRate is running on node 0. There is no scheduler here: the test
+# binds the GC pod to a stand-in node, as kube-scheduler would.
+DATA=$ENV_DIR/s3/data/$S3_BUCKET/$prefix
+policy() { # CRON KEEP-LAST [UPLOAD-RATE]
+	kc -n "$ns" apply -f - >/dev/null <<EOF
+apiVersion: lodestore.io/v1alpha1
+kind: BackupPolicy
+metadata: {name: nightly}
+spec:
+  repository: main
+  paths: [/srv/data]
+  nodeSelector: {role: $ns}
+  schedule: {cron: "$1", jitter: 0s}
+  retention: {keepLast: $2}
+  limits: {maxRuntime: 1h${3:+, uploadRate: $3}}
+EOF
+}
+# No backup pod is pending or running.
+backups_idle() {
+	[[ -z $(kc -n "$ns" get pods -l lodestore.io/policy=nightly -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -v '^Succeeded$\|^Failed$') ]]
+}
+snaps() { "$LODE" snapshots --policy "$ns/nightly" --output json 2>"$T_TMP/snaps.err"; }
+# objects DIR...: "size key" of every object file under the repository's DIRs, sorted.
+objects() { (cd "$DATA" && find "$@" -type f -printf '%s %p\n' 2>/dev/null); }
+# Pausing the policy: a yearly schedule (a changed schedule counts from now).
+policy "0 0 1 1 *" 10
+env_wait 60 "the running backups to end" backups_idle || fail "the backups end" "$(kc -n "$ns" get pods)"
+snaps | jq -r '.snapshots[].id' | sort >"$T_TMP/old-ids"
+for i in 0 1 2; do
+	d=$(env_node_dir "$nodes-$i")
+	echo "node $i, second life" >"$d/srv/data/hostname"
+	head -c $((310000 + i * 70000)) /dev/urandom >"$d/srv/data/sub dir/blob-$i"
+	echo "private $i, second life" >"$d/srv/data/private"
+done
+policy "* * * * *" 1
+# Each host's snapshots are new ones: the controller forgot every snapshot of the old
+# data (retention keeps the two newest good ones whatever keepLast says: two slots).
+only_new() {
+	local s
+	s=$(snaps) || return 1
+	[[ $(jq -r '[.snapshots[].host] | unique | join(" ")' <<<"$s") == "$nodes-0 $nodes-1 $nodes-2" ]] &&
+		[[ -z $(jq -r '.snapshots[].id' <<<"$s" | grep -Fxf "$T_TMP/old-ids") ]]
+}
+if env_wait 210 "new snapshots only, the old ones forgotten" only_new; then
+	pass "keepLast 1: the controller forgot every snapshot of the old data ($(grep -c . "$T_TMP/old-ids") of them)"
+else
+	fail "keepLast 1: the controller forgot every snapshot of the old data" "$(snaps)"
+fi
+policy "0 0 1 1 *" 1
+env_wait 90 "the running backups to end" backups_idle || fail "the backups end" "$(kc -n "$ns" get pods)"
+# Everything so far is a day old: past the GC window (maxRuntime 1h + 1h).
+find "$DATA" -type f -exec touch -d '-1 day' {} +
+objects data meta runs >"$T_TMP/before"
+# The backup that runs during GC: 24 MiB more on node 0 at 1 MiB/s.
+head -c $((24 << 20)) /dev/urandom >"$(env_node_dir "$nodes-0")/srv/data/big"
+kc -n "$ns" patch backuprepository main --type=merge -p '{"spec":{"gc":{"schedule":"* * * * *"}}}' >/dev/null
+policy "* * * * *" 1 1MiB/s
+gcjob() { kc -n "$ns" get jobs -l lodestore.io/repository=main -o jsonpath='{.items[0].metadata.name}'; }
+pod_of() { kc -n "$ns" get pods -l "job-name=$1" -o jsonpath='{.items[0].metadata.name}' 2>/dev/null; }
+bk_running() { # the name of node 0's running backup pod
+	kc -n "$ns" get pods -l "lodestore.io/policy=nightly,lodestore.io/host=$nodes-0" \
+		-o jsonpath='{range .items[?(@.status.phase=="Running")]}{.metadata.name}{"\n"}{end}' | head -n 1
+}
+ready_to_bind() { [[ -n $(gcjob) && -n $(pod_of "$(gcjob)") && -n $(bk_running) ]]; }
+if ! env_wait 150 "a GC Job's pod and node 0's backup running" ready_to_bind; then
+	fail "a GC Job starts while node 0's backup runs" "$(kc -n "$ns" get jobs,pods)" "$(tail -n 20 "$T_TMP/ctl.log")"
+	finish
+	exit 1
+fi
+job=$(gcjob)
+gcpod=$(pod_of "$job")
+bkpod=$(bk_running)
+kc create --raw "/api/v1/namespaces/$ns/pods/$gcpod/binding" -f - >/dev/null <<EOF
+{"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "$gcpod"}, "target": {"apiVersion": "v1", "kind": "Node", "name": "$nodes-1"}}
+EOF
+gc_field() { env_get -n "$ns" backuprepository/main "{.status.gc.$1}"; }
+gc_recorded() { [[ $(gc_field lastJob) == "$job" ]]; }
+if env_wait 120 "status.gc to record $job" gc_recorded; then
+	pass "the GC Job ran lode gc in the image and its result is in status.gc"
+else
+	fail "the GC Job ran lode gc in the image" "$(kc -n "$ns" get pod "$gcpod" -o json | jq -c .status)" \
+		"$(tail -n 20 "$ENV_LOGS/chroot-kubelet.log")"
+fi
+check_eq "status.gc.result Succeeded" "$(gc_field result): $(gc_field message)" "Succeeded: $(gc_field message)"
+bk_done() { [[ $(env_get -n "$ns" "pod/$bkpod" '{.status.phase}') == Succeeded ]]; }
+env_wait 120 "node 0's backup to succeed" bk_done || fail "node 0's backup succeeds" "$(kc -n "$ns" get pod "$bkpod" -o json | jq -c .status)"
+policy "0 0 1 1 *" 1
+kc -n "$ns" patch backuprepository main --type=merge -p '{"spec":{"gc":{"suspend":true}}}' >/dev/null
+cstate() { kc -n "$ns" get pod "$1" -o jsonpath='{.status.containerStatuses[0].state.terminated.startedAt} {.status.containerStatuses[0].state.terminated.finishedAt}'; }
+read -r gs gf <<<"$(cstate "$gcpod")"
+read -r bs bf <<<"$(cstate "$bkpod")"
+if [[ -n $gf && -n $bf && $(date -d "$gs" +%s) -ge $(date -d "$bs" +%s) && $(date -d "$gf" +%s) -lt $(date -d "$bf" +%s) ]]; then
+	pass "GC ran while the backup ran (GC $gs..$gf inside the backup's $bs..$bf), blocking nothing"
+else
+	fail "GC ran while the backup ran" "GC: $gs..$gf" "backup: $bs..$bf"
+fi
+objects data meta runs >"$T_TMP/after"
+# Freed: the objects present before GC that are gone (the backup during GC only adds).
+awk 'NR == FNR { after[$2]; next } !($2 in after)' "$T_TMP/after" "$T_TMP/before" >"$T_TMP/freed"
+freed_packs=$(grep -c ' data/' "$T_TMP/freed")
+freed_bytes=$(awk '{ n += $1 } END { print n + 0 }' "$T_TMP/freed")
+[[ $freed_packs -gt 0 ]] && pass "GC freed $freed_packs packs ($freed_bytes bytes with meta and run records)" ||
+	fail "GC freed packs" "$(cat "$T_TMP/freed")"
+check_eq "status.gc.packsDeleted and bytesFreed are what left the storage" \
+	"$(gc_field packsDeleted) $(gc_field bytesFreed)" "$freed_packs $freed_bytes"
+events() { kc -n "$ns" get events --field-selector "reason=$1,involvedObject.name=main" -o jsonpath='{range .items[*]}{.message}{"\n"}{end}'; }
+has_event() { [[ -n $(events "$1") ]]; }
+env_wait 20 "a GarbageCollected Event" has_event GarbageCollected || fail "a GarbageCollected Event"
+check_contains "the Event says what was freed" "$(events GarbageCollected)" \
+	"GC Job $job: deleted $freed_packs of "
+check_contains "the Event's bytes" "$(events GarbageCollected)" " $freed_bytes bytes freed"
+# Nothing referenced is lost: every snapshot left (node 0's made during GC included)
+# restores exactly, and every pack reads back.
+snaps >"$T_TMP/kept.json"
+check_eq "every host keeps snapshots" "$(jq -r '[.snapshots[].host] | unique | join(" ")' "$T_TMP/kept.json")" \
+	"$nodes-0 $nodes-1 $nodes-2"
+for i in 0 1 2; do
+	h=$nodes-$i
+	# Newest first: the newest is of the node's files as they are now; the older one
+	# (made before big was written on node 0) is checked by check --read-data below.
+	id=$(jq -r --arg h "$h" '.snapshots[] | select(.host == $h) | .id' "$T_TMP/kept.json" | head -n 1)
+	t=$T_TMP/after-gc-$i
+	if out=$("$LODE" restore "$id" --target "$t" 2>&1) &&
+		out=$(diff -r --no-dereference "$(env_node_dir "$h")/srv/data" "$t/srv/data" 2>&1); then
+		pass "$h: after GC, the newest snapshot restores byte for byte"
+	else
+		fail "$h: after GC, the newest snapshot restores byte for byte" "$out"
+	fi
+done
+out=$("$LODE" check --read-data 2>&1) && pass "lode check --read-data: no damage after GC" ||
+	fail "lode check --read-data: no damage after GC" "$out"
 finish

@@ -202,10 +202,10 @@ if PROMTOOL=$("$ROOT/tests/chart/build-tool.sh" promtool | tail -n 1) && [[ -x $
 	check_contains "promtool is the pinned release" "$("$PROMTOOL" --version 2>&1 | head -n 1)" "version $want"
 	jq 'select(.kind == "PrometheusRule") | .spec' "$T_TMP/full.json" >"$T_TMP/rules.json"
 	if out=$("$PROMTOOL" check rules --lint=all --lint-fatal "$T_TMP/rules.json" 2>&1); then
-		check_contains "promtool check rules --lint=all: the two rules load, nothing to lint" "$out" \
-			"SUCCESS: 2 rules found"
+		check_contains "promtool check rules --lint=all: the four rules load, nothing to lint" "$out" \
+			"SUCCESS: 4 rules found"
 	else
-		fail "promtool check rules --lint=all: the two rules load, nothing to lint" "$out"
+		fail "promtool check rules --lint=all: the four rules load, nothing to lint" "$out"
 	fi
 	# The check can fail: the same file with one expression Prometheus cannot parse.
 	jq '.groups[0].rules[0].expr = "lodestore_host_overdue =="' "$T_TMP/rules.json" >"$T_TMP/bad-rules.json"
@@ -227,6 +227,12 @@ tests:
         values: '0 0 1x20'
       - series: 'lodestore_host_overdue{policy="team/etc",host="n2"}'
         values: '0x22'
+      - series: 'lodestore_gc_last_failed{repository="team/main"}'
+        values: '0 0 0 1x3 0x15'
+      - series: 'lodestore_gc_last_failed{repository="team/other"}'
+        values: '0 1x20'
+      - series: 'lodestore_gc_overdue{repository="team/main"}'
+        values: '0x10 1x11'
       - series: 'up{job="$REL-metrics",namespace="$NS"}'
         values: '1x5 0x16'
       - series: 'up{job="someone-else",namespace="$NS"}'
@@ -240,6 +246,21 @@ tests:
             exp_annotations:
               summary: No recent backup of n1 by policy team/etc
               description: The last successful backup is older than the policy's alert limit. See \`lode status team/etc\`.
+      - eval_time: 8m
+        alertname: LodestoreGarbageCollectionFailed
+        exp_alerts:
+          - exp_labels: {severity: warning, repository: team/other}
+            exp_annotations:
+              summary: Garbage collection of repository team/other failed
+              description: "The last GC Job failed; space is not being freed. See status.gc.message: \`kubectl get backuprepository -o yaml\`."
+      - {eval_time: 15m, alertname: LodestoreGarbageCollectionOverdue, exp_alerts: []}
+      - eval_time: 16m
+        alertname: LodestoreGarbageCollectionOverdue
+        exp_alerts:
+          - exp_labels: {severity: warning, repository: team/main}
+            exp_annotations:
+              summary: No successful garbage collection of repository team/main for too long
+              description: No GC Job of the repository has succeeded within twice the longest gap of its spec.gc.schedule; its storage only grows. See status.gc.
       - {eval_time: 15m, alertname: LodestoreControllerDown, exp_alerts: []}
       - eval_time: 16m
         alertname: LodestoreControllerDown
@@ -248,7 +269,7 @@ tests:
             exp_annotations:
               summary: Lodestore's controller is not being scraped; overdue hosts would go unnoticed.
 EOF
-	name="promtool test rules: the overdue alert fires after 5m for the overdue host only, the controller-down alert after 10m of failed scrapes"
+	name="promtool test rules: the overdue alert fires after 5m for the overdue host only, the GC alerts after 5m for the failing (a 4-minute failure does not fire) and the overdue repository, the controller-down alert after 10m of failed scrapes"
 	if out=$(cd "$T_TMP" && "$PROMTOOL" test rules rules-test.yaml 2>&1); then pass "$name"; else fail "$name" "$out"; fi
 	# And the test can fail: with the overdue alert expected a minute early it must.
 	sed 's/eval_time: 7m/eval_time: 6m/' "$T_TMP/rules-test.yaml" >"$T_TMP/rules-early.yaml"

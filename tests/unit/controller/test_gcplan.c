@@ -203,6 +203,22 @@ static void test_job(void **state)
     json_t *r = repo(NULL);
     assert_int_equal(ctl_job_set_repository(job, r, &err), 0);
     json_decref(r);
+    /* The image's user reads the key through fsGroup, not as root. */
+    assert_int_equal(json_integer_value(json_object_get(
+                         ctl_json_path(job, "spec.template.spec.securityContext"), "fsGroup")),
+                     CTL_GC_USER);
+    assert_true(json_is_true(
+        json_object_get(ctl_json_path(job, "spec.template.spec.securityContext"), "runAsNonRoot")));
+    const json_t *vols = ctl_json_path(job, "spec.template.spec.volumes");
+    const json_t *key = NULL;
+    for (size_t i = 0; i < json_array_size(vols); i++)
+        if (strcmp(json_string_value(json_object_get(json_array_get(vols, i), "name")),
+                   "repository-key") == 0)
+            key = json_object_get(json_array_get(vols, i), "secret");
+    assert_non_null(key);
+    assert_int_equal(json_integer_value(json_object_get(key, "defaultMode")), 0400);
+    ctl_gc_job_key_readable(job);
+    assert_int_equal(json_integer_value(json_object_get(key, "defaultMode")), 0440);
     char *args = json_dumps(
         json_object_get(json_array_get(ctl_json_path(job, "spec.template.spec.containers"), 0),
                         "args"),
