@@ -9,8 +9,10 @@
  * once whether a chunk is new); new chunks are compressed and sealed on libuv's
  * thread pool; their completions, pack assembly and uploads run on the storage
  * loop, which the main thread runs between chunks. Memory is bounded by
- * BACKUP_JOBS chunks being sealed (8 MiB each at most) and BACKUP_PACKS packs
- * being uploaded or waiting (16 MiB each), plus the read buffer (9 MiB).
+ * BACKUP_JOBS chunks being sealed (8 MiB of plain bytes in all, or one larger
+ * chunk), BACKUP_PACKS packs being uploaded or waiting and the one being filled
+ * (16 MiB each), plus the read buffer (9 MiB). The key derivation (scrypt, 32 MiB)
+ * is over and its memory unmapped before any of these exist (cmd_backup.c).
  */
 #ifndef LODE_CLI_BACKUP_H
 #define LODE_CLI_BACKUP_H
@@ -27,13 +29,6 @@
 #define BACKUP_PACKS 2 /* packs being uploaded at once */
 
 struct backup_pack; /* backup_store.c */
-
-/* A set of chunk hashes (open addressing), for dedup within one run. */
-struct backup_hashset {
-    uint8_t (*v)[REPO_HASH_LEN];
-    bool *used;
-    size_t n, cap;
-};
 
 struct backup {
     /* Inputs. */
@@ -53,14 +48,15 @@ struct backup {
     struct repo_files_reader *parent_files;
     struct repo_merge merge;
 
-    /* What this snapshot references and what this run stored. */
+    /* What this snapshot references (with the chunks still being sealed, as
+     * pending): also the run's dedup table. */
     struct repo_chunkset set;
-    struct backup_hashset seen;
     struct repo_files_writer list; /* this snapshot's file list */
 
     /* backup_store.c: jobs, packs, uploads, pacing. */
     struct repo_pack_writer pw;
     unsigned jobs;             /* seal jobs in flight */
+    size_t job_bytes;          /* their plain bytes */
     struct backup_pack *ready; /* finished packs not yet uploading */
     unsigned uploading;
     struct repo_bucket bucket;

@@ -105,7 +105,8 @@ struct backup_run_parent {
     size_t files_len;
     struct repo_chunkset set;
     struct repo_files_reader reader;
-    bool have;
+    bool have;   /* the snapshot has this parent */
+    bool loaded; /* reader and set hold memory */
 };
 
 /* The parent's file list and chunk set; a parent that cannot be read is dropped. */
@@ -146,20 +147,24 @@ static void backup_run_parent_load(struct backup *b, struct backup_run_parent *p
         p->files_data = NULL;
         return;
     }
-    p->have = true;
+    p->have = p->loaded = true;
     b->parent_set = &p->set;
     b->parent_files = &p->reader;
 }
 
-static void backup_run_parent_free(struct backup_run_parent *p)
+/* Frees what the parent's load holds (again: nothing); p->have stays. */
+static void backup_run_parent_free(struct backup *b, struct backup_run_parent *p)
 {
-    if (p->have) {
+    if (p->loaded) {
         repo_files_reader_free(&p->reader);
         repo_chunkset_free(&p->set);
+        p->loaded = false;
     }
     free(p->files_data);
+    p->files_data = NULL;
+    b->parent_set = NULL;
+    b->parent_files = NULL;
 }
-
 /* The anomaly detector's numbers of a manifest (the same for this run's). */
 static void backup_run_stats(const struct repo_manifest *m, struct anomaly_stats *s)
 {
@@ -179,7 +184,8 @@ static void backup_run_stats(const struct repo_manifest *m, struct anomaly_stats
  * in why, which the termination log carries to the Backup's Suspicious condition).
  */
 static bool backup_run_anomaly(struct backup *b, const struct repo_catalog *cat,
-                               const struct repo_manifest *m, char *why, size_t whysize)
+                               const struct repo_manifest *m, bool has_parent, char *why,
+                               size_t whysize)
 {
     struct anomaly_stats now, recent[BACKUP_RECENT];
     struct anomaly_thresholds t;
@@ -199,7 +205,7 @@ static bool backup_run_anomaly(struct backup *b, const struct repo_catalog *cat,
         backup_run_stats(&pm, &recent[n++]);
         repo_manifest_free(&pm);
     }
-    if (b->parent_set == NULL)
+    if (!has_parent)
         n = 0; /* no parent: nothing to compare with */
     backup_run_stats(m, &now);
     now.changed_bytes = b->changed_bytes;
@@ -249,6 +255,10 @@ void backup_run(struct backup *b, const struct policy *pol, int64_t max_runtime,
         goto stopped;
     if (repo_merge_finish(&b->merge, &err) != 0)
         fprintf(stderr, "lode backup: the parent's file list: %s\n", err.msg);
+    /* The parent's list and set are done with: their memory goes before the
+     * chunk set is sealed. */
+    repo_merge_free(&b->merge);
+    backup_run_parent_free(b, &parent);
 
     /* The file list and the chunk set. */
     repo_files_writer_finish(&b->list, &data, &len);
@@ -259,8 +269,14 @@ void backup_run(struct backup *b, const struct policy *pol, int64_t max_runtime,
     data = NULL;
     if (rc != 0)
         goto fail;
-    repo_chunkset_sort(&b->set);
-    repo_chunkset_encode(&b->set, b->keys, b->id, &data, &len);
+    for (size_t i = 0; i < b->set.n; i++) {
+        if (b->set.v[i].pack == REPO_CHUNK_PENDING) {
+            rc = util_err_set(&err, UTIL_EIO, "a chunk was never written to a pack (a bug)");
+            goto fail;
+        }
+    }
+    /* Sealed in the set's own memory, which the set gives up. */
+    repo_chunkset_seal(&b->set, b->keys, b->id, &data, &len);
     key = backup_run_key(b, REPO_KEY_CHUNKS);
     rc = backup_put(b, key, data, len, false, &err);
     free(key);
@@ -288,7 +304,7 @@ void backup_run(struct backup *b, const struct policy *pol, int64_t max_runtime,
     m.npaths = pol->npaths;
     m.errs = b->errs;
     m.nerrs = b->nerrs;
-    r->suspicious = backup_run_anomaly(b, &cat, &m, r->anomaly, sizeof(r->anomaly));
+    r->suspicious = backup_run_anomaly(b, &cat, &m, parent.have, r->anomaly, sizeof(r->anomaly));
     if (r->suspicious) {
         key = backup_run_key(b, REPO_KEY_SUSPICIOUS);
         rc = backup_put(b, key, "", 0, false, &err);
@@ -340,6 +356,6 @@ out:
     if (b->list.keys != NULL)
         repo_files_writer_free(&b->list);
     repo_merge_free(&b->merge);
-    backup_run_parent_free(&parent);
+    backup_run_parent_free(b, &parent);
     repo_catalog_free(&cat);
 }

@@ -281,10 +281,70 @@ uint32_t repo_chunkset_pack(struct repo_chunkset *s, const uint8_t id[REPO_HASH_
     return (uint32_t)s->npacks++;
 }
 
+static size_t repo_chunkset_slot(const uint8_t *hash, size_t icap)
+{
+    uint64_t v;
+    memcpy(&v, hash, sizeof(v)); /* SHA-256 bytes are as good as any hash of them */
+    return (size_t)(v & (icap - 1));
+}
+
+/* Puts position pos of v into the index (which has room and lacks its hash). */
+static void repo_chunkset_index_put(struct repo_chunkset *s, size_t pos)
+{
+    size_t i = repo_chunkset_slot(s->v[pos].hash, s->icap);
+    while (s->index[i] != 0)
+        i = (i + 1) & (s->icap - 1);
+    s->index[i] = (uint32_t)pos + 1;
+}
+
+/* Keeps the index at most 3/4 full for n + 1 entries, building it when absent. */
+static void repo_chunkset_index_reserve(struct repo_chunkset *s)
+{
+    size_t icap = s->icap ? s->icap : 1024;
+    if (s->index != NULL && (s->n + 1) * 4 <= s->icap * 3)
+        return;
+    while ((s->n + 1) * 4 > icap * 3)
+        icap *= 2;
+    free(s->index);
+    s->icap = icap;
+    s->index = util_calloc(icap, sizeof(*s->index));
+    for (size_t i = 0; i < s->n; i++)
+        repo_chunkset_index_put(s, i);
+}
+
 void repo_chunkset_add(struct repo_chunkset *s, const struct repo_chunk *c)
 {
+    if (s->index != NULL)
+        repo_chunkset_index_reserve(s);
     s->v = util_grow(s->v, &s->cap, s->n + 1, sizeof(*s->v));
     s->v[s->n++] = *c;
+    if (s->index != NULL)
+        repo_chunkset_index_put(s, s->n - 1);
+}
+
+struct repo_chunk *repo_chunkset_lookup(struct repo_chunkset *s, const uint8_t hash[REPO_HASH_LEN])
+{
+    if (s->index == NULL) {
+        if (s->n == 0)
+            return NULL;
+        repo_chunkset_index_reserve(s);
+    }
+    for (size_t i = repo_chunkset_slot(hash, s->icap);; i = (i + 1) & (s->icap - 1)) {
+        uint32_t p = s->index[i];
+        if (p == 0)
+            return NULL;
+        if (memcmp(s->v[p - 1].hash, hash, REPO_HASH_LEN) == 0)
+            return &s->v[p - 1];
+    }
+}
+
+bool repo_chunkset_put(struct repo_chunkset *s, const struct repo_chunk *c)
+{
+    if (repo_chunkset_lookup(s, c->hash) != NULL)
+        return false;
+    repo_chunkset_index_reserve(s);
+    repo_chunkset_add(s, c);
+    return true;
 }
 
 static int repo_chunk_cmp(const void *a, const void *b)
@@ -296,6 +356,9 @@ static int repo_chunk_cmp(const void *a, const void *b)
 void repo_chunkset_sort(struct repo_chunkset *s)
 {
     size_t j = 0;
+    free(s->index);
+    s->index = NULL;
+    s->icap = 0;
     if (s->n > 1)
         qsort(s->v, s->n, sizeof(*s->v), repo_chunk_cmp);
     for (size_t i = 0; i < s->n; i++)
@@ -318,28 +381,71 @@ static void repo_chunkset_aad(uint8_t *aad, const char *id)
     memcpy(aad + 8, id, REPO_ID_LEN);
 }
 
+static void repo_chunk_put(uint8_t *q, const struct repo_chunk *c)
+{
+    memcpy(q, c->hash, REPO_HASH_LEN);
+    put32(q + 32, c->pack);
+    put32(q + 36, c->offset);
+    put32(q + 40, c->stored);
+    put32(q + 44, c->plain);
+    q[48] = c->flags;
+}
+
+/* The header before the entries: magic, pack count, packs, chunk count. */
+static size_t repo_chunkset_header(const struct repo_chunkset *s, uint8_t *q)
+{
+    memcpy(q, CHUNKS_MAGIC, 8);
+    put32(q + 8, (uint32_t)s->npacks);
+    for (size_t i = 0; i < s->npacks; i++)
+        memcpy(q + 12 + i * REPO_HASH_LEN, s->packs[i], REPO_HASH_LEN);
+    put32(q + 12 + s->npacks * REPO_HASH_LEN, (uint32_t)s->n);
+    return 16 + s->npacks * REPO_HASH_LEN;
+}
+
+/*
+ * The entries move up by the header's length (rounded up to their alignment), then
+ * each is written as its 49 encoded bytes right after the header: entry i's
+ * encoding ends at or before entry i + 1 starts (49 (i + 1) <= 52 (i + 1)), so
+ * nothing is overwritten before it is read. The plain bytes then sit where the
+ * sealed ones go, 12 bytes (the nonce) in, and are sealed in place.
+ */
+void repo_chunkset_seal(struct repo_chunkset *s, const struct repo_keys *k, const char *id,
+                        uint8_t **data, size_t *len)
+{
+    size_t head = 12 + 16 + s->npacks * REPO_HASH_LEN, shift, plen, need;
+    uint8_t *buf, aad[8 + REPO_ID_LEN];
+
+    repo_chunkset_sort(s);
+    shift = (head + _Alignof(struct repo_chunk) - 1) & ~(_Alignof(struct repo_chunk) - 1);
+    plen = head - 12 + s->n * CHUNK_ENTRY;
+    need = shift + s->n * sizeof(*s->v);
+    if (need < plen + REPO_SEAL_EXTRA)
+        need = plen + REPO_SEAL_EXTRA;
+    buf = util_realloc(s->v, need);
+    memmove(buf + shift, buf, s->n * sizeof(*s->v));
+    for (size_t i = 0; i < s->n; i++) {
+        struct repo_chunk c;
+        memcpy(&c, buf + shift + i * sizeof(c), sizeof(c));
+        repo_chunk_put(buf + head + i * CHUNK_ENTRY, &c);
+    }
+    repo_chunkset_header(s, buf + 12);
+    repo_chunkset_aad(aad, id);
+    repo_seal(k, aad, sizeof(aad), buf + 12, plen, buf);
+    *len = plen + REPO_SEAL_EXTRA;
+    *data = util_realloc(buf, *len);
+    s->v = NULL;
+    repo_chunkset_free(s);
+}
+
 void repo_chunkset_encode(const struct repo_chunkset *s, const struct repo_keys *k, const char *id,
                           uint8_t **data, size_t *len)
 {
     size_t plen = 8 + 4 + s->npacks * REPO_HASH_LEN + 4 + s->n * CHUNK_ENTRY;
     uint8_t *p = util_malloc(plen), *q = p, aad[8 + REPO_ID_LEN];
 
-    memcpy(q, CHUNKS_MAGIC, 8);
-    q += 8;
-    put32(q, (uint32_t)s->npacks);
-    q += 4;
-    for (size_t i = 0; i < s->npacks; i++, q += REPO_HASH_LEN)
-        memcpy(q, s->packs[i], REPO_HASH_LEN);
-    put32(q, (uint32_t)s->n);
-    q += 4;
-    for (size_t i = 0; i < s->n; i++, q += CHUNK_ENTRY) {
-        memcpy(q, s->v[i].hash, REPO_HASH_LEN);
-        put32(q + 32, s->v[i].pack);
-        put32(q + 36, s->v[i].offset);
-        put32(q + 40, s->v[i].stored);
-        put32(q + 44, s->v[i].plain);
-        q[48] = s->v[i].flags;
-    }
+    q += repo_chunkset_header(s, q);
+    for (size_t i = 0; i < s->n; i++, q += CHUNK_ENTRY)
+        repo_chunk_put(q, &s->v[i]);
     repo_chunkset_aad(aad, id);
     *len = plen + REPO_SEAL_EXTRA;
     *data = util_malloc(*len);
@@ -412,5 +518,6 @@ void repo_chunkset_free(struct repo_chunkset *s)
 {
     free(s->packs);
     free(s->v);
+    free(s->index);
     memset(s, 0, sizeof(*s));
 }

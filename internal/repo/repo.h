@@ -234,24 +234,46 @@ int repo_pack_read_tail(const struct repo_keys *k, const uint8_t *tail, size_t t
 
 /* ---- the chunk set of a snapshot (meta/<source>/<id>.chunks) ---- */
 
+/*
+ * A set being built is also its own dedup table: repo_chunkset_put keeps a hash
+ * index (a u32 per slot, at most 3/4 full: 5 to 11 bytes a chunk) beside the
+ * entries (52 bytes each) until the set is sorted. repo_chunkset_seal then encodes
+ * and seals the sorted set in the entries' own memory, so the set is never held
+ * twice (the plain encoding and the sealed copy cost another 98 bytes a chunk).
+ */
 struct repo_chunkset {
     uint8_t (*packs)[REPO_HASH_LEN];
     size_t npacks, cappacks;
     struct repo_chunk *v; /* sorted by hash, no duplicates, after sort */
     size_t n, cap;
+    uint32_t *index; /* position + 1 in v, 0 = free; NULL once sorted */
+    size_t icap;     /* slots, a power of two */
 };
+
+/* A chunk whose pack is not written yet (repo_chunkset_lookup fills it in later). */
+#define REPO_CHUNK_PENDING UINT32_MAX
 
 void repo_chunkset_init(struct repo_chunkset *s);
 /* Index of a pack in the list, added when new. */
 uint32_t repo_chunkset_pack(struct repo_chunkset *s, const uint8_t id[REPO_HASH_LEN]);
+/* Appends c, duplicates and all (sort drops them). */
 void repo_chunkset_add(struct repo_chunkset *s, const struct repo_chunk *c);
-/* Sorts by hash and drops duplicates. */
+/* Adds c unless the set has its hash: true when added. Builds the index. */
+bool repo_chunkset_put(struct repo_chunkset *s, const struct repo_chunk *c);
+/* The entry with hash in a set being built (through the index), or NULL; valid
+ * until the next add or put. */
+struct repo_chunk *repo_chunkset_lookup(struct repo_chunkset *s, const uint8_t hash[REPO_HASH_LEN]);
+/* Sorts by hash and drops duplicates; frees the index. */
 void repo_chunkset_sort(struct repo_chunkset *s);
+/* In a sorted set (binary search). */
 const struct repo_chunk *repo_chunkset_find(const struct repo_chunkset *s,
                                             const uint8_t hash[REPO_HASH_LEN]);
 /* Sealed bytes bound to the snapshot id; the set must be sorted. */
 void repo_chunkset_encode(const struct repo_chunkset *s, const struct repo_keys *k, const char *id,
                           uint8_t **data, size_t *len);
+/* The same bytes, made in the entries' memory: s is sorted first and left empty. */
+void repo_chunkset_seal(struct repo_chunkset *s, const struct repo_keys *k, const char *id,
+                        uint8_t **data, size_t *len);
 int repo_chunkset_decode(struct repo_chunkset *s, const struct repo_keys *k, const char *id,
                          const uint8_t *data, size_t len, struct util_err *err);
 void repo_chunkset_free(struct repo_chunkset *s);

@@ -326,6 +326,133 @@ static void test_chunkset(void **state)
     repo_chunkset_free(&s);
 }
 
+/* A hash that differs from every other i's in its first 8 bytes only as i does. */
+static void test_hash(uint8_t h[REPO_HASH_LEN], uint32_t i)
+{
+    memset(h, 0, REPO_HASH_LEN);
+    for (int b = 0; b < 4; b++)
+        h[b] = h[31 - b] = (uint8_t)(i >> (8 * b));
+    h[8] = 0x5a;
+}
+
+/* The set as its own dedup table: put adds once, lookup finds and changes entries
+ * (pending ones filled in later), through several growths of the index. */
+static void test_chunkset_put_lookup(void **state)
+{
+    struct repo_chunkset s;
+    const uint32_t n = 5000;
+    uint8_t h[REPO_HASH_LEN];
+
+    repo_chunkset_init(&s);
+    test_hash(h, 1);
+    assert_null(repo_chunkset_lookup(&s, h)); /* empty: no index needed */
+    for (uint32_t i = 0; i < n; i++) {
+        struct repo_chunk c = {.pack = REPO_CHUNK_PENDING, .plain = i};
+        test_hash(c.hash, i);
+        assert_true(repo_chunkset_put(&s, &c));
+        c.plain = i + 1;
+        assert_false(repo_chunkset_put(&s, &c)); /* the first one stays */
+    }
+    assert_int_equal(s.n, n);
+    assert_true(s.icap * 3 >= s.n * 4);
+    for (uint32_t i = 0; i < n; i++) {
+        struct repo_chunk *c;
+        test_hash(h, i);
+        c = repo_chunkset_lookup(&s, h);
+        assert_non_null(c);
+        assert_int_equal(c->plain, i);
+        assert_int_equal(c->pack, REPO_CHUNK_PENDING);
+        c->pack = i % 3;
+        c->stored = 100 + i;
+    }
+    test_hash(h, n);
+    assert_null(repo_chunkset_lookup(&s, h));
+    /* add after put keeps the index whole; sort drops the index and the duplicate. */
+    {
+        struct repo_chunk c = {.pack = 7};
+        test_hash(c.hash, n);
+        repo_chunkset_add(&s, &c);
+        assert_non_null(repo_chunkset_lookup(&s, c.hash));
+        repo_chunkset_add(&s, &c);
+    }
+    repo_chunkset_sort(&s);
+    assert_null(s.index);
+    assert_int_equal(s.n, n + 1);
+    test_hash(h, 17);
+    assert_int_equal(repo_chunkset_find(&s, h)->stored, 117);
+    /* A set filled by add only gets its index at the first lookup. */
+    repo_chunkset_free(&s);
+    for (uint32_t i = 0; i < 3; i++) {
+        struct repo_chunk c = {.plain = i};
+        test_hash(c.hash, i);
+        repo_chunkset_add(&s, &c);
+    }
+    test_hash(h, 2);
+    assert_int_equal(repo_chunkset_lookup(&s, h)->plain, 2);
+    repo_chunkset_free(&s);
+    (void)state;
+}
+
+/* repo_chunkset_seal gives the bytes repo_chunkset_encode gives (but for the
+ * nonce), for an empty set, one entry, and enough packs and entries that the
+ * header's length is not a multiple of the entries' alignment. */
+static void test_chunkset_seal(void **state)
+{
+    struct repo_keys k = test_keys(5);
+    const size_t sizes[] = {0, 1, 3, 1000};
+    const size_t packs[] = {0, 1, 3, 7};
+    struct util_err err = {0};
+
+    for (size_t t = 0; t < sizeof(sizes) / sizeof(sizes[0]); t++) {
+        struct repo_chunkset s, d;
+        uint8_t *a, *b;
+        size_t alen, blen;
+        repo_chunkset_init(&s);
+        for (size_t p = 0; p < packs[t]; p++) {
+            uint8_t id[REPO_HASH_LEN] = {(uint8_t)(p + 1), 0xee};
+            repo_chunkset_pack(&s, id);
+        }
+        for (size_t i = sizes[t]; i-- > 0;) {
+            struct repo_chunk c = {.offset = 8 + (uint32_t)i,
+                                   .stored = 28 + (uint32_t)i,
+                                   .plain = (uint32_t)i * 3,
+                                   .flags = (uint8_t)(i & 1)};
+            test_hash(c.hash, (uint32_t)i * 7919u);
+            c.pack = packs[t] ? (uint32_t)(i % packs[t]) : 0;
+            assert_true(repo_chunkset_put(&s, &c));
+        }
+        repo_chunkset_sort(&s);
+        repo_chunkset_encode(&s, &k, ID1, &a, &alen);
+        repo_chunkset_seal(&s, &k, ID1, &b, &blen);
+        assert_int_equal(s.n, 0);
+        assert_null(s.v);
+        assert_null(s.packs);
+        assert_int_equal(alen, blen);
+        if (sizes[t] > 0 || packs[t] > 0) {
+            /* Same plain bytes under another nonce: decode both and compare. */
+            struct repo_chunkset e;
+            assert_int_equal(repo_chunkset_decode(&d, &k, ID1, a, alen, &err), 0);
+            assert_int_equal(repo_chunkset_decode(&e, &k, ID1, b, blen, &err), 0);
+            assert_int_equal(d.n, e.n);
+            assert_int_equal(d.npacks, e.npacks);
+            if (d.npacks > 0)
+                assert_memory_equal(d.packs, e.packs, d.npacks * REPO_HASH_LEN);
+            for (size_t i = 0; i < d.n; i++)
+                assert_memory_equal(&d.v[i], &e.v[i], sizeof(d.v[i]));
+            repo_chunkset_free(&e);
+        } else {
+            assert_int_equal(repo_chunkset_decode(&d, &k, ID1, b, blen, &err), 0);
+            assert_int_equal(d.n, 0);
+        }
+        repo_chunkset_free(&d);
+        /* Bound to the id like any chunk set. */
+        assert_int_equal(repo_chunkset_decode(&d, &k, ID2, b, blen, &err), UTIL_EIO);
+        free(a);
+        free(b);
+    }
+    (void)state;
+}
+
 static void make_file(struct repo_file *f, const char *path, int i)
 {
     memset(f, 0, sizeof(*f));
@@ -616,6 +743,8 @@ int main(void)
         cmocka_unit_test(test_pack_round_trip),
         cmocka_unit_test(test_pack_read_tail),
         cmocka_unit_test(test_chunkset),
+        cmocka_unit_test(test_chunkset_put_lookup),
+        cmocka_unit_test(test_chunkset_seal),
         cmocka_unit_test(test_file_list_round_trip),
         cmocka_unit_test(test_file_list_order_and_paths),
         cmocka_unit_test(test_empty_file_list),
