@@ -4,8 +4,9 @@
  * An operation (struct s3_op) is a small state machine: it sends one HTTP request at a
  * time (an attempt), and when the attempt ends its kind's complete function decides:
  * done, next step (another page, another batch, the HEAD check), or retry after a
- * backoff on the op's timer. client.c holds the machinery (building, signing and
- * sending attempts, classifying their outcome, retrying); ops.c the kinds.
+ * backoff on the op's timer. client.c holds the life of ops and of the client
+ * (creating, finishing, retrying, closing); request.c one attempt (building, signing
+ * and sending it, reading and classifying its reply); ops.c and batch.c the kinds.
  */
 #ifndef LODE_S3_INT_H
 #define LODE_S3_INT_H
@@ -138,24 +139,30 @@ struct s3_client {
     void *close_arg;
 };
 
-/* client.c: the machinery */
+/* client.c: the life of ops */
 struct s3_op *s3__op_new(struct s3_client *c, enum s3_kind kind, const struct s3_opts *o,
                          s3_done_cb done, void *arg);
 void s3__op_param(struct s3_op *op, const char *name, const char *value);
 void s3__op_clear_params(struct s3_op *op);
-/* Sends the attempt op->req describes; on failure finishes the op with the error. */
-void s3__op_send(struct s3_op *op);
 /* Retries after a backoff if the budget allows, else finishes with op's error. */
 void s3__op_retry_or_fail(struct s3_op *op);
 /* Reports the op (error 0: success) to its done callback and releases it. */
 void s3__op_finish(struct s3_op *op, int error);
+/* Frees what the op holds and closes its timer; the op itself goes once the timer closed. */
+void s3__op_release(struct s3_op *op);
 /* Sets op's error and message (printf). */
 int s3__op_error(struct s3_op *op, int error, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* The object's full key: prefix + rel. */
 char *s3__full_key(const struct s3_client *c, const char *rel);
 
-/* ops.c: the kinds' hooks, called by client.c */
+/* request.c: one attempt */
+/* Sends the attempt op->req describes; on failure finishes the op with the error. */
+void s3__op_send(struct s3_op *op);
+/* Lets go of the last attempt's easy handle, headers and URL. */
+void s3__attempt_cleanup(struct s3_op *op);
+
+/* ops.c: the kinds' hooks, called by request.c and client.c */
 /* Before each attempt: adjusts op->req (a GET's resume range, a new batch); 0 or an error. */
 int s3__op_prepare(struct s3_op *op);
 /* The attempt ended with a 2xx status, or a non-2xx the kind handles (412, 404). */
