@@ -9,6 +9,8 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 enum { XFER_IDLE, XFER_QUEUED, XFER_ACTIVE, XFER_CANCELLING };
 
@@ -17,16 +19,32 @@ struct xfer_list {
     unsigned n;
 };
 
-/* One socket curl asked us to watch. Freed in its close callback. */
+/*
+ * One socket curl asked us to watch. Freed in its close callback.
+ *
+ * A connection's socket (opened through on_open_socket, so that its closing is
+ * reported to on_close_socket) keeps its handle while the connection idles in curl's
+ * pool between transfers: curl says CURL_POLL_REMOVE at the end of every transfer and
+ * asks for the same socket again at the start of the next, and closing and
+ * re-creating the handle each time cost an ioctl and several epoll_ctl calls per
+ * request. An idle handle stays registered; if the socket turns readable while idle
+ * (the server closed it) the handle is stopped, and it is closed when curl closes the
+ * socket, while the descriptor is still ours.
+ */
 struct multi_poll {
     uv_poll_t handle;
     curl_socket_t fd;
     struct http_multi *m;
     struct multi_poll *prev, *next;
+    int events; /* what the handle watches now, 0 when stopped */
+    bool conn;  /* a connection's socket: opened and closed through our callbacks */
+    bool idle;  /* curl does not watch it now */
 };
 
 struct http_multi {
     uv_loop_t *loop;
+    curl_socket_t *conn_fds; /* sockets opened by on_open_socket and not closed yet */
+    size_t n_conn_fds, cap_conn_fds;
     CURLM *multi;
     CURLSH *share; /* TLS sessions and DNS, for every transfer (one thread: no locks) */
     uv_timer_t timer;
@@ -117,6 +135,7 @@ static void multi_handle_closed(struct http_multi *m)
     http_close_cb cb = m->close_cb;
     void *arg = m->close_arg;
     curl_share_cleanup(m->share);
+    free(m->conn_fds);
     free(m);
     curl_global_cleanup();
     if (cb != NULL)
@@ -246,6 +265,12 @@ static void on_poll(uv_poll_t *h, int status, int events)
 {
     struct multi_poll *p = h->data;
     int flags = 0;
+    if (p->idle) {
+        /* Nobody waits on an idle connection: stop (curl finds it dead when reused). */
+        uv_poll_stop(&p->handle);
+        p->events = 0;
+        return;
+    }
     if (status < 0)
         flags = CURL_CSELECT_ERR;
     if (events & UV_READABLE)
@@ -260,6 +285,22 @@ static void on_timer(uv_timer_t *t)
     multi_socket_action(t->data, CURL_SOCKET_TIMEOUT, 0);
 }
 
+static struct multi_poll *poll_of_fd(struct http_multi *m, curl_socket_t fd)
+{
+    for (struct multi_poll *p = m->polls; p != NULL; p = p->next)
+        if (p->fd == fd)
+            return p;
+    return NULL;
+}
+
+static bool is_conn_fd(const struct http_multi *m, curl_socket_t fd)
+{
+    for (size_t i = 0; i < m->n_conn_fds; i++)
+        if (m->conn_fds[i] == fd)
+            return true;
+    return false;
+}
+
 /* CURLMOPT_SOCKETFUNCTION: start, change or stop watching a socket. */
 static int on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp)
 {
@@ -269,10 +310,18 @@ static int on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *userp, v
 
     if (what == CURL_POLL_REMOVE) {
         if (p != NULL) {
-            poll_close(m, p);
             curl_multi_assign(m->multi, fd, NULL);
+            if (p->conn) {
+                p->idle = true; /* kept for the connection's next transfer */
+                return 0;
+            }
+            poll_close(m, p);
         }
         return 0;
+    }
+    if (p == NULL && (p = poll_of_fd(m, fd)) != NULL) {
+        p->idle = false;
+        curl_multi_assign(m->multi, fd, p);
     }
     if (p == NULL) {
         p = util_calloc(1, sizeof(*p));
@@ -283,6 +332,7 @@ static int on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *userp, v
             return -1;
         }
         p->handle.data = p;
+        p->conn = is_conn_fd(m, fd);
         m->handles++;
         p->next = m->polls;
         if (m->polls != NULL)
@@ -294,8 +344,41 @@ static int on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *userp, v
         events |= UV_READABLE;
     if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
         events |= UV_WRITABLE;
-    uv_poll_start(&p->handle, events, on_poll);
+    /* uv_poll_start unregisters and registers again even for the same events. */
+    if (events != p->events) {
+        uv_poll_start(&p->handle, events, on_poll);
+        p->events = events;
+    }
     return 0;
+}
+
+/* CURLOPT_OPENSOCKETFUNCTION: a connection's socket, noted so that its handle may idle. */
+static curl_socket_t on_open_socket(void *clientp, curlsocktype purpose, struct curl_sockaddr *addr)
+{
+    struct http_multi *m = clientp;
+    curl_socket_t fd = socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
+    if (fd == CURL_SOCKET_BAD)
+        return fd;
+    m->conn_fds =
+        util_grow(m->conn_fds, &m->cap_conn_fds, m->n_conn_fds + 1, sizeof(m->conn_fds[0]));
+    m->conn_fds[m->n_conn_fds++] = fd;
+    return fd;
+}
+
+/* CURLOPT_CLOSESOCKETFUNCTION: the handle goes before the descriptor does. */
+static int on_close_socket(void *clientp, curl_socket_t fd)
+{
+    struct http_multi *m = clientp;
+    struct multi_poll *p = poll_of_fd(m, fd);
+    if (p != NULL)
+        poll_close(m, p);
+    for (size_t i = 0; i < m->n_conn_fds; i++) {
+        if (m->conn_fds[i] == fd) {
+            m->conn_fds[i] = m->conn_fds[--m->n_conn_fds];
+            break;
+        }
+    }
+    return close(fd);
 }
 
 /* CURLMOPT_TIMERFUNCTION: curl wants to be called after timeout_ms (-1: never). */
@@ -320,6 +403,10 @@ int http_xfer_start(struct http_multi *m, struct http_xfer *x, struct util_err *
     if (x->state != XFER_IDLE)
         return util_err_set(err, UTIL_EINVAL, "an HTTP transfer was started twice");
     curl_easy_setopt(x->easy, CURLOPT_PRIVATE, x);
+    curl_easy_setopt(x->easy, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
+    curl_easy_setopt(x->easy, CURLOPT_OPENSOCKETDATA, m);
+    curl_easy_setopt(x->easy, CURLOPT_CLOSESOCKETFUNCTION, on_close_socket);
+    curl_easy_setopt(x->easy, CURLOPT_CLOSESOCKETDATA, m);
     x->m = m;
     if (m->in_curl > 0) {
         x->state = XFER_QUEUED;
