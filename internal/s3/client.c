@@ -225,6 +225,7 @@ int s3_client_init(uv_loop_t *loop, struct s3_client **out, const struct s3_conf
                             "the S3 configuration lacks an endpoint, bucket, region or keys");
     c = util_calloc(1, sizeof(*c));
     c->loop = loop;
+    c->signer = s3_signer_new();
     c->opts = *opts;
     if (c->opts.max_attempts == 0)
         c->opts.max_attempts = DEFAULT_ATTEMPTS;
@@ -261,6 +262,7 @@ int s3_client_init(uv_loop_t *loop, struct s3_client **out, const struct s3_conf
     } else {
         if ((rc = http_multi_init(loop, &c->http, err)) != 0) {
             s3_config_free(&c->cfg);
+            s3_signer_free(c->signer);
             free(c->user_agent);
             free(c);
             return rc;
@@ -277,6 +279,7 @@ static void client_free(void *arg)
     s3_close_cb cb = c->close_cb;
     void *cb_arg = c->close_arg;
     s3_config_free(&c->cfg);
+    s3_signer_free(c->signer);
     free(c->user_agent);
     free(c);
     if (cb != NULL)
@@ -288,6 +291,9 @@ static void client_maybe_finish(struct s3_client *c)
     if (!c->closing || c->n_ops > 0)
         return;
     c->n_ops = 1; /* once */
+    /* Before the transport goes: the kept handles hold its share handle. */
+    while (c->n_easy_idle > 0)
+        curl_easy_cleanup(c->easy_idle[--c->n_easy_idle]);
     if (c->own_http)
         http_multi_close(c->http, client_free, c);
     else

@@ -80,7 +80,7 @@ int s3_put(struct s3_client *c, const char *key, const struct s3_body *body,
         static const char empty[1];
         if (op->body.data == NULL)
             op->body.data = empty;
-        s3_sha256_hex(op->body.data, (size_t)op->body.len, op->sha256);
+        s3_signer_sha256_hex(c->signer, op->body.data, (size_t)op->body.len, op->sha256);
     }
     op->body.content_type = NULL;
     op->req.method = "PUT";

@@ -14,11 +14,36 @@
 
 #define MAX_IDLE_CONN_S  20L
 #define UNSIGNED_PAYLOAD "UNSIGNED-PAYLOAD"
+/* SHA-256 of no bytes: the payload hash of every request without a body. */
+#define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+/*
+ * An easy handle for the next attempt: one kept from an earlier attempt (reset to
+ * defaults, its buffers kept), else a new one. Creating and freeing a handle per
+ * request cost more than the request's own HTTP work on a reused connection.
+ */
+static CURL *easy_take(struct s3_client *c)
+{
+    if (c->n_easy_idle > 0)
+        return c->easy_idle[--c->n_easy_idle];
+    return curl_easy_init();
+}
+
+void s3__easy_give_back(struct s3_client *c, CURL *e)
+{
+    if (e == NULL)
+        return;
+    if (c->closing || c->n_easy_idle == S3_EASY_IDLE_MAX) {
+        curl_easy_cleanup(e);
+        return;
+    }
+    curl_easy_reset(e);
+    c->easy_idle[c->n_easy_idle++] = e;
+}
 
 void s3__attempt_cleanup(struct s3_op *op)
 {
-    if (op->easy != NULL)
-        curl_easy_cleanup(op->easy);
+    s3__easy_give_back(op->c, op->easy);
     op->easy = NULL;
     curl_slist_free_all(op->headers);
     op->headers = NULL;
@@ -60,7 +85,9 @@ static size_t on_header(char *buf, size_t size, size_t n, void *ud)
             v++;
         }
         snprintf(op->hdr_etag, sizeof(op->hdr_etag), "%s", v);
-    } else if (strcasecmp(line, "last-modified") == 0) {
+    } else if ((op->kind == OP_GET || op->kind == OP_HEAD) &&
+               strcasecmp(line, "last-modified") == 0) {
+        /* Only GET and HEAD report it; parsing a date is dearer than the rest here. */
         time_t t = curl_getdate(v, NULL);
         op->hdr_mtime = t >= 0 ? (int64_t)t : -1;
     } else if (strcasecmp(line, "content-length") == 0) {
@@ -156,11 +183,15 @@ static int param_cmp(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
-static void add_header(struct curl_slist **l, const char *name, const char *value)
+/* Appends "name: value" to l; line is scratch space. */
+static void add_header(struct curl_slist **l, struct util_buf *line, const char *name,
+                       const char *value)
 {
-    char *h = util_asprintf("%s: %s", name, value);
-    struct curl_slist *n = curl_slist_append(*l, h);
-    free(h);
+    line->len = 0;
+    util_buf_puts(line, name);
+    util_buf_append(line, ": ", 2);
+    util_buf_puts(line, value);
+    struct curl_slist *n = curl_slist_append(*l, line->data);
     if (n == NULL) {
         fprintf(stderr, "lodestore: out of memory building HTTP headers\n");
         abort();
@@ -193,7 +224,7 @@ void s3__op_send(struct s3_op *op)
 {
     struct s3_client *c = op->c;
     struct s3_req *q = &op->req;
-    struct util_buf uri, query, auth;
+    struct util_buf uri, query, auth, line;
     struct s3_header hs[8], sorted[OP_MAX_PARAMS];
     size_t nh = 0;
     char date[17], body_hash[65];
@@ -237,6 +268,7 @@ void s3__op_send(struct s3_op *op)
     util_buf_init(&uri);
     util_buf_init(&query);
     util_buf_init(&auth);
+    util_buf_init(&line);
     util_buf_puts(&uri, "/");
     util_buf_puts(&uri, c->cfg.bucket);
     if (q->key != NULL) {
@@ -258,9 +290,11 @@ void s3__op_send(struct s3_op *op)
             payload_hash = op->sha256;
         else
             payload_hash = UNSIGNED_PAYLOAD;
-    } else {
-        s3_sha256_hex(q->post_data != NULL ? q->post_data : "", q->post_len, body_hash);
+    } else if (q->post_len > 0) {
+        s3_signer_sha256_hex(c->signer, q->post_data, q->post_len, body_hash);
         payload_hash = body_hash;
+    } else {
+        payload_hash = EMPTY_SHA256;
     }
     int64_t signed_at = (int64_t)time(NULL);
     s3_amz_date(signed_at, date);
@@ -289,27 +323,34 @@ void s3__op_send(struct s3_op *op)
                                .region = c->cfg.region,
                                .service = "s3",
                                .time = signed_at};
-    s3_sigv4_authorization(&in, &auth);
+    s3_signer_sign(c->signer, &in, &auth);
     for (size_t i = 0; i < nh; i++)
-        add_header(&op->headers, hs[i].name, hs[i].value);
-    add_header(&op->headers, "Authorization", auth.data);
+        add_header(&op->headers, &line, hs[i].name, hs[i].value);
+    add_header(&op->headers, &line, "Authorization", auth.data);
     if (q->content_type != NULL)
-        add_header(&op->headers, "Content-Type", q->content_type);
+        add_header(&op->headers, &line, "Content-Type", q->content_type);
     else if (q->post_data != NULL || q->upload)
-        add_header(&op->headers, "Content-Type", "application/octet-stream");
+        add_header(&op->headers, &line, "Content-Type", "application/octet-stream");
     op->headers = curl_slist_append(op->headers, "Expect:");
     op->headers = curl_slist_append(op->headers, "Accept:");
     if (op->headers == NULL) {
         fprintf(stderr, "lodestore: out of memory building HTTP headers\n");
         abort();
     }
-    op->url = query.len > 0 ? util_asprintf("%s%s?%s", c->cfg.endpoint, uri.data, query.data)
-                            : util_asprintf("%s%s", c->cfg.endpoint, uri.data);
+    /* The URL: endpoint, path and query, in line (no longer needed for headers). */
+    line.len = 0;
+    util_buf_puts(&line, c->cfg.endpoint);
+    util_buf_append(&line, uri.data, uri.len);
+    if (query.len > 0) {
+        util_buf_append(&line, "?", 1);
+        util_buf_append(&line, query.data, query.len);
+    }
+    op->url = util_buf_steal(&line);
     util_buf_free(&uri);
     util_buf_free(&query);
     util_buf_free(&auth);
 
-    e = op->easy = curl_easy_init();
+    e = op->easy = easy_take(c);
     if (e == NULL) {
         s3__op_error(op, UTIL_EIO, "cannot create a curl handle");
         s3__op_finish(op, UTIL_EIO);

@@ -183,7 +183,19 @@ struct s3_sign_input {
     int64_t time; /* seconds since the epoch, UTC */
 };
 
+/*
+ * A signer: SHA-256 fetched from OpenSSL once, and the derived signing key of the last
+ * day, region, service and secret it signed for (derived again when any changes). A
+ * client holds one; it is not shared between threads.
+ */
+struct s3_signer; /* opaque */
+struct s3_signer *s3_signer_new(void);
+void s3_signer_free(struct s3_signer *s);
 /* Appends the Authorization header's value ("AWS4-HMAC-SHA256 Credential=..."). */
+void s3_signer_sign(struct s3_signer *s, const struct s3_sign_input *in, struct util_buf *out);
+/* Lower-case hex SHA-256 of data, through the signer's digest. */
+void s3_signer_sha256_hex(struct s3_signer *s, const void *data, size_t len, char hex[65]);
+/* s3_signer_sign() with a signer of its own (derives the key every time). */
 void s3_sigv4_authorization(const struct s3_sign_input *in, struct util_buf *out);
 /* "20130524T000000Z" into buf (17 bytes). */
 void s3_amz_date(int64_t t, char buf[17]);

@@ -125,8 +125,13 @@ struct s3_op {
     bool batch_bad; /* the reply named a key not asked for */
 };
 
+#define S3_EASY_IDLE_MAX 16 /* easy handles kept for later attempts */
+
 struct s3_client {
     uv_loop_t *loop;
+    struct s3_signer *signer; /* the day's signing key; SHA-256 */
+    CURL *easy_idle[S3_EASY_IDLE_MAX];
+    size_t n_easy_idle;
     struct http_multi *http;
     bool own_http, closing;
     struct s3_config cfg; /* owned copy */
@@ -161,6 +166,8 @@ char *s3__full_key(const struct s3_client *c, const char *rel);
 void s3__op_send(struct s3_op *op);
 /* Lets go of the last attempt's easy handle, headers and URL. */
 void s3__attempt_cleanup(struct s3_op *op);
+/* Keeps an easy handle for a later attempt (reset), or frees it once enough are kept. */
+void s3__easy_give_back(struct s3_client *c, CURL *e);
 
 /* ops.c: the kinds' hooks, called by request.c and client.c */
 /* Before each attempt: adjusts op->req (a GET's resume range, a new batch); 0 or an error. */

@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include "s3/s3.h"
 
@@ -100,6 +102,91 @@ static void test_uri_encode_and_date(void **state)
     util_buf_free(&b);
     s3_amz_date(T_2013 + 3723, d);
     assert_string_equal(d, "20130524T010203Z");
+}
+
+/* One signature by a long-lived signer, compared with one by a fresh signer. */
+static void check_same_as_fresh(struct s3_signer *s, int64_t t, const char *secret,
+                                const char *region, const char *want)
+{
+    struct s3_header h[] = {
+        {"host", HOST}, {"x-amz-content-sha256", EMPTY}, {"x-amz-date", "20130524T000000Z"}};
+    struct s3_sign_input in = {.method = "GET",
+                               .canonical_uri = "/",
+                               .canonical_query = "lifecycle=",
+                               .headers = h,
+                               .n_headers = 3,
+                               .payload_hash = EMPTY,
+                               .access_key = AK,
+                               .secret_key = secret,
+                               .region = region,
+                               .service = "s3",
+                               .time = t};
+    struct util_buf kept, fresh;
+    util_buf_init(&kept);
+    util_buf_init(&fresh);
+    s3_signer_sign(s, &in, &kept);
+    s3_sigv4_authorization(&in, &fresh);
+    assert_string_equal(kept.data, fresh.data);
+    if (want != NULL && strstr(kept.data, want) == NULL)
+        fail_msg("got %s\nwant %s", kept.data, want);
+    util_buf_free(&kept);
+    util_buf_free(&fresh);
+}
+
+/*
+ * A signer keeps the derived key: the next day, another region or another secret must
+ * each give the signature a fresh derivation gives, and going back to the first day
+ * the published one again.
+ */
+static void test_signer_key_follows_day_and_scope(void **state)
+{
+    const char *vector =
+        "Signature=fea454ca298b7da1c68078a5d1bdbfbbe0d65c699e0f91ac7a200a0136783543";
+    struct s3_signer *s = s3_signer_new();
+    char hex[65];
+    check_same_as_fresh(s, T_2013, SK, "us-east-1", vector);
+    check_same_as_fresh(s, T_2013 + 3600, SK, "us-east-1", NULL);
+    check_same_as_fresh(s, T_2013 + 86400, SK, "us-east-1", "/20130525/us-east-1/");
+    check_same_as_fresh(s, T_2013 + 86400, SK, "eu-west-1", "/20130525/eu-west-1/");
+    check_same_as_fresh(s, T_2013 + 86400, "another-secret", "eu-west-1", NULL);
+    check_same_as_fresh(s, T_2013, SK, "us-east-1", vector);
+    s3_signer_sha256_hex(s, "", 0, hex);
+    assert_string_equal(hex, EMPTY);
+    s3_signer_sha256_hex(s, "Welcome to Amazon S3.", 21, hex);
+    assert_string_equal(hex, "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072");
+    s3_signer_free(s);
+}
+
+/*
+ * A secret longer than SHA-256's block is hashed first as HMAC's key (RFC 2104): the
+ * signature must be the one OpenSSL's own HMAC gives for the same request.
+ */
+static void test_signer_long_secret(void **state)
+{
+    char secret[200], aws4[210], hash[65], want[80];
+    unsigned char k[32], mac[32];
+    unsigned int n = 32;
+    memset(secret, 'k', sizeof(secret) - 1);
+    secret[sizeof(secret) - 1] = '\0';
+    const char *creq =
+        "GET\n/\nlifecycle=\nhost:" HOST "\nx-amz-content-sha256:" EMPTY
+        "\nx-amz-date:20130524T000000Z\n\nhost;x-amz-content-sha256;x-amz-date\n" EMPTY;
+    s3_sha256_hex(creq, strlen(creq), hash);
+    char sts[256];
+    snprintf(sts, sizeof(sts),
+             "AWS4-HMAC-SHA256\n20130524T000000Z\n20130524/us-east-1/s3/aws4_request\n%s", hash);
+    snprintf(aws4, sizeof(aws4), "AWS4%s", secret);
+    HMAC(EVP_sha256(), aws4, (int)strlen(aws4), (const unsigned char *)"20130524", 8, k, &n);
+    HMAC(EVP_sha256(), k, 32, (const unsigned char *)"us-east-1", 9, k, &n);
+    HMAC(EVP_sha256(), k, 32, (const unsigned char *)"s3", 2, k, &n);
+    HMAC(EVP_sha256(), k, 32, (const unsigned char *)"aws4_request", 12, k, &n);
+    HMAC(EVP_sha256(), k, 32, (const unsigned char *)sts, strlen(sts), mac, &n);
+    memcpy(want, "Signature=", 10);
+    for (int i = 0; i < 32; i++)
+        snprintf(want + 10 + 2 * i, 3, "%02x", mac[i]);
+    struct s3_signer *s = s3_signer_new();
+    check_same_as_fresh(s, T_2013, secret, "us-east-1", want);
+    s3_signer_free(s);
 }
 
 /* The schedule: full jitter under a doubling ceiling, capped; the extremes are exact. */
@@ -234,10 +321,16 @@ static void test_config_from(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_get_object_vector), cmocka_unit_test(test_put_object_vector),
-        cmocka_unit_test(test_query_vectors),     cmocka_unit_test(test_uri_encode_and_date),
-        cmocka_unit_test(test_backoff_schedule),  cmocka_unit_test(test_retryable),
-        cmocka_unit_test(test_url_parse),         cmocka_unit_test(test_config_from),
+        cmocka_unit_test(test_get_object_vector),
+        cmocka_unit_test(test_put_object_vector),
+        cmocka_unit_test(test_query_vectors),
+        cmocka_unit_test(test_uri_encode_and_date),
+        cmocka_unit_test(test_backoff_schedule),
+        cmocka_unit_test(test_retryable),
+        cmocka_unit_test(test_url_parse),
+        cmocka_unit_test(test_config_from),
+        cmocka_unit_test(test_signer_key_follows_day_and_scope),
+        cmocka_unit_test(test_signer_long_secret),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
