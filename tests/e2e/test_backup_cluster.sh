@@ -43,8 +43,8 @@ pass "the image builds (or is cached) and chroot-kubelet starts"
 
 # ---- the repository: initialised from this machine, as an operator would ----
 prefix=$ns
-export AWS_ACCESS_KEY_ID=$S3_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET_KEY AWS_REGION=$S3_REGION
-export LODE_CACERT=$S3_CA_FILE LODE_REPOSITORY=s3:$S3_ENDPOINT/$S3_BUCKET/$prefix
+env_lode_s3
+export LODE_REPOSITORY=s3:$S3_ENDPOINT/$S3_BUCKET/$prefix
 export LODE_KEY_FILE=$T_TMP/key
 unset LODE_POLICY_DOCUMENT
 head -c 32 /dev/urandom | base64 >"$LODE_KEY_FILE"

@@ -27,11 +27,11 @@ out=$ROOT/build/e2e
 mkdir -p "$out"
 NS=e2e-prune-$(openssl rand -hex 3)
 PIDS=()
-proxy_pid=
+PROXY_PID=
 cleanup() {
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
     for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-    [[ -n $proxy_pid ]] && kill "$proxy_pid" 2>/dev/null
+    [[ -n $PROXY_PID ]] && kill "$PROXY_PID" 2>/dev/null
     kc delete ns "$NS" --wait=false >/dev/null 2>&1
     env_delete_nodes "$NS-n" >/dev/null 2>&1
     env_kwok_clear >/dev/null 2>&1
@@ -39,29 +39,19 @@ cleanup() {
 }
 trap cleanup EXIT
 
-flags=(-D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -I"$ROOT/internal" -std=c17 -Wall -Wextra
-    -Werror -Wno-unused-parameter -g -O1)
-# shellcheck disable=SC2046
 if [[ -x $LODE && -x $CTL && -f $ROOT/build/liblode.a ]] &&
-    cc "${flags[@]}" -o "$out/repo_fixture" "$ROOT/tests/e2e/s3/repo_fixture.c" "$ROOT/build/liblode.a" \
-        $(pkg-config --cflags --libs libuv libcurl jansson openssl expat libzstd) -lm 2>"$T_TMP/cc.log" &&
-    cc "${flags[@]}" -Wno-format-truncation -o "$out/faultproxy" "$ROOT/tests/e2e/s3/faultproxy.c" \
-        $(pkg-config --cflags --libs libcurl) 2>>"$T_TMP/cc.log"; then
+    env_build_tool repo_fixture 2>"$T_TMP/cc.log" && env_build_tool faultproxy 2>>"$T_TMP/cc.log"; then
     pass "build repo_fixture and faultproxy (lode, lode-controller and build/liblode.a from make)"
 else
     fail "build repo_fixture and faultproxy (run make first)" "$(cat "$T_TMP/cc.log")"
     finish
     exit 1
 fi
-"$out/faultproxy" "$S3_ENDPOINT" "$S3_CA_FILE" "$T_TMP/proxy.port" 2>"$T_TMP/proxy.log" &
-proxy_pid=$!
-env_wait 10 "the fault proxy" test -s "$T_TMP/proxy.port" || {
+env_fault_proxy_start || {
     fail "fault proxy listening" "$(cat "$T_TMP/proxy.log")"
     finish
     exit 1
 }
-PROXY=http://127.0.0.1:$(cat "$T_TMP/proxy.port")
-fault() { curl -s --max-time 5 "$PROXY/__fault/$1" >/dev/null; }
 
 start_controller() { # LOG
     local log=$1
@@ -163,8 +153,8 @@ kc -n "$NS" get backuprepository main -o json |
     kc -n "$NS" apply -f - >/dev/null
 
 # ---- the snapshots ----
-export AWS_ACCESS_KEY_ID=$S3_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET_KEY AWS_REGION=$S3_REGION
-export LODE_CACERT=$S3_CA_FILE LODE_REPOSITORY=s3:${S3_ENDPOINT%/}/$S3_BUCKET/e2e/$NS/main
+env_lode_s3
+export LODE_REPOSITORY=s3:${S3_ENDPOINT%/}/$S3_BUCKET/e2e/$NS/main
 printf 'e2e-main' >"$T_TMP/key"
 export LODE_KEY_FILE=$T_TMP/key
 DATA=$ENV_DIR/s3/data/$S3_BUCKET/e2e/$NS/main
@@ -262,8 +252,8 @@ env_wait 30 "the flaky repository checked by this controller" checked_since ||
 check_eq "the repository through the fault proxy is Ready" \
     "$(env_get -n "$NS" backuprepository/flaky '{.status.conditions[?(@.type=="Ready")].status}')" True
 flaky_before=$(files "$NS/flaky/$H" | md5sum)
-fault clear
-fault truncate_list/40
+env_fault clear
+env_fault truncate_list/40
 succeed b2 flaky "$H"
 env_wait 90 "b2's status.retention" has_ret b2 || fail "b2's status.retention" "$(tail -n 20 "$T_TMP/second.log")"
 check_eq "a listing cut short: Failed, no counts" "$(ret b2 result) $(ret b2 forgotten)" "Failed "
@@ -271,14 +261,14 @@ check_contains "b2: the message says nothing was deleted" "$(ret b2 message)" "n
 check_eq "a listing cut short deletes nothing" "$(files "$NS/flaky/$H" | md5sum)" "$flaky_before"
 check_contains "a ForgetFailed Event says so" "$(events ForgetFailed b2)" "nothing was deleted"
 check_eq "lodestore_forget_errors_total counts it" "$(metric lodestore_forget_errors_total "$NS/flaky")" 1
-fault clear
-fault del_denied/1
+env_fault clear
+env_fault del_denied/1
 succeed b3 flaky "$H"
 env_wait 90 "b3's status.retention" has_ret b3 || fail "b3's status.retention"
 check_eq "a refused key: Partial, 1 of 2 deleted" "$(ret b3 result) $(ret b3 forgotten)" "Partial 1"
 check_contains "b3: the refused key is named" "$(ret b3 message)" "cannot delete snapshots/$NS/flaky/$H/"
 check_contains "b3: with the store's answer" "$(ret b3 message)" "AccessDenied"
-fault clear
+env_fault clear
 succeed b4 flaky "$H"
 env_wait 90 "b4's status.retention" has_ret b4 || fail "b4's status.retention"
 # del_denied rewrites the reply of a delete the store did: the key is gone, and the next

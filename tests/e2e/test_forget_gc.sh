@@ -19,25 +19,18 @@ LODE=${LODE:-$root/build/lode}
 [[ $LODE == /* ]] || LODE=$root/$LODE
 out=$root/build/e2e
 mkdir -p "$out"
-proxy_pid=
+PROXY_PID=
 cleanup() {
-	[[ -n $proxy_pid ]] && kill "$proxy_pid" 2>/dev/null
+	[[ -n $PROXY_PID ]] && kill "$PROXY_PID" 2>/dev/null
 	rm -rf "$T_TMP"
 }
 trap cleanup EXIT
 
-export AWS_ACCESS_KEY_ID=$S3_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET_KEY AWS_REGION=$S3_REGION
-export LODE_CACERT=$S3_CA_FILE
+env_lode_s3
 unset LODE_REPOSITORY LODE_KEY_FILE AWS_SESSION_TOKEN
 
-flags=(-D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -I"$root/internal" -std=c17 -Wall -Wextra
-	-Werror -Wno-unused-parameter -g -O1)
-# shellcheck disable=SC2046
-if [[ -x $LODE && -f $root/build/liblode.a ]] &&
-	cc "${flags[@]}" -o "$out/repo_fixture" "$here/s3/repo_fixture.c" "$root/build/liblode.a" \
-		$(pkg-config --cflags --libs libuv libcurl jansson openssl expat libzstd) -lm 2>"$T_TMP/cc.log" &&
-	cc "${flags[@]}" -Wno-format-truncation -o "$out/faultproxy" "$here/s3/faultproxy.c" \
-		$(pkg-config --cflags --libs libcurl) 2>>"$T_TMP/cc.log"; then
+if [[ -x $LODE && -f $root/build/liblode.a ]] && env_build_tool repo_fixture 2>"$T_TMP/cc.log" &&
+	env_build_tool faultproxy 2>>"$T_TMP/cc.log"; then
 	pass "build repo_fixture and faultproxy (lode and build/liblode.a from make)"
 else
 	fail "build repo_fixture and faultproxy (run make first)" "$(cat "$T_TMP/cc.log")"
@@ -45,20 +38,11 @@ else
 	exit 1
 fi
 
-"$out/faultproxy" "$S3_ENDPOINT" "$S3_CA_FILE" "$T_TMP/proxy.port" 2>"$T_TMP/proxy.log" &
-proxy_pid=$!
-for _ in $(seq 100); do
-	[[ -s $T_TMP/proxy.port ]] && break
-	kill -0 "$proxy_pid" 2>/dev/null || break
-	sleep 0.1
-done
-[[ -s $T_TMP/proxy.port ]] || {
+env_fault_proxy_start || {
 	fail "fault proxy listening" "$(cat "$T_TMP/proxy.log")"
 	finish
 	exit 1
 }
-PROXY=http://127.0.0.1:$(cat "$T_TMP/proxy.port")
-fault() { curl -s --max-time 5 "$PROXY/__fault/$1" >/dev/null; }
 proxy_count() { curl -s --max-time 5 "$PROXY/__fault/count"; }
 
 prefix=fgc-$(openssl rand -hex 4)
@@ -201,18 +185,18 @@ for ((i = 0; i < 5; i++)); do
 	age "$t" "snapshots/ops/web/node/$(id "$t").json"
 done
 before=$(files snapshots/ops/web/node | md5sum)
-fault clear
-fault truncate_list/20
+env_fault clear
+env_fault truncate_list/20
 RUN_REPO=$PREPO run forget --policy "$WEB" --host node
 check_eq "forget, listing cut short: exit 2" "$RC" 2
 check_contains "forget, listing cut short: says nothing was deleted" "$ERR" "nothing was deleted"
 check_eq "forget, listing cut short: nothing deleted" "$(files snapshots/ops/web/node | md5sum)" "$before"
-fault clear
-fault del_denied/2
+env_fault clear
+env_fault del_denied/2
 RUN_REPO=$PREPO run forget --policy "$WEB" --host node
 check_eq "forget, two keys refused by DeleteObjects: exit 2" "$RC" 2
 check_contains "forget, keys refused: each named" "$ERR" "cannot delete snapshots/ops/web/node/"
-fault clear
+env_fault clear
 RUN_REPO=$PREPO run forget --policy "$WEB" --host node
 check_eq "forget again after the refusal: exit 0 (deleting a key that is gone succeeds)" "$RC" 0
 check_eq "forget: of the 5 older nights, December's monthly stays" \
@@ -257,11 +241,11 @@ check_eq "mark: a snapshot that is not there: exit 1" "$RC" 1
 check_contains "mark: a snapshot that is not there: named" "$ERR" "no snapshot $(id 1700000000)"
 run mark "$victim" --suspicious --policy ops/web-1
 check_eq "mark: --policy narrows the search (not in web-1): exit 1" "$RC" 1
-fault clear
-fault 503/40
+env_fault clear
+env_fault 503/40
 RUN_REPO=$PREPO run mark "$victim" --suspicious
 check_eq "mark: the storage answering 503 to everything: exit 2" "$RC" 2
-fault clear
+env_fault clear
 run mark "$victim"
 check_eq "mark: neither --suspicious nor --clear: exit 2" "$RC" 2
 run mark "$victim" --suspicious --clear
@@ -281,12 +265,12 @@ base=1767225600
 	for ((i = 0; i < 1010; i++)); do echo "manifest ops big node $(id $((base + i * 3600)))"; done
 } | fixture >/dev/null
 for ((i = 0; i < 1010; i++)); do age $((base + i * 3600)) "snapshots/ops/big/node/$(id $((base + i * 3600))).json"; done
-fault clear
-fault drop_token/20
+env_fault clear
+env_fault drop_token/20
 RUN_REPO=$PREPO run forget --policy "$BIG"
 check_eq "forget 1,000: a page without its continuation token: exit 2, nothing deleted" \
 	"$RC $(files snapshots/ops/big/node | wc -l)" "2 1010"
-fault clear
+env_fault clear
 t0=$(date +%s%N)
 RUN_REPO=$PREPO run forget --policy "$BIG" --output json
 t1=$(date +%s%N)
@@ -362,12 +346,12 @@ check_eq "gc --max-runtime 15d: W = 15d + 1h, nothing ten days old goes" "$(jq -
 run gc --max-runtime 0s
 check_eq "gc --max-runtime 0s: usage error" "$RC" 2
 
-fault clear
-fault truncate_list/40
+env_fault clear
+env_fault truncate_list/40
 RUN_REPO=$PREPO run gc --output json
 check_eq "gc, listings cut short: exit non-zero" "$([[ $RC -ne 0 ]] && echo yes)" yes
 check_eq "gc, listings cut short: nothing deleted" "$(files data/gc/pol/node)" "$packs_before"
-fault clear
+env_fault clear
 
 # The figures are printed, not asserted; /usr/bin/time (Debian's time) is used when present.
 timer=()
@@ -413,20 +397,20 @@ check_contains "gc --termination-log in a missing directory: said" "$ERR" "canno
 # A key DeleteObjects refuses is named, and the run exits 2.
 printf 'open\npack gc pol node p7 10\n' | fixture >/dev/null
 age "$old" "data/gc/pol/node/$(hex p7).pack"
-fault clear
-fault del_denied/1
+env_fault clear
+env_fault del_denied/1
 RUN_REPO=$PREPO run gc --output json
 check_eq "gc, a key refused by DeleteObjects: exit 2" "$RC" 2
 check_contains "gc, a key refused by DeleteObjects: named" "$ERR" "cannot delete data/gc/pol/node/$(hex p7).pack"
-fault clear
-fault 503/40
+env_fault clear
+env_fault 503/40
 RUN_REPO=$PREPO run gc --output json
 check_eq "gc, the storage answering 503 to everything: exit 2, and it says nothing was deleted" \
 	"$RC $(grep -c 'nothing was deleted' <<<"$ERR")" "2 1"
 RUN_REPO=$PREPO run gc --output json --termination-log "$T_TMP/gc503.termlog"
 check_eq "gc --termination-log, storage failing: the error is in it, nothing counted deleted" \
 	"$(jq -r '(.error | test("nothing was deleted")), .packs.deleted' "$T_TMP/gc503.termlog" | tr '\n' ' ')" "true 0 "
-fault clear
+env_fault clear
 
 # A protected snapshot whose chunk set is gone: its source is skipped, the rest goes on.
 env_s3 DELETE "/$S3_BUCKET/$prefix/meta/gc/pol-1/node/$N1.chunks"

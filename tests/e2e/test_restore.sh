@@ -23,8 +23,7 @@ trap 'umount "$T_TMP/small" 2>/dev/null; rm -rf "$T_TMP"' EXIT
 
 prefix=restore-e2e-$(openssl rand -hex 4)
 export LODE_REPOSITORY=s3:$S3_ENDPOINT/$S3_BUCKET/$prefix
-export AWS_ACCESS_KEY_ID=$S3_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET_KEY AWS_REGION=$S3_REGION
-export LODE_CACERT=$S3_CA_FILE
+env_lode_s3
 export LODE_KEY_FILE=$T_TMP/key
 objects=$ENV_DIR/s3/data/$S3_BUCKET/$prefix
 printf 'correct horse battery staple\n' >"$LODE_KEY_FILE"
@@ -219,36 +218,26 @@ else
 fi
 
 # ---- S3 faults (tests/e2e/s3/faultproxy.c between lode and versitygw) ----
-if cc -std=c17 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra -Werror \
-	-Wno-unused-parameter -g -O1 -o "$root/build/e2e/faultproxy" "$root/tests/e2e/s3/faultproxy.c" \
-	$(pkg-config --cflags --libs libcurl) 2>"$T_TMP/cc-proxy.log"; then
-	"$root/build/e2e/faultproxy" "$S3_ENDPOINT" "$S3_CA_FILE" "$T_TMP/proxy.port" 2>"$T_TMP/proxy.log" &
-	proxy_pid=$!
-	for _ in $(seq 100); do
-		[[ -s $T_TMP/proxy.port ]] && break
-		kill -0 "$proxy_pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	pp=$(cat "$T_TMP/proxy.port" 2>/dev/null)
-	fault() { curl -s -o /dev/null "http://127.0.0.1:$pp/__fault/$1"; }
-	via=s3:http://127.0.0.1:$pp/$S3_BUCKET/$prefix
-	fault clear
-	fault 503/2 # the client tries 6 times: 4 faults in a row are retried
-	fault reset_mid/2
+if env_build_tool faultproxy 2>"$T_TMP/cc-proxy.log"; then
+	env_fault_proxy_start || fail "fault proxy listening" "$(cat "$T_TMP/proxy.log")"
+	via=s3:$PROXY/$S3_BUCKET/$prefix
+	env_fault clear
+	env_fault 503/2 # the client tries 6 times: 4 faults in a row are retried
+	env_fault reset_mid/2
 	run faults "$LODE" restore "$id" --target "$T_TMP/rf1" --repo "$via"
 	check_eq "503s and replies broken mid-body are retried: the restore completes" \
 		"$RC:$(treesum "$T_TMP/rf1/data" 2>/dev/null)" "0:$want"
-	fault clear
-	fault 503/30
+	env_fault clear
+	env_fault 503/30
 	run down "$LODE" restore "$id" --target "$T_TMP/rf2" --repo "$via"
 	check_eq "S3 answering 503 past the retries: exit 2" "$RC" 2
 	check_contains "... naming what could not be read" "$ERR" "cannot read config.json"
 	check_eq "... and nothing is written" "$(ls -A "$T_TMP/rf2" 2>/dev/null | wc -l)" 0
 	run check-down "$LODE" check --repo "$via"
 	check_eq "check against S3 that keeps failing: exit 2, not damage" "$RC" 2
-	fault clear
-	fault exit
-	wait "$proxy_pid" 2>/dev/null
+	env_fault clear
+	env_fault exit
+	wait "$PROXY_PID" 2>/dev/null
 else
 	fail "build faultproxy" "$(cat "$T_TMP/cc-proxy.log")"
 fi

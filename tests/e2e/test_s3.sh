@@ -16,9 +16,9 @@ source "$root/tests/env/lib.sh"
 
 out=$root/build/e2e
 mkdir -p "$out"
-proxy_pid=
+PROXY_PID=
 cleanup() {
-	[[ -n $proxy_pid ]] && kill "$proxy_pid" 2>/dev/null
+	[[ -n $PROXY_PID ]] && kill "$PROXY_PID" 2>/dev/null
 	rm -rf "$T_TMP"
 }
 trap cleanup EXIT
@@ -29,8 +29,7 @@ flags=(-D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -I"$root/internal" -std=c17 -
 if cc "${flags[@]}" -fsanitize=address,undefined -fno-sanitize-recover=all -o "$out/s3_e2e" \
 	"$here/s3/s3_e2e.c" "$root"/internal/s3/*.c "$root"/internal/http/*.c "$root"/internal/util/*.c \
 	$(pkg-config --cflags --libs libuv libcurl openssl expat) -lm 2>"$T_TMP/cc.log" &&
-	cc "${flags[@]}" -o "$out/faultproxy" "$here/s3/faultproxy.c" \
-		$(pkg-config --cflags --libs libcurl) 2>>"$T_TMP/cc.log"; then
+	env_build_tool faultproxy 2>>"$T_TMP/cc.log"; then
 	pass "build s3_e2e and faultproxy"
 else
 	fail "build s3_e2e and faultproxy" "$(cat "$T_TMP/cc.log")"
@@ -38,22 +37,15 @@ else
 	exit 1
 fi
 
-"$out/faultproxy" "$S3_ENDPOINT" "$S3_CA_FILE" "$T_TMP/proxy.port" 2>"$T_TMP/proxy.log" &
-proxy_pid=$!
-for _ in $(seq 100); do
-	[[ -s $T_TMP/proxy.port ]] && break
-	kill -0 "$proxy_pid" 2>/dev/null || break
-	sleep 0.1
-done
-if [[ -s $T_TMP/proxy.port ]]; then
-	pass "fault proxy listening on 127.0.0.1:$(cat "$T_TMP/proxy.port")"
+if env_fault_proxy_start; then
+	pass "fault proxy listening on 127.0.0.1:$PROXY_PORT"
 else
 	fail "fault proxy listening" "$(cat "$T_TMP/proxy.log")"
 	finish
 	exit 1
 fi
 
-PROXY_PORT=$(cat "$T_TMP/proxy.port") timeout 600 "$out/s3_e2e" ${S3_E2E_ONLY:-} >"$T_TMP/e2e.log" 2>&1
+PROXY_PORT=$PROXY_PORT timeout 600 "$out/s3_e2e" ${S3_E2E_ONLY:-} >"$T_TMP/e2e.log" 2>&1
 rc=$?
 cat "$T_TMP/e2e.log"
 line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$T_TMP/e2e.log" | tail -n 1)

@@ -58,8 +58,8 @@ kc -n "$NS" patch backup b2 --subresource=status --type=merge \
     -p '{"status":{"snapshot":{"id":"20261203T080000Z-00000000000000aa","suspicious":true}}}' >/dev/null
 
 # A repository with three real snapshots of n-0, for the retention view's catalog.
-export AWS_ACCESS_KEY_ID=$S3_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET_KEY AWS_REGION=$S3_REGION
-export LODE_CACERT=$S3_CA_FILE LODE_KEY_FILE=$T_TMP/key
+env_lode_s3
+export LODE_KEY_FILE=$T_TMP/key
 REPO=s3:$S3_ENDPOINT/$S3_BUCKET/$NS
 head -c 32 /dev/urandom | base64 >"$LODE_KEY_FILE"
 mkdir -p "$T_TMP/root/etc"

@@ -45,6 +45,20 @@
 #                               versitygw (prefix e2e/NS/NAME) and its Secret NAME-s3:
 #                               the controller finds it Ready, so policies naming
 #                               it run (a BUCKET that does not exist: not Ready)
+#   env_lode_s3                 exports the versitygw credentials, region and CA for
+#                               lode and the tools (AWS_ACCESS_KEY_ID,
+#                               AWS_SECRET_ACCESS_KEY, AWS_REGION, LODE_CACERT)
+# The S3 test tools (tests/e2e/s3/*.c, built into build/e2e):
+#   env_build_tool NAME         builds tests/e2e/s3/NAME.c: faultproxy, or repo_fixture
+#                               (links build/liblode.a: run make first); compiler
+#                               messages on stderr
+#   env_fault_proxy_start       starts build/e2e/faultproxy in front of versitygw on a
+#                               free loopback port; sets PROXY_PID, PROXY_PORT and PROXY
+#                               (http://127.0.0.1:PORT); returns 1 when it does not
+#                               listen within 10 s (its log: $T_TMP/proxy.log). The
+#                               caller stops it (kill "$PROXY_PID", or env_fault exit)
+#   env_fault RULE              sets a fault of the proxy (clear, 503/N, exit, ...:
+#                               tests/e2e/s3/faultproxy.c)
 set -u
 # shellcheck source=tests/env/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -282,4 +296,43 @@ spec:
   credentialsSecret: {name: $name-s3}
   caBundle: $(base64 -w0 <"$S3_CA_FILE")
 EOF
+}
+
+env_lode_s3() {
+	export AWS_ACCESS_KEY_ID=$S3_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET_KEY AWS_REGION=$S3_REGION
+	export LODE_CACERT=$S3_CA_FILE
+}
+
+ENV_ROOT=$(cd "$ENV_HERE/../.." && pwd)
+env_build_tool() {
+	local out=$ENV_ROOT/build/e2e src=$ENV_ROOT/tests/e2e/s3/$1.c
+	local flags=(-D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -I"$ENV_ROOT/internal" -std=c17 -Wall
+		-Wextra -Werror -Wno-unused-parameter -Wno-format-truncation -g -O1)
+	mkdir -p "$out"
+	# shellcheck disable=SC2046
+	case $1 in
+	faultproxy) cc "${flags[@]}" -o "$out/$1" "$src" $(pkg-config --cflags --libs libcurl) ;;
+	repo_fixture)
+		cc "${flags[@]}" -o "$out/$1" "$src" "$ENV_ROOT/build/liblode.a" \
+			$(pkg-config --cflags --libs libuv libcurl jansson openssl expat libzstd) -lm
+		;;
+	*)
+		echo "env_build_tool: no tool $1" >&2
+		return 2
+		;;
+	esac
+}
+
+env_fault_proxy_start() {
+	PROXY_PORT= PROXY=
+	rm -f "$T_TMP/proxy.port"
+	"$ENV_ROOT/build/e2e/faultproxy" "$S3_ENDPOINT" "$S3_CA_FILE" "$T_TMP/proxy.port" 2>"$T_TMP/proxy.log" &
+	PROXY_PID=$!
+	env_wait 10 "the fault proxy" test -s "$T_TMP/proxy.port" || return 1
+	PROXY_PORT=$(cat "$T_TMP/proxy.port")
+	PROXY=http://127.0.0.1:$PROXY_PORT
+}
+
+env_fault() {
+	curl -s --max-time 5 -o /dev/null "$PROXY/__fault/$1"
 }
