@@ -14,14 +14,13 @@
 #include <cmocka.h>
 
 #include "binding/binding.h"
-
-static struct tz_db *db;
+#include "tz/tz_fixture.h"
 
 static void parse(struct policy *p, const char *doc)
 {
     struct policy_diags d;
     policy_diags_init(&d);
-    assert_int_equal(policy_parse_yaml(p, doc, strlen(doc), db, &d), 0);
+    assert_int_equal(policy_parse_yaml(p, doc, strlen(doc), tzf_db, &d), 0);
     policy_diags_free(&d);
 }
 
@@ -36,7 +35,7 @@ static void test_bind_scheduled_and_unscheduled(void **state)
     struct util_err err = {0};
 
     parse(&p, HEAD "  schedule: {cron: \"0 2 * * *\", timezone: Europe/Berlin, jitter: 30m}\n");
-    assert_int_equal(binding_init(&b, &p, db, &err), 0);
+    assert_int_equal(binding_init(&b, &p, tzf_db, &err), 0);
     assert_true(b.has_sched);
     assert_string_equal(tz_zone_name(b.zone), "Europe/Berlin");
     /* Daily: twice the longest gap (25h across the autumn change) plus the jitter. */
@@ -50,7 +49,7 @@ static void test_bind_scheduled_and_unscheduled(void **state)
 
     /* No schedule: UTC, no offset, and a limit only from alerts.maxAge. */
     parse(&p, HEAD);
-    assert_int_equal(binding_init(&b, &p, db, &err), 0);
+    assert_int_equal(binding_init(&b, &p, tzf_db, &err), 0);
     assert_false(b.has_sched);
     assert_string_equal(tz_zone_name(b.zone), "UTC");
     assert_int_equal(binding_offset(&b, "node-1"), 0);
@@ -59,13 +58,13 @@ static void test_bind_scheduled_and_unscheduled(void **state)
     policy_free(&p);
 
     parse(&p, HEAD "  alerts: {maxAge: 3d}\n");
-    assert_int_equal(binding_init(&b, &p, db, &err), 0);
+    assert_int_equal(binding_init(&b, &p, tzf_db, &err), 0);
     assert_int_equal(binding_alert_limit(&b, 0), 3 * 86400);
     binding_close(&b);
     policy_free(&p);
 
     /* A policy that is not valid: UTC, never a limit. */
-    assert_int_equal(binding_init(&b, NULL, db, &err), 0);
+    assert_int_equal(binding_init(&b, NULL, tzf_db, &err), 0);
     assert_int_equal(binding_alert_limit(&b, 0), SCHED_NO_LIMIT);
     assert_false(binding_selects(NULL, NULL, NULL));
     binding_close(&b);
@@ -80,7 +79,7 @@ static void test_zone_gone_from_the_database(void **state)
     /* The validator accepted it; the database the binding reads no longer has it. */
     free(p.schedule.timezone);
     p.schedule.timezone = util_strdup("Mars/Olympus_Mons");
-    assert_int_equal(binding_init(&b, &p, db, &err), UTIL_ENOENT);
+    assert_int_equal(binding_init(&b, &p, tzf_db, &err), UTIL_ENOENT);
     assert_non_null(strstr(err.msg, "Mars/Olympus_Mons"));
     binding_close(&b); /* safe after a failed init */
     policy_free(&p);
@@ -171,18 +170,6 @@ static void test_success_time_and_overdue_start(void **state)
     assert_true(sched_overdue(100, false, 0, 900, 800, 1001));
 }
 
-static int setup(void **state)
-{
-    struct util_err err = {0};
-    return tz_db_open(&db, NULL, &err);
-}
-
-static int teardown(void **state)
-{
-    tz_db_close(db);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -192,5 +179,5 @@ int main(void)
         cmocka_unit_test(test_selector_of_an_invalid_policy),
         cmocka_unit_test(test_success_time_and_overdue_start),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tzf_setup, tzf_teardown);
 }

@@ -15,16 +15,7 @@
 #include "gcplan.h"
 #include "policy/policy.h"
 #include "state.h"
-
-static struct tz_db *db;
-
-static int64_t at(const char *s)
-{
-    int64_t t;
-    struct util_err err = {0};
-    assert_int_equal(util_parse_rfc3339(s, &t, &err), 0);
-    return t;
-}
+#include "tz/tz_fixture.h"
 
 static json_t *repo(const char *gc_json)
 {
@@ -54,7 +45,7 @@ static void bound_init(struct bound *b, const char *gc_json)
     json_t *r = repo(gc_json);
     assert_int_equal(ctl_gc_spec_read(r, &b->spec, &err), 0);
     json_decref(r);
-    assert_int_equal(tz_zone_load(&b->zone, db, b->spec.zone, &err), 0);
+    assert_int_equal(tz_zone_load(&b->zone, tzf_db, b->spec.zone, &err), 0);
     sched_init(&b->s, &b->spec.cron, b->zone);
 }
 
@@ -99,17 +90,17 @@ static void test_default_weekly_slot(void **state)
     struct bound b;
     struct sched_decision d;
     bound_init(&b, NULL);
-    struct ctl_gc_state st = {.ready = true, .since = at("2026-11-01T00:00:00Z")};
-    ctl_gc_decide(&b.s, &st, at("2026-12-02T12:00:00Z"), &d); /* a Wednesday */
+    struct ctl_gc_state st = {.ready = true, .since = tzf_at("2026-11-01T00:00:00Z")};
+    ctl_gc_decide(&b.s, &st, tzf_at("2026-12-02T12:00:00Z"), &d); /* a Wednesday */
     /* Sunday 29 Nov 03:00 passed more than a day ago, never started: too late. */
     assert_false(d.run);
     assert_int_equal(d.reason, SCHED_TOO_LATE);
-    assert_int_equal(d.next_run, at("2026-12-06T03:00:00Z"));
+    assert_int_equal(d.next_run, tzf_at("2026-12-06T03:00:00Z"));
 
-    ctl_gc_decide(&b.s, &st, at("2026-12-06T03:00:30Z"), &d);
+    ctl_gc_decide(&b.s, &st, tzf_at("2026-12-06T03:00:30Z"), &d);
     assert_true(d.run);
-    assert_int_equal(d.slot.at, at("2026-12-06T03:00:00Z"));
-    assert_int_equal(d.next_run, at("2026-12-13T03:00:00Z"));
+    assert_int_equal(d.slot.at, tzf_at("2026-12-06T03:00:00Z"));
+    assert_int_equal(d.next_run, tzf_at("2026-12-13T03:00:00Z"));
     tz_zone_free(b.zone);
 }
 
@@ -119,11 +110,11 @@ static void test_once_a_slot_never_two_at_once(void **state)
     struct bound b;
     struct sched_decision d;
     bound_init(&b, "{\"schedule\":\"* * * * *\"}");
-    struct ctl_gc_state st = {.ready = true, .since = at("2026-12-03T09:00:00Z")};
-    int64_t now = at("2026-12-03T09:10:20Z");
+    struct ctl_gc_state st = {.ready = true, .since = tzf_at("2026-12-03T09:00:00Z")};
+    int64_t now = tzf_at("2026-12-03T09:10:20Z");
     ctl_gc_decide(&b.s, &st, now, &d);
     assert_true(d.run);
-    assert_int_equal(d.slot.at, at("2026-12-03T09:10:00Z"));
+    assert_int_equal(d.slot.at, tzf_at("2026-12-03T09:10:00Z"));
 
     st.has_last_started = true;
     st.last_started_slot = d.slot.at;
@@ -141,7 +132,7 @@ static void test_once_a_slot_never_two_at_once(void **state)
     st.job_active = false;
     ctl_gc_decide(&b.s, &st, now + 300, &d);
     assert_true(d.run);
-    assert_int_equal(d.slot.at, at("2026-12-03T09:15:00Z"));
+    assert_int_equal(d.slot.at, tzf_at("2026-12-03T09:15:00Z"));
 
     /* Suspended or not Ready: nothing starts. */
     st.ready = false;
@@ -165,10 +156,10 @@ static void test_dst_gap_shifts_fixed_slot(void **state)
     struct bound b;
     struct sched_decision d;
     bound_init(&b, "{\"schedule\":\"30 2 * * 0\",\"timezone\":\"Europe/Berlin\"}");
-    struct ctl_gc_state st = {.ready = true, .since = at("2026-03-01T00:00:00Z")};
-    ctl_gc_decide(&b.s, &st, at("2026-03-28T12:00:00Z"), &d);
-    assert_int_equal(d.next_run, at("2026-03-29T01:00:00Z")); /* the transition instant */
-    ctl_gc_decide(&b.s, &st, at("2026-03-29T01:00:05Z"), &d);
+    struct ctl_gc_state st = {.ready = true, .since = tzf_at("2026-03-01T00:00:00Z")};
+    ctl_gc_decide(&b.s, &st, tzf_at("2026-03-28T12:00:00Z"), &d);
+    assert_int_equal(d.next_run, tzf_at("2026-03-29T01:00:00Z")); /* the transition instant */
+    ctl_gc_decide(&b.s, &st, tzf_at("2026-03-29T01:00:05Z"), &d);
     assert_true(d.run);
     assert_int_equal(d.slot.note, SCHED_NOTE_SHIFTED);
     tz_zone_free(b.zone);
@@ -324,18 +315,6 @@ static void test_result(void **state)
     json_decref(job);
 }
 
-static int setup(void **state)
-{
-    struct util_err err = {0};
-    return tz_db_open(&db, NULL, &err);
-}
-
-static int teardown(void **state)
-{
-    tz_db_close(db);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -347,5 +326,5 @@ int main(void)
         cmocka_unit_test(test_job),
         cmocka_unit_test(test_result),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tzf_setup, tzf_teardown);
 }

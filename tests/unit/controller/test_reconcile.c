@@ -14,15 +14,7 @@
 #include <cmocka.h>
 
 #include "reconcile.h"
-
-static struct tz_db *db;
-
-static int64_t T(const char *s)
-{
-    int64_t t;
-    assert_int_equal(util_parse_rfc3339(s, &t, NULL), 0);
-    return t;
-}
+#include "tz/tz_fixture.h"
 
 static void load_policy(struct ctl_policy *p, const char *spec_json, int64_t now)
 {
@@ -35,7 +27,7 @@ static void load_policy(struct ctl_policy *p, const char *spec_json, int64_t now
     json_t *obj = json_loads(text, 0, &jerr);
     assert_non_null(obj);
     struct util_err err = {0};
-    assert_int_equal(ctl_policy_from_json(p, obj, db, now, &err), 0);
+    assert_int_equal(ctl_policy_from_json(p, obj, tzf_db, now, &err), 0);
     json_decref(obj);
     free(text);
 }
@@ -60,10 +52,10 @@ struct fixture {
 static void fixture_init(struct fixture *f, const char *spec)
 {
     memset(f, 0, sizeof(*f));
-    load_policy(&f->policy, spec, T("2026-03-01T00:00:00Z"));
+    load_policy(&f->policy, spec, tzf_at("2026-03-01T00:00:00Z"));
     assert_true(f->policy.valid);
     f->node.name = "node-1";
-    f->node.created = T("2026-01-01T00:00:00Z");
+    f->node.created = tzf_at("2026-01-01T00:00:00Z");
     f->node.ready = true;
     f->cfg.history = 3;
     f->cfg.job.agent_image = "lodestore:test";
@@ -98,9 +90,9 @@ static struct ctl_backup *add_backup(struct fixture *f, const char *slot, const 
     b->trigger = slot[0] ? CTL_TRIGGER_SCHEDULED : CTL_TRIGGER_MANUAL;
     if (slot_time != NULL) {
         b->has_slot_time = true;
-        b->slot_time = T(slot_time);
+        b->slot_time = tzf_at(slot_time);
     }
-    b->created = T(created);
+    b->created = tzf_at(created);
     b->phase = CTL_PHASE_PENDING;
     for (int p = CTL_PHASE_PENDING; p <= CTL_PHASE_FAILED; p++)
         if (strcmp(phase, ctl_phase_name(p)) == 0)
@@ -152,12 +144,12 @@ static void run(struct fixture *f, const char *now, int64_t reported)
         .backups = f->bp,
         .jobs = f->jp,
         .nbackups = f->n,
-        .limit = binding_alert_limit(&f->policy.bind, T(now)),
+        .limit = binding_alert_limit(&f->policy.bind, tzf_at(now)),
         .offset = 0,
         .reported_slot = reported,
         .was_overdue = f_was_overdue,
         .started_slot = f_started_slot,
-        .now = T(now),
+        .now = tzf_at(now),
     };
     ctl_actions_free(&f->acts);
     ctl_reconcile_pair(&in, &f->cfg, &f->acts, &f->out);
@@ -205,7 +197,7 @@ static void test_on_time_run(void **state)
                NULL);
     run(&f, "2026-03-10T01:59:59Z", 0);
     assert_int_equal(f.acts.n, 0); /* nothing due yet */
-    assert_int_equal(f.out.wake, T("2026-03-10T02:00:00Z"));
+    assert_int_equal(f.out.wake, tzf_at("2026-03-10T02:00:00Z"));
 
     run(&f, "2026-03-10T02:00:05Z", 0);
     assert_int_equal(count(&f, CTL_ACT_CREATE_RUN), 1);
@@ -215,13 +207,13 @@ static void test_on_time_run(void **state)
     assert_string_equal(a->name, name);
     assert_string_equal(a->slot, "2026-03-10T02:00");
     assert_string_equal(ctl_trigger_name(a->trigger), "scheduled");
-    assert_int_equal(a->status.slot_time, T("2026-03-10T02:00:00Z"));
-    assert_int_equal(a->status.run_time, T("2026-03-10T02:00:00Z"));
+    assert_int_equal(a->status.slot_time, tzf_at("2026-03-10T02:00:00Z"));
+    assert_int_equal(a->status.run_time, tzf_at("2026-03-10T02:00:00Z"));
     assert_int_equal(a->status.phase, CTL_PHASE_PENDING);
     assert_string_equal(a->status.job_name, name);
     assert_string_equal(a->host, "node-1");
     assert_string_equal(first(&f, CTL_ACT_EVENT)->reason, "BackupStarted");
-    assert_int_equal(f.out.wake, T("2026-03-11T02:00:00Z"));
+    assert_int_equal(f.out.wake, tzf_at("2026-03-11T02:00:00Z"));
     assert_true(f.out.running);
     fixture_free(&f);
 }
@@ -234,19 +226,19 @@ static void test_deleted_backup_slot_is_not_run_again(void **state)
     add_backup(&f, "2026-03-10T02:00", "2026-03-10T02:00:00Z", "Running", "2026-03-10T02:00:00Z",
                "active");
     run(&f, "2026-03-10T02:00:30Z", 0);
-    assert_int_equal(f.out.started_slot, T("2026-03-10T02:00:00Z")); /* to be persisted */
+    assert_int_equal(f.out.started_slot, tzf_at("2026-03-10T02:00:00Z")); /* to be persisted */
     fixture_free(&f);
 
     /* The Backup is gone; without the persisted slot the 02:00 slot would run again. */
     fixture_init(&f, DAILY_UTC);
     run(&f, "2026-03-10T02:00:40Z", 0);
     assert_int_equal(count(&f, CTL_ACT_CREATE_RUN), 1); /* what happened before the fix */
-    f_started_slot = T("2026-03-10T02:00:00Z");
+    f_started_slot = tzf_at("2026-03-10T02:00:00Z");
     run(&f, "2026-03-10T02:00:40Z", 0);
     assert_int_equal(count(&f, CTL_ACT_CREATE_RUN), 0);
     assert_int_equal(count_events(&f, "Missed") + count_events(&f, "CaughtUp"), 0);
-    assert_int_equal(f.out.started_slot, T("2026-03-10T02:00:00Z"));
-    assert_int_equal(f.out.next_run, T("2026-03-11T02:00:00Z"));
+    assert_int_equal(f.out.started_slot, tzf_at("2026-03-10T02:00:00Z"));
+    assert_int_equal(f.out.next_run, tzf_at("2026-03-11T02:00:00Z"));
     run(&f, "2026-03-11T02:00:05Z", 0); /* the next slot runs as usual */
     assert_int_equal(count(&f, CTL_ACT_CREATE_RUN), 1);
     f_started_slot = 0;
@@ -349,7 +341,7 @@ static void test_skip_behind_running_then_catch_up(void **state)
                      "* *\",\"jitter\":\"0s\"}}");
         add_backup(&g, "2026-03-10T02:00", "2026-03-10T02:00:00Z", "Succeeded",
                    "2026-03-10T02:00:01Z", NULL);
-        run(&g, "2026-03-10T03:00:30Z", T("2026-03-10T03:00:00Z"));
+        run(&g, "2026-03-10T03:00:30Z", tzf_at("2026-03-10T03:00:00Z"));
         assert_string_equal(ctl_trigger_name(first(&g, CTL_ACT_CREATE_RUN)->trigger), "catch-up");
         run(&g, "2026-03-10T03:00:30Z", 0);
         assert_string_equal(ctl_trigger_name(first(&g, CTL_ACT_CREATE_RUN)->trigger), "scheduled");
@@ -361,16 +353,16 @@ static void test_skip_behind_running_then_catch_up(void **state)
     f.jobs[0].ns = util_strdup("ops");
     f.jobs[0].name = util_strdup("bk-0");
     f.jobs[0].finished = f.jobs[0].succeeded = true;
-    f.jobs[0].completed = T("2026-03-10T03:20:00Z");
+    f.jobs[0].completed = tzf_at("2026-03-10T03:20:00Z");
     run(&f, "2026-03-10T03:20:01Z", f.out.reported_slot);
     const struct ctl_action *st = first(&f, CTL_ACT_BACKUP_STATUS);
     assert_int_equal(st->status.phase, CTL_PHASE_SUCCEEDED);
-    assert_int_equal(st->status.completed, T("2026-03-10T03:20:00Z"));
+    assert_int_equal(st->status.completed, tzf_at("2026-03-10T03:20:00Z"));
     assert_int_equal(count(&f, CTL_ACT_CREATE_RUN), 1);
     assert_string_equal(first(&f, CTL_ACT_CREATE_RUN)->slot, "2026-03-10T03:00");
     assert_string_equal(ctl_trigger_name(first(&f, CTL_ACT_CREATE_RUN)->trigger), "catch-up");
     assert_true(f.out.has_success);
-    assert_int_equal(f.out.last_success, T("2026-03-10T03:20:00Z"));
+    assert_int_equal(f.out.last_success, tzf_at("2026-03-10T03:20:00Z"));
     fixture_free(&f);
 }
 
@@ -380,10 +372,10 @@ static void test_time_limit(void **state)
     fixture_init(&f, DAILY_UTC); /* maxRuntime 2h */
     add_backup(&f, "2026-03-10T02:00", "2026-03-10T02:00:00Z", "Running", "2026-03-10T02:00:00Z",
                "active");
-    f.backups[0].started = T("2026-03-10T02:00:05Z");
+    f.backups[0].started = tzf_at("2026-03-10T02:00:05Z");
     run(&f, "2026-03-10T05:00:04Z", 0);
     assert_int_equal(count(&f, CTL_ACT_BACKUP_STATUS), 0);
-    assert_int_equal(f.out.wake, T("2026-03-10T05:00:05Z")); /* start + 2h + 1h */
+    assert_int_equal(f.out.wake, tzf_at("2026-03-10T05:00:05Z")); /* start + 2h + 1h */
     run(&f, "2026-03-10T05:00:05Z", 0);
     const struct ctl_action *st = first(&f, CTL_ACT_BACKUP_STATUS);
     assert_int_equal(st->status.phase, CTL_PHASE_FAILED);
@@ -485,7 +477,7 @@ static void test_overdue(void **state)
     assert_false(f.out.overdue);
     run(&f, "2026-03-03T00:15:01Z", 0);
     assert_true(f.out.overdue);
-    assert_int_equal(f.out.overdue_start, T("2026-03-01T00:00:00Z"));
+    assert_int_equal(f.out.overdue_start, tzf_at("2026-03-01T00:00:00Z"));
     /* Becoming overdue is an Event, once: not again while it stays overdue. */
     assert_non_null(strstr(event(&f, "Overdue")->message, "within 48h15m"));
     f_was_overdue = true;
@@ -497,9 +489,9 @@ static void test_overdue(void **state)
                NULL); /* completed at 02:10 */
     run(&f, "2026-03-11T12:00:00Z", 0);
     assert_false(f.out.overdue);
-    assert_int_equal(f.out.last_success, T("2026-03-10T02:10:00Z"));
+    assert_int_equal(f.out.last_success, tzf_at("2026-03-10T02:10:00Z"));
     /* It will become overdue 48h15m after the success: the pair wakes then at the latest. */
-    assert_true(f.out.wake <= T("2026-03-12T02:25:01Z"));
+    assert_true(f.out.wake <= tzf_at("2026-03-12T02:25:01Z"));
 
     /* maxAge overrides; a policy without schedule or maxAge is never overdue. */
     fixture_free(&f);
@@ -513,8 +505,8 @@ static void test_overdue(void **state)
 static void test_slots_before_creation_are_not_missed(void **state)
 {
     struct fixture f;
-    fixture_init(&f, DAILY_UTC);                /* created 2026-03-01T00:00Z */
-    f.node.created = T("2026-03-05T12:00:00Z"); /* joined later */
+    fixture_init(&f, DAILY_UTC);                     /* created 2026-03-01T00:00Z */
+    f.node.created = tzf_at("2026-03-05T12:00:00Z"); /* joined later */
     run(&f, "2026-03-05T12:30:00Z", 0);
     assert_int_equal(count(&f, CTL_ACT_CREATE_RUN), 0);
     assert_int_equal(count(&f, CTL_ACT_EVENT), 0);
@@ -527,7 +519,7 @@ static void test_invalid_policy_does_nothing(void **state)
     struct ctl_policy p;
     load_policy(
         &p, "{\"repository\":\"main\",\"paths\":[\"/etc\"],\"schedule\":{\"cron\":\"0 0 30 2 *\"}}",
-        T("2026-03-01T00:00:00Z"));
+        tzf_at("2026-03-01T00:00:00Z"));
     assert_false(p.valid);
     assert_non_null(strstr(p.invalid_message, "spec.schedule.cron"));
     ctl_policy_free(&p);
@@ -549,20 +541,20 @@ static void test_invalid_policy_still_selects(void **state)
     load_policy(&p,
                 "{\"repository\":\"main\",\"paths\":[\"/etc\"],\"nodeSelector\":{\"role\":\"db\"},"
                 "\"schedule\":{\"cron\":\"0 0 30 2 *\"}}",
-                T("2026-03-01T00:00:00Z"));
+                tzf_at("2026-03-01T00:00:00Z"));
     assert_false(p.valid);
     assert_true(ctl_node_selected(db_node, &p));
     assert_false(ctl_node_selected(web_node, &p));
     ctl_policy_free(&p);
     /* No selector: every node, as for a valid policy. */
     load_policy(&p, "{\"repository\":\"main\",\"paths\":[\"relative\"]}",
-                T("2026-03-01T00:00:00Z"));
+                tzf_at("2026-03-01T00:00:00Z"));
     assert_false(p.valid);
     assert_true(ctl_node_selected(web_node, &p));
     ctl_policy_free(&p);
     /* A selector that is itself broken selects nothing. */
     load_policy(&p, "{\"repository\":\"main\",\"paths\":[\"/etc\"],\"nodeSelector\":{\"role\":1}}",
-                T("2026-03-01T00:00:00Z"));
+                tzf_at("2026-03-01T00:00:00Z"));
     assert_false(p.valid);
     assert_false(ctl_node_selected(db_node, &p));
     ctl_policy_free(&p);
@@ -574,8 +566,8 @@ static void test_schedule_change_time(void **state)
 {
     struct ctl_policy p;
     /* No status yet: the schedule began with the policy. */
-    load_policy(&p, DAILY_UTC, T("2026-03-09T00:00:00Z"));
-    assert_int_equal(p.schedule_changed, T("2026-03-01T00:00:00Z"));
+    load_policy(&p, DAILY_UTC, tzf_at("2026-03-09T00:00:00Z"));
+    assert_int_equal(p.schedule_changed, tzf_at("2026-03-01T00:00:00Z"));
     char hash[17];
     memcpy(hash, p.schedule_hash, 17);
     ctl_policy_free(&p);
@@ -589,13 +581,15 @@ static void test_schedule_change_time(void **state)
         "0 2 * * *", "jitter", "0s", "status", "scheduleHash", hash, "scheduleChangedAt",
         "2026-03-05T00:00:00Z");
     struct util_err err = {0};
-    assert_int_equal(ctl_policy_from_json(&p, obj, db, T("2026-03-09T00:00:00Z"), &err), 0);
-    assert_int_equal(p.schedule_changed, T("2026-03-05T00:00:00Z"));
+    assert_int_equal(ctl_policy_from_json(&p, obj, tzf_db, tzf_at("2026-03-09T00:00:00Z"), &err),
+                     0);
+    assert_int_equal(p.schedule_changed, tzf_at("2026-03-05T00:00:00Z"));
     ctl_policy_free(&p);
     json_object_set_new(json_object_get(json_object_get(obj, "spec"), "schedule"), "cron",
                         json_string("0 3 * * *"));
-    assert_int_equal(ctl_policy_from_json(&p, obj, db, T("2026-03-09T00:00:00Z"), &err), 0);
-    assert_int_equal(p.schedule_changed, T("2026-03-09T00:00:00Z"));
+    assert_int_equal(ctl_policy_from_json(&p, obj, tzf_db, tzf_at("2026-03-09T00:00:00Z"), &err),
+                     0);
+    assert_int_equal(p.schedule_changed, tzf_at("2026-03-09T00:00:00Z"));
     ctl_policy_free(&p);
     json_decref(obj);
 }
@@ -647,14 +641,14 @@ static void test_a_reselected_node_catches_up(void **state)
     fixture_init(&f, MINUTELY);
     add_backup(&f, "2026-03-10T10:00", "2026-03-10T10:00:00Z", "Succeeded", "2026-03-10T10:00:01Z",
                "ok");
-    f_selected_since = T("2026-03-10T10:01:20Z"); /* selected again 20 s after 10:01 */
+    f_selected_since = tzf_at("2026-03-10T10:01:20Z"); /* selected again 20 s after 10:01 */
     run(&f, "2026-03-10T10:01:21Z", 0);
     assert_int_equal(count(&f, CTL_ACT_CREATE_RUN), 1);
     assert_string_equal(first(&f, CTL_ACT_CREATE_RUN)->slot, "2026-03-10T10:01");
     assert_string_equal(ctl_trigger_name(first(&f, CTL_ACT_CREATE_RUN)->trigger), "catch-up");
     assert_int_equal(count_events(&f, "CaughtUp"), 1);
     /* Selected before the run time: on time. */
-    f_selected_since = T("2026-03-10T10:00:59Z");
+    f_selected_since = tzf_at("2026-03-10T10:00:59Z");
     run(&f, "2026-03-10T10:01:21Z", 0);
     assert_string_equal(ctl_trigger_name(first(&f, CTL_ACT_CREATE_RUN)->trigger), "scheduled");
     f_selected_since = 0;
@@ -717,7 +711,7 @@ static void test_backups_nothing_will_run_fail(void **state)
                                 .backups = f.bp,
                                 .jobs = f.jp,
                                 .nbackups = f.n,
-                                .now = T("2026-03-10T01:00:10Z")};
+                                .now = tzf_at("2026-03-10T01:00:10Z")};
     ctl_actions_free(&f.acts);
     ctl_reconcile_pair(&in, &f.cfg, &f.acts, &f.out);
     assert_int_equal(count(&f, CTL_ACT_BACKUP_STATUS), 1);
@@ -731,18 +725,6 @@ static void test_backups_nothing_will_run_fail(void **state)
     ctl_reconcile_pair(&in, &f.cfg, &f.acts, &f.out);
     assert_int_equal(f.acts.n, 0);
     fixture_free(&f);
-}
-
-static int setup(void **state)
-{
-    struct util_err err = {0};
-    return tz_db_open(&db, NULL, &err);
-}
-
-static int teardown(void **state)
-{
-    tz_db_close(db);
-    return 0;
 }
 
 int main(void)
@@ -769,5 +751,5 @@ int main(void)
         cmocka_unit_test(test_invalid_policy_does_nothing),
         cmocka_unit_test(test_schedule_change_time),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tzf_setup, tzf_teardown);
 }
