@@ -1,7 +1,7 @@
 /*
  * The HTTP side of `lode ui`: libmicrohttpd's callback, the checks every request
  * passes before anything else happens, the embedded page and the JSON endpoints'
- * framing. What the endpoints answer is ui_api.c's business.
+ * framing. What the endpoints answer is ui_api.c's business (and ui_retention.c's).
  *
  * Order of the checks, cheapest and least revealing first: the Host header
  * (DNS rebinding: a hostile page whose name resolves to 127.0.0.1 sends its own

@@ -3,11 +3,11 @@
  *
  * Both input forms are first turned into one small tree of nodes (maps, lists and
  * scalars, each with its line and column), so that a single walk against the
- * schema table (schema.c, schema_int.h) checks a YAML file and a Kubernetes JSON
- * object alike. A YAML scalar remembers whether it was plain or quoted, because a
- * field's kind decides what a plain scalar means: `7` is an integer where an
- * integer belongs and the string "7" where a string belongs, while `"7"` is always
- * a string. A JSON scalar remembers its JSON type instead.
+ * schema table (schema_table.c; the walk is schema.c) checks a YAML file and a
+ * Kubernetes JSON object alike. A YAML scalar remembers whether it was plain or
+ * quoted, because a field's kind decides what a plain scalar means: `7` is an
+ * integer where an integer belongs and the string "7" where a string belongs,
+ * while `"7"` is always a string. A JSON scalar remembers its JSON type instead.
  *
  * The tree costs one allocation per node plus the text of each scalar; a policy
  * is a few dozen nodes. Nesting is capped (POLICY_MAX_DEPTH) so that the

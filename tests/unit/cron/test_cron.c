@@ -330,7 +330,7 @@ static void test_day_rule(void **state)
     assert_false(cron_day_matches(&e, 2026, 1, 0, 0));
 }
 
-/* The matching minutes of a day, independent of cron.c's search. */
+/* The matching minutes of a day, independent of the search (internal/cron/search.c). */
 static bool ref_minute_matches(const struct cron_expr *e, int64_t t)
 {
     struct util_civil c;
