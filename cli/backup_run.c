@@ -101,15 +101,36 @@ static int backup_run_get(struct backup *b, enum repo_kind kind, const char *id,
 
 struct backup_run_parent {
     char id[REPO_ID_LEN + 1];
-    char *files_data;
-    size_t files_len;
+    struct backup *b;
+    char *files_key;
     struct repo_chunkset set;
     struct repo_files_reader reader;
     bool have;   /* the snapshot has this parent */
     bool loaded; /* reader and set hold memory */
 };
 
-/* The parent's file list and chunk set; a parent that cannot be read is dropped. */
+/* The reader's ranged GETs of the parent's file list (a window at a time). */
+static int backup_run_parent_fetch(void *arg, uint64_t off, size_t len, uint8_t *buf,
+                                   struct util_err *err)
+{
+    struct backup_run_parent *p = arg;
+    struct s3_opts o = {.range_start = off, .range_len = len, .max_bytes = len + 1};
+    char *data = NULL;
+    size_t got = 0;
+    int rc = s3_sync_get(p->b->st->s3, p->files_key, &o, &data, &got, NULL, err);
+    if (rc == 0 && got != len)
+        rc = util_err_set(err, UTIL_EIO, "a ranged GET gave %zu bytes, not %zu", got, len);
+    if (rc == 0)
+        memcpy(buf, data, len);
+    free(data);
+    return rc;
+}
+
+/*
+ * The parent's chunk set and file list; a parent that cannot be read is dropped.
+ * The list is read a window at a time as the walk goes (REPO_FILES_WINDOW), not
+ * fetched whole: about 50 bytes a file less on a re-run.
+ */
 static void backup_run_parent_load(struct backup *b, struct backup_run_parent *p)
 {
     struct util_err err = {0};
@@ -137,14 +158,17 @@ static void backup_run_parent_load(struct backup *b, struct backup_run_parent *p
         return;
     }
     free(cdata);
-    if (backup_run_get(b, REPO_KEY_FILES, p->id, &p->files_data, &p->files_len, &err) != 0 ||
-        repo_files_reader_init(&p->reader, b->keys, p->id, (uint8_t *)p->files_data, p->files_len,
+    k.kind = REPO_KEY_FILES;
+    p->b = b;
+    p->files_key = repo_key_build(&k);
+    if (s3_sync_head(b->st->s3, p->files_key, &info, &err) != 0 ||
+        repo_files_reader_open(&p->reader, b->keys, p->id, info.size, 0, backup_run_parent_fetch, p,
                                &err) != 0) {
         fprintf(stderr, "lode backup: the parent's file list: %s: backing up without a parent\n",
                 err.msg);
         repo_chunkset_free(&p->set);
-        free(p->files_data);
-        p->files_data = NULL;
+        free(p->files_key);
+        p->files_key = NULL;
         return;
     }
     p->have = p->loaded = true;
@@ -160,8 +184,8 @@ static void backup_run_parent_free(struct backup *b, struct backup_run_parent *p
         repo_chunkset_free(&p->set);
         p->loaded = false;
     }
-    free(p->files_data);
-    p->files_data = NULL;
+    free(p->files_key);
+    p->files_key = NULL;
     b->parent_set = NULL;
     b->parent_files = NULL;
 }

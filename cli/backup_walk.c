@@ -32,7 +32,8 @@
 #include "chunker/chunker.h"
 
 /* The chunker needs up to CHUNKER_MAX bytes ahead; the rest saves read calls. */
-#define WALK_BUF (CHUNKER_MAX + (1u << 20))
+#define WALK_BUF  (CHUNKER_MAX + (1u << 20))
+#define WALK_KEEP (1u << 20) /* files up to this size leave the read buffer mapped */
 
 struct walk_level {
     int fd;
@@ -209,6 +210,14 @@ static bool walk_read(struct walk *w, int dirfd, const char *name, struct repo_f
     }
     close(fd);
     f->size = total;
+    if (total > WALK_KEEP) {
+        /* A large file touched the whole buffer: a new mapping gives the pages back,
+         * so the small files after it (and the file list and chunk set, which grow
+         * with them) do not pay 9 MiB. Faulting the pages in again is cheap next
+         * to reading that much. */
+        free(w->buf);
+        w->buf = util_malloc(WALK_BUF);
+    }
     return true;
 }
 

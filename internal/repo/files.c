@@ -6,6 +6,7 @@
  * A frame closes at about 1 MiB of records: the reader holds one frame, so the
  * merge walk's memory does not grow with the number of files.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -340,20 +341,80 @@ void repo_files_writer_free(struct repo_files_writer *w)
 
 /* ---- reader ---- */
 
+/*
+ * The n bytes at pos (pos + n <= r->len), fetched into the window when they are not
+ * in it: from pos on, r->window bytes or n if more, never past the end.
+ */
+static const uint8_t *repo_files_bytes(struct repo_files_reader *r, size_t pos, size_t n,
+                                       struct util_err *err)
+{
+    size_t want;
+    int rc;
+    if (pos >= r->woff && pos - r->woff <= r->wlen && n <= r->wlen - (pos - r->woff))
+        return r->data + (pos - r->woff);
+    if (r->fetch == NULL)
+        return NULL; /* the caller checked the bounds: not reached */
+    want = n > r->window ? n : r->window;
+    if (want > r->len - pos)
+        want = r->len - pos;
+    free(r->win);
+    r->win = util_malloc(want ? want : 1);
+    r->data = r->win;
+    r->woff = pos;
+    r->wlen = 0;
+    if ((rc = r->fetch(r->fetch_arg, pos, want, r->win, err)) != 0) {
+        struct util_err e = *err;
+        util_err_set(err, rc, "file list of %s: %.400s", r->id, e.msg);
+        return NULL;
+    }
+    r->wlen = want;
+    return r->data;
+}
+
+static int repo_files_reader_start(struct repo_files_reader *r, const struct repo_keys *k,
+                                   const char *id, struct util_err *err)
+{
+    const uint8_t *magic;
+    if (strlen(id) != REPO_ID_LEN)
+        return util_err_set(err, UTIL_EINVAL, "file list: bad snapshot id");
+    r->keys = k;
+    memcpy(r->id, id, REPO_ID_LEN + 1);
+    if (r->len < 8)
+        return util_err_set(err, UTIL_EIO, "file list of %s: not a file list", id);
+    if ((magic = repo_files_bytes(r, 0, 8, err)) == NULL)
+        return UTIL_EIO;
+    if (memcmp(magic, FILES_MAGIC, 8) != 0)
+        return util_err_set(err, UTIL_EIO, "file list of %s: not a file list", id);
+    r->pos = 8;
+    return 0;
+}
+
 int repo_files_reader_init(struct repo_files_reader *r, const struct repo_keys *k, const char *id,
                            const uint8_t *data, size_t len, struct util_err *err)
 {
     memset(r, 0, sizeof(*r));
-    if (strlen(id) != REPO_ID_LEN)
-        return util_err_set(err, UTIL_EINVAL, "file list: bad snapshot id");
-    if (len < 8 || memcmp(data, FILES_MAGIC, 8) != 0)
-        return util_err_set(err, UTIL_EIO, "file list of %s: not a file list", id);
-    r->keys = k;
-    memcpy(r->id, id, REPO_ID_LEN + 1);
     r->data = data;
-    r->len = len;
-    r->pos = 8;
-    return 0;
+    r->len = r->wlen = len;
+    return repo_files_reader_start(r, k, id, err);
+}
+
+int repo_files_reader_open(struct repo_files_reader *r, const struct repo_keys *k, const char *id,
+                           uint64_t len, size_t window, repo_fetch_cb fetch, void *arg,
+                           struct util_err *err)
+{
+    int rc;
+    memset(r, 0, sizeof(*r));
+    r->window = window ? window : REPO_FILES_WINDOW;
+    if (len > SIZE_MAX)
+        return util_err_set(err, UTIL_EIO, "file list of %.40s: too large", id);
+    r->len = (size_t)len;
+    r->fetch = fetch;
+    r->fetch_arg = arg;
+    if ((rc = repo_files_reader_start(r, k, id, err)) != 0) {
+        free(r->win);
+        r->win = NULL;
+    }
+    return rc;
 }
 
 /* Opens the next frame; 0 on success, 1 at the end, < 0 on damage. */
@@ -361,6 +422,7 @@ static int repo_files_next_frame(struct repo_files_reader *r, struct util_err *e
 {
     uint32_t n;
     uint8_t aad[FRAME_AAD], *z;
+    const uint8_t *p;
     unsigned long long size;
     int rc;
 
@@ -376,17 +438,20 @@ static int repo_files_next_frame(struct repo_files_reader *r, struct util_err *e
     if (r->len - r->pos < 4)
         return util_err_set(err, UTIL_EIO, "file list of %s: cut short at frame %u", r->id,
                             r->frame);
-    n = (uint32_t)r->data[r->pos] | (uint32_t)r->data[r->pos + 1] << 8 |
-        (uint32_t)r->data[r->pos + 2] << 16 | (uint32_t)r->data[r->pos + 3] << 24;
+    if ((p = repo_files_bytes(r, r->pos, 4, err)) == NULL)
+        return UTIL_EIO;
+    n = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
     r->pos += 4;
     if (n < REPO_SEAL_EXTRA || n > r->len - r->pos)
         return util_err_set(err, UTIL_EIO, "file list of %s: frame %u is cut short", r->id,
                             r->frame);
+    if ((p = repo_files_bytes(r, r->pos, n, err)) == NULL)
+        return UTIL_EIO;
     z = util_malloc(n - REPO_SEAL_EXTRA + 1);
     /* Try as the last frame first only when it ends the object. */
     bool last = r->pos + n == r->len;
     repo_frame_aad(aad, r->id, r->frame, last);
-    rc = repo_unseal(r->keys, aad, sizeof(aad), r->data + r->pos, n, z, err);
+    rc = repo_unseal(r->keys, aad, sizeof(aad), p, n, z, err);
     if (rc != 0) {
         util_err_set(err, rc,
                      "file list of %s: frame %u failed authentication (changed, "
@@ -442,8 +507,12 @@ void repo_files_reader_free(struct repo_files_reader *r)
 {
     free(r->plain);
     free(r->last);
+    free(r->win);
     r->plain = NULL;
     r->last = NULL;
+    r->win = NULL;
+    r->data = NULL;
+    r->wlen = 0;
 }
 
 /* ---- merge ---- */

@@ -336,12 +336,29 @@ int repo_files_writer_add(struct repo_files_writer *w, const struct repo_file *f
 void repo_files_writer_finish(struct repo_files_writer *w, uint8_t **data, size_t *len);
 void repo_files_writer_free(struct repo_files_writer *w);
 
-/* The reader opens one frame at a time: memory is one frame, not the list. */
+/* Reads bytes [off, off + len) of a stored object into buf (a ranged GET); 0 or an error. */
+typedef int (*repo_fetch_cb)(void *arg, uint64_t off, size_t len, uint8_t *buf,
+                             struct util_err *err);
+
+/*
+ * The reader opens one frame at a time: memory is one frame, not the list, plus
+ * the list itself when it was given whole (repo_files_reader_init), or a window of
+ * REPO_FILES_WINDOW bytes (or one frame, if larger) when it reads through a fetch
+ * callback (repo_files_reader_open): a backup's parent list costs that, not about
+ * 50 bytes a file.
+ */
+#define REPO_FILES_WINDOW (4u << 20)
+
 struct repo_files_reader {
     const struct repo_keys *keys;
     char id[REPO_ID_LEN + 1];
-    const uint8_t *data;
-    size_t len, pos;
+    const uint8_t *data; /* bytes [woff, woff + wlen) of the list */
+    size_t len, pos;     /* the list's length; the next frame's offset */
+    size_t woff, wlen;
+    size_t window;
+    repo_fetch_cb fetch; /* NULL: data is the whole list */
+    void *fetch_arg;
+    uint8_t *win; /* the window's memory, with fetch */
     uint32_t frame;
     bool final;
     uint8_t *plain;
@@ -349,8 +366,13 @@ struct repo_files_reader {
     char *last;
 };
 
+/* A list given whole (borrowed until the reader is freed). */
 int repo_files_reader_init(struct repo_files_reader *r, const struct repo_keys *k, const char *id,
                            const uint8_t *data, size_t len, struct util_err *err);
+/* A list of len bytes read through fetch, window bytes at a time (0: REPO_FILES_WINDOW). */
+int repo_files_reader_open(struct repo_files_reader *r, const struct repo_keys *k, const char *id,
+                           uint64_t len, size_t window, repo_fetch_cb fetch, void *arg,
+                           struct util_err *err);
 /* 1: f holds the next record (the caller frees it); 0: the end; < 0: damage. */
 int repo_files_reader_next(struct repo_files_reader *r, struct repo_file *f, struct util_err *err);
 void repo_files_reader_free(struct repo_files_reader *r);

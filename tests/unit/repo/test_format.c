@@ -554,6 +554,93 @@ static void test_file_list_round_trip(void **state)
     free(data);
 }
 
+struct test_fetch {
+    const uint8_t *data;
+    size_t len;
+    unsigned calls;
+    size_t most;      /* the largest range asked for */
+    unsigned fail_at; /* the call that fails (1-based), 0 = none */
+};
+
+static int test_fetch_cb(void *arg, uint64_t off, size_t len, uint8_t *buf, struct util_err *err)
+{
+    struct test_fetch *t = arg;
+    t->calls++;
+    if (t->fail_at != 0 && t->calls == t->fail_at)
+        return util_err_set(err, UTIL_EIO, "GET failed: 503 SlowDown");
+    assert_true(off + len <= t->len);
+    if (len > t->most)
+        t->most = len;
+    memcpy(buf, t->data + off, len);
+    return 0;
+}
+
+/* A list read through ranged fetches gives the same records as the whole list,
+ * a window at a time; a failed fetch is an error naming the list, not a short list. */
+static void test_file_list_fetched(void **state)
+{
+    struct repo_keys k = test_keys(5);
+    size_t len;
+    int n = 99999; /* paths stay in order up to /d99999 */
+    uint8_t *data = write_list(&k, ID1, n, &len);
+    struct test_fetch t = {.data = data, .len = len};
+    struct repo_files_reader r;
+    struct util_err err = {0};
+    struct repo_file f;
+    int i = 0, rc;
+
+    const size_t win = 64 * 1024; /* the list is about 1.3 MB: many windows */
+
+    assert_true(len > 8 * win);
+    assert_int_equal(repo_files_reader_open(&r, &k, ID1, len, win, test_fetch_cb, &t, &err), 0);
+    while ((rc = repo_files_reader_next(&r, &f, &err)) == 1) {
+        char path[64];
+        snprintf(path, sizeof(path), "/d%05d", i);
+        assert_string_equal(f.path, path);
+        repo_file_free(&f);
+        i++;
+    }
+    assert_int_equal(rc, 0);
+    assert_int_equal(i, n);
+    /* Several fetches, none of the whole list (a window, or one frame if larger). */
+    assert_true(t.calls > 2);
+    assert_true(t.most < len / 2);
+    repo_files_reader_free(&r);
+
+    /* The third fetch fails: records before it were read, then an error. */
+    t = (struct test_fetch){.data = data, .len = len, .fail_at = 3};
+    i = 0;
+    assert_int_equal(repo_files_reader_open(&r, &k, ID1, len, win, test_fetch_cb, &t, &err), 0);
+    while ((rc = repo_files_reader_next(&r, &f, &err)) == 1) {
+        repo_file_free(&f);
+        i++;
+    }
+    assert_int_equal(rc, UTIL_EIO);
+    assert_true(i > 0 && i < n);
+    assert_non_null(strstr(err.msg, "file list of " ID1 ": GET failed: 503 SlowDown"));
+    repo_files_reader_free(&r);
+
+    /* The first fetch fails: open says so. A length shorter than the list is
+     * found at its end (the last frame does not authenticate as the last). */
+    t = (struct test_fetch){.data = data, .len = len, .fail_at = 1};
+    assert_int_equal(repo_files_reader_open(&r, &k, ID1, len, win, test_fetch_cb, &t, &err),
+                     UTIL_EIO);
+    assert_non_null(strstr(err.msg, "503 SlowDown"));
+    repo_files_reader_free(&r);
+    assert_int_equal(repo_files_reader_open(&r, &k, ID1, 4, win, test_fetch_cb, &t, &err),
+                     UTIL_EIO);
+    assert_non_null(strstr(err.msg, "not a file list"));
+    repo_files_reader_free(&r);
+    t = (struct test_fetch){.data = data, .len = len};
+    assert_int_equal(repo_files_reader_open(&r, &k, ID1, len - 1, win, test_fetch_cb, &t, &err), 0);
+    while ((rc = repo_files_reader_next(&r, &f, &err)) == 1)
+        repo_file_free(&f);
+    assert_true(rc < 0);
+    repo_files_reader_free(&r);
+    free(data);
+    (void)state;
+}
+
 static void test_file_list_order_and_paths(void **state)
 {
     struct repo_keys k = test_keys(5);
@@ -746,6 +833,7 @@ int main(void)
         cmocka_unit_test(test_chunkset_put_lookup),
         cmocka_unit_test(test_chunkset_seal),
         cmocka_unit_test(test_file_list_round_trip),
+        cmocka_unit_test(test_file_list_fetched),
         cmocka_unit_test(test_file_list_order_and_paths),
         cmocka_unit_test(test_empty_file_list),
         cmocka_unit_test(test_merge),
