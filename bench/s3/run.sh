@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # The S3 client (make bench): against versitygw from the tool cache, started here on
 # 127.0.0.1 over plain HTTP (both clients then measure their own cost, not TLS's), with
-# a posix backend in a scratch directory. Reports, in one run:
+# a posix backend in a scratch directory, keep-alive on (versitygw closes every
+# connection by default; AWS S3, MinIO and Ceph RGW keep them, and a connection per
+# request would weigh the kernel's TCP setup equally on both clients) and request
+# logging off. Reports, in one run:
 #   - requests: a catalog of 10,000 keys (LIST) and forgetting 1,000 (DeleteObjects);
 #   - PUT and GET of 1,000 objects of 1 KiB and of 1 GiB as 64 objects of 16 MiB, one at
 #     a time, lode's client and `curl --aws-sigv4` (one curl process for all requests,
-#     keep-alive) side by side: wall and CPU seconds of the client process;
+#     keep-alive) side by side: wall and CPU seconds of the client process; both are
+#     given the body's SHA-256 (bench_s3 also prints what hashing it would add), and
+#     curl's fixed cost (start-up, one request) is printed on its own;
 #   - peak RSS of listing 10,000 and 100,000 keys (it must not grow with the count).
 # SMALL_N (1000), LARGE_N (64), BIG_LIST (100000) change the sizes. Bounded: every wait
 # has a deadline; the server is stopped on exit.
@@ -31,7 +36,7 @@ read -r port <<<"$(env_free_ports 1)"
 export S3_ACCESS_KEY=benchaccess S3_SECRET_KEY=benchsecret$$ S3_BUCKET=bench
 export S3_ENDPOINT=http://127.0.0.1:$port
 ROOT_ACCESS_KEY=$S3_ACCESS_KEY ROOT_SECRET_KEY=$S3_SECRET_KEY "$vgw" --port "127.0.0.1:$port" \
-	--region us-east-1 posix --sidecar "$work/meta" "$work/data" >"$work/versitygw.log" 2>&1 &
+	--region us-east-1 --keep-alive --quiet posix --sidecar "$work/meta" "$work/data" >"$work/versitygw.log" 2>&1 &
 vpid=$!
 trap 'kill $vpid 2>/dev/null; wait $vpid 2>/dev/null; rm -rf "$work"' EXIT
 sig=(--aws-sigv4 "aws:amz:us-east-1:s3" --user "$S3_ACCESS_KEY:$S3_SECRET_KEY")
@@ -76,6 +81,8 @@ curl_config() {
 echo "== $SMALL_N objects of 1 KiB, one at a time"
 "$out/bench_s3" small "$SMALL_N" 1024 | tee "$out/small.txt"
 head -c 1024 /dev/urandom >"$work/small.bin"
+curl_config curl-one 1 "$work/small.bin" "$(sha256sum "$work/small.bin" | cut -d' ' -f1)"
+curl_run "curl one request (its fixed cost)" "$work/put.cfg" | tee "$out/curl-one.txt"
 curl_config curl-small "$SMALL_N" "$work/small.bin" "$(sha256sum "$work/small.bin" | cut -d' ' -f1)"
 curl_run "curl put" "$work/put.cfg" | tee "$out/curl-small-put.txt"
 curl_run "curl get" "$work/get.cfg" | tee "$out/curl-small-get.txt"

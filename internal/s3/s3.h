@@ -67,7 +67,10 @@
  * Upload pacing: every upload's bytes pass through the client's pace callback before
  * curl sends them. It returns how many of the wanted bytes may go now; 0 pauses that
  * transfer until s3_client_resume() (e.g. from the token bucket's refill timer). One
- * callback for all transfers of the client gives one process-wide rate.
+ * callback for all transfers of the client gives one process-wide rate. A buffer
+ * under 64 KiB is asked for whole before its attempt starts and, when granted, goes
+ * out with the request's headers in one send; a partial grant is spent first by the
+ * read callback, so each byte is asked for once per attempt either way.
  *
  * Ownership and callbacks: every function that takes a done callback calls it exactly
  * once when it returned 0, and never when it returned an error. Callbacks run on the

@@ -99,6 +99,8 @@ struct s3_op {
     char sha256[65];
     char md5_hex[33];
     uint64_t sent;
+    unsigned sends;       /* requests curl sent in this attempt (it may resend one) */
+    uint64_t pace_credit; /* bytes the pace callback granted before the attempt began */
     bool may_have_landed, head_check;
     char put_etag[S3_ETAG_MAX];
 
