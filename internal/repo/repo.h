@@ -149,8 +149,17 @@ int repo_unseal(const struct repo_keys *k, const void *aad, size_t aadlen, const
 
 /* ---- config.json ---- */
 
+/*
+ * How the repository key becomes the key that wraps the master key (docs/repository.md,
+ * "The repository key"): scrypt, for a key a person may have chosen (the default), or,
+ * for a key lode init --generate-key made (256 random bits), HMAC-SHA256 alone: there is
+ * nothing to guess, so no stretching, and no 32 MiB for scrypt in every command.
+ */
+enum repo_kdf { REPO_KDF_SCRYPT, REPO_KDF_GENERATED };
+
 struct repo_config {
     int format;
+    enum repo_kdf kdf;
     uint32_t chunk_min, chunk_avg, chunk_max;
     char compression[16]; /* "zstd-1" */
     uint64_t scrypt_n;
@@ -173,6 +182,16 @@ int repo_config_decode(struct repo_config *c, const char *json, size_t len, stru
 /* Unwraps the master key; a wrong repository key is UTIL_EINVAL with a clear message. */
 int repo_config_unlock(struct repo_config *c, const char *pass, size_t passlen,
                        struct util_err *err);
+/* A generated repository key: 32 random bytes in base64 (44 characters), NUL-terminated. */
+#define REPO_GENERATED_KEY_TEXT 45
+void repo_key_generate(char out[REPO_GENERATED_KEY_TEXT]);
+/*
+ * A new repository's config with a random master key wrapped under a generated key
+ * (repo_key_generate's text, as read back from its file); UTIL_EINVAL when key is not
+ * one. kdf is REPO_KDF_GENERATED.
+ */
+int repo_config_create_generated(struct repo_config *c, const char *key, size_t keylen,
+                                 struct util_err *err);
 /* The repository key from a key file: its bytes, one trailing newline dropped. */
 int repo_key_file_read(const char *path, char **pass, size_t *len, struct util_err *err);
 

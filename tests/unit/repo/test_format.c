@@ -51,6 +51,56 @@ static void test_config_round_trip_and_wrong_key(void **state)
     assert_int_equal(repo_config_create(&c, "", 0, 1024, &err), UTIL_EINVAL);
 }
 
+static void test_config_generated_key(void **state)
+{
+    struct repo_config c, d;
+    struct util_err err = {0};
+    char key[REPO_GENERATED_KEY_TEXT], other[REPO_GENERATED_KEY_TEXT];
+    repo_key_generate(key);
+    repo_key_generate(other);
+    assert_int_equal(strlen(key), 44);
+    assert_string_not_equal(key, other);
+    assert_int_equal(repo_config_create_generated(&c, key, 44, &err), 0);
+    assert_int_equal(c.kdf, REPO_KDF_GENERATED);
+    char *json = repo_config_encode(&c);
+    /* No scrypt cost in the document: the kdf is the keyed hash, with its salt. */
+    assert_non_null(strstr(json, "\"algorithm\": \"hmac-sha256\""));
+    assert_null(strstr(json, "\"N\""));
+    assert_int_equal(repo_config_decode(&d, json, strlen(json), &err), 0);
+    assert_int_equal(d.kdf, REPO_KDF_GENERATED);
+    assert_int_equal(repo_config_unlock(&d, key, 44, &err), 0);
+    assert_memory_equal(d.keys.data, c.keys.data, sizeof(c.keys.data));
+    /* Another generated key does not open it; a passphrase is refused by name. */
+    assert_int_equal(repo_config_decode(&d, json, strlen(json), &err), 0);
+    assert_int_equal(repo_config_unlock(&d, other, 44, &err), UTIL_EINVAL);
+    assert_non_null(strstr(err.msg, "does not open"));
+    assert_int_equal(repo_config_decode(&d, json, strlen(json), &err), 0);
+    assert_int_equal(repo_config_unlock(&d, "correct horse battery staple", 28, &err), UTIL_EINVAL);
+    assert_non_null(strstr(err.msg, "--generate-key"));
+    char bad[45];
+    memcpy(bad, key, 45);
+    bad[10] = '*';
+    assert_int_equal(repo_config_decode(&d, json, strlen(json), &err), 0);
+    assert_int_equal(repo_config_unlock(&d, bad, 44, &err), UTIL_EINVAL);
+    assert_non_null(strstr(err.msg, "--generate-key"));
+    /* Creating one from something that is not a generated key is refused. */
+    assert_int_equal(repo_config_create_generated(&c, "short", 5, &err), UTIL_EINVAL);
+    /* A scrypt repository's document is read as before, and a kdf mixing the two is not. */
+    char *mixed = util_asprintf("%.*s\"algorithm\": \"hmac-sha256\", \"N\": 1024,%s",
+                                (int)(strstr(json, "\"algorithm\": \"hmac") - json), json,
+                                strstr(json, "\"algorithm\": \"hmac") + 31);
+    assert_int_equal(repo_config_decode(&d, mixed, strlen(mixed), &err), UTIL_EINVAL);
+    assert_non_null(strstr(err.msg, "kdf"));
+    free(mixed);
+    free(json);
+    assert_int_equal(repo_config_create(&c, "secret", 6, 1024, &err), 0);
+    json = repo_config_encode(&c);
+    assert_int_equal(repo_config_decode(&d, json, strlen(json), &err), 0);
+    assert_int_equal(d.kdf, REPO_KDF_SCRYPT);
+    assert_int_equal(repo_config_unlock(&d, "secret", 6, &err), 0);
+    free(json);
+}
+
 static void test_config_rejects(void **state)
 {
     struct repo_config c;
@@ -824,6 +874,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_round_trip_and_wrong_key),
         cmocka_unit_test(test_config_rejects),
+        cmocka_unit_test(test_config_generated_key),
         cmocka_unit_test(test_key_file),
         cmocka_unit_test(test_seal_every_byte),
         cmocka_unit_test(test_blob_compressed_and_raw),
