@@ -9,10 +9,11 @@
  * once whether a chunk is new); new chunks are compressed and sealed on libuv's
  * thread pool; their completions, pack assembly and uploads run on the storage
  * loop, which the main thread runs between chunks. Memory is bounded by
- * BACKUP_JOBS chunks being sealed (8 MiB of plain bytes in all, or one larger
- * chunk), BACKUP_PACKS packs being uploaded or waiting and the one being filled
- * (16 MiB each), plus the read buffer (9 MiB). The key derivation (scrypt, 32 MiB)
- * is over and its memory unmapped before any of these exist (cmd_backup.c).
+ * BACKUP_JOBS chunks being sealed (2 MiB of plain bytes in all, or one larger
+ * chunk), BACKUP_PACKS packs of 16 MiB in all, closed or being filled (one
+ * uploading while the next fills), plus the read buffer (9 MiB). The key
+ * derivation (scrypt, 32 MiB) is over and its memory unmapped before any of these
+ * exist (cmd_backup.c), and the chunk set and file list grow with the files.
  */
 #ifndef LODE_CLI_BACKUP_H
 #define LODE_CLI_BACKUP_H
@@ -26,7 +27,7 @@
 #include "storage.h"
 
 #define BACKUP_JOBS  4 /* chunks being compressed and sealed at once */
-#define BACKUP_PACKS 2 /* packs being uploaded at once */
+#define BACKUP_PACKS 2 /* packs in memory: closed ones and the one being filled */
 
 struct backup_pack; /* backup_store.c */
 

@@ -254,11 +254,12 @@ static void backup_job_done(uv_work_t *req, int status)
 }
 
 /*
- * Whether a chunk of len bytes may be queued. Packs in memory are at most
- * BACKUP_PACKS closed ones (uploading or waiting) and the one being filled: when
- * the jobs in flight and this chunk may close the pack being filled, one closed
- * pack less may be waiting, since a job's completion closes a pack without asking.
- * That is what keeps the peak at 3 x 16 MiB of packs rather than 4.
+ * Whether a chunk of len bytes may be queued. At most BACKUP_PACKS packs are in
+ * memory, closed ones (uploading or waiting) and the one being filled: when the
+ * jobs in flight and this chunk may close the pack being filled (a job's
+ * completion closes it without asking), the chunk waits until one closed pack
+ * less is left. With BACKUP_PACKS 2 that is one pack uploading while the next
+ * fills, 2 x 16 MiB; the last pack, closed by the flush, may make it three.
  */
 static bool backup_has_room(const struct backup *b, size_t len)
 {
