@@ -49,9 +49,11 @@ struct backup {
     struct repo_files_reader *parent_files;
     struct repo_merge merge;
 
-    /* What this snapshot references (with the chunks still being sealed, as
-     * pending): also the run's dedup table. */
+    /* What this snapshot references: its new chunks (those still being sealed as
+     * pending), which are also the run's dedup table, and a bit for each chunk of
+     * the parent's set it references, until backup_store_adopt_parent. */
     struct repo_chunkset set;
+    uint8_t *parent_used;
     struct repo_files_writer list; /* this snapshot's file list */
 
     /* backup_store.c: jobs, packs, uploads, pacing. */
@@ -99,6 +101,11 @@ bool backup_store_chunk(struct backup *b, const uint8_t *data, size_t len, bool 
                         uint8_t hash[REPO_HASH_LEN]);
 /* Records the chunks of an unchanged file (from the parent's set) in this snapshot's. */
 int backup_store_reuse(struct backup *b, const struct repo_file *pf, struct util_err *err);
+/*
+ * After the walk and the flush: the parent's entries this snapshot references join
+ * b->set, in the parent set's memory (which keeps none of its own entries after).
+ */
+void backup_store_adopt_parent(struct backup *b);
 /* Seals what is pending, uploads the last pack and waits for every upload. */
 bool backup_store_flush(struct backup *b);
 /* A PUT of a whole object through the paced client (meta/, marks, manifest). */

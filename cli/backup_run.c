@@ -279,8 +279,9 @@ void backup_run(struct backup *b, const struct policy *pol, int64_t max_runtime,
         goto stopped;
     if (repo_merge_finish(&b->merge, &err) != 0)
         fprintf(stderr, "lode backup: the parent's file list: %s\n", err.msg);
-    /* The parent's list and set are done with: their memory goes before the
-     * chunk set is sealed. */
+    /* The parent's chunks that this snapshot uses join its set; the parent's list
+     * and set are done with, and their memory goes before the set is sealed. */
+    backup_store_adopt_parent(b);
     repo_merge_free(&b->merge);
     backup_run_parent_free(b, &parent);
 

@@ -284,6 +284,19 @@ static bool backup_wait(struct backup *b, bool all, size_t len)
     }
 }
 
+/*
+ * A chunk of the parent's set that this snapshot references: a bit beside the
+ * parent's set, not a copy of its entry, so a re-run holds the entries once
+ * (backup_store_adopt_parent moves them into this run's set at the end).
+ */
+static void backup_parent_mark(struct backup *b, const struct repo_chunk *pc)
+{
+    size_t i = (size_t)(pc - b->parent_set->v);
+    if (b->parent_used == NULL)
+        b->parent_used = util_calloc(b->parent_set->n / 8 + 1, 1);
+    b->parent_used[i / 8] |= (uint8_t)(1u << (i % 8));
+}
+
 bool backup_store_chunk(struct backup *b, const uint8_t *data, size_t len, bool changed,
                         uint8_t hash[REPO_HASH_LEN])
 {
@@ -300,9 +313,7 @@ bool backup_store_chunk(struct backup *b, const uint8_t *data, size_t len, bool 
     if (repo_chunkset_lookup(&b->set, hash) != NULL)
         return true;
     if (b->parent_set != NULL && (pc = repo_chunkset_find(b->parent_set, hash)) != NULL) {
-        struct repo_chunk c = *pc;
-        c.pack = repo_chunkset_pack(&b->set, b->parent_set->packs[pc->pack]);
-        repo_chunkset_put(&b->set, &c);
+        backup_parent_mark(b, pc);
         return true;
     }
     if (!backup_wait(b, false, len))
@@ -339,15 +350,48 @@ int backup_store_reuse(struct backup *b, const struct repo_file *pf, struct util
             return util_err_set(err, UTIL_EIO, "the parent's chunk set lacks a chunk of %s",
                                 pf->path);
     }
-    for (size_t i = 0; i < pf->nchunks; i++) {
-        const struct repo_chunk *pc = repo_chunkset_find(b->parent_set, pf->chunks[i]);
-        struct repo_chunk c = *pc;
-        if (repo_chunkset_lookup(&b->set, pc->hash) != NULL)
-            continue;
-        c.pack = repo_chunkset_pack(&b->set, b->parent_set->packs[pc->pack]);
-        repo_chunkset_put(&b->set, &c);
-    }
+    for (size_t i = 0; i < pf->nchunks; i++)
+        backup_parent_mark(b, repo_chunkset_find(b->parent_set, pf->chunks[i]));
     return 0;
+}
+
+void backup_store_adopt_parent(struct backup *b)
+{
+    struct repo_chunkset *ps = b->parent_set;
+    uint32_t *map;
+    size_t j = 0;
+
+    if (ps == NULL || b->parent_used == NULL)
+        return;
+    /* The parent's packs get their index in this set's list when first used. */
+    map = util_malloc((ps->npacks ? ps->npacks : 1) * sizeof(*map));
+    for (size_t i = 0; i < ps->npacks; i++)
+        map[i] = REPO_CHUNK_PENDING;
+    for (size_t i = 0; i < ps->n; i++) {
+        struct repo_chunk c;
+        if (!(b->parent_used[i / 8] & (1u << (i % 8))))
+            continue;
+        c = ps->v[i];
+        if (map[c.pack] == REPO_CHUNK_PENDING)
+            map[c.pack] = repo_chunkset_pack(&b->set, ps->packs[c.pack]);
+        c.pack = map[c.pack];
+        ps->v[j++] = c;
+    }
+    free(map);
+    /* This run's new chunks follow; the parent's array becomes the set's. */
+    ps->v = util_realloc(ps->v, (j + b->set.n ? j + b->set.n : 1) * sizeof(*ps->v));
+    if (b->set.n > 0)
+        memcpy(ps->v + j, b->set.v, b->set.n * sizeof(*ps->v));
+    free(b->set.v);
+    free(b->set.index);
+    b->set.index = NULL;
+    b->set.icap = 0;
+    b->set.v = ps->v;
+    b->set.n = b->set.cap = j + b->set.n;
+    ps->v = NULL;
+    ps->n = ps->cap = 0;
+    free(b->parent_used);
+    b->parent_used = NULL;
 }
 
 bool backup_store_flush(struct backup *b)
@@ -399,6 +443,8 @@ void backup_store_close(struct backup *b)
     uv_run(loop, UV_RUN_NOWAIT);
     repo_pack_writer_free(&b->pw);
     repo_chunkset_free(&b->set);
+    free(b->parent_used);
+    b->parent_used = NULL;
 }
 
 void backup_store_release(struct backup *b)
