@@ -13,7 +13,9 @@
 #include <time.h>
 
 #define MAX_IDLE_CONN_S  20L
-#define ONE_SEND_MAX     (64u << 10) /* a PUT body below this goes with its headers */
+#define GET_BUFFER       (256L << 10) /* curl's receive buffer for a GET */
+#define PUT_BUFFER       (512L << 10) /* curl's send buffer for a large PUT */
+#define ONE_SEND_MAX     (64u << 10)  /* a PUT body below this goes with its headers */
 #define UNSIGNED_PAYLOAD "UNSIGNED-PAYLOAD"
 /* SHA-256 of no bytes: the payload hash of every request without a body. */
 #define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -433,6 +435,12 @@ void s3__op_send(struct s3_op *op)
         curl_easy_setopt(e, CURLOPT_CAPATH,
                          v != NULL && v->capath != NULL ? v->capath : "/etc/ssl/certs");
     }
+    if (op->kind == OP_GET)
+        /*
+         * Larger reads for object bodies: a GiB in 16 KiB reads (curl's default) was
+         * 65,536 recv and poll calls. Kept handles keep the buffer.
+         */
+        curl_easy_setopt(e, CURLOPT_BUFFERSIZE, GET_BUFFER);
     if (q->head) {
         curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
     } else if (one_piece) {
@@ -441,6 +449,9 @@ void s3__op_send(struct s3_op *op)
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)op->body.len);
     } else if (q->upload) {
         curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
+        if (op->body.len >= PUT_BUFFER)
+            /* Larger writes for large bodies: curl's default of 64 KiB was 16,384 sends a GiB. */
+            curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, PUT_BUFFER);
         curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, (curl_off_t)op->body.len);
         curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
         curl_easy_setopt(e, CURLOPT_READDATA, op);

@@ -62,7 +62,9 @@
  * DeleteObjects batch its keys and the request XML (about 60 bytes a key). A signed PUT
  * of a buffer hashes it once with SHA-256 (about 1.4 GB/s here) and once with MD5 when
  * it is conditional. One operation runs one HTTP request at a time; run several
- * operations for parallelism.
+ * operations for parallelism. A GET's transfer reads into a 256 KiB buffer and a PUT of
+ * 512 KiB or more writes from one of that size (fewer system calls a GiB); a client
+ * keeps up to 16 finished easy handles, buffers included, for later requests.
  *
  * Upload pacing: every upload's bytes pass through the client's pace callback before
  * curl sends them. It returns how many of the wanted bytes may go now; 0 pauses that
