@@ -290,10 +290,8 @@ static void client_maybe_finish(struct s3_client *c)
 {
     if (!c->closing || c->n_ops > 0)
         return;
-    c->n_ops = 1; /* once */
-    /* Before the transport goes: the kept handles hold its share handle. */
-    while (c->n_easy_idle > 0)
-        curl_easy_cleanup(c->easy_idle[--c->n_easy_idle]);
+    c->n_ops = 1;          /* once */
+    s3__easy_idle_free(c); /* before the transport goes: they hold its share handle */
     if (c->own_http)
         http_multi_close(c->http, client_free, c);
     else
@@ -321,6 +319,12 @@ void s3_client_close(struct s3_client *c, s3_close_cb cb, void *arg)
             s3_op_cancel(op);
         }
     }
+    /*
+     * The kept easy handles go now, not when the last op's timer has closed: they hold
+     * the transport's share handle, and a borrowed transport may be closed right after
+     * this returns (the controller closes its S3 clients, then the Kubernetes client).
+     */
+    s3__easy_idle_free(c);
     c->n_ops--;
     client_maybe_finish(c);
 }

@@ -44,6 +44,12 @@ void s3__easy_give_back(struct s3_client *c, CURL *e)
     c->easy_idle[c->n_easy_idle++] = e;
 }
 
+void s3__easy_idle_free(struct s3_client *c)
+{
+    while (c->n_easy_idle > 0)
+        curl_easy_cleanup(c->easy_idle[--c->n_easy_idle]);
+}
+
 void s3__attempt_cleanup(struct s3_op *op)
 {
     s3__easy_give_back(op->c, op->easy);

@@ -170,6 +170,8 @@ void s3__op_send(struct s3_op *op);
 void s3__attempt_cleanup(struct s3_op *op);
 /* Keeps an easy handle for a later attempt (reset), or frees it once enough are kept. */
 void s3__easy_give_back(struct s3_client *c, CURL *e);
+/* Frees the kept easy handles. */
+void s3__easy_idle_free(struct s3_client *c);
 
 /* ops.c: the kinds' hooks, called by request.c and client.c */
 /* Before each attempt: adjusts op->req (a GET's resume range, a new batch); 0 or an error. */
