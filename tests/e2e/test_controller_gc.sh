@@ -22,9 +22,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-kc apply --server-side -f "$ROOT/crd/" >/dev/null
-kc wait --for condition=established --timeout=30s crd/backuppolicies.lodestore.io \
-	crd/backups.lodestore.io crd/backuprepositories.lodestore.io >/dev/null
+env_crds
 kc create namespace "$NS" >/dev/null
 env_repository "$NS" main
 kc -n "$NS" patch backuprepository main --type=merge -p '{"spec":{"gc":{"schedule":"* * * * *"}}}' >/dev/null
@@ -46,14 +44,7 @@ metadata: {name: other}
 spec: {repository: elsewhere, paths: [/etc], nodeSelector: {role: $NS}, limits: {maxRuntime: 9h}}
 EOF
 
-"$CTL" --kubeconfig "$KUBECONFIG" --context operator --metrics-addr 127.0.0.1:0 \
-	--namespace "$NS" --agent-image lodestore.invalid/agent:e2e --log-level debug \
-	>>"$T_TMP/ctl.log" 2>&1 &
-PIDS+=($!)
-env_wait 30 "the controller's caches" grep -q 'caches synced' "$T_TMP/ctl.log" || {
-	cat "$T_TMP/ctl.log"
-	exit 1
-}
+env_controller_start "$NS" ctl || exit 1
 
 # gc_metric NAME [EXTRA-LABELS]: the value of main's series on the running controller's /metrics.
 gc_metric() {

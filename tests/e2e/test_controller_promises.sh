@@ -36,20 +36,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-start_controller() { # LOG [ARGS...]
-    local log=$1
-    shift
-    "$CTL" --kubeconfig "$KUBECONFIG" --context operator --metrics-addr 127.0.0.1:0 \
-        --namespace "$NS" --agent-image lodestore.invalid/agent:e2e --log-level debug "$@" \
-        >>"$T_TMP/$log.log" 2>&1 &
-    PID=$!
-    PIDS+=("$PID")
-    env_wait 30 "the controller's caches" grep -q 'caches synced' "$T_TMP/$log.log" || {
-        cat "$T_TMP/$log.log"
-        return 1
-    }
-    PORT=$(grep -o 'metrics on 127.0.0.1:[0-9]*' "$T_TMP/$log.log" | tail -n 1 | cut -d: -f2)
-}
 cond() { # POLICY TYPE FIELD: a field (status, reason, message) of a condition
     env_get -n "$NS" "backuppolicy/$1" "{.status.conditions[?(@.type==\"$2\")].$3}"
 }
@@ -67,9 +53,7 @@ backups_of() { # POLICY: "slot host trigger" lines
         -o jsonpath='{range .items[*]}{.spec.slot} {.spec.host} {.spec.trigger}{"\n"}{end}'
 }
 
-kc apply --server-side -f "$ROOT/crd/" >/dev/null
-kc wait --for condition=established --timeout=30s crd/backuppolicies.lodestore.io \
-    crd/backups.lodestore.io crd/backuprepositories.lodestore.io >/dev/null
+env_crds
 kc create namespace "$NS" >/dev/null
 env_create_nodes 2 "$NS-n" "role=$NS"
 env_create_nodes 1 "$NS-o" "role=$NS-other"
@@ -133,7 +117,7 @@ kind: Backup
 metadata: {name: not-selected}
 spec: {policy: result, host: $NS-o-0}
 EOF
-start_controller first
+env_controller_start "$NS" first
 
 # ---- a repository that does not exist, or is not Ready ----
 if env_wait 30 "later: Ready=False RepositoryNotFound" cond_is later Ready "False RepositoryNotFound"; then
@@ -210,7 +194,7 @@ if env_wait 60 "the pod of result-now to run" pod_running result-now; then
         jq -cS '{apiVersion, kind, metadata: {namespace: .metadata.namespace, name: .metadata.name}, spec}')
     check_eq "the policy as LODE_POLICY_DOCUMENT" "$(envj LODE_POLICY_DOCUMENT | jq -r .value | jq -cS .)" "$want"
 
-    runs() { curl -fsS "http://127.0.0.1:$PORT/metrics" |
+    runs() { curl -fsS "http://127.0.0.1:$CTL_PORT/metrics" |
         awk -v k="lodestore_runs_total{policy=\"$NS/result\",result=\"$1\"}" '$1 == k {print $2}'; }
     check_eq "a run made by hand counts as started once its Job is created" "$(runs started)" 1
     pod=$(pod_of "$job")
@@ -297,18 +281,18 @@ t1=$(date -u -d "${s1}Z" +%Y-%m-%dT%H:%M:%SZ)
 recorded() { [[ $(env_get -n "$NS" backuppolicy/later "{.status.startedSlots.$h}") == "$t1" ]]; }
 env_wait 20 "slot $s1 recorded as started" recorded || fail "slot $s1 recorded" \
     "$(env_get -n "$NS" backuppolicy/later '{.status.startedSlots}')"
-kill -9 "$PID"
-wait "$PID" 2>/dev/null
+kill -9 "$CTL_PID"
+wait "$CTL_PID" 2>/dev/null
 # Back "two and a half minutes later": the controller's clock runs ahead (a test flag), so
 # the slots between are passed and the current one runs on time.
-start_controller second --clock-offset 150s
+env_controller_start "$NS" second --clock-offset 150s
 after_s1() { [[ $(newest_slot) > "$s1" ]]; }
 if env_wait 30 "a run after the outage" after_s1; then
     s2=$(newest_slot)
     gap=$((($(date -u -d "${s2}Z" +%s) - $(date -u -d "${s1}Z" +%s)) / 60 - 1))
     check_eq "the run after the outage is on time (scheduled)" \
         "$(backups_of later | awk -v h="$h" -v s="$s2" '$2 == h && $1 == s {print $3}')" scheduled
-    metric() { curl -fsS "http://127.0.0.1:$PORT/metrics" |
+    metric() { curl -fsS "http://127.0.0.1:$CTL_PORT/metrics" |
         awk -v k="lodestore_host_missed_slots_total{policy=\"$NS/later\",host=\"$h\"}" '$1 == k {print $2}'; }
     check_eq "every slot missed during the outage is counted ($gap)" "$(metric)" "$gap"
     gap_event() { events Missed later | grep -E "(slot|slots) .*on $h missed.*slot $s2 runs now" | head -n 1; }
@@ -333,8 +317,8 @@ check_contains "the log says which policy started a backup" "$lines" \
     "event Normal BackupStarted on BackupPolicy $NS/later: "
 
 # ---- a status nobody writes any more is marked stale by lode status ----
-kill -TERM "$PID"
-if wait "$PID"; then
+kill -TERM "$CTL_PID"
+if wait "$CTL_PID"; then
     pass "the controller stops cleanly on SIGTERM (exit 0; with a sanitizer build: no error, no leak)"
 else
     fail "the controller stops cleanly on SIGTERM" "$(grep -A30 -m1 'Sanitizer' "$T_TMP/second.log")"

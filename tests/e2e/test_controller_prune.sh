@@ -53,29 +53,16 @@ env_fault_proxy_start || {
     exit 1
 }
 
-start_controller() { # LOG
-    local log=$1
-    "$CTL" --kubeconfig "$KUBECONFIG" --context operator --metrics-addr 127.0.0.1:0 \
-        --namespace "$NS" --agent-image lodestore.invalid/agent:e2e --log-level debug \
-        >>"$T_TMP/$log.log" 2>&1 &
-    PID=$!
-    PIDS+=("$PID")
-    env_wait 30 "the controller's caches" grep -q 'caches synced' "$T_TMP/$log.log" || {
-        cat "$T_TMP/$log.log"
-        return 1
-    }
-    PORT=$(grep -o 'metrics on 127.0.0.1:[0-9]*' "$T_TMP/$log.log" | tail -n 1 | cut -d: -f2)
-}
 stop_controller() { # LOG: a graceful stop exits 0 (with LODE_CONTROLLER built with ASan: no leak)
-    kill "$PID" 2>/dev/null
-    wait "$PID" 2>/dev/null
+    kill "$CTL_PID" 2>/dev/null
+    wait "$CTL_PID" 2>/dev/null
     local rc=$?
     PIDS=()
     [[ $rc == 0 ]] && pass "the controller ($1) stops cleanly" ||
         fail "the controller ($1) stops cleanly" "exit $rc; $(grep -A30 -m1 'Sanitizer' "$T_TMP/$1.log")"
 }
 metric() { # NAME POLICY
-    curl -s "http://127.0.0.1:$PORT/metrics" | awk -v m="$1{policy=\"$2\"}" '$1 == m {print $2}'
+    curl -s "http://127.0.0.1:$CTL_PORT/metrics" | awk -v m="$1{policy=\"$2\"}" '$1 == m {print $2}'
 }
 events() { # REASON OBJECT-NAME: messages of Events of that reason about the object
     kc -n "$NS" get events --field-selector "reason=$1,involvedObject.name=$2" \
@@ -102,9 +89,7 @@ EOF
             '{status: ({phase: "Succeeded", completionTime: $t} + if $id == "" then {} else {snapshot: {id: $id}} end)}')" >/dev/null
 }
 
-kc apply --server-side -f "$ROOT/crd/" >/dev/null
-kc wait --for condition=established --timeout=30s crd/backuppolicies.lodestore.io \
-    crd/backups.lodestore.io crd/backuprepositories.lodestore.io >/dev/null
+env_crds
 kc create namespace "$NS" >/dev/null
 env_create_nodes 2 "$NS-n" "role=$NS"
 env_kwok_result hang "lodestore.io/policy=web"
@@ -205,7 +190,7 @@ check_eq "lode forget --dry-run: it forgets nights 0 (incomplete), 3 and 4" "$wa
     "$(printf '%s\n' "$(id "$t0")" "$(id $((t0 + 3 * 86400)))" "$(id $((t0 + 4 * 86400)))" | sort)"
 
 # ---- a Backup turns Succeeded ----
-start_controller first
+env_controller_start "$NS" first
 succeed b1 web "$H" - "$(id $((t0 + 7 * 86400)))"
 if env_wait 60 "b1's status.retention" has_ret b1; then
     pass "a Backup that turns Succeeded gets status.retention"
@@ -235,7 +220,7 @@ printf 'manifest %s web %s %s\n' "$NS" "$H" "$old" | "$out/repo_fixture" "$T_TMP
 touch -d "@$((t0 - 86400))" "$DATA/snapshots/$NS/web/$H/$old.json"
 stop_controller first
 since=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-start_controller second
+env_controller_start "$NS" second
 # Backups reach the cache before "caches synced": a forget for b1 would have begun by now.
 check_eq "a restarted controller does not forget again for b1" \
     "$(grep -c "after Backup $NS/b1\$" "$T_TMP/second.log")" 0

@@ -19,17 +19,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-start_controller() { # LOG
-    "$CTL" --kubeconfig "$KUBECONFIG" --context operator --metrics-addr 127.0.0.1:0 \
-        --namespace "$NS" --agent-image lodestore.invalid/agent:e2e --log-level debug \
-        >>"$T_TMP/$1.log" 2>&1 &
-    PID=$!
-    PIDS+=("$PID")
-    env_wait 30 "the controller's caches" grep -q 'caches synced' "$T_TMP/$1.log" || {
-        cat "$T_TMP/$1.log"
-        return 1
-    }
-}
 # slot_of NAME: the Backup's spec.slot (empty when it does not exist)
 slot_of() { env_get -n "$NS" "backup/$1" '{.spec.slot}' 2>/dev/null; }
 # backup_after SLOT: the name of a Backup of the host whose slot is later than SLOT
@@ -47,13 +36,11 @@ recorded() { # SLOT-TIME: the policy status records it as started on the host
     [[ $(env_get -n "$NS" backuppolicy/minutely '{.status.startedSlots.*}') == "$1" ]]
 }
 
-kc apply --server-side -f "$ROOT/crd/" >/dev/null
-kc wait --for condition=established --timeout=30s crd/backuppolicies.lodestore.io \
-    crd/backups.lodestore.io crd/backuprepositories.lodestore.io >/dev/null
+env_crds
 kc create namespace "$NS" >/dev/null
 env_repository "$NS" main
 env_create_nodes 1 "$NS-n" "role=$NS"
-start_controller first
+env_controller_start "$NS" first
 kc -n "$NS" apply -f - >/dev/null <<EOF
 apiVersion: lodestore.io/v1alpha1
 kind: BackupPolicy
@@ -86,10 +73,10 @@ check_eq "slot $s1 started once (log)" "$(grep -c "started $NS/$b1 " "$T_TMP/fir
 # ---- deleted while the controller is down ----
 b2=$(backup_after "$s1")
 s2=$(slot_of "$b2")
-kill -TERM "$PID"
-wait "$PID" 2>/dev/null
+kill -TERM "$CTL_PID"
+wait "$CTL_PID" 2>/dev/null
 kc -n "$NS" delete backup "$b2" --wait=true >/dev/null
-start_controller second
+env_controller_start "$NS" second
 env_wait 75 "the slot after $s2" has_backup_after "$s2" || fail "the slot after $s2 runs"
 if exists "$b2"; then
     fail "a slot whose Backup was deleted during an outage is not run again" "$b2 was created again"

@@ -71,9 +71,7 @@ compare_tables() { # what doc-table kubectl-output
 	fi
 }
 
-kc apply --server-side -f "$ROOT/crd/" >/dev/null
-kc wait --for condition=established --timeout=30s crd/backuppolicies.lodestore.io \
-	crd/backups.lodestore.io >/dev/null
+env_crds
 kc create namespace "$NS" >/dev/null
 
 # ---- kubectl get bp ----

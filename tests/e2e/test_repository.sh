@@ -18,8 +18,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-kc apply --server-side -f "$ROOT/crd/" >/dev/null
-kc wait --for condition=established --timeout=30s crd/backuprepositories.lodestore.io >/dev/null
+env_crds
 kc create namespace "$NS" >/dev/null
 ca_b64=$(base64 -w0 <"$S3_CA_FILE")
 

@@ -30,8 +30,7 @@ EOF2
         -p "{\"status\":{\"phase\":\"$3\",\"completionTime\":\"$(utc "$4")\"}}" >/dev/null
 }
 
-kc apply --server-side -f "$ROOT/crd/" >/dev/null
-kc wait --for condition=established --timeout=30s crd/backuppolicies.lodestore.io crd/backups.lodestore.io >/dev/null
+env_crds
 kc create namespace "$NS" >/dev/null
 env_create_nodes 2 "$NS-n" role=ui
 

@@ -45,6 +45,15 @@
 #                               versitygw (prefix e2e/NS/NAME) and its Secret NAME-s3:
 #                               the controller finds it Ready, so policies naming
 #                               it run (a BUCKET that does not exist: not Ready)
+#   env_crds                    applies crd/ (server-side) and waits (30 s) for the
+#                               three CRDs to be established
+#   env_controller_start NS LOG [ARGS...]
+#                               starts $CTL (the caller's lode-controller) as "operator"
+#                               for NS, metrics on a free port, output appended to
+#                               $T_TMP/LOG.log, and waits (30 s) for its caches; sets
+#                               CTL_PID (also added to PIDS, which the caller's cleanup
+#                               stops) and CTL_PORT (/metrics). Returns 1, the log
+#                               printed, when the caches do not sync
 #   env_lode_s3                 exports the versitygw credentials, region and CA for
 #                               lode and the tools (AWS_ACCESS_KEY_ID,
 #                               AWS_SECRET_ACCESS_KEY, AWS_REGION, LODE_CACERT)
@@ -335,4 +344,25 @@ env_fault_proxy_start() {
 
 env_fault() {
 	curl -s --max-time 5 -o /dev/null "$PROXY/__fault/$1"
+}
+
+env_crds() {
+	kc apply --server-side -f "$ENV_ROOT/crd/" >/dev/null || return 1
+	kc wait --for condition=established --timeout=30s crd/backuppolicies.lodestore.io \
+		crd/backups.lodestore.io crd/backuprepositories.lodestore.io >/dev/null
+}
+
+env_controller_start() {
+	local ns=$1 log=$T_TMP/$2.log
+	shift 2
+	"$CTL" --kubeconfig "$KUBECONFIG" --context operator --metrics-addr 127.0.0.1:0 \
+		--namespace "$ns" --agent-image lodestore.invalid/agent:e2e --log-level debug "$@" \
+		>>"$log" 2>&1 &
+	CTL_PID=$!
+	PIDS+=("$CTL_PID")
+	env_wait 30 "the controller's caches" grep -q 'caches synced' "$log" || {
+		cat "$log"
+		return 1
+	}
+	CTL_PORT=$(grep -o 'metrics on 127.0.0.1:[0-9]*' "$log" | tail -n 1 | cut -d: -f2)
 }
