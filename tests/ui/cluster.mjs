@@ -31,7 +31,7 @@ spec:
 await step("load", async () => {
   await page.goto(URL_);
   await page.waitForSelector("html[data-ready=true]");
-  await page.waitForFunction(() => document.getElementById("cluster").innerText.includes("Cluster https://127.0.0.1"), null, { timeout: 10000 });
+  await page.waitForFunction(() => document.getElementById("cluster").innerText.includes("Cluster https://127.0.0.1"), null, { timeout: 30000 });
   pass("the page names the cluster it talks to");
 });
 
@@ -39,15 +39,15 @@ await step("apply", async () => {
   await page.locator(".cm-content").focus();
   await page.keyboard.press("Control+A");
   await page.keyboard.insertText(POLICY);
-  await page.waitForFunction(() => document.getElementById("errors").innerText.includes("policy.yaml: valid"), null, { timeout: 5000 });
+  await page.waitForFunction(() => document.getElementById("errors").innerText.includes("policy.yaml: valid"), null, { timeout: 30000 });
   check("Apply waits for a dry run", await page.locator("#apply").isDisabled());
   await page.locator("#dry-run").click();
-  await page.waitForFunction(() => document.getElementById("apply-result").innerText.startsWith("Dry run"), null, { timeout: 15000 });
+  await page.waitForFunction(() => document.getElementById("apply-result").innerText.startsWith("Dry run"), null, { timeout: 30000 });
   const dry = await page.locator("#apply-result").innerText();
   check("the dry run says the policy would be created", dry.includes(`Dry run: the policy would be created in namespace ${NS}`), dry);
   check("and lists its fields", dry.includes("spec.schedule.cron") && dry.includes('"30 3 * * *"'), dry);
   await page.locator("#apply").click();
-  await page.waitForFunction(() => document.getElementById("apply-result").innerText.startsWith("Applied"), null, { timeout: 15000 });
+  await page.waitForFunction(() => document.getElementById("apply-result").innerText.startsWith("Applied"), null, { timeout: 30000 });
   const done = await page.locator("#apply-result").innerText();
   check("Apply applies it", done.includes(`Applied: the policy was created in namespace ${NS}`), done);
   await shot(page, "apply");
@@ -56,7 +56,7 @@ await step("apply", async () => {
   await page.waitForFunction(() => document.querySelector(".cm-content").innerText.includes("keepLast: 5"));
   check("an edit asks for a new dry run", await page.locator("#apply").isDisabled());
   await page.locator("#dry-run").click();
-  await page.waitForFunction(() => document.getElementById("apply-result").innerText.includes("would be configured"), null, { timeout: 15000 });
+  await page.waitForFunction(() => document.getElementById("apply-result").innerText.includes("would be configured"), null, { timeout: 30000 });
   const diff = await page.locator("#apply-result").innerText();
   check("the dry run shows the one change, old and new", diff.includes("(1 change)") && diff.includes("spec.retention.keepLast: 3 → 5"), diff);
   await shot(page, "apply-diff");

@@ -11,6 +11,9 @@ import { ARTIFACTS, check, eq, fail, finish, launch, openPage, pass, require, sh
 const URL_ = process.argv[2];
 const axeSource = fs.readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
 const perf = {};
+// Waits below are for behaviour, not speed: each allows 30 s, so a machine loaded by
+// other work fails a check only when the page never gets there. Speed is measured
+// and reported on its own (perf, docs/benchmarks.md).
 
 const browser = await launch();
 const { page, seen } = await openPage(browser, URL_);
@@ -81,15 +84,15 @@ await step("form -> YAML", async () => {
   console.log(`# form -> YAML ${perf.formToYamlMs} ms (target 200 ms)`);
   pass("typing a cron in the form changes the YAML");
   await input.fill("15 4 * * 1");
-  await page.waitForFunction(() => document.querySelector(".cm-content").innerText.includes("cron: 15 4 * * 1"), null, { timeout: 2000 });
+  await page.waitForFunction(() => document.querySelector(".cm-content").innerText.includes("cron: 15 4 * * 1"), null, { timeout: 30000 });
   pass("typing a cron into the labelled field (Playwright fill) changes the YAML");
   await input.fill("*/15 * * * *");
-  await page.waitForFunction(() => document.querySelector(".cm-content").innerText.includes('cron: "*/15 * * * *"'), null, { timeout: 2000 });
+  await page.waitForFunction(() => document.querySelector(".cm-content").innerText.includes('cron: "*/15 * * * *"'), null, { timeout: 30000 });
   pass("a cron starting with * is written quoted");
   const y = await yaml();
   check("the rest of the YAML is untouched", y.includes("timezone: Europe/Kyiv") && y.includes("keepMonthly: 6"), y);
   await page.getByLabel("spec.limits.nice", { exact: true }).fill("");
-  await page.waitForFunction(() => !document.querySelector(".cm-content").innerText.includes("nice:"), null, { timeout: 2000 });
+  await page.waitForFunction(() => !document.querySelector(".cm-content").innerText.includes("nice:"), null, { timeout: 30000 });
   pass("emptying a field removes it from the YAML");
 });
 
@@ -117,7 +120,7 @@ const PAGE = fs.readFileSync(new URL("../../docs/examples/etc-and-home.yaml", im
 await step("a typo'd key", async () => {
   await setYaml(PAGE.replace("  retention:", "  retension:"));
   const want = 'policy.yaml:15:3: spec.retension: unknown field (did you mean "retention"?)';
-  await page.waitForFunction((w) => document.getElementById("errors").innerText.includes(w), want, { timeout: 3000 });
+  await page.waitForFunction((w) => document.getElementById("errors").innerText.includes(w), want, { timeout: 30000 });
   pass("the error list shows FILE:LINE:COL with a did-you-mean");
   eq("the error list is a live region", await page.locator("#errors").getAttribute("aria-live"), "polite");
   await page.waitForSelector(".cm-lintRange-error");
@@ -131,14 +134,14 @@ await step("a typo'd key", async () => {
   eq("choosing the error puts the cursor on its line", line.trim(), "retension:");
   await shot(page, "errors");
   await setYaml(PAGE.replace("    nice: 10", "    nice: 25"));
-  await page.waitForFunction(() => document.getElementById("f-spec-limits-nice-err").innerText.includes("policy.yaml:22:11"), null, { timeout: 3000 });
+  await page.waitForFunction(() => document.getElementById("f-spec-limits-nice-err").innerText.includes("policy.yaml:22:11"), null, { timeout: 30000 });
   eq("an error also shows beside its form field", await page.getByLabel("spec.limits.nice", { exact: true }).getAttribute("aria-invalid"), "true");
 });
 
 async function scheduleNotes() {
   await page.getByRole("tab", { name: "Schedule" }).click();
   await page.locator("#sched-from").fill("2026-01-01");
-  await page.waitForFunction(() => /2026-/.test(document.getElementById("cal-notes")?.innerText ?? ""), null, { timeout: 5000 });
+  await page.waitForFunction(() => /2026-/.test(document.getElementById("cal-notes")?.innerText ?? ""), null, { timeout: 30000 });
   return page.locator("#cal-notes").innerText();
 }
 
@@ -165,14 +168,14 @@ await step("@hourly in America/New_York", async () => {
   await page.getByLabel("spec.schedule.timezone", { exact: true }).fill("America/New_York");
   await page.getByLabel("spec.alerts.maxAge", { exact: true }).fill("");
   const notes = await scheduleNotes();
-  await page.waitForFunction(() => document.getElementById("cal-notes").innerText.includes("2026-11-01"), null, { timeout: 5000 });
+  await page.waitForFunction(() => document.getElementById("cal-notes").innerText.includes("2026-11-01"), null, { timeout: 30000 });
   const n = await page.locator("#cal-notes").innerText();
   check("2026-11-01: the repeated 01:00 runs the first time only", n.includes("2026-11-01 repeated: clocks go back from 02:00 to 01:00: 01:00 happens twice and runs the first time only (EDT)"), n || notes);
   const limit = await page.locator("#sched-limit").innerText();
   check("the derived limit explains itself", limit.includes("twice the longest gap"), limit);
   await page.locator("#sched-from").fill("2026-10-31");
   await page.locator("#sched-days").fill("2");
-  await page.waitForFunction(() => document.querySelector(".host-runs table")?.innerText.includes("2026-11-01 01:00"), null, { timeout: 5000 });
+  await page.waitForFunction(() => document.querySelector(".host-runs table")?.innerText.includes("2026-11-01 01:00"), null, { timeout: 30000 });
   const rows = await page.locator(".host-runs table").first().innerText();
   check("the run list shows 01:00 EDT once and 02:00 EST", /2026-11-01 01:00\s+2026-11-01 01:\d\d:\d\d EDT/.test(rows) && /2026-11-01 02:00\s+2026-11-01 02:\d\d:\d\d EST/.test(rows) && !/01:\d\d:\d\d EST/.test(rows), rows.slice(0, 600));
   await shot(page, "schedule-new-york");
@@ -202,7 +205,7 @@ await step("keyboard", async () => {
 
 await step("fleet without a cluster", async () => {
   await page.getByRole("tab", { name: "Fleet" }).click();
-  await page.waitForFunction(() => document.getElementById("fleet-status").innerText.includes("no cluster"), null, { timeout: 5000 });
+  await page.waitForFunction(() => document.getElementById("fleet-status").innerText.includes("no cluster"), null, { timeout: 30000 });
   pass("the fleet view says there is no cluster");
 });
 
