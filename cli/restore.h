@@ -90,8 +90,8 @@ int rs_target_finish(struct rs_target *t, struct util_err *err);
  * a batch is fetched once. Blobs are opened and written on the libuv thread pool, one
  * fetched range per task, so the work spreads over the cores while the loop thread
  * fetches and puts files into place (each as soon as its last chunk is written).
- * Costs: the fetched ranges in flight (4 x 4 MiB), one decompressed blob per worker,
- * two descriptors per file of the batch.
+ * Costs: the fetched ranges being fetched or opened (16 MiB in all), one decompressed blob per
+ * worker, two descriptors per file of the batch.
  */
 struct rx_file;  /* restore_batch.c */
 struct rx_piece; /* restore_batch.c */
@@ -114,6 +114,7 @@ struct rx {
     struct rx_range *ranges;
     size_t nranges, capranges, next, running;
     size_t working; /* ranges being opened on the thread pool */
+    uint64_t held;  /* bytes of the ranges being fetched or opened (at most 16 MiB) */
     /* The outcome. */
     bool fatal;        /* writing failed or the repository cannot be read: stop */
     unsigned damaged;  /* damaged objects and files not restored because of them */

@@ -19,6 +19,10 @@
 #define RX_GAP         (1u << 20)     /* unneeded bytes read through rather than skipped */
 #define RX_RANGE_MAX   (4u << 20)     /* at most this much in one GET */
 #define RX_BATCH_BYTES (256ull << 20) /* plain bytes a batch of files gathers */
+/* Fetched bytes held at once, fetching or being opened: a range stays in memory until its
+ * blobs are written, and on 2 cores the workers lag the GETs, so without this bound the
+ * ranges waiting for a worker added to the four being fetched. */
+#define RX_HELD_MAX (16u << 20)
 
 /* One chunk to put somewhere. */
 struct rx_piece {
@@ -187,6 +191,7 @@ static void rx_work_done(uv_work_t *req, int status)
             rx_piece_done(x, i, false);
         }
     }
+    x->held -= g->len;
     free(g->body);
     free(g->status);
     util_buf_free(&g->msgs);
@@ -228,6 +233,7 @@ static void rx_got(const struct s3_result *res, void *arg)
         x->fatal = true;
         free(g->status);
     }
+    x->held -= g->len;
     free(g->body);
     free(g->key);
     free(g);
@@ -249,6 +255,8 @@ static void rx_start(struct rx *x)
 {
     while (!x->fatal && x->running < RX_INFLIGHT && x->next < x->nranges) {
         const struct rx_range *r = &x->ranges[x->next];
+        if (x->held > 0 && x->held + (r->end - r->start) > RX_HELD_MAX)
+            return; /* rx_got or rx_work_done calls again once bytes are freed */
         struct rx_get *g = util_calloc(1, sizeof(*g));
         struct s3_opts o = {.range_start = r->start,
                             .range_len = r->end - r->start,
@@ -270,6 +278,7 @@ static void rx_start(struct rx *x)
             return;
         }
         x->running++;
+        x->held += g->len;
     }
 }
 
