@@ -9,7 +9,8 @@
  *   status.c      policy status, written at most once a second
  *   cache.c       informer callbacks and the caches they fill, (policy, host) pairs
  *   log.c         the clock, the log, cache keys and the list of writes in flight
- *   gcjobs.c      the GC Job of each BackupRepository on spec.gc's schedule (gcplan.h)
+ *   gcjobs.c      the GC Job of each BackupRepository on spec.gc's schedule (gcplan.h);
+ *                 gcmetrics.c reports its state on /metrics (gcjobs.h)
  *   prune.c       the forget after a backup (called by cache.c when a Backup succeeds);
  *                 prune_report.c records its outcome (prune_int.h)
  * The cache tells the loop that a pair is queued through one hook (work_cb below, set by

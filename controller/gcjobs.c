@@ -13,44 +13,13 @@
  * a create repeated after a crash is refused (409) rather than run twice.
  */
 #include "ctl_int.h"
-#include "gcplan.h"
+#include "gcjobs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define CTL_GC_TICK_MS 5000
-
-struct gc_repo {
-    char *ns, *name;
-    bool busy;   /* a request about it is in flight */
-    bool seeded; /* job and last_slot were read from status.gc */
-    char *job;   /* the active GC Job, or NULL */
-    bool has_last;
-    int64_t last_slot;
-    char *sched_key; /* "schedule\ntimezone" the sched was built from */
-    struct tz_zone *zone;
-    struct sched sched;
-    bool sched_ok;
-    int64_t since;             /* slots before this do not count (created, or gc spec changed) */
-    char status_hash[17];      /* status.gc.scheduleHash as read at the first look */
-    int64_t status_changed_at; /* status.gc.scheduleChangedAt as read then */
-    char *written;             /* the last status.gc nextRun/message written, to skip repeats */
-    char *result_msg;          /* the last run's message, put back when a note is cleared */
-    /* For /metrics: the last outcome and success as status.gc keeps them, so a restart
-     * loses neither; counts since this process started. */
-    bool has_success, last_failed, suspended;
-    int64_t last_success, created;
-    int64_t limit; /* sched_alert_limit of the bound schedule, or SCHED_NO_LIMIT */
-    uint64_t succeeded, failed, packs_deleted, bytes_freed;
-};
-
-struct ctl_gc {
-    struct ctl *c;
-    uv_timer_t timer;
-    struct util_map repos; /* ns/name -> gc_repo */
-    bool stopped;
-};
 
 struct gc_op {
     struct ctl_write w; /* first */
@@ -483,74 +452,6 @@ static void gc_tick_cb(uv_timer_t *t)
         !ctl_cache_synced(g->c))
         return;
     ctl_repos_each(g->c->repos, gc_look_cb, g);
-}
-
-/* ---- /metrics ---- */
-
-void ctl_gc_metrics(struct ctl *c, struct util_buf *b)
-{
-    static const char *const fams[][3] = {
-        {"lodestore_gc_last_success_timestamp_seconds", "gauge",
-         "When the repository's last successful GC Job ended."},
-        {"lodestore_gc_last_failed", "gauge",
-         "1 when the repository's last GC Job failed (status.gc.result Failed)."},
-        {"lodestore_gc_alert_limit_seconds", "gauge",
-         "How old the last successful GC may get before the repository is overdue: twice the "
-         "longest gap of spec.gc.schedule."},
-        {"lodestore_gc_overdue", "gauge",
-         "1 when the repository has had no successful GC within its alert limit (never while "
-         "spec.gc.suspend is true)."},
-        {"lodestore_gc_runs_total", "counter",
-         "GC Jobs that ended, by result (succeeded, failed), since the controller started."},
-        {"lodestore_gc_packs_deleted_total", "counter",
-         "Packs deleted by successful GC Jobs since the controller started."},
-        {"lodestore_gc_bytes_freed_total", "counter",
-         "Bytes freed by successful GC Jobs since the controller started."},
-    };
-    struct ctl_gc *g = c->gc;
-    if (g == NULL)
-        return;
-    for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++) {
-        size_t i = 0;
-        const char *k;
-        void *v;
-        ctl_metrics_family(b, fams[f][0], fams[f][1], fams[f][2]);
-        while (util_map_next(&g->repos, &i, &k, &v)) {
-            const struct gc_repo *r = v;
-            const char *l[] = {"repository", k, NULL};
-            switch (f) {
-            case 0:
-                if (r->has_success)
-                    ctl_metrics_sample(b, fams[f][0], l, (double)r->last_success);
-                break;
-            case 1:
-                ctl_metrics_sample(b, fams[f][0], l, r->last_failed);
-                break;
-            case 2:
-                if (r->limit != SCHED_NO_LIMIT)
-                    ctl_metrics_sample(b, fams[f][0], l, (double)r->limit);
-                break;
-            case 3:
-                ctl_metrics_sample(b, fams[f][0], l,
-                                   !r->suspended &&
-                                       sched_overdue(r->limit, r->has_success, r->last_success,
-                                                     r->created, r->created, ctl_now(c)));
-                break;
-            case 4: {
-                const char *ls[] = {"repository", k, "result", "succeeded", NULL};
-                const char *lf[] = {"repository", k, "result", "failed", NULL};
-                ctl_metrics_sample(b, fams[f][0], ls, (double)r->succeeded);
-                ctl_metrics_sample(b, fams[f][0], lf, (double)r->failed);
-                break;
-            }
-            case 5:
-                ctl_metrics_sample(b, fams[f][0], l, (double)r->packs_deleted);
-                break;
-            default:
-                ctl_metrics_sample(b, fams[f][0], l, (double)r->bytes_freed);
-            }
-        }
-    }
 }
 
 void ctl_gc_init(struct ctl *c)
