@@ -41,6 +41,16 @@ static char *backup_run_key(const struct backup *b, enum repo_kind kind)
     return repo_key_build(&k);
 }
 
+/* PUTs one object of this snapshot (the file list, the chunk set, a mark). */
+static int backup_run_put(struct backup *b, enum repo_kind kind, const void *data, size_t len,
+                          struct util_err *err)
+{
+    char *key = backup_run_key(b, kind);
+    int rc = backup_put(b, key, data, len, false, err);
+    free(key);
+    return rc;
+}
+
 /*
  * Writes the run record; its server modification time is the id's time. The
  * first PUT uses the local clock; when the server's second differs, the record
@@ -287,9 +297,7 @@ void backup_run(struct backup *b, const struct policy *pol, int64_t max_runtime,
 
     /* The file list and the chunk set. */
     repo_files_writer_finish(&b->list, &data, &len);
-    key = backup_run_key(b, REPO_KEY_FILES);
-    rc = backup_put(b, key, data, len, false, &err);
-    free(key);
+    rc = backup_run_put(b, REPO_KEY_FILES, data, len, &err);
     free(data);
     data = NULL;
     if (rc != 0)
@@ -302,9 +310,7 @@ void backup_run(struct backup *b, const struct policy *pol, int64_t max_runtime,
     }
     /* Sealed in the set's own memory, which the set gives up. */
     repo_chunkset_seal(&b->set, b->keys, b->id, &data, &len);
-    key = backup_run_key(b, REPO_KEY_CHUNKS);
-    rc = backup_put(b, key, data, len, false, &err);
-    free(key);
+    rc = backup_run_put(b, REPO_KEY_CHUNKS, data, len, &err);
     free(data);
     data = NULL;
     if (rc != 0)
@@ -330,20 +336,10 @@ void backup_run(struct backup *b, const struct policy *pol, int64_t max_runtime,
     m.errs = b->errs;
     m.nerrs = b->nerrs;
     r->suspicious = backup_run_anomaly(b, &cat, &m, parent.have, r->anomaly, sizeof(r->anomaly));
-    if (r->suspicious) {
-        key = backup_run_key(b, REPO_KEY_SUSPICIOUS);
-        rc = backup_put(b, key, "", 0, false, &err);
-        free(key);
-        if (rc != 0)
-            goto fail;
-    }
-    if (m.incomplete) {
-        key = backup_run_key(b, REPO_KEY_INCOMPLETE);
-        rc = backup_put(b, key, "", 0, false, &err);
-        free(key);
-        if (rc != 0)
-            goto fail;
-    }
+    if (r->suspicious && (rc = backup_run_put(b, REPO_KEY_SUSPICIOUS, "", 0, &err)) != 0)
+        goto fail;
+    if (m.incomplete && (rc = backup_run_put(b, REPO_KEY_INCOMPLETE, "", 0, &err)) != 0)
+        goto fail;
     if (backup_should_stop(b))
         goto stopped;
     /* The manifest counts its own bytes as uploaded: encode, count, encode again. */
