@@ -114,7 +114,9 @@ env_wait 30 "the repository to be Ready" eval \
 	"[[ \$(env_get -n $ns backuprepository/main '{.status.conditions[?(@.type==\"Ready\")].status}') == True ]]" ||
 	fail "the BackupRepository is Ready" "$(kc -n "$ns" get backuprepository main -o yaml)"
 
-kc -n "$ns" apply -f - >/dev/null <<EOF
+# The policy of every phase: its schedule, keepLast and optional uploadRate.
+policy() { # CRON KEEP-LAST [UPLOAD-RATE]
+	kc -n "$ns" apply -f - >/dev/null <<EOF
 apiVersion: lodestore.io/v1alpha1
 kind: BackupPolicy
 metadata: {name: nightly}
@@ -122,10 +124,12 @@ spec:
   repository: main
   paths: [/srv/data]
   nodeSelector: {role: $ns}
-  schedule: {cron: "* * * * *", jitter: 0s}
-  retention: {keepLast: 10}
-  limits: {maxRuntime: 1h}
+  schedule: {cron: "$1", jitter: 0s}
+  retention: {keepLast: $2}
+  limits: {maxRuntime: 1h${3:+, uploadRate: $3}}
 EOF
+}
+policy "* * * * *" 10
 
 # ---- the first slot: one Backup per node, each Succeeded with its snapshot ----
 succeeded() {
@@ -212,20 +216,6 @@ done
 # throttled by uploadRate is running on node 0. There is no scheduler here: the test
 # binds the GC pod to a stand-in node, as kube-scheduler would.
 DATA=$ENV_DIR/s3/data/$S3_BUCKET/$prefix
-policy() { # CRON KEEP-LAST [UPLOAD-RATE]
-	kc -n "$ns" apply -f - >/dev/null <<EOF
-apiVersion: lodestore.io/v1alpha1
-kind: BackupPolicy
-metadata: {name: nightly}
-spec:
-  repository: main
-  paths: [/srv/data]
-  nodeSelector: {role: $ns}
-  schedule: {cron: "$1", jitter: 0s}
-  retention: {keepLast: $2}
-  limits: {maxRuntime: 1h${3:+, uploadRate: $3}}
-EOF
-}
 # No backup pod is pending or running.
 backups_idle() {
 	[[ -z $(kc -n "$ns" get pods -l lodestore.io/policy=nightly -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -v '^Succeeded$\|^Failed$') ]]
