@@ -11,7 +11,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
-#include <malloc.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,15 +224,6 @@ int cmd_backup(int argc, char **argv)
     int64_t max_runtime;
     int c, rc;
 
-    /*
-     * glibc's mmap threshold follows the largest mapping freed so far: once
-     * scrypt's 32 MiB are freed, every pack (16 MiB) and sealed chunk would come
-     * from the heap, which keeps freed packs resident (and each thread of the
-     * pool has its own heap). A fixed threshold keeps every buffer of 256 KiB or
-     * more its own mapping, returned to the kernel when freed: on the 58,814-file
-     * tree that took the peak from 88 to 71 MiB (docs/benchmarks.md).
-     */
-    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
         if (storage_opt(&o.so, c, optarg))

@@ -16,7 +16,6 @@
 #define _GNU_SOURCE /* syncfs */
 #include <errno.h>
 #include <getopt.h>
-#include <malloc.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -409,14 +408,6 @@ int cmd_restore(int argc, char **argv)
     size_t ninc = 0, capinc = 0;
     int c, rc;
 
-    /*
-     * As in lode backup (cmd_backup.c): glibc's mmap threshold follows the largest
-     * mapping freed so far, so once scrypt's 32 MiB are freed every fetched range
-     * (up to 4 MiB) and decompressed blob (up to 8 MiB) would come from the heaps,
-     * one per worker thread, which keep them resident. A fixed threshold keeps each
-     * its own mapping, given back when freed.
-     */
-    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
