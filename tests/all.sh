@@ -15,7 +15,11 @@ SAN_BUILD=${SAN_BUILD:-build/san-address,undefined}
 total_p=0
 total_f=0
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# Every failing test's name and last lines, repeated at the very end: CI often shows only
+# the tail of this run's output, and a failure printed 2,000 lines earlier is lost there.
+export FAIL_DIGEST
+FAIL_DIGEST=$(mktemp)
+trap 'rm -f "$log" "$FAIL_DIGEST"' EXIT
 
 phase() { # name cmd...
     local name=$1 line p f
@@ -28,6 +32,7 @@ phase() { # name cmd...
         p=0
         f=1
         echo "!! $name printed no count" >&2
+        { echo "--- $name printed no count; its last lines:"; tail -n 12 "$log"; } >>"$FAIL_DIGEST"
     else
         p=$(sed -E 's/^tests: ([0-9]+) passed.*/\1/' <<<"$line")
         f=$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")
@@ -48,5 +53,10 @@ else
         LODE_CONTROLLER="$SAN_BUILD/lode-controller" tests/run.sh
 fi
 echo
+if [ -s "$FAIL_DIGEST" ]; then
+    echo "== what failed"
+    cat "$FAIL_DIGEST"
+    echo
+fi
 echo "tests: $total_p passed, $total_f failed"
 [ "$total_f" -eq 0 ]

@@ -9,6 +9,8 @@
 # Environment: BUILD (where test binaries are), LODE (the lode binary the CLI tests
 # run), VALGRIND=1 to run the unit binaries under valgrind (CLI scripts are then
 # skipped: they ran in the sanitised pass). TESTS_FILTER: a substring of the paths to run.
+# FAIL_DIGEST: a file to which each failing test's name and the last lines of its
+# output are appended, so that tests/all.sh can repeat them where a log's tail shows.
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -47,6 +49,9 @@ count_output() { # name status
     if [ "$f" -ne 0 ]; then
         failures+=("$name")
         cat "$log"
+        if [ -n "${FAIL_DIGEST:-}" ]; then
+            { echo "--- $name: $p passed, $f failed; its last lines:"; tail -n 12 "$log"; } >>"$FAIL_DIGEST"
+        fi
     fi
     printf '%-60s %4d passed %3d failed\n' "$name" "$p" "$f"
 }

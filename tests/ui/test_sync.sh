@@ -7,8 +7,11 @@ if ! command -v npx >/dev/null || [ ! -d node_modules/vitest ]; then
     echo "0 passed, 1 failed"
     exit 1
 fi
-out=$(npx vitest run --reporter=verbose 2>&1)
+# Colour off, and any escape that still comes stripped: CI sets CI=true, under which
+# Vitest colours its summary and the counts below would not be found.
+out=$(NO_COLOR=1 FORCE_COLOR=0 npx vitest run --reporter=verbose 2>&1)
 rc=$?
+out=$(sed -E 's/\x1b\[[0-9;]*[A-Za-z]//g' <<<"$out")
 echo "$out"
 p=$(grep -Eo 'Tests +([0-9]+ failed \| )?[0-9]+ passed' <<<"$out" | grep -Eo '[0-9]+ passed' | grep -Eo '[0-9]+')
 f=$(grep -Eo 'Tests +[0-9]+ failed' <<<"$out" | grep -Eo '[0-9]+')
