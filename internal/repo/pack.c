@@ -23,6 +23,8 @@
 #define CHUNKS_MAGIC   "LODECHK1"
 #define CHUNK_ENTRY    49
 
+_Static_assert(sizeof(struct repo_chunk) == 48, "a chunk entry is 48 bytes in memory");
+
 static void put32(uint8_t *p, uint32_t v)
 {
     p[0] = (uint8_t)v;
@@ -125,6 +127,8 @@ const struct repo_chunk *repo_pack_writer_add(struct repo_pack_writer *w,
     memcpy(c->hash, hash, REPO_HASH_LEN);
     c->offset = (uint32_t)w->buf.len;
     c->stored = (uint32_t)len;
+    if (plain > REPO_CHUNK_PLAIN_MAX || (flags & ~REPO_BLOB_ZSTD) != 0)
+        abort(); /* the chunker's maximum and repo_blob_seal bound both */
     c->plain = plain;
     c->flags = flags;
     util_buf_append(&w->buf, sealed, len);
@@ -192,7 +196,7 @@ static int repo_pack_parse_table(const struct repo_keys *k, const uint8_t *seale
 {
     size_t tlen = slen - REPO_SEAL_EXTRA;
     uint8_t *table = util_malloc(tlen);
-    uint32_t count;
+    uint32_t count, plain;
     int rc;
 
     if ((rc = repo_unseal(k, PACK_TABLE_AAD, strlen(PACK_TABLE_AAD), sealed, slen, table, err)) !=
@@ -210,10 +214,12 @@ static int repo_pack_parse_table(const struct repo_keys *k, const uint8_t *seale
         memcpy(c->hash, e, REPO_HASH_LEN);
         c->offset = get32(e + 32);
         c->stored = get32(e + 36);
-        c->plain = get32(e + 40);
-        c->flags = e[44];
+        plain = get32(e + 40);
+        c->plain = plain & (REPO_CHUNK_PLAIN_MAX * 2 - 1);
+        c->flags = e[44] & REPO_BLOB_ZSTD;
         if (c->offset < 8 || c->stored < REPO_SEAL_EXTRA || c->offset > start ||
-            c->stored > start - c->offset || (c->flags & ~REPO_BLOB_ZSTD) != 0) {
+            c->stored > start - c->offset || (e[44] & ~REPO_BLOB_ZSTD) != 0 ||
+            plain > REPO_CHUNK_PLAIN_MAX) {
             rc = util_err_set(err, UTIL_EIO, "pack table entry %u points outside the pack", i);
             free(*v);
             *v = NULL;
@@ -403,11 +409,12 @@ static size_t repo_chunkset_header(const struct repo_chunkset *s, uint8_t *q)
 }
 
 /*
- * The entries move up by the header's length (rounded up to their alignment), then
- * each is written as its 49 encoded bytes right after the header: entry i's
- * encoding ends at or before entry i + 1 starts (49 (i + 1) <= 52 (i + 1)), so
- * nothing is overwritten before it is read. The plain bytes then sit where the
- * sealed ones go, 12 bytes (the nonce) in, and are sealed in place.
+ * The entries (48 bytes) move up by the header's length plus a byte each (rounded up
+ * to their alignment), then each is written as its 49 encoded bytes right after the
+ * header: entry i's encoding ends at head + 49 (i + 1), at or before entry i + 1
+ * starts (head + n + 48 (i + 1), i + 1 <= n), so nothing is overwritten before it is
+ * read. The plain bytes then sit where the sealed ones go, 12 bytes (the nonce) in,
+ * and are sealed in place. The set costs a byte a chunk more while this runs.
  */
 void repo_chunkset_seal(struct repo_chunkset *s, const struct repo_keys *k, const char *id,
                         uint8_t **data, size_t *len)
@@ -416,7 +423,8 @@ void repo_chunkset_seal(struct repo_chunkset *s, const struct repo_keys *k, cons
     uint8_t *buf, aad[8 + REPO_ID_LEN];
 
     repo_chunkset_sort(s);
-    shift = (head + _Alignof(struct repo_chunk) - 1) & ~(_Alignof(struct repo_chunk) - 1);
+    shift = head + s->n * (CHUNK_ENTRY - sizeof(*s->v));
+    shift = (shift + _Alignof(struct repo_chunk) - 1) & ~(_Alignof(struct repo_chunk) - 1);
     plen = head - 12 + s->n * CHUNK_ENTRY;
     need = shift + s->n * sizeof(*s->v);
     if (need < plen + REPO_SEAL_EXTRA)
@@ -458,7 +466,7 @@ int repo_chunkset_decode(struct repo_chunkset *s, const struct repo_keys *k, con
 {
     uint8_t aad[8 + REPO_ID_LEN], *p;
     size_t plen, need;
-    uint32_t np, nc;
+    uint32_t np, nc, plain;
     int rc;
 
     repo_chunkset_init(s);
@@ -498,9 +506,11 @@ int repo_chunkset_decode(struct repo_chunkset *s, const struct repo_keys *k, con
         c->pack = get32(e + 32);
         c->offset = get32(e + 36);
         c->stored = get32(e + 40);
-        c->plain = get32(e + 44);
-        c->flags = e[48];
-        if (c->pack >= np || c->stored < REPO_SEAL_EXTRA || (c->flags & ~REPO_BLOB_ZSTD) != 0 ||
+        plain = get32(e + 44);
+        c->plain = plain & (REPO_CHUNK_PLAIN_MAX * 2 - 1);
+        c->flags = e[48] & REPO_BLOB_ZSTD;
+        if (c->pack >= np || c->stored < REPO_SEAL_EXTRA || (e[48] & ~REPO_BLOB_ZSTD) != 0 ||
+            plain > REPO_CHUNK_PLAIN_MAX ||
             (i > 0 && memcmp(s->v[i - 1].hash, c->hash, REPO_HASH_LEN) >= 0))
             goto bad;
     }

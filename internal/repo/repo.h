@@ -199,14 +199,23 @@ int repo_key_file_read(const char *path, char **pass, size_t *len, struct util_e
 
 #define REPO_BLOB_ZSTD 1 /* stored compressed; absent: stored raw (did not pay) */
 
-/* Where one chunk lives. */
+/* A chunk's plain length is at most config.json's largest chunker maximum; a stored
+ * entry claiming more is damage. */
+#define REPO_CHUNK_PLAIN_MAX (64u << 20)
+
+/*
+ * Where one chunk lives: 48 bytes, one per chunk of a snapshot in memory (the chunk
+ * set, the dedup table, a re-run's parent set), so the flags share a word with the
+ * plain length (at most REPO_CHUNK_PLAIN_MAX, 27 bits) rather than padding the entry
+ * to 52. The stored encodings are unchanged (pack.c).
+ */
 struct repo_chunk {
     uint8_t hash[REPO_HASH_LEN]; /* SHA-256 of the plain chunk */
     uint32_t pack;               /* index into the pack list of its set */
     uint32_t offset;             /* in the pack */
     uint32_t stored;             /* sealed length */
-    uint32_t plain;              /* plain length */
-    uint8_t flags;
+    uint32_t plain : 28;         /* plain length */
+    uint32_t flags : 4;          /* REPO_BLOB_ZSTD */
 };
 
 /*
@@ -256,9 +265,10 @@ int repo_pack_read_tail(const struct repo_keys *k, const uint8_t *tail, size_t t
 /*
  * A set being built is also its own dedup table: repo_chunkset_put keeps a hash
  * index (a u32 per slot, at most 3/4 full: 5 to 11 bytes a chunk) beside the
- * entries (52 bytes each) until the set is sorted. repo_chunkset_seal then encodes
- * and seals the sorted set in the entries' own memory, so the set is never held
- * twice (the plain encoding and the sealed copy cost another 98 bytes a chunk).
+ * entries (48 bytes each) until the set is sorted. repo_chunkset_seal then encodes
+ * and seals the sorted set in the entries' own memory (plus a byte a chunk: the
+ * encoding is 49 bytes an entry), so the set is never held twice (the plain
+ * encoding and the sealed copy cost another 98 bytes a chunk).
  */
 struct repo_chunkset {
     uint8_t (*packs)[REPO_HASH_LEN];

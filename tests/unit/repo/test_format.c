@@ -376,6 +376,113 @@ static void test_chunkset(void **state)
     repo_chunkset_free(&s);
 }
 
+/* A stored chunk set of one entry with the given plain length and flags byte. */
+static uint8_t *chunkset_bytes(const struct repo_keys *k, uint32_t plain, uint8_t flags,
+                               size_t *len)
+{
+    uint8_t p[8 + 4 + REPO_HASH_LEN + 4 + 49] = "LODECHK1", aad[8 + REPO_ID_LEN], *out;
+    uint8_t *e = p + 8 + 4 + REPO_HASH_LEN + 4;
+    p[8] = 1; /* one pack (all zero), one entry */
+    p[8 + 4 + REPO_HASH_LEN] = 1;
+    e[0] = 0xab;
+    e[36] = 8;  /* offset */
+    e[40] = 99; /* stored */
+    for (int b = 0; b < 4; b++)
+        e[44 + b] = (uint8_t)(plain >> (8 * b));
+    e[48] = flags;
+    memcpy(aad, "LODECHK1", 8);
+    memcpy(aad + 8, ID1, REPO_ID_LEN);
+    *len = sizeof(p) + REPO_SEAL_EXTRA;
+    out = util_malloc(*len);
+    repo_seal(k, aad, sizeof(aad), p, sizeof(p), out);
+    return out;
+}
+
+/* The 48-byte entry keeps the flags beside the plain length: the largest chunk a
+ * repository may have and its flag both survive a round trip, and a stored length or
+ * flag the entry cannot hold is refused, never cut. */
+static void test_chunk_entry_bits(void **state)
+{
+    struct repo_keys k = test_keys(6);
+    struct repo_chunkset s, d;
+    struct util_err err = {0};
+    uint8_t *data;
+    size_t len;
+    static const struct {
+        uint32_t plain;
+        uint8_t flags;
+        int rc;
+    } cases[] = {
+        {REPO_CHUNK_PLAIN_MAX, REPO_BLOB_ZSTD, 0},
+        {REPO_CHUNK_PLAIN_MAX, 0, 0},
+        {0, REPO_BLOB_ZSTD, 0},
+        {REPO_CHUNK_PLAIN_MAX + 1, 0, UTIL_EIO},
+        {UINT32_MAX, REPO_BLOB_ZSTD, UTIL_EIO},
+        {1u << 28, 0, UTIL_EIO},
+        {5, 2, UTIL_EIO},
+        {5, 0x11, UTIL_EIO},
+    };
+
+    assert_int_equal(sizeof(struct repo_chunk), 48);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        data = chunkset_bytes(&k, cases[i].plain, cases[i].flags, &len);
+        assert_int_equal(repo_chunkset_decode(&d, &k, ID1, data, len, &err), cases[i].rc);
+        if (cases[i].rc == 0) {
+            assert_int_equal(d.n, 1);
+            assert_int_equal(d.v[0].plain, cases[i].plain);
+            assert_int_equal(d.v[0].flags, cases[i].flags);
+            assert_int_equal(d.v[0].stored, 99);
+            /* And written back, the same entry. */
+            repo_chunkset_init(&s);
+            repo_chunkset_add(&s, &d.v[0]);
+            repo_chunkset_pack(&s, d.packs[0]);
+            repo_chunkset_free(&d);
+            free(data);
+            repo_chunkset_seal(&s, &k, ID1, &data, &len);
+            assert_int_equal(repo_chunkset_decode(&d, &k, ID1, data, len, &err), 0);
+            assert_int_equal(d.v[0].plain, cases[i].plain);
+            assert_int_equal(d.v[0].flags, cases[i].flags);
+            repo_chunkset_free(&d);
+        } else {
+            assert_non_null(strstr(err.msg, "malformed"));
+        }
+        free(data);
+    }
+    (void)state;
+}
+
+/* A pack table entry whose plain length is past REPO_CHUNK_PLAIN_MAX is refused. */
+static void test_pack_entry_plain_bound(void **state)
+{
+    struct repo_keys k = test_keys(7);
+    struct repo_pack_writer w;
+    uint8_t hash[REPO_HASH_LEN] = {1}, sealed[40] = {0}, *pack, id[REPO_HASH_LEN], *table, *t;
+    const char *aad = "lodestore pack table";
+    size_t len, n, slen;
+    struct repo_chunk *v;
+    struct util_err err = {0};
+
+    repo_pack_writer_init(&w);
+    repo_pack_writer_add(&w, hash, sealed, sizeof(sealed), REPO_BLOB_ZSTD, REPO_CHUNK_PLAIN_MAX);
+    repo_pack_writer_finish(&w, &k, &pack, &len, id);
+    assert_int_equal(repo_pack_read_table(&k, pack, len, &v, &n, &err), 0);
+    assert_int_equal(v[0].plain, REPO_CHUNK_PLAIN_MAX);
+    assert_int_equal(v[0].flags, REPO_BLOB_ZSTD);
+    free(v);
+    slen = (size_t)pack[len - 12] | (size_t)pack[len - 11] << 8;
+    t = pack + len - 12 - slen;
+    table = util_malloc(slen);
+    assert_int_equal(repo_unseal(&k, aad, strlen(aad), t, slen, table, &err), 0);
+    table[4 + 40] = 1; /* plain = 64 MiB + 1 */
+    repo_seal(&k, aad, strlen(aad), table, slen - REPO_SEAL_EXTRA, t);
+    assert_int_equal(repo_pack_read_table(&k, pack, len, &v, &n, &err), UTIL_EIO);
+    assert_null(v);
+    free(table);
+    free(pack);
+    repo_pack_writer_free(&w);
+    (void)state;
+}
+
 /* A hash that differs from every other i's in its first 8 bytes only as i does. */
 static void test_hash(uint8_t h[REPO_HASH_LEN], uint32_t i)
 {
@@ -883,6 +990,8 @@ int main(void)
         cmocka_unit_test(test_chunkset),
         cmocka_unit_test(test_chunkset_put_lookup),
         cmocka_unit_test(test_chunkset_seal),
+        cmocka_unit_test(test_chunk_entry_bits),
+        cmocka_unit_test(test_pack_entry_plain_bound),
         cmocka_unit_test(test_file_list_round_trip),
         cmocka_unit_test(test_file_list_fetched),
         cmocka_unit_test(test_file_list_order_and_paths),
