@@ -16,7 +16,9 @@
 #   - the CPU throughput of lode's chunking, hashing, compression and encryption
 #     per core (bench_pipeline.c) on the first 256 MiB of the tree.
 # The targets (issue 12) are checked against the faster restic and printed.
-# BENCH_VERIFY=0 skips the restore comparison; BENCH_GEN=0 the generated trees.
+# BENCH_VERIFY=0 skips the restore comparison; BENCH_GEN=0 the generated trees;
+# BENCH_MAIN=0 the copied tree and the per-core steps (only the generated trees are
+# measured); BENCH_GEN_TOOLS="lode" measures the generated trees with lode alone.
 # Exits 1 when lode's storage commands are not all in this build (the others' figures are
 # still printed) or any command fails.
 set -euo pipefail
@@ -42,11 +44,13 @@ export RESTIC_PASSWORD=bench-password-$$
 head -c 32 /dev/urandom | base64 >"$work/lode.key"
 export LODE_KEY_FILE=$work/lode.key
 
-cc -O2 -std=c17 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iinternal -o "$out/bench_pipeline" \
-	bench/backup/bench_pipeline.c "$BUILD"/liblode.a $(pkg-config --libs libuv libcurl openssl expat jansson yaml-0.1 libzstd) -lm
-
+main=${BENCH_MAIN:-1}
+if [[ $main == 1 ]]; then
+	cc -O2 -std=c17 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iinternal -o "$out/bench_pipeline" \
+		bench/backup/bench_pipeline.c "$BUILD"/liblode.a $(pkg-config --libs libuv libcurl openssl expat jansson yaml-0.1 libzstd) -lm
+fi
 # The tree, copied once; the stamp records what it holds.
-if [[ ! -f $tree_root/.complete ]]; then
+if [[ $main == 1 && ! -f $tree_root/.complete ]]; then
 	echo "== copying /usr/share and /usr/local/go to $tree_root/tree"
 	rm -rf "$tree_root"
 	mkdir -p "$tree_root/tree"
@@ -79,11 +83,13 @@ tree_facts() { # DIR: files bytes dirs symlinks
 }
 
 bench_machine | tee "$out/machine.txt"
-read -r files bytes dirs links < <(tree_facts "$tree_root/tree")
-echo "tree: $files files, $bytes bytes ($(du -sh "$tree_root/tree" | cut -f1) on disk), $dirs directories, $links symlinks" |
-	tee "$out/tree.txt"
-# Every tool then reads the tree from the page cache.
-tar cf - -C "$tree_root" tree | cat >/dev/null
+if [[ $main == 1 ]]; then
+	read -r files bytes dirs links < <(tree_facts "$tree_root/tree")
+	echo "tree: $files files, $bytes bytes ($(du -sh "$tree_root/tree" | cut -f1) on disk), $dirs directories, $links symlinks" |
+		tee "$out/tree.txt"
+	# Every tool then reads the tree from the page cache.
+	tar cf - -C "$tree_root" tree | cat >/dev/null
+fi
 
 bench_vgw_start "$work"
 echo "versitygw on $S3_ENDPOINT"
@@ -157,8 +163,9 @@ verify() { # LABEL DIR
 
 tools=(r014 r018)
 [[ $lode_ok == 1 ]] && tools+=(lode)
+[[ $main == 1 ]] || tools=()
 echo "== init"
-for t in "${tools[@]}"; do
+for t in "${tools[@]+"${tools[@]}"}"; do
 	case $t in
 	r014) restic_cmd "$RESTIC014" r014 init >/dev/null ;;
 	r018) restic_cmd "$RESTIC018" r018 init >/dev/null ;;
@@ -166,11 +173,11 @@ for t in "${tools[@]}"; do
 	esac
 done
 echo "== first backup"
-for t in "${tools[@]}"; do run_backup "$t" "$t" "$t-first" "$tree_root" || status=1; done
+for t in "${tools[@]+"${tools[@]}"}"; do run_backup "$t" "$t" "$t-first" "$tree_root" || status=1; done
 echo "== unchanged re-run"
-for t in "${tools[@]}"; do run_backup "$t" "$t" "$t-rerun" "$tree_root" || status=1; done
+for t in "${tools[@]+"${tools[@]}"}"; do run_backup "$t" "$t" "$t-rerun" "$tree_root" || status=1; done
 echo "== restore of the re-run's snapshot"
-for t in "${tools[@]}"; do
+for t in "${tools[@]+"${tools[@]}"}"; do
 	rm -rf "$work/restore-$t"
 	mkdir -p "$work/restore-$t"
 	case $t in
@@ -195,7 +202,7 @@ for t in "${tools[@]}"; do
 	verify "$t-restore" "$work/restore-$t"
 	rm -rf "$work/restore-$t"
 done
-for t in "${tools[@]}"; do
+for t in "${tools[@]+"${tools[@]}"}"; do
 	echo "stored $t: $(du -sb "$VGW_DATA/$t" | cut -f1) bytes" | tee -a "$out/stored.txt"
 done
 
@@ -209,10 +216,14 @@ if [[ ${BENCH_GEN:-1} == 1 ]]; then
 		echo "$g $gf $gb" >>"$out/gen.txt"
 		tar cf - -C "$tree_root/$g" tree | cat >/dev/null
 	done
-	restic_cmd "$RESTIC018" r018-gen1 init >/dev/null
-	restic_cmd "$RESTIC018" r018-gen10 init >/dev/null
-	gen_tools=(r018)
-	if [[ $lode_ok == 1 ]]; then
+	gen_want=${BENCH_GEN_TOOLS:-r018 lode}
+	gen_tools=()
+	if [[ " $gen_want " == *" r018 "* ]]; then
+		restic_cmd "$RESTIC018" r018-gen1 init >/dev/null
+		restic_cmd "$RESTIC018" r018-gen10 init >/dev/null
+		gen_tools+=(r018)
+	fi
+	if [[ $lode_ok == 1 && " $gen_want " == *" lode "* ]]; then
 		gen_tools+=(lode)
 		lode_cmd lode-gen1 init >/dev/null || status=1
 		lode_cmd lode-gen10 init >/dev/null || status=1
@@ -225,11 +236,13 @@ if [[ ${BENCH_GEN:-1} == 1 ]]; then
 	done
 fi
 
-echo "== lode's steps, per core, on the first 256 MiB of the tree and on random bytes"
-tar cf - -C "$tree_root" tree | head -c $((256 << 20)) >"$work/sample.bin" || true
-head -c $((64 << 20)) /dev/urandom >"$work/random.bin"
-"$out/bench_pipeline" tree "$work/sample.bin" | tee "$out/pipeline.txt"
-"$out/bench_pipeline" random "$work/random.bin" | tee -a "$out/pipeline.txt"
+if [[ $main == 1 ]]; then
+	echo "== lode's steps, per core, on the first 256 MiB of the tree and on random bytes"
+	tar cf - -C "$tree_root" tree | head -c $((256 << 20)) >"$work/sample.bin" || true
+	head -c $((64 << 20)) /dev/urandom >"$work/random.bin"
+	"$out/bench_pipeline" tree "$work/sample.bin" | tee "$out/pipeline.txt"
+	"$out/bench_pipeline" random "$work/random.bin" | tee -a "$out/pipeline.txt"
+fi
 
 echo "== summary (wall s, CPU s, peak RSS MiB, requests, uploaded MB, versitygw share)"
 bench/backup/summary.sh "$BENCH_RESULTS" "$out/gen.txt" | tee "$out/summary.txt"
