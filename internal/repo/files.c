@@ -323,6 +323,12 @@ int repo_files_writer_add(struct repo_files_writer *w, const struct repo_file *f
     return 0;
 }
 
+void repo_files_writer_take(struct repo_files_writer *w, uint8_t **data, size_t *len)
+{
+    *len = w->out.len;
+    *data = (uint8_t *)util_buf_steal(&w->out);
+}
+
 void repo_files_writer_finish(struct repo_files_writer *w, uint8_t **data, size_t *len)
 {
     repo_files_flush(w, true);

@@ -347,7 +347,13 @@ void repo_file_copy(struct repo_file *dst, const struct repo_file *src);
 /* Same size, mtime, ctime and inode, both regular files: the chunks can be reused. */
 bool repo_file_unchanged(const struct repo_file *parent, const struct repo_file *now);
 
-/* The writer buffers one frame (about 1 MiB of records) and the sealed output. */
+/*
+ * The writer buffers one frame (about 1 MiB of records) and the sealed output
+ * not yet taken. A caller that uploads the list as it is written (a multipart
+ * upload) takes the finished bytes with repo_files_writer_take whenever out.len
+ * is large enough: the object is the concatenation, in order, of every take and
+ * of what finish hands over, the same bytes a writer never taken from gives.
+ */
 struct repo_files_writer {
     const struct repo_keys *keys;
     char id[REPO_ID_LEN + 1];
@@ -361,7 +367,11 @@ void repo_files_writer_init(struct repo_files_writer *w, const struct repo_keys 
 /* Adds one record; paths must come in repo_path_cmp order (UTIL_EINVAL otherwise). */
 int repo_files_writer_add(struct repo_files_writer *w, const struct repo_file *f,
                           struct util_err *err);
-/* Hands over the whole object and frees the writer. */
+/* Hands over the finished bytes not yet taken (the magic and whole frames; none
+ * while no frame has closed but the magic) and keeps writing. */
+void repo_files_writer_take(struct repo_files_writer *w, uint8_t **data, size_t *len);
+/* Closes the last frame, hands over the bytes not yet taken (the whole object when
+ * nothing was) and frees the writer. */
 void repo_files_writer_finish(struct repo_files_writer *w, uint8_t **data, size_t *len);
 void repo_files_writer_free(struct repo_files_writer *w);
 
