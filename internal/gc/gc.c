@@ -48,6 +48,13 @@ enum gc_verdict gc_may_delete(int64_t time, int64_t cutoff, bool referenced)
     return referenced ? GC_KEEP_REFERENCED : GC_DELETE;
 }
 
+enum gc_verdict gc_may_abort_upload(int64_t initiated, int64_t cutoff)
+{
+    if (initiated < 0)
+        return GC_KEEP_YOUNG; /* when it began is unknown: never aborted */
+    return gc_may_delete(initiated, cutoff, false);
+}
+
 /* ---- snapshot ids ---- */
 
 static int gc_cmp_str(const void *a, const void *b)

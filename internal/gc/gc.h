@@ -115,4 +115,15 @@ enum gc_verdict {
 /* The rule itself: time is the object's modification time. */
 enum gc_verdict gc_may_delete(int64_t time, int64_t cutoff, bool referenced);
 
+/*
+ * An unfinished multipart upload under meta/ (a backup uploads its file list in
+ * parts; one that stopped or was killed leaves its upload open, and S3 keeps the
+ * parts until it is aborted): abort it only when it was initiated strictly before
+ * G - W, as (a) says of objects. A backup that may still complete its list started
+ * after G - W (its run record is live), so its upload is younger; nothing references
+ * an unfinished upload, so (b) and (c) do not apply. An upload whose initiation time
+ * the storage did not give (initiated < 0) is kept (GC_KEEP_YOUNG).
+ */
+enum gc_verdict gc_may_abort_upload(int64_t initiated, int64_t cutoff);
+
 #endif

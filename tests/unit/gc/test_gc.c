@@ -80,6 +80,24 @@ static void test_verdict_at_the_cutoff(void **state)
     assert_int_equal(gc_may_delete(cutoff, cutoff, true), GC_KEEP_YOUNG);
 }
 
+/* Every initiation time around the cutoff, unknown ones included: aborted exactly
+ * when known and strictly before it. */
+static void test_upload_verdict(void **state)
+{
+    const int64_t cutoffs[] = {0, 1, 5000, INT64_MIN, INT64_MAX};
+    for (size_t c = 0; c < sizeof(cutoffs) / sizeof(cutoffs[0]); c++) {
+        int64_t cutoff = cutoffs[c];
+        const int64_t times[] = {-1,     -5000,      0,         1,         cutoff - 1,
+                                 cutoff, cutoff + 1, INT64_MIN, INT64_MAX, cutoff / 2};
+        for (size_t t = 0; t < sizeof(times) / sizeof(times[0]); t++) {
+            int64_t i = times[t];
+            enum gc_verdict want = i >= 0 && i < cutoff ? GC_DELETE : GC_KEEP_YOUNG;
+            assert_int_equal(gc_may_abort_upload(i, cutoff), want);
+        }
+    }
+    (void)state;
+}
+
 static void test_protected_ids(void **state)
 {
     const int64_t cutoff = 1000;
@@ -187,6 +205,7 @@ static void test_pack_id_hex(void **state)
 #define M_STEPS   240
 
 static uint64_t m_rng_state;
+static int m_uploads_aborted; /* by the safe rule, over all schedules */
 
 static uint64_t m_rng(void)
 {
@@ -206,6 +225,9 @@ struct m_snap {
     bool manifest, run, index;
     int64_t manifest_time, run_time, index_time;
     int64_t max_runtime;
+    /* the index's multipart upload: open from its initiation until completed or aborted */
+    bool upload, upload_aborted;
+    int64_t upload_time;
     int parent; /* -1: none */
     int packs[M_REFS];
     int npacks;
@@ -217,7 +239,7 @@ struct m_pack {
     int64_t time;
 };
 
-enum m_flaw { M_SAFE, M_NO_C, M_POLICY_WINDOW };
+enum m_flaw { M_SAFE, M_NO_C, M_POLICY_WINDOW, M_UPLOAD_AT_G };
 
 struct m_world {
     int64_t now;
@@ -228,6 +250,8 @@ struct m_world {
     int npacks;
     enum m_flaw flaw;
     bool lost; /* a manifest lost its index or a pack */
+    /* gc aborted the upload of a backup that was completing it within its maxRuntime */
+    bool upload_lost;
 };
 
 enum m_phase { B_IDLE, B_PICKED, B_RECORDED, B_CHECKED, B_INDEXED, B_DONE };
@@ -251,7 +275,7 @@ struct m_gc {
     size_t nruns;
     int64_t cutoff;
     /* the plan: what to delete, in batches */
-    bool del_pack[M_PACKS], del_index[M_SNAPS], del_run[M_SNAPS];
+    bool del_pack[M_PACKS], del_index[M_SNAPS], del_run[M_SNAPS], abort_upload[M_SNAPS];
 };
 
 static int m_newest_manifest(const struct m_world *w)
@@ -328,6 +352,12 @@ static bool m_backup_step(struct m_world *w, struct m_backup *b)
         b->phase = B_CHECKED;
         return true;
     case B_CHECKED:
+        /* the index goes up in parts: its upload opens once the first part is ready */
+        if (!w->snaps[b->snap].upload && !w->snaps[b->snap].upload_aborted && m_below(2) == 0) {
+            w->snaps[b->snap].upload = true;
+            w->snaps[b->snap].upload_time = w->now;
+            return true;
+        }
         if (b->nfresh < M_REFS / 2 && w->npacks < M_PACKS && m_below(3) != 0) {
             int p = w->npacks++;
             w->packs[p].present = true;
@@ -337,6 +367,14 @@ static bool m_backup_step(struct m_world *w, struct m_backup *b)
         }
         {
             struct m_snap *s = &w->snaps[b->snap];
+            if (s->upload_aborted) {
+                /* lode stops at maxRuntime; a completion still in flight then (its
+                 * request's deadline is maxRuntime + 60 s) may be the one gc ended */
+                if (w->now - b->start <= s->max_runtime + 60)
+                    w->upload_lost = true;
+                return false;
+            }
+            s->upload = false; /* completed (or never opened: one PUT) */
             s->npacks = 0;
             for (int k = 0; k < b->nreuse; k++)
                 s->packs[s->npacks++] = b->reuse[k];
@@ -475,6 +513,11 @@ static bool m_gc_step(struct m_world *w, struct m_gc *gc)
                                gc_may_delete(s->index_time, gc->cutoff, referenced) == GC_DELETE;
             gc->del_run[i] = i < w->nsnaps && s->run &&
                              gc_may_delete(s->run_time, gc->cutoff, referenced) == GC_DELETE;
+            /* the uploads under meta/, listed with their initiation times */
+            gc->abort_upload[i] =
+                i < w->nsnaps && s->upload &&
+                gc_may_abort_upload(s->upload_time,
+                                    w->flaw == M_UPLOAD_AT_G ? gc->g : gc->cutoff) == GC_DELETE;
         }
         gc_idset_free(&ids);
         gc_packset_free(&refs);
@@ -500,7 +543,16 @@ static bool m_gc_step(struct m_world *w, struct m_gc *gc)
                 w->snaps[i].run = false;
                 gc->del_run[i] = false;
             }
-            left |= gc->del_index[i] || gc->del_run[i];
+            if (gc->abort_upload[i] && m_below(2) == 0) {
+                /* an upload completed since the listing is no longer there to abort */
+                if (w->snaps[i].upload) {
+                    w->snaps[i].upload = false;
+                    w->snaps[i].upload_aborted = true;
+                    m_uploads_aborted += w->flaw == M_SAFE;
+                }
+                gc->abort_upload[i] = false;
+            }
+            left |= gc->del_index[i] || gc->del_run[i] || gc->abort_upload[i];
         }
         if (left)
             return true;
@@ -537,7 +589,7 @@ static bool m_schedule(uint64_t seed, enum m_flaw flaw, int *collected)
     w.now = 1800000000 + (int64_t)m_below(86400);
     w.policy_max_runtime = 3600 * (1 + (int64_t)m_below(12));
 
-    for (int step = 0; step < M_STEPS && !w.lost; step++) {
+    for (int step = 0; step < M_STEPS && !w.lost && !w.upload_lost; step++) {
         unsigned kind = m_below(100);
         bool idle = true;
         for (int k = 0; k < M_BACKUPS; k++)
@@ -571,8 +623,8 @@ static bool m_schedule(uint64_t seed, enum m_flaw flaw, int *collected)
         }
         m_check(&w);
     }
-    if (w.lost || flaw != M_SAFE)
-        return !w.lost;
+    if (w.lost || w.upload_lost || flaw != M_SAFE)
+        return !w.lost && !w.upload_lost;
 
     /*
      * The end: every backup has stopped; once the clock has passed every
@@ -588,6 +640,7 @@ static bool m_schedule(uint64_t seed, enum m_flaw flaw, int *collected)
     bool used[M_PACKS] = {false};
     for (int i = 0; i < w.nsnaps; i++) {
         const struct m_snap *s = &w.snaps[i];
+        assert_false(s->upload); /* no upload is left open */
         if (!s->manifest) {
             assert_false(s->index);
             assert_false(s->run);
@@ -602,7 +655,7 @@ static bool m_schedule(uint64_t seed, enum m_flaw flaw, int *collected)
         if (!used[p])
             (*collected)++;
     }
-    return !w.lost;
+    return !w.lost && !w.upload_lost;
 }
 
 #ifndef M_SCHEDULES
@@ -614,25 +667,30 @@ static void test_model_safe_rule_never_loses_data(void **state)
     int collected = 0;
     for (uint64_t seed = 1; seed <= M_SCHEDULES; seed++)
         if (!m_schedule(seed, M_SAFE, &collected))
-            fail_msg("schedule %llu: a manifest lost its index or a pack",
+            fail_msg("schedule %llu: a manifest lost its index or a pack, or a running "
+                     "backup its upload",
                      (unsigned long long)seed);
     /* the schedules did make garbage, and it was collected */
-    print_message("packs collected: %d\n", collected);
+    print_message("packs collected: %d, uploads aborted: %d\n", collected, m_uploads_aborted);
     assert_true(collected > M_SCHEDULES);
+    assert_true(m_uploads_aborted > M_SCHEDULES / 4);
 }
 
 static void test_model_tells_unsafe_rules(void **state)
 {
-    int lost_no_c = 0, lost_policy = 0, collected = 0;
+    int lost_no_c = 0, lost_policy = 0, lost_upload = 0, collected = 0;
     for (uint64_t seed = 1; seed <= M_SCHEDULES; seed++) {
         lost_no_c += !m_schedule(seed, M_NO_C, &collected);
         lost_policy += !m_schedule(seed, M_POLICY_WINDOW, &collected);
+        lost_upload += !m_schedule(seed, M_UPLOAD_AT_G, &collected);
     }
     /* without (c), or with W blind to longer runs, some schedule loses data */
     print_message("lost without (c): %d, with the policy window: %d of %d\n", lost_no_c,
                   lost_policy, M_SCHEDULES);
+    print_message("aborting every upload older than G: %d of %d\n", lost_upload, M_SCHEDULES);
     assert_true(lost_no_c > 0);
     assert_true(lost_policy > 0);
+    assert_true(lost_upload > 0);
 }
 
 int main(void)
@@ -640,6 +698,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_window_and_live_runs),
         cmocka_unit_test(test_verdict_at_the_cutoff),
+        cmocka_unit_test(test_upload_verdict),
         cmocka_unit_test(test_protected_ids),
         cmocka_unit_test(test_packset),
         cmocka_unit_test(test_pack_id_hex),
