@@ -3,7 +3,7 @@
  * (no entity can be declared, expanded or fetched); depth, field length and entries
  * a page are bounded, so a hostile reply costs at most one page's worth of memory.
  */
-#include "s3/s3.h"
+#include "s3/xml_int.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -12,25 +12,9 @@
 
 #include <expat.h>
 
-#define XML_MAX_DEPTH 8
-#define XML_MAX_TEXT  4096               /* one element's text: a key is at most 1024 bytes */
 #define XML_MAX_ITEMS (S3_LIST_PAGE + 1) /* a page asks for 1,000; one spare is tolerated */
 
-/* What the handlers share: where we are and the current element's text. */
-struct xml_base {
-    XML_Parser parser;
-    unsigned depth;
-    char names[XML_MAX_DEPTH][32]; /* element names by depth (truncated, for matching) */
-    struct util_buf text;
-    bool capture; /* collecting text for the current element */
-    int error;
-    char msg[256];
-};
-
-static void base_fail(struct xml_base *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void base_fail(struct xml_base *b, const char *fmt, ...)
+void s3__xml_fail(struct xml_base *b, const char *fmt, ...)
 {
     va_list ap;
     if (b->error == 0) {
@@ -45,14 +29,14 @@ static void base_fail(struct xml_base *b, const char *fmt, ...)
 static void on_doctype(void *ud, const XML_Char *name, const XML_Char *sysid, const XML_Char *pubid,
                        int has_internal)
 {
-    base_fail(ud, "the reply declares a DOCTYPE (%s), which S3 never sends", name);
+    s3__xml_fail(ud, "the reply declares a DOCTYPE (%s), which S3 never sends", name);
 }
 
 static void on_entity_decl(void *ud, const XML_Char *name, int is_param, const XML_Char *value,
                            int value_len, const XML_Char *base, const XML_Char *sysid,
                            const XML_Char *pubid, const XML_Char *notation)
 {
-    base_fail(ud, "the reply declares an entity (%s)", name);
+    s3__xml_fail(ud, "the reply declares an entity (%s)", name);
 }
 
 static void on_text(void *ud, const XML_Char *s, int len)
@@ -61,17 +45,17 @@ static void on_text(void *ud, const XML_Char *s, int len)
     if (!b->capture)
         return;
     if (b->text.len + (size_t)len > XML_MAX_TEXT) {
-        base_fail(b, "an element of the reply is longer than %s bytes", "4096");
+        s3__xml_fail(b, "an element of the reply is longer than %s bytes", "4096");
         return;
     }
     util_buf_append(&b->text, s, (size_t)len);
 }
 
 /* Enters an element; returns false when the depth bound is hit. */
-static bool base_enter(struct xml_base *b, const char *name)
+bool s3__xml_enter(struct xml_base *b, const char *name)
 {
     if (b->depth >= XML_MAX_DEPTH) {
-        base_fail(b, "the reply nests deeper than %s levels", "8");
+        s3__xml_fail(b, "the reply nests deeper than %s levels", "8");
         return false;
     }
     snprintf(b->names[b->depth], sizeof(b->names[0]), "%s", name);
@@ -83,15 +67,15 @@ static bool base_enter(struct xml_base *b, const char *name)
     return true;
 }
 
-static const char *base_text(struct xml_base *b)
+const char *s3__xml_text(struct xml_base *b)
 {
     if (b->text.data == NULL)
         util_buf_append(&b->text, "", 0);
     return b->text.data != NULL ? b->text.data : "";
 }
 
-static void base_init(struct xml_base *b, void *ud, XML_StartElementHandler start,
-                      XML_EndElementHandler end)
+void s3__xml_init(struct xml_base *b, void *ud, XML_StartElementHandler start,
+                  XML_EndElementHandler end)
 {
     memset(b, 0, sizeof(*b));
     b->parser = XML_ParserCreate("UTF-8");
@@ -107,7 +91,7 @@ static void base_init(struct xml_base *b, void *ud, XML_StartElementHandler star
     XML_SetEntityDeclHandler(b->parser, on_entity_decl);
 }
 
-static void base_free(struct xml_base *b)
+void s3__xml_free(struct xml_base *b)
 {
     if (b->parser != NULL)
         XML_ParserFree(b->parser);
@@ -116,8 +100,7 @@ static void base_free(struct xml_base *b)
 }
 
 /* Feeds bytes; final marks the end of the document. */
-static int base_feed(struct xml_base *b, const char *data, size_t len, bool final,
-                     struct util_err *err)
+int s3__xml_feed(struct xml_base *b, const char *data, size_t len, bool final, struct util_err *err)
 {
     if (b->error == 0) {
         while (len > 0 || final) {
@@ -145,7 +128,7 @@ static int base_feed(struct xml_base *b, const char *data, size_t len, bool fina
 }
 
 /* Strips the quotes of an ETag into a bounded buffer. */
-static void etag_copy(char *out, size_t size, const char *s)
+void s3__etag_copy(char *out, size_t size, const char *s)
 {
     size_t n = strlen(s);
     if (n >= 2 && s[0] == '"' && s[n - 1] == '"') {
@@ -159,7 +142,7 @@ static void etag_copy(char *out, size_t size, const char *s)
 }
 
 /* "2026-12-02T17:01:27Z" or "2026-12-02T17:01:27.123Z": seconds and nanoseconds. */
-static int parse_time(const char *s, int64_t *sec, uint32_t *nsec)
+int s3__xml_time(const char *s, int64_t *sec, uint32_t *nsec)
 {
     struct util_err e;
     const char *dot = strchr(s, '.');
@@ -207,16 +190,16 @@ static void page_clear(struct s3_list_page *pg)
 static void list_start(void *ud, const XML_Char *name, const XML_Char **attrs)
 {
     struct s3_list_parser *p = ud;
-    if (!base_enter(&p->b, name))
+    if (!s3__xml_enter(&p->b, name))
         return;
     if (p->b.depth == 1) {
         if (strcmp(name, "ListBucketResult") != 0)
-            base_fail(&p->b, "the reply is <%s>, not a ListBucketResult", name);
+            s3__xml_fail(&p->b, "the reply is <%s>, not a ListBucketResult", name);
         p->saw_root = true;
     } else if (p->b.depth == 2 &&
                (strcmp(name, "Contents") == 0 || strcmp(name, "CommonPrefixes") == 0)) {
         if (p->page.n >= XML_MAX_ITEMS) {
-            base_fail(&p->b, "the page holds more keys than the %s asked for", "1,000");
+            s3__xml_fail(&p->b, "the page holds more keys than the %s asked for", "1,000");
             return;
         }
         list_item_reset(p);
@@ -235,13 +218,13 @@ static void list_end(void *ud, const XML_Char *name)
 {
     struct s3_list_parser *p = ud;
     struct xml_base *b = &p->b;
-    const char *t = base_text(b);
+    const char *t = s3__xml_text(b);
     if (b->error != 0)
         return;
     if (b->depth == 3 && p->in_item) {
         if (strcmp(name, "Key") == 0 || strcmp(name, "Prefix") == 0) {
             if (strlen(t) != b->text.len || b->text.len == 0 || b->text.len > S3_MAX_KEY) {
-                base_fail(b, "a listed key is empty, too long or holds a NUL%s", "");
+                s3__xml_fail(b, "a listed key is empty, too long or holds a NUL%s", "");
                 return;
             }
             free((char *)p->cur.key);
@@ -249,24 +232,24 @@ static void list_end(void *ud, const XML_Char *name)
             p->cur_has_key = true;
         } else if (strcmp(name, "Size") == 0) {
             if (parse_u64_field(t, &p->cur.size) != 0)
-                base_fail(b, "a listed size is not a number: \"%.40s\"", t);
+                s3__xml_fail(b, "a listed size is not a number: \"%.40s\"", t);
         } else if (strcmp(name, "LastModified") == 0) {
-            if (parse_time(t, &p->cur.mtime, &p->cur.mtime_ns) != 0)
-                base_fail(b, "a LastModified is not an RFC 3339 time: \"%.40s\"", t);
+            if (s3__xml_time(t, &p->cur.mtime, &p->cur.mtime_ns) != 0)
+                s3__xml_fail(b, "a LastModified is not an RFC 3339 time: \"%.40s\"", t);
         } else if (strcmp(name, "ETag") == 0) {
             char tag[S3_ETAG_MAX];
-            etag_copy(tag, sizeof(tag), t);
+            s3__etag_copy(tag, sizeof(tag), t);
             free((char *)p->cur.etag);
             p->cur.etag = util_strdup(tag);
         }
     } else if (b->depth == 2 && p->in_item) {
         p->in_item = false;
         if (!p->cur_has_key) {
-            base_fail(b, "a <%s> of the listing has no key", name);
+            s3__xml_fail(b, "a <%s> of the listing has no key", name);
             return;
         }
         if (!p->cur.is_prefix && p->cur.mtime < 0) {
-            base_fail(b, "the listed key \"%.200s\" has no LastModified", p->cur.key);
+            s3__xml_fail(b, "the listed key \"%.200s\" has no LastModified", p->cur.key);
             return;
         }
         if (p->cur.etag == NULL)
@@ -283,14 +266,14 @@ static void list_end(void *ud, const XML_Char *name)
             else if (strcmp(t, "false") == 0)
                 p->page.truncated = false;
             else
-                base_fail(b, "IsTruncated is \"%.20s\", not true or false", t);
+                s3__xml_fail(b, "IsTruncated is \"%.20s\", not true or false", t);
         } else if (strcmp(name, "NextContinuationToken") == 0) {
             free(p->page.next_token);
             p->page.next_token = util_strdup(t);
         } else if (strcmp(name, "KeyCount") == 0) {
             uint64_t v;
             if (parse_u64_field(t, &v) != 0 || v > 100000)
-                base_fail(b, "KeyCount is not a count: \"%.20s\"", t);
+                s3__xml_fail(b, "KeyCount is not a count: \"%.20s\"", t);
             p->page.key_count = (unsigned)v;
             p->page.has_key_count = true;
         }
@@ -302,20 +285,20 @@ static void list_end(void *ud, const XML_Char *name)
 struct s3_list_parser *s3_list_parser_new(void)
 {
     struct s3_list_parser *p = util_calloc(1, sizeof(*p));
-    base_init(&p->b, p, list_start, list_end);
+    s3__xml_init(&p->b, p, list_start, list_end);
     return p;
 }
 
 int s3_list_parser_feed(struct s3_list_parser *p, const char *data, size_t len,
                         struct util_err *err)
 {
-    return base_feed(&p->b, data, len, false, err);
+    return s3__xml_feed(&p->b, data, len, false, err);
 }
 
 int s3_list_parser_finish(struct s3_list_parser *p, const struct s3_list_page **page,
                           struct util_err *err)
 {
-    int rc = base_feed(&p->b, "", 0, true, err);
+    int rc = s3__xml_feed(&p->b, "", 0, true, err);
     if (rc != 0)
         return rc;
     if (!p->saw_root)
@@ -338,7 +321,7 @@ void s3_list_parser_free(struct s3_list_parser *p)
         return;
     list_item_reset(p);
     page_clear(&p->page);
-    base_free(&p->b);
+    s3__xml_free(&p->b);
     free(p);
 }
 
@@ -364,11 +347,11 @@ static void delete_entry_reset(struct delete_parser *p)
 static void delete_start(void *ud, const XML_Char *name, const XML_Char **attrs)
 {
     struct delete_parser *p = ud;
-    if (!base_enter(&p->b, name))
+    if (!s3__xml_enter(&p->b, name))
         return;
     if (p->b.depth == 1) {
         if (strcmp(name, "DeleteResult") != 0)
-            base_fail(&p->b, "the reply is <%s>, not a DeleteResult", name);
+            s3__xml_fail(&p->b, "the reply is <%s>, not a DeleteResult", name);
         p->saw_root = true;
     } else if (p->b.depth == 2) {
         delete_entry_reset(p);
@@ -381,7 +364,7 @@ static void delete_end(void *ud, const XML_Char *name)
 {
     struct delete_parser *p = ud;
     struct xml_base *b = &p->b;
-    const char *t = base_text(b);
+    const char *t = s3__xml_text(b);
     if (b->error != 0)
         return;
     if (b->depth == 3 && p->in_entry) {
@@ -391,7 +374,7 @@ static void delete_end(void *ud, const XML_Char *name)
                                                      : NULL;
         if (slot != NULL) {
             if (strlen(t) != b->text.len) {
-                base_fail(b, "a DeleteResult field holds a NUL%s", "");
+                s3__xml_fail(b, "a DeleteResult field holds a NUL%s", "");
                 return;
             }
             free(*slot);
@@ -404,11 +387,11 @@ static void delete_end(void *ud, const XML_Char *name)
                                     .message = p->message != NULL ? p->message : ""};
         p->in_entry = false;
         if (p->key == NULL || p->key[0] == '\0') {
-            base_fail(b, "a <%s> of the DeleteResult names no key", name);
+            s3__xml_fail(b, "a <%s> of the DeleteResult names no key", name);
             return;
         }
         if (!p->deleted && e.code[0] == '\0') {
-            base_fail(b, "an <Error> of the DeleteResult has no Code%s", "");
+            s3__xml_fail(b, "an <Error> of the DeleteResult has no Code%s", "");
             return;
         }
         int rc = p->cb(&e, p->arg);
@@ -428,16 +411,16 @@ int s3_delete_result_parse(const char *data, size_t len, s3_delete_entry_cb cb, 
     struct delete_parser p;
     int rc;
     memset(&p, 0, sizeof(p));
-    base_init(&p.b, &p, delete_start, delete_end);
+    s3__xml_init(&p.b, &p, delete_start, delete_end);
     p.cb = cb;
     p.arg = arg;
-    rc = base_feed(&p.b, data, len, true, err);
+    rc = s3__xml_feed(&p.b, data, len, true, err);
     if (p.stop != 0)
         rc = p.stop;
     else if (rc == 0 && !p.saw_root)
         rc = util_err_set(err, S3_EPROTO, "the DeleteObjects reply is empty");
     delete_entry_reset(&p);
-    base_free(&p.b);
+    s3__xml_free(&p.b);
     return rc;
 }
 
@@ -452,17 +435,17 @@ struct error_parser {
 static void error_start(void *ud, const XML_Char *name, const XML_Char **attrs)
 {
     struct error_parser *p = ud;
-    if (!base_enter(&p->b, name))
+    if (!s3__xml_enter(&p->b, name))
         return;
     if (p->b.depth == 1 && strcmp(name, "Error") != 0)
-        base_fail(&p->b, "the reply is <%s>, not an Error", name);
+        s3__xml_fail(&p->b, "the reply is <%s>, not an Error", name);
 }
 
 static void error_end(void *ud, const XML_Char *name)
 {
     struct error_parser *p = ud;
     struct xml_base *b = &p->b;
-    const char *t = base_text(b);
+    const char *t = s3__xml_text(b);
     if (b->error != 0)
         return;
     if (b->depth == 2) {
@@ -486,9 +469,9 @@ int s3_error_parse(const char *data, size_t len, char *code, size_t code_size, c
     p.message = message;
     p.code_size = code_size;
     p.message_size = message_size;
-    base_init(&p.b, &p, error_start, error_end);
-    rc = base_feed(&p.b, data, len, true, NULL);
-    base_free(&p.b);
+    s3__xml_init(&p.b, &p, error_start, error_end);
+    rc = s3__xml_feed(&p.b, data, len, true, NULL);
+    s3__xml_free(&p.b);
     /* Printable only: the code goes into messages and metrics. */
     for (char *s = code; *s; s++)
         if (*s < ' ' || *s > '~')
@@ -502,7 +485,7 @@ int s3_error_parse(const char *data, size_t len, char *code, size_t code_size, c
 /* ---- the DeleteObjects request ---- */
 
 /* Whether s is a key XML 1.0 can carry (no control characters but tab, LF, CR). */
-static bool xml_can_carry(const char *s)
+bool s3__xml_can_carry(const char *s)
 {
     for (; *s; s++) {
         unsigned char ch = (unsigned char)*s;
@@ -512,7 +495,7 @@ static bool xml_can_carry(const char *s)
     return true;
 }
 
-static void xml_escape(struct util_buf *out, const char *s)
+void s3__xml_escape(struct util_buf *out, const char *s)
 {
     for (; *s; s++) {
         switch (*s) {
@@ -553,13 +536,13 @@ int s3_delete_request_xml(struct util_buf *out, const char *const *keys, size_t 
                        "<Delete xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
     util_buf_puts(out, quiet ? "<Quiet>true</Quiet>" : "<Quiet>false</Quiet>");
     for (size_t i = 0; i < n; i++) {
-        if (!xml_can_carry(keys[i]))
+        if (!s3__xml_can_carry(keys[i]))
             return util_err_set(err, UTIL_EINVAL,
                                 "the key \"%.200s\" holds a control character that "
                                 "DeleteObjects cannot carry",
                                 keys[i]);
         util_buf_puts(out, "<Object><Key>");
-        xml_escape(out, keys[i]);
+        s3__xml_escape(out, keys[i]);
         util_buf_puts(out, "</Key></Object>");
     }
     util_buf_puts(out, "</Delete>");
