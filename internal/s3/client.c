@@ -94,7 +94,8 @@ void s3__op_finish(struct s3_op *op, int error)
     uv_timer_stop(&op->timer);
     if (error == 0)
         op->code[0] = '\0';
-    if (op->kind == OP_PUT) {
+    res.upload_id = op->kind == OP_MPU_CREATE && op->upload_id != NULL ? op->upload_id : "";
+    if (op->kind == OP_PUT || op->kind == OP_MPU_PART || op->kind == OP_MPU_COMPLETE) {
         res.etag = op->put_etag;
     } else if (op->kind == OP_GET || op->kind == OP_HEAD) {
         res.etag = op->get_etag;

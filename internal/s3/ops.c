@@ -26,7 +26,7 @@ void s3__del_fail(struct s3_op *op);
 
 static void md5_hex_of(struct s3_op *op);
 
-static int check_key(const struct s3_client *c, const char *key, struct util_err *err)
+int s3__check_key(const struct s3_client *c, const char *key, struct util_err *err)
 {
     size_t n;
     if (key == NULL || key[0] == '\0')
@@ -38,7 +38,7 @@ static int check_key(const struct s3_client *c, const char *key, struct util_err
     return 0;
 }
 
-static int closing_error(const struct s3_client *c, struct util_err *err)
+int s3__closing_error(const struct s3_client *c, struct util_err *err)
 {
     return c->closing ? util_err_set(err, UTIL_EINVAL, "the S3 client is closing") : 0;
 }
@@ -52,21 +52,18 @@ static void op_start(struct s3_op *op, struct s3_op **out)
 
 /* ---- PUT ---- */
 
-int s3_put(struct s3_client *c, const char *key, const struct s3_body *body,
-           const struct s3_opts *o, s3_done_cb cb, void *arg, struct s3_op **out,
-           struct util_err *err)
+int s3__body_check(const struct s3_body *body, struct util_err *err)
 {
-    struct s3_op *op;
-    int rc;
-    if (out != NULL)
-        *out = NULL;
-    if ((rc = closing_error(c, err)) != 0 || (rc = check_key(c, key, err)) != 0)
-        return rc;
     if (body == NULL || (body->data == NULL && body->read == NULL && body->len > 0))
         return util_err_set(err, UTIL_EINVAL, "a PUT needs a body (a buffer or a reader)");
     if (body->sha256_hex != NULL && strlen(body->sha256_hex) != 64)
         return util_err_set(err, UTIL_EINVAL, "a body's SHA-256 must be 64 hex digits");
-    op = s3__op_new(c, OP_PUT, o, cb, arg);
+    return 0;
+}
+
+void s3__body_take(struct s3_op *op, const struct s3_body *body)
+{
+    struct s3_client *c = op->c;
     op->body = *body;
     op->body.sha256_hex = NULL;
     if (body->sha256_hex != NULL) {
@@ -83,12 +80,28 @@ int s3_put(struct s3_client *c, const char *key, const struct s3_body *body,
         s3_signer_sha256_hex(c->signer, op->body.data, (size_t)op->body.len, op->sha256);
     }
     op->body.content_type = NULL;
+    op->req.content_type = body->content_type; /* borrowed for the op's life, like data */
+}
+
+int s3_put(struct s3_client *c, const char *key, const struct s3_body *body,
+           const struct s3_opts *o, s3_done_cb cb, void *arg, struct s3_op **out,
+           struct util_err *err)
+{
+    struct s3_op *op;
+    int rc;
+    if (out != NULL)
+        *out = NULL;
+    if ((rc = s3__closing_error(c, err)) != 0 || (rc = s3__check_key(c, key, err)) != 0)
+        return rc;
+    if ((rc = s3__body_check(body, err)) != 0)
+        return rc;
+    op = s3__op_new(c, OP_PUT, o, cb, arg);
+    s3__body_take(op, body);
     op->req.method = "PUT";
     op->req.metric = "PUT";
     op->req.key = s3__full_key(c, key);
     op->req.upload = true;
     op->req.if_none_match = op->o.if_none_match;
-    op->req.content_type = body->content_type; /* borrowed for the op's life, like data */
     op_start(op, out);
     return 0;
 }
@@ -199,7 +212,7 @@ int s3_get(struct s3_client *c, const char *key, const struct s3_opts *o, s3_wri
     int rc;
     if (out != NULL)
         *out = NULL;
-    if ((rc = closing_error(c, err)) != 0 || (rc = check_key(c, key, err)) != 0)
+    if ((rc = s3__closing_error(c, err)) != 0 || (rc = s3__check_key(c, key, err)) != 0)
         return rc;
     op = s3__op_new(c, OP_GET, o, cb, arg);
     if (op->o.max_bytes == 0)
@@ -219,7 +232,7 @@ int s3_head(struct s3_client *c, const char *key, const struct s3_opts *o, s3_do
     int rc;
     if (out != NULL)
         *out = NULL;
-    if ((rc = closing_error(c, err)) != 0 || (rc = check_key(c, key, err)) != 0)
+    if ((rc = s3__closing_error(c, err)) != 0 || (rc = s3__check_key(c, key, err)) != 0)
         return rc;
     op = s3__op_new(c, OP_HEAD, o, cb, arg);
     op->req.method = "HEAD";
@@ -356,7 +369,7 @@ int s3_delete(struct s3_client *c, const char *key, const struct s3_opts *o, s3_
     int rc;
     if (out != NULL)
         *out = NULL;
-    if ((rc = closing_error(c, err)) != 0 || (rc = check_key(c, key, err)) != 0)
+    if ((rc = s3__closing_error(c, err)) != 0 || (rc = s3__check_key(c, key, err)) != 0)
         return rc;
     op = s3__op_new(c, OP_DELETE, o, cb, arg);
     op->req.method = "DELETE";
@@ -373,7 +386,7 @@ int s3_create_bucket(struct s3_client *c, const struct s3_opts *o, s3_done_cb cb
     int rc;
     if (out != NULL)
         *out = NULL;
-    if ((rc = closing_error(c, err)) != 0)
+    if ((rc = s3__closing_error(c, err)) != 0)
         return rc;
     op = s3__op_new(c, OP_CREATE_BUCKET, o, cb, arg);
     op->req.method = "PUT";
@@ -422,6 +435,8 @@ static void simple_complete(struct s3_op *op)
 
 int s3__op_prepare(struct s3_op *op)
 {
+    if (s3__is_mpu_kind(op->kind))
+        return s3__mpu_prepare(op);
     switch (op->kind) {
     case OP_GET:
         return get_prepare(op);
@@ -436,6 +451,8 @@ int s3__op_prepare(struct s3_op *op)
 
 size_t s3__op_write(struct s3_op *op, const char *data, size_t len)
 {
+    if (s3__is_mpu_kind(op->kind))
+        return s3__mpu_write(op, data, len);
     switch (op->kind) {
     case OP_GET:
         return get_write(op, data, len);
@@ -457,6 +474,10 @@ size_t s3__op_write(struct s3_op *op, const char *data, size_t len)
 
 void s3__op_complete(struct s3_op *op)
 {
+    if (s3__is_mpu_kind(op->kind)) {
+        s3__mpu_complete(op);
+        return;
+    }
     switch (op->kind) {
     case OP_PUT:
         put_complete(op);
@@ -483,6 +504,8 @@ void s3__op_free_kind(struct s3_op *op)
         s3__list_free(op);
     if (op->kind == OP_DELETE_OBJECTS)
         s3__del_free(op);
+    if (s3__is_mpu_kind(op->kind))
+        s3__mpu_free(op);
     free(op->post);
     op->post = NULL;
 }

@@ -11,10 +11,12 @@
  *                     whenever the body is known first; only a streamed body whose
  *                     hash the caller does not supply is sent as UNSIGNED-PAYLOAD.
  *   s3_backoff_delay, s3_retryable  the retry policy, pure.
- *   s3_list_parser_*, s3_delete_parser_*, s3_error_parse  the XML replies, through
+ *   s3_list_parser_*, s3_delete_parser_*, s3_mpu_parser_*, s3_uploads_parser_*,
+ *   s3_error_parse    the XML replies, through
  *                     expat, streamed: a page is parsed as its bytes arrive.
- *   s3_client_*, s3_put/get/head/delete/list/delete_objects/create_bucket  the
- *                     operations, asynchronous, one callback per operation.
+ *   s3_client_*, s3_put/get/head/delete/list/delete_objects/create_bucket,
+ *   s3_multipart_*, s3_list_uploads  the operations, asynchronous, one callback per
+ *                     operation.
  *   s3_sync_*         the same operations run to completion on a private loop.
  *
  * Addressing: path style ("https://host:port/bucket/key"), which AWS, MinIO, Ceph RGW
@@ -57,9 +59,30 @@
  * retries, is reported through the per-key callback with its code and message, never
  * dropped. A reply naming a key that was not asked for is a protocol error.
  *
+ * Multipart uploads: s3_multipart_create, _put (UploadPart), _complete and _abort are
+ * one request each (retried as above); the caller sequences them and keeps the parts'
+ * ETags. Create, UploadPart and Abort are safe to repeat. Abort takes 404 NoSuchUpload
+ * as success. Complete's parts are checked first (1..10,000 parts, numbers ascending
+ * within 1..10,000, non-empty ETags), UTIL_EINVAL before any request. A Complete
+ * answered 200 with an <Error> document is that error (retried when its code is one of
+ * the retryable ones). A Complete whose earlier attempt may have landed (its reply was
+ * lost, or was a 5xx) and whose retry then meets 404 NoSuchUpload is checked with a
+ * HEAD of the key: when the object there has the ETag these parts make (the MD5 of
+ * their MD5s and "-N", s3_multipart_etag; when a part's ETag is not an MD5, any
+ * multipart ETag "...-N" with N the number of parts), the Complete succeeded;
+ * otherwise the 404 stands (S3_ENOTFOUND). Some servers (versitygw) answer a repeated
+ * Complete of a completed upload with 200 and its ETag themselves.
+ * ListMultipartUploads reads 1,000 uploads a page, following NextKeyMarker and
+ * NextUploadIdMarker; like a listing, a page is delivered only once read whole and
+ * checked (keys inside the prefix, never descending, a truncated page names its
+ * markers and they move on). A stale upload that was never completed costs storage
+ * until aborted: `lode gc` aborts those (docs/storage-s3.md).
+ *
  * Costs: an operation holds its key, headers and signature (a few hundred bytes), a
  * GET into memory the object (bounded by max_bytes), a listing one page, a
- * DeleteObjects batch its keys and the request XML (about 60 bytes a key). A signed PUT
+ * DeleteObjects batch its keys and the request XML (about 60 bytes a key), a Complete
+ * its request XML (about 80 bytes a part, 800 KB for 10,000 parts), a listing of
+ * uploads one page (about 300 bytes an upload). A signed PUT or UploadPart
  * of a buffer hashes it once with SHA-256 (about 1.4 GB/s here) and once with MD5 when
  * it is conditional. One operation runs one HTTP request at a time; run several
  * operations for parallelism. A GET's transfer reads into a 256 KiB buffer and a PUT of
@@ -299,6 +322,8 @@ struct s3_result {
     /* GET without a sink: the bytes (borrowed). */
     const char *body;
     size_t body_len;
+    /* CreateMultipartUpload: the new upload's id (borrowed); "" for every other kind. */
+    const char *upload_id;
 };
 
 typedef void (*s3_done_cb)(const struct s3_result *res, void *arg);
@@ -401,6 +426,104 @@ int s3_probe(struct s3_client *c, const struct s3_opts *o, s3_done_cb cb, void *
 /* Cancels an operation: its callbacks will not be called. Safe from any callback. */
 void s3_op_cancel(struct s3_op *op);
 
+/* ---- multipart uploads (see the note above) ---- */
+
+#define S3_PART_MIN     (5u << 20) /* every part but the last: S3's minimum */
+#define S3_PARTS_MAX    10000
+#define S3_UPLOADS_PAGE 1000 /* uploads a ListMultipartUploads page asks for */
+
+struct s3_part {
+    unsigned number;        /* 1..S3_PARTS_MAX, ascending in a complete */
+    char etag[S3_ETAG_MAX]; /* as UploadPart returned it, without quotes */
+};
+/* CreateMultipartUpload: on success res->upload_id (borrowed for the callback). */
+int s3_multipart_create(struct s3_client *c, const char *key, const struct s3_opts *o,
+                        s3_done_cb cb, void *arg, struct s3_op **out, struct util_err *err);
+/* UploadPart: body as for s3_put (paced like every upload; signed when sha256 given); on
+ * success res->etag. */
+int s3_multipart_put(struct s3_client *c, const char *key, const char *upload_id, unsigned number,
+                     const struct s3_body *body, const struct s3_opts *o, s3_done_cb cb, void *arg,
+                     struct s3_op **out, struct util_err *err);
+/* CompleteMultipartUpload with parts (copied); res->etag is the object's. A 200 reply that
+ * carries <Error> is an error. */
+int s3_multipart_complete(struct s3_client *c, const char *key, const char *upload_id,
+                          const struct s3_part *parts, size_t n, const struct s3_opts *o,
+                          s3_done_cb cb, void *arg, struct s3_op **out, struct util_err *err);
+/* AbortMultipartUpload; NoSuchUpload (404) counts as success (already gone). */
+int s3_multipart_abort(struct s3_client *c, const char *key, const char *upload_id,
+                       const struct s3_opts *o, s3_done_cb cb, void *arg, struct s3_op **out,
+                       struct util_err *err);
+/* ListMultipartUploads under prefix (relative), all pages (key-marker/upload-id-marker);
+ * keys given relative like s3_list; non-zero from each stops (S3_ECANCELED). */
+struct s3_upload {
+    const char *key;
+    const char *upload_id;
+    int64_t initiated; /* seconds, or -1 when the server sent none */
+};
+typedef int (*s3_upload_cb)(const struct s3_upload *u, void *arg);
+int s3_list_uploads(struct s3_client *c, const char *prefix, const struct s3_opts *o,
+                    s3_upload_cb each, s3_done_cb done, void *arg, struct s3_op **out,
+                    struct util_err *err);
+
+/*
+ * The multipart XML (pure, incremental; the fuzz targets' entry points). One parser
+ * reads the reply of CreateMultipartUpload (InitiateMultipartUploadResult) or of
+ * CompleteMultipartUpload (CompleteMultipartUploadResult); either may instead be an
+ * <Error> document sent with status 200, which sets error, code and message. Whitespace
+ * before the document (S3 sends some to keep a long Complete's connection open) is
+ * skipped.
+ */
+enum s3_mpu_reply_kind { S3_MPU_INITIATE, S3_MPU_COMPLETE };
+struct s3_mpu_reply {
+    const char *key;            /* Key as the server sent it, or "" */
+    const char *upload_id;      /* Initiate: UploadId, never "" unless error */
+    const char *etag;           /* Complete: the object's ETag without quotes, or "" */
+    bool error;                 /* the document is an <Error> */
+    const char *code, *message; /* of the <Error>, else "" */
+};
+struct s3_mpu_parser; /* opaque */
+struct s3_mpu_parser *s3_mpu_parser_new(enum s3_mpu_reply_kind kind);
+int s3_mpu_parser_feed(struct s3_mpu_parser *p, const char *data, size_t len, struct util_err *err);
+/* Ends the document and checks it; reply is valid until the parser is freed. */
+int s3_mpu_parser_finish(struct s3_mpu_parser *p, const struct s3_mpu_reply **reply,
+                         struct util_err *err);
+void s3_mpu_parser_free(struct s3_mpu_parser *p);
+
+/* One page of ListMultipartUploadsResult: uploads in the order received. */
+struct s3_uploads_page {
+    struct s3_upload *uploads; /* owned, n of them (strings owned by the parser) */
+    size_t n, cap;
+    bool truncated;
+    char *next_key_marker;       /* NextKeyMarker, or NULL */
+    char *next_upload_id_marker; /* NextUploadIdMarker, or NULL */
+};
+struct s3_uploads_parser; /* opaque */
+struct s3_uploads_parser *s3_uploads_parser_new(void);
+int s3_uploads_parser_feed(struct s3_uploads_parser *p, const char *data, size_t len,
+                           struct util_err *err);
+/* Checks the page (a truncated page must name its next key marker). */
+int s3_uploads_parser_finish(struct s3_uploads_parser *p, const struct s3_uploads_page **page,
+                             struct util_err *err);
+void s3_uploads_parser_free(struct s3_uploads_parser *p);
+
+/*
+ * Checks parts for a complete (1..S3_PARTS_MAX parts, numbers ascending within
+ * 1..S3_PARTS_MAX, ETags non-empty, NUL-terminated and free of control characters):
+ * 0 or UTIL_EINVAL naming the first bad part (pure).
+ */
+int s3_parts_check(const struct s3_part *parts, size_t n, struct util_err *err);
+/*
+ * The ETag S3 gives the object a Complete of parts makes: hex MD5 of the parts' binary
+ * MD5s, "-", the number of parts ("9b2cf5...-2"), into out (40 bytes or more). False
+ * when a part's ETag is not an MD5 (parts encrypted with KMS): the ETag is then not
+ * known in advance (pure).
+ */
+bool s3_multipart_etag(const struct s3_part *parts, size_t n, char *out, size_t size);
+/* Builds a CompleteMultipartUpload request body (ETags quoted and XML-escaped) after
+ * s3_parts_check(). */
+int s3_complete_request_xml(struct util_buf *out, const struct s3_part *parts, size_t n,
+                            struct util_err *err);
+
 /* ---- synchronous wrappers (a private loop; for the lode commands) ---- */
 
 struct s3_sync; /* opaque */
@@ -438,5 +561,18 @@ int s3_sync_delete_objects(struct s3_sync *s, const char *const *keys, size_t n,
                            const struct s3_opts *o, s3_deleted_cb each, void *arg,
                            struct s3_info *info, struct util_err *err);
 int s3_sync_create_bucket(struct s3_sync *s, struct util_err *err);
+/* Multipart: *upload_id is owned by the caller; part is filled with number and ETag. */
+int s3_sync_multipart_create(struct s3_sync *s, const char *key, char **upload_id,
+                             struct s3_info *info, struct util_err *err);
+int s3_sync_multipart_put(struct s3_sync *s, const char *key, const char *upload_id,
+                          unsigned number, const struct s3_body *body, struct s3_part *part,
+                          struct s3_info *info, struct util_err *err);
+int s3_sync_multipart_complete(struct s3_sync *s, const char *key, const char *upload_id,
+                               const struct s3_part *parts, size_t n, struct s3_info *info,
+                               struct util_err *err);
+int s3_sync_multipart_abort(struct s3_sync *s, const char *key, const char *upload_id,
+                            struct util_err *err);
+int s3_sync_list_uploads(struct s3_sync *s, const char *prefix, s3_upload_cb each, void *arg,
+                         struct util_err *err);
 
 #endif

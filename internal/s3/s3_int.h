@@ -6,7 +6,8 @@
  * done, next step (another page, another batch, the HEAD check), or retry after a
  * backoff on the op's timer. client.c holds the life of ops and of the client
  * (creating, finishing, retrying, closing); request.c one attempt (building, signing
- * and sending it, reading and classifying its reply); ops.c and batch.c the kinds.
+ * and sending it, reading and classifying its reply); ops.c, batch.c and multipart.c
+ * the kinds.
  */
 #ifndef LODE_S3_INT_H
 #define LODE_S3_INT_H
@@ -17,7 +18,20 @@
 
 #include "http/http.h"
 
-enum s3_kind { OP_PUT, OP_GET, OP_HEAD, OP_DELETE, OP_LIST, OP_DELETE_OBJECTS, OP_CREATE_BUCKET };
+enum s3_kind {
+    OP_PUT,
+    OP_GET,
+    OP_HEAD,
+    OP_DELETE,
+    OP_LIST,
+    OP_DELETE_OBJECTS,
+    OP_CREATE_BUCKET,
+    OP_MPU_CREATE,
+    OP_MPU_PART,
+    OP_MPU_COMPLETE,
+    OP_MPU_ABORT,
+    OP_LIST_UPLOADS
+};
 
 #define OP_MAX_PARAMS       6
 #define OP_MAX_ERRBODY      (64u << 10)
@@ -125,6 +139,17 @@ struct s3_op {
     char *post; /* the request XML */
     size_t post_len;
     bool batch_bad; /* the reply named a key not asked for */
+
+    /* multipart (multipart.c); the Complete's XML is post, its may-have-landed flag
+     * may_have_landed, its object's ETag put_etag, the ETag its parts make (or "")
+     * get_etag; a listing of uploads uses prefix,
+     * last_key and stopped as LIST does */
+    char *upload_id; /* Create: the reply's; the others: the one given */
+    struct s3_mpu_parser *mp;
+    struct s3_uploads_parser *up;
+    s3_upload_cb each_upload;
+    char *key_marker, *id_marker; /* the next page's markers, or NULL */
+    size_t n_parts;
 };
 
 #define S3_EASY_IDLE_MAX 16 /* easy handles kept for later attempts */
@@ -184,5 +209,19 @@ size_t s3__op_write(struct s3_op *op, const char *data, size_t len);
 void s3__op_free_kind(struct s3_op *op);
 /* Reports what the op could not do before it ends with an error (DeleteObjects keys). */
 void s3__op_fail_kind(struct s3_op *op);
+/* Checks for every operation on a key: the client is open, the key non-empty and short
+ * enough. */
+int s3__check_key(const struct s3_client *c, const char *key, struct util_err *err);
+int s3__closing_error(const struct s3_client *c, struct util_err *err);
+/* A PUT body: checked (before the op exists), then copied into the op (SHA-256 taken). */
+int s3__body_check(const struct s3_body *body, struct util_err *err);
+void s3__body_take(struct s3_op *op, const struct s3_body *body);
+
+/* multipart.c: the multipart kinds' hooks */
+int s3__mpu_prepare(struct s3_op *op);
+size_t s3__mpu_write(struct s3_op *op, const char *data, size_t len);
+void s3__mpu_complete(struct s3_op *op);
+void s3__mpu_free(struct s3_op *op);
+bool s3__is_mpu_kind(enum s3_kind kind);
 
 #endif

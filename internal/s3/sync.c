@@ -26,6 +26,9 @@ struct sync_wait {
     s3_list_cb each;
     s3_deleted_cb deleted;
     s3_write_cb sink;
+    s3_upload_cb each_upload;
+    char **upload_id;
+    struct s3_part *part;
     void *arg;
 };
 
@@ -94,6 +97,10 @@ static void on_done(const struct s3_result *res, void *arg)
     }
     if (res->error != 0)
         util_err_set(w->err, res->error, "%s", res->message);
+    if (res->error == 0 && w->upload_id != NULL)
+        *w->upload_id = util_strdup(res->upload_id);
+    if (res->error == 0 && w->part != NULL)
+        snprintf(w->part->etag, sizeof(w->part->etag), "%s", res->etag);
     if (res->error == 0 && w->data != NULL) {
         *w->data = util_malloc(res->body_len + 1);
         memcpy(*w->data, res->body, res->body_len);
@@ -199,4 +206,57 @@ int s3_sync_create_bucket(struct s3_sync *s, struct util_err *err)
 {
     struct sync_wait w = {.err = err};
     return sync_run(s, &w, s3_create_bucket(s->c, NULL, on_done, &w, NULL, err));
+}
+
+/* ---- multipart ---- */
+
+int s3_sync_multipart_create(struct s3_sync *s, const char *key, char **upload_id,
+                             struct s3_info *info, struct util_err *err)
+{
+    struct sync_wait w = {.info = info, .err = err, .upload_id = upload_id};
+    info_init(info);
+    *upload_id = NULL;
+    return sync_run(s, &w, s3_multipart_create(s->c, key, NULL, on_done, &w, NULL, err));
+}
+
+int s3_sync_multipart_put(struct s3_sync *s, const char *key, const char *upload_id,
+                          unsigned number, const struct s3_body *body, struct s3_part *part,
+                          struct s3_info *info, struct util_err *err)
+{
+    struct sync_wait w = {.info = info, .err = err, .part = part};
+    info_init(info);
+    memset(part, 0, sizeof(*part));
+    part->number = number;
+    return sync_run(
+        s, &w, s3_multipart_put(s->c, key, upload_id, number, body, NULL, on_done, &w, NULL, err));
+}
+
+int s3_sync_multipart_complete(struct s3_sync *s, const char *key, const char *upload_id,
+                               const struct s3_part *parts, size_t n, struct s3_info *info,
+                               struct util_err *err)
+{
+    struct sync_wait w = {.info = info, .err = err};
+    info_init(info);
+    return sync_run(
+        s, &w, s3_multipart_complete(s->c, key, upload_id, parts, n, NULL, on_done, &w, NULL, err));
+}
+
+int s3_sync_multipart_abort(struct s3_sync *s, const char *key, const char *upload_id,
+                            struct util_err *err)
+{
+    struct sync_wait w = {.err = err};
+    return sync_run(s, &w, s3_multipart_abort(s->c, key, upload_id, NULL, on_done, &w, NULL, err));
+}
+
+static int on_upload(const struct s3_upload *u, void *arg)
+{
+    struct sync_wait *w = arg;
+    return w->each_upload != NULL ? w->each_upload(u, w->arg) : 0;
+}
+
+int s3_sync_list_uploads(struct s3_sync *s, const char *prefix, s3_upload_cb each, void *arg,
+                         struct util_err *err)
+{
+    struct sync_wait w = {.err = err, .each_upload = each, .arg = arg};
+    return sync_run(s, &w, s3_list_uploads(s->c, prefix, NULL, on_upload, on_done, &w, NULL, err));
 }

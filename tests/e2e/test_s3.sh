@@ -27,7 +27,7 @@ flags=(-D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -I"$root/internal" -std=c17 -
 	-Werror -Wno-unused-parameter -Wno-format-truncation -g -O1)
 # shellcheck disable=SC2046
 if cc "${flags[@]}" -fsanitize=address,undefined -fno-sanitize-recover=all -o "$out/s3_e2e" \
-	"$here/s3/s3_e2e.c" "$root"/internal/s3/*.c "$root"/internal/http/*.c "$root"/internal/util/*.c \
+	"$here/s3/s3_e2e.c" "$here/s3/s3_e2e_mpu.c" "$root"/internal/s3/*.c "$root"/internal/http/*.c "$root"/internal/util/*.c \
 	$(pkg-config --cflags --libs libuv libcurl openssl expat) -lm 2>"$T_TMP/cc.log" &&
 	env_build_tool faultproxy 2>>"$T_TMP/cc.log"; then
 	pass "build s3_e2e and faultproxy"

@@ -12,26 +12,13 @@
 
 #include <curl/curl.h>
 
+#include "e2e.h"
 #include "http/http.h"
 #include "s3/s3.h"
 
-static int passed, failed;
+int passed, failed;
 
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (cond) {                                                                                \
-            passed++;                                                                              \
-            printf("ok   ");                                                                       \
-        } else {                                                                                   \
-            failed++;                                                                              \
-            printf("FAIL ");                                                                       \
-        }                                                                                          \
-        printf(__VA_ARGS__);                                                                       \
-        printf("\n");                                                                              \
-        fflush(stdout);                                                                            \
-    } while (0)
-
-static char run_id[16];
+char run_id[16];
 static const char *proxy_port;
 
 static const char *env(const char *name)
@@ -59,7 +46,7 @@ static int make_cfg(struct s3_config *cfg, const char *endpoint, const char *buc
     return rc;
 }
 
-static struct s3_sync *open_direct(const char *prefix, const struct s3_client_opts *o)
+struct s3_sync *open_direct(const char *prefix, const struct s3_client_opts *o)
 {
     struct s3_config cfg;
     struct util_err err;
@@ -73,7 +60,7 @@ static struct s3_sync *open_direct(const char *prefix, const struct s3_client_op
     return s;
 }
 
-static struct s3_sync *open_proxy(const char *prefix, const struct s3_client_opts *o)
+struct s3_sync *open_proxy(const char *prefix, const struct s3_client_opts *o)
 {
     struct s3_config cfg;
     struct util_err err;
@@ -97,7 +84,7 @@ static size_t to_buf(char *p, size_t s, size_t n, void *ud)
     return s * n;
 }
 
-static long proxy(const char *cmd)
+long proxy(const char *cmd)
 {
     struct util_buf b;
     char *url = util_asprintf("http://127.0.0.1:%s/__fault/%s", proxy_port, cmd);
@@ -126,17 +113,12 @@ static int put_str(struct s3_sync *s, const char *key, const char *data, bool co
     return s3_sync_put(s, key, &b, &o, info, err);
 }
 
-struct pattern {
-    uint64_t len;
-    unsigned seed;
-};
-
-static unsigned char pattern_byte(const struct pattern *p, uint64_t i)
+unsigned char pattern_byte(const struct pattern *p, uint64_t i)
 {
     return (unsigned char)((i * 2654435761u + p->seed) >> 7);
 }
 
-static ssize_t read_pattern(uint64_t off, char *buf, size_t len, void *arg)
+ssize_t read_pattern(uint64_t off, char *buf, size_t len, void *arg)
 {
     const struct pattern *p = arg;
     for (size_t i = 0; i < len; i++)
@@ -144,13 +126,7 @@ static ssize_t read_pattern(uint64_t off, char *buf, size_t len, void *arg)
     return (ssize_t)len;
 }
 
-struct sink_check {
-    const struct pattern *p;
-    uint64_t pos;
-    bool bad;
-};
-
-static int sink_pattern(const char *data, size_t len, void *arg)
+int sink_pattern(const char *data, size_t len, void *arg)
 {
     struct sink_check *c = arg;
     for (size_t i = 0; i < len; i++)
@@ -813,6 +789,10 @@ int main(int argc, char **argv)
         test_errors();
     if (strstr("faults", only) != NULL)
         test_faults();
+    if (strstr("multipart", only) != NULL)
+        test_multipart();
+    if (strstr("multipart-faults", only) != NULL)
+        test_multipart_faults();
     curl_global_cleanup();
     printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;

@@ -1,0 +1,537 @@
+/*
+ * The multipart kinds: CreateMultipartUpload, UploadPart, CompleteMultipartUpload
+ * (with its HEAD check), AbortMultipartUpload and ListMultipartUploads page by page.
+ * The rules they keep are in s3.h's note; sending and retrying are client.c's and
+ * request.c's.
+ */
+#include "s3/s3_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <openssl/evp.h>
+
+bool s3__is_mpu_kind(enum s3_kind kind)
+{
+    return kind == OP_MPU_CREATE || kind == OP_MPU_PART || kind == OP_MPU_COMPLETE ||
+           kind == OP_MPU_ABORT || kind == OP_LIST_UPLOADS;
+}
+
+static int check_upload_id(const char *upload_id, struct util_err *err)
+{
+    if (upload_id == NULL || upload_id[0] == '\0')
+        return util_err_set(err, UTIL_EINVAL, "a multipart upload id is empty");
+    if (strlen(upload_id) > S3_MAX_KEY)
+        return util_err_set(err, UTIL_EINVAL, "a multipart upload id is longer than %d bytes",
+                            S3_MAX_KEY);
+    return 0;
+}
+
+/* The start every kind on a key shares: checks, a new op for key with its upload id. */
+static int mpu_begin(struct s3_client *c, enum s3_kind kind, const char *key, const char *upload_id,
+                     const struct s3_opts *o, s3_done_cb cb, void *arg, struct s3_op **out,
+                     struct s3_op **op, struct util_err *err)
+{
+    int rc;
+    if (out != NULL)
+        *out = NULL;
+    if ((rc = s3__closing_error(c, err)) != 0 || (rc = s3__check_key(c, key, err)) != 0)
+        return rc;
+    if (kind != OP_MPU_CREATE && (rc = check_upload_id(upload_id, err)) != 0)
+        return rc;
+    *op = s3__op_new(c, kind, o, cb, arg);
+    (*op)->req.key = s3__full_key(c, key);
+    if (upload_id != NULL)
+        (*op)->upload_id = util_strdup(upload_id);
+    return 0;
+}
+
+static void mpu_start(struct s3_op *op, struct s3_op **out)
+{
+    if (out != NULL)
+        *out = op;
+    s3__op_send(op);
+}
+
+int s3_multipart_create(struct s3_client *c, const char *key, const struct s3_opts *o,
+                        s3_done_cb cb, void *arg, struct s3_op **out, struct util_err *err)
+{
+    struct s3_op *op;
+    int rc = mpu_begin(c, OP_MPU_CREATE, key, NULL, o, cb, arg, out, &op, err);
+    if (rc != 0)
+        return rc;
+    op->req.method = "POST";
+    op->req.metric = "CREATE_MULTIPART";
+    op->req.post_data = "";
+    op->req.post_len = 0;
+    mpu_start(op, out);
+    return 0;
+}
+
+int s3_multipart_put(struct s3_client *c, const char *key, const char *upload_id, unsigned number,
+                     const struct s3_body *body, const struct s3_opts *o, s3_done_cb cb, void *arg,
+                     struct s3_op **out, struct util_err *err)
+{
+    struct s3_op *op;
+    char num[16];
+    int rc;
+    if (out != NULL)
+        *out = NULL;
+    if (number < 1 || number > S3_PARTS_MAX)
+        return util_err_set(err, UTIL_EINVAL, "part number %u is outside 1..%d", number,
+                            S3_PARTS_MAX);
+    if ((rc = s3__body_check(body, err)) != 0)
+        return rc;
+    if ((rc = mpu_begin(c, OP_MPU_PART, key, upload_id, o, cb, arg, out, &op, err)) != 0)
+        return rc;
+    s3__body_take(op, body);
+    snprintf(num, sizeof(num), "%u", number);
+    s3__op_param(op, "partNumber", num);
+    s3__op_param(op, "uploadId", upload_id);
+    op->req.method = "PUT";
+    op->req.metric = "UPLOAD_PART";
+    op->req.upload = true;
+    mpu_start(op, out);
+    return 0;
+}
+
+int s3_multipart_complete(struct s3_client *c, const char *key, const char *upload_id,
+                          const struct s3_part *parts, size_t n, const struct s3_opts *o,
+                          s3_done_cb cb, void *arg, struct s3_op **out, struct util_err *err)
+{
+    struct s3_op *op;
+    struct util_buf xml;
+    int rc;
+    if (out != NULL)
+        *out = NULL;
+    util_buf_init(&xml);
+    if ((rc = s3_complete_request_xml(&xml, parts, n, err)) != 0) {
+        util_buf_free(&xml);
+        return rc;
+    }
+    if ((rc = mpu_begin(c, OP_MPU_COMPLETE, key, upload_id, o, cb, arg, out, &op, err)) != 0) {
+        util_buf_free(&xml);
+        return rc;
+    }
+    op->n_parts = n;
+    /* What the object's ETag will be, for the HEAD check. */
+    if (!s3_multipart_etag(parts, n, op->get_etag, sizeof(op->get_etag)))
+        op->get_etag[0] = '\0';
+    op->post_len = xml.len;
+    op->post = util_buf_steal(&xml);
+    util_buf_free(&xml);
+    s3__op_param(op, "uploadId", upload_id);
+    op->req.method = "POST";
+    op->req.metric = "COMPLETE_MULTIPART";
+    op->req.post_data = op->post;
+    op->req.post_len = op->post_len;
+    op->req.content_type = "application/xml";
+    mpu_start(op, out);
+    return 0;
+}
+
+int s3_multipart_abort(struct s3_client *c, const char *key, const char *upload_id,
+                       const struct s3_opts *o, s3_done_cb cb, void *arg, struct s3_op **out,
+                       struct util_err *err)
+{
+    struct s3_op *op;
+    int rc = mpu_begin(c, OP_MPU_ABORT, key, upload_id, o, cb, arg, out, &op, err);
+    if (rc != 0)
+        return rc;
+    s3__op_param(op, "uploadId", upload_id);
+    op->req.method = "DELETE";
+    op->req.metric = "ABORT_MULTIPART";
+    mpu_start(op, out);
+    return 0;
+}
+
+int s3_list_uploads(struct s3_client *c, const char *prefix, const struct s3_opts *o,
+                    s3_upload_cb each, s3_done_cb done, void *arg, struct s3_op **out,
+                    struct util_err *err)
+{
+    struct s3_op *op;
+    int rc;
+    if (out != NULL)
+        *out = NULL;
+    if ((rc = s3__closing_error(c, err)) != 0)
+        return rc;
+    if (prefix == NULL)
+        prefix = "";
+    if (strlen(c->cfg.prefix) + strlen(prefix) > S3_MAX_KEY)
+        return util_err_set(err, UTIL_EINVAL, "a listing prefix is longer than a key may be");
+    op = s3__op_new(c, OP_LIST_UPLOADS, o, done, arg);
+    op->each_upload = each;
+    op->prefix = s3__full_key(c, prefix);
+    op->req.method = "GET";
+    op->req.metric = "LIST_UPLOADS";
+    mpu_start(op, out);
+    return 0;
+}
+
+/* ---- hooks ---- */
+
+int s3__mpu_prepare(struct s3_op *op)
+{
+    if (op->req.head)
+        return 0; /* the Complete's HEAD check */
+    if (op->kind == OP_MPU_CREATE || op->kind == OP_MPU_COMPLETE) {
+        s3_mpu_parser_free(op->mp);
+        op->mp = s3_mpu_parser_new(op->kind == OP_MPU_CREATE ? S3_MPU_INITIATE : S3_MPU_COMPLETE);
+        if (op->kind == OP_MPU_CREATE) {
+            s3__op_clear_params(op);
+            s3__op_param(op, "uploads", "");
+        }
+    } else if (op->kind == OP_LIST_UPLOADS) {
+        s3_uploads_parser_free(op->up);
+        op->up = s3_uploads_parser_new();
+        s3__op_clear_params(op);
+        s3__op_param(op, "uploads", "");
+        s3__op_param(op, "max-uploads", "1000");
+        s3__op_param(op, "prefix", op->prefix);
+        if (op->key_marker != NULL) {
+            s3__op_param(op, "key-marker", op->key_marker);
+            if (op->id_marker != NULL && op->id_marker[0] != '\0')
+                s3__op_param(op, "upload-id-marker", op->id_marker);
+        }
+    }
+    return 0;
+}
+
+size_t s3__mpu_write(struct s3_op *op, const char *data, size_t len)
+{
+    struct util_err err;
+    int rc = 0;
+    if (op->error != 0)
+        return len; /* already broken: read the rest, then decide */
+    if (op->mp != NULL && (op->kind == OP_MPU_CREATE || op->kind == OP_MPU_COMPLETE))
+        rc = s3_mpu_parser_feed(op->mp, data, len, &err);
+    else if (op->up != NULL && op->kind == OP_LIST_UPLOADS)
+        rc = s3_uploads_parser_feed(op->up, data, len, &err);
+    if (rc != 0)
+        s3__op_error(op, S3_EPROTO, "%s s3://%s/%s: %s", op->req.metric, op->c->cfg.bucket,
+                     op->kind == OP_LIST_UPLOADS ? op->prefix : op->req.key, err.msg);
+    return len;
+}
+
+/* A reply read whole but not understood: retried like a broken reply, within the budget. */
+static void bad_reply(struct s3_op *op)
+{
+    op->transport_error = true;
+    op->status = 0;
+    s3__op_retry_or_fail(op);
+}
+
+/*
+ * The 2xx reply of a Create or Complete: the parsed document, or NULL after reporting
+ * the op (retried or finished). A 200 carrying <Error> is that error.
+ */
+static const struct s3_mpu_reply *mpu_reply(struct s3_op *op)
+{
+    const struct s3_mpu_reply *r = NULL;
+    struct util_err err;
+    if (op->error == 0 && s3_mpu_parser_finish(op->mp, &r, &err) != 0)
+        s3__op_error(op, S3_EPROTO, "%s s3://%s/%s: %s", op->req.metric, op->c->cfg.bucket,
+                     op->req.key, err.msg);
+    if (op->error != 0) {
+        if (op->kind == OP_MPU_COMPLETE)
+            op->may_have_landed = true; /* a 200 we cannot read may well be a success */
+        bad_reply(op);
+        return NULL;
+    }
+    if (r->error) {
+        snprintf(op->code, sizeof(op->code), "%s", r->code);
+        s3__op_error(op, S3_EHTTP, "%s s3://%s/%s: HTTP %ld with an error: %s%s%s", op->req.metric,
+                     op->c->cfg.bucket, op->req.key, op->status, r->code, r->message[0] ? ": " : "",
+                     r->message);
+        if (s3_retryable(0, r->code, false)) {
+            if (op->kind == OP_MPU_COMPLETE)
+                op->may_have_landed = true;
+            op->transport_error = true; /* retried although the status was 200 */
+        }
+        s3__op_retry_or_fail(op);
+        return NULL;
+    }
+    return r;
+}
+
+static int hex_value(char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+bool s3_multipart_etag(const struct s3_part *parts, size_t n, char *out, size_t size)
+{
+    static const char digits[] = "0123456789abcdef";
+    EVP_MD_CTX *ctx;
+    unsigned char md[16];
+    unsigned int mdn = 0;
+    bool ok = n > 0 && size >= 40;
+    if (!ok)
+        return false;
+    ctx = EVP_MD_CTX_new();
+    if (ctx == NULL || EVP_DigestInit_ex(ctx, EVP_md5(), NULL) != 1) {
+        EVP_MD_CTX_free(ctx);
+        return false;
+    }
+    for (size_t i = 0; i < n && ok; i++) {
+        unsigned char bin[16];
+        if (strlen(parts[i].etag) != 32) {
+            ok = false;
+            break;
+        }
+        for (int j = 0; j < 16 && ok; j++) {
+            int hi = hex_value(parts[i].etag[2 * j]), lo = hex_value(parts[i].etag[2 * j + 1]);
+            ok = hi >= 0 && lo >= 0;
+            bin[j] = (unsigned char)(hi << 4 | lo);
+        }
+        if (ok)
+            EVP_DigestUpdate(ctx, bin, sizeof(bin));
+    }
+    if (ok)
+        ok = EVP_DigestFinal_ex(ctx, md, &mdn) == 1 && mdn == 16;
+    EVP_MD_CTX_free(ctx);
+    if (!ok)
+        return false;
+    for (int j = 0; j < 16; j++) {
+        out[2 * j] = digits[md[j] >> 4];
+        out[2 * j + 1] = digits[md[j] & 15];
+    }
+    snprintf(out + 32, size - 32, "-%zu", n);
+    return true;
+}
+
+/*
+ * Whether the object's etag is what our Complete makes: the MD5 of the parts' MD5s and
+ * the part count when every part ETag is an MD5, else (KMS-encrypted parts) any
+ * multipart ETag of that many parts.
+ */
+static bool completed_by_us(const struct s3_op *op, const char *etag)
+{
+    const char *dash = strrchr(etag, '-');
+    uint64_t v;
+    if (op->get_etag[0] != '\0')
+        return strcasecmp(etag, op->get_etag) == 0;
+    if (dash == NULL || dash == etag)
+        return false;
+    return util_parse_u64(dash + 1, strlen(dash + 1), S3_PARTS_MAX, &v) == 0 && v == op->n_parts;
+}
+
+/* The Complete's HEAD check (see s3.h): done, or the 404 stands. */
+static void complete_checked(struct s3_op *op)
+{
+    if (op->status == 200 && completed_by_us(op, op->hdr_etag)) {
+        snprintf(op->put_etag, sizeof(op->put_etag), "%s", op->hdr_etag);
+        s3__op_finish(op, 0);
+        return;
+    }
+    if (op->status == 200 || op->status == 404) {
+        snprintf(op->code, sizeof(op->code), "NoSuchUpload");
+        op->status = 404;
+        s3__op_error(op, S3_ENOTFOUND,
+                     "COMPLETE_MULTIPART s3://%s/%s: the upload is gone (NoSuchUpload) and the "
+                     "key holds no object completed from these %zu parts",
+                     op->c->cfg.bucket, op->req.key, op->n_parts);
+        s3__op_finish(op, S3_ENOTFOUND);
+        return;
+    }
+    s3__op_retry_or_fail(op);
+}
+
+static void complete_done(struct s3_op *op)
+{
+    const struct s3_mpu_reply *r;
+    if (op->req.head) {
+        complete_checked(op);
+        return;
+    }
+    if (op->status >= 200 && op->status < 300) {
+        if ((r = mpu_reply(op)) == NULL)
+            return;
+        snprintf(op->put_etag, sizeof(op->put_etag), "%s", r->etag);
+        s3__op_finish(op, 0);
+        return;
+    }
+    if (op->status == 404 && strcmp(op->code, "NoSuchUpload") == 0 && op->may_have_landed) {
+        /* Completed by an attempt whose reply was lost, or aborted? Ask for the key. */
+        s3__op_clear_params(op);
+        op->req.head = true;
+        op->req.method = "HEAD";
+        op->req.metric = "HEAD";
+        op->req.post_data = NULL;
+        op->req.post_len = 0;
+        op->req.content_type = NULL;
+        op->attempt = 0;
+        s3__op_send(op);
+        return;
+    }
+    if (op->status == 0 || op->status >= 500)
+        op->may_have_landed = true;
+    s3__op_retry_or_fail(op);
+}
+
+static void create_done(struct s3_op *op)
+{
+    const struct s3_mpu_reply *r;
+    if (op->status < 200 || op->status >= 300) {
+        s3__op_retry_or_fail(op);
+        return;
+    }
+    if ((r = mpu_reply(op)) == NULL)
+        return;
+    free(op->upload_id);
+    op->upload_id = util_strdup(r->upload_id);
+    s3__op_finish(op, 0);
+}
+
+static void part_done(struct s3_op *op)
+{
+    if (op->status < 200 || op->status >= 300) {
+        s3__op_retry_or_fail(op);
+        return;
+    }
+    if (op->hdr_etag[0] == '\0') {
+        s3__op_error(op, S3_EPROTO,
+                     "UPLOAD_PART s3://%s/%s: the server answered %ld without an ETag, which "
+                     "completing the upload needs",
+                     op->c->cfg.bucket, op->req.key, op->status);
+        s3__op_finish(op, S3_EPROTO);
+        return;
+    }
+    snprintf(op->put_etag, sizeof(op->put_etag), "%s", op->hdr_etag);
+    s3__op_finish(op, 0);
+}
+
+static void abort_done(struct s3_op *op)
+{
+    if ((op->status >= 200 && op->status < 300) ||
+        (op->status == 404 && strcmp(op->code, "NoSuchBucket") != 0)) {
+        s3__op_finish(op, 0); /* gone, by us or before */
+        return;
+    }
+    s3__op_retry_or_fail(op);
+}
+
+/* A page of uploads: checked whole, then delivered; the next page asked for. */
+static void uploads_done(struct s3_op *op)
+{
+    struct s3_client *c = op->c;
+    const struct s3_uploads_page *page;
+    struct util_err err;
+    size_t plen = strlen(op->prefix), rel = strlen(c->cfg.prefix);
+    const char *prev;
+
+    if (op->status < 200 || op->status >= 300) {
+        s3__op_retry_or_fail(op);
+        return;
+    }
+    if (op->error != 0) {
+        bad_reply(op);
+        return;
+    }
+    if (s3_uploads_parser_finish(op->up, &page, &err) != 0) {
+        s3__op_error(op, S3_EPROTO, "LIST_UPLOADS s3://%s/%s: %s", c->cfg.bucket, op->prefix,
+                     err.msg);
+        bad_reply(op);
+        return;
+    }
+    prev = op->last_key;
+    for (size_t i = 0; i < page->n; i++) {
+        const char *k = page->uploads[i].key;
+        if (strncmp(k, op->prefix, plen) != 0) {
+            s3__op_error(op, S3_EPROTO,
+                         "LIST_UPLOADS s3://%s/%s: the server listed \"%.200s\", outside the "
+                         "prefix",
+                         c->cfg.bucket, op->prefix, k);
+            bad_reply(op);
+            return;
+        }
+        if (prev != NULL && strcmp(k, prev) < 0) {
+            s3__op_error(op, S3_EPROTO,
+                         "LIST_UPLOADS s3://%s/%s: the uploads are out of order at \"%.200s\"",
+                         c->cfg.bucket, op->prefix, k);
+            bad_reply(op);
+            return;
+        }
+        prev = k;
+    }
+    if (page->truncated && op->key_marker != NULL &&
+        strcmp(page->next_key_marker, op->key_marker) == 0 &&
+        strcmp(page->next_upload_id_marker != NULL ? page->next_upload_id_marker : "",
+               op->id_marker != NULL ? op->id_marker : "") == 0) {
+        s3__op_error(op, S3_EPROTO,
+                     "LIST_UPLOADS s3://%s/%s: the server returned the same markers twice",
+                     c->cfg.bucket, op->prefix);
+        s3__op_finish(op, S3_EPROTO);
+        return;
+    }
+    for (size_t i = 0; i < page->n; i++) {
+        struct s3_upload u = page->uploads[i];
+        u.key += rel; /* relative to the repository prefix, as s3.h promises */
+        if (op->each_upload != NULL && op->each_upload(&u, op->arg) != 0) {
+            s3__op_error(op, S3_ECANCELED, "the listing of uploads was stopped by its reader");
+            s3__op_finish(op, S3_ECANCELED);
+            return;
+        }
+        if (op->cancelled || op->finished)
+            return; /* the callback cancelled the op or closed the client */
+    }
+    if (prev != op->last_key) {
+        char *k = util_strdup(prev);
+        free(op->last_key);
+        op->last_key = k;
+    }
+    if (!page->truncated) {
+        s3__op_finish(op, 0);
+        return;
+    }
+    free(op->key_marker);
+    free(op->id_marker);
+    op->key_marker = util_strdup(page->next_key_marker);
+    op->id_marker =
+        page->next_upload_id_marker != NULL ? util_strdup(page->next_upload_id_marker) : NULL;
+    op->attempt = 0; /* the next page has its own retry budget */
+    s3__op_send(op);
+}
+
+void s3__mpu_complete(struct s3_op *op)
+{
+    switch (op->kind) {
+    case OP_MPU_CREATE:
+        create_done(op);
+        break;
+    case OP_MPU_PART:
+        part_done(op);
+        break;
+    case OP_MPU_COMPLETE:
+        complete_done(op);
+        break;
+    case OP_MPU_ABORT:
+        abort_done(op);
+        break;
+    default:
+        uploads_done(op);
+        break;
+    }
+}
+
+void s3__mpu_free(struct s3_op *op)
+{
+    s3_mpu_parser_free(op->mp);
+    s3_uploads_parser_free(op->up);
+    op->mp = NULL;
+    op->up = NULL;
+    free(op->upload_id);
+    free(op->key_marker);
+    free(op->id_marker);
+    free(op->prefix);
+    free(op->last_key);
+    op->upload_id = op->key_marker = op->id_marker = op->prefix = op->last_key = NULL;
+}

@@ -1,0 +1,246 @@
+/*
+ * End-to-end tests of the multipart uploads of internal/s3 against versitygw, directly
+ * and through the fault proxy (part of the s3_e2e program; e2e.h says what is shared).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "e2e.h"
+
+/* Counts what the pace callback granted (everything asked). */
+static size_t pace_count(size_t want, void *arg)
+{
+    *(uint64_t *)arg += want;
+    return want;
+}
+
+struct upload_seen {
+    const char *key, *id; /* the upload looked for */
+    int matches, total;
+};
+
+static int on_upload(const struct s3_upload *u, void *arg)
+{
+    struct upload_seen *s = arg;
+    s->total++;
+    if (strcmp(u->key, s->key) == 0 && strcmp(u->upload_id, s->id) == 0 &&
+        u->initiated > 1700000000)
+        s->matches++;
+    return 0;
+}
+
+/* How many times the listing of prefix shows the upload (key, id); -1 when it fails. */
+static int upload_listed(struct s3_sync *s, const char *prefix, const char *key, const char *id)
+{
+    struct upload_seen seen = {.key = key, .id = id};
+    struct util_err err;
+    if (s3_sync_list_uploads(s, prefix, on_upload, &seen, &err) != 0) {
+        printf("     list uploads: %s\n", err.msg);
+        return -1;
+    }
+    return seen.matches;
+}
+
+/* The bytes [from, from + len) of a pattern, in a new buffer. */
+static char *pattern_slice(const struct pattern *p, uint64_t from, size_t len)
+{
+    char *b = util_malloc(len > 0 ? len : 1);
+    for (size_t i = 0; i < len; i++)
+        b[i] = (char)pattern_byte(p, from + i);
+    return b;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+void test_multipart(void)
+{
+    uint64_t paced = 0;
+    struct s3_client_opts co = {.pace_cb = pace_count, .pace_arg = &paced};
+    struct s3_sync *s = open_direct(run_id, &co);
+    struct s3_info info;
+    struct util_err err;
+    struct s3_part parts[2];
+    char *id = NULL, *id2 = NULL, *id3 = NULL;
+    int rc;
+
+    /* Part 1 streamed (the minimum part size and a little), part 2 a small buffer. */
+    struct pattern pat = {.len = S3_PART_MIN + 1000 + 777, .seed = 21};
+    uint64_t len1 = S3_PART_MIN + 1000;
+    size_t len2 = 777;
+    char *tail = pattern_slice(&pat, len1, len2);
+
+    rc = s3_sync_multipart_create(s, "mpu/obj", &id, &info, &err);
+    CHECK(rc == 0 && id != NULL && id[0] != '\0' && info.requests == 1,
+          "CreateMultipartUpload: an upload id (%s)", rc == 0 ? id : err.msg);
+    if (rc != 0)
+        goto out;
+    CHECK(upload_listed(s, "mpu/", "mpu/obj", id) == 1,
+          "ListMultipartUploads shows the open upload, key relative to the repository");
+
+    /* Part 1 of a reader, SHA-256 unknown (UNSIGNED-PAYLOAD); part 2 a signed buffer. */
+    struct pattern head = {.len = len1, .seed = pat.seed};
+    struct s3_body b1 = {.read = read_pattern, .read_arg = &head, .len = len1};
+    struct s3_body b2 = {.data = tail, .len = len2};
+    rc = s3_sync_multipart_put(s, "mpu/obj", id, 1, &b1, &parts[0], &info, &err);
+    CHECK(rc == 0 && parts[0].number == 1 && strlen(parts[0].etag) == 32 && info.requests == 1,
+          "UploadPart 1, %llu bytes from a reader: ETag %s", (unsigned long long)len1,
+          rc == 0 ? parts[0].etag : err.msg);
+    rc = s3_sync_multipart_put(s, "mpu/obj", id, 2, &b2, &parts[1], &info, &err);
+    CHECK(rc == 0 && parts[1].number == 2 && strlen(parts[1].etag) == 32,
+          "UploadPart 2, %zu bytes from a buffer: ETag %s", len2,
+          rc == 0 ? parts[1].etag : err.msg);
+    CHECK(paced == len1 + len2, "the pace callback was asked for every part byte (%llu of %llu)",
+          (unsigned long long)paced, (unsigned long long)(len1 + len2));
+
+    rc = s3_sync_multipart_complete(s, "mpu/obj", id, parts, 2, &info, &err);
+    CHECK(rc == 0 && ends_with(info.etag, "-2") && info.requests == 1,
+          "CompleteMultipartUpload: the object's ETag %s", rc == 0 ? info.etag : err.msg);
+    struct sink_check sc = {.p = &pat};
+    rc = s3_sync_get_to(s, "mpu/obj", NULL, sink_pattern, &sc, &info, &err);
+    CHECK(rc == 0 && sc.pos == pat.len && !sc.bad && info.size == pat.len,
+          "GET of the object equals part 1 then part 2 (%llu bytes%s)", (unsigned long long)sc.pos,
+          sc.bad ? ", WRONG BYTES" : "");
+    CHECK(upload_listed(s, "mpu/", "mpu/obj", id) == 0, "the completed upload is no longer listed");
+
+    /* Abort: gone from the listing; again, and an id never issued, are success. */
+    rc = s3_sync_multipart_create(s, "mpu/aborted", &id2, &info, &err);
+    CHECK(rc == 0 && upload_listed(s, "mpu/", "mpu/aborted", id2) == 1,
+          "a second upload is created and listed");
+    if (rc == 0) {
+        struct s3_part small;
+        struct s3_body b = {.data = "part of an aborted upload", .len = 25};
+        s3_sync_multipart_put(s, "mpu/aborted", id2, 1, &b, &small, NULL, &err);
+        rc = s3_sync_multipart_abort(s, "mpu/aborted", id2, &err);
+        CHECK(rc == 0 && upload_listed(s, "mpu/", "mpu/aborted", id2) == 0,
+              "AbortMultipartUpload removes it from the listing (%s)", rc == 0 ? "ok" : err.msg);
+        CHECK(s3_sync_head(s, "mpu/aborted", &info, &err) == S3_ENOTFOUND,
+              "no object is left at the aborted upload's key");
+        rc = s3_sync_multipart_abort(s, "mpu/aborted", id2, &err);
+        CHECK(rc == 0, "aborting it again succeeds (already gone: %s)", rc == 0 ? "ok" : err.msg);
+    }
+    rc = s3_sync_multipart_abort(s, "mpu/never", "bm8tc3VjaC11cGxvYWQ", &err);
+    CHECK(rc == 0, "aborting an upload id never issued succeeds (%s)", rc == 0 ? "ok" : err.msg);
+
+    /* A wrong ETag: the server's InvalidPart, said clearly, not retried. */
+    rc = s3_sync_multipart_create(s, "mpu/wrong", &id3, &info, &err);
+    if (rc == 0) {
+        struct s3_part p1, bad;
+        struct s3_body b = {.data = "the only part", .len = 13};
+        s3_sync_multipart_put(s, "mpu/wrong", id3, 1, &b, &p1, NULL, &err);
+        bad = p1;
+        memcpy(bad.etag, "00000000000000000000000000000000", 33);
+        rc = s3_sync_multipart_complete(s, "mpu/wrong", id3, &bad, 1, &info, &err);
+        CHECK(rc == S3_EHTTP && strcmp(info.code, "InvalidPart") == 0 && info.requests == 1 &&
+                  strstr(err.msg, "InvalidPart") != NULL,
+              "Complete with a wrong ETag fails at once: %s", rc != 0 ? err.msg : "succeeded");
+        CHECK(upload_listed(s, "mpu/", "mpu/wrong", id3) == 1,
+              "the upload stays open after the failed Complete");
+        /* Parts out of order: refused before any request. */
+        struct s3_part two[2] = {p1, p1};
+        rc = s3_sync_multipart_complete(s, "mpu/wrong", id3, two, 2, &info, &err);
+        CHECK(rc == UTIL_EINVAL && info.requests == 0,
+              "Complete with part 1 twice: refused before any request (%s)", err.msg);
+        rc = s3_sync_multipart_complete(s, "mpu/wrong", id3, &p1, 1, &info, &err);
+        CHECK(rc == 0, "the same upload then completes with the right ETag (%s)",
+              rc == 0 ? info.etag : err.msg);
+    } else {
+        CHECK(false, "CreateMultipartUpload for the wrong-ETag case: %s", err.msg);
+    }
+    s3_sync_delete(s, "mpu/wrong", &err);
+    s3_sync_delete(s, "mpu/obj", &err);
+out:
+    free(id);
+    free(id2);
+    free(id3);
+    free(tail);
+    s3_sync_close(s);
+}
+
+void test_multipart_faults(void)
+{
+    struct s3_client_opts o = {
+        .max_attempts = 4, .backoff_base_ms = 20, .backoff_cap_ms = 200, .stall_timeout_ms = 2000};
+    struct s3_sync *s = open_proxy(run_id, &o);
+    struct s3_info info;
+    struct util_err err;
+    struct s3_part parts[2];
+    char *id = NULL;
+    int rc;
+    struct pattern pat = {.len = S3_PART_MIN + 4096, .seed = 5};
+    char *tail = pattern_slice(&pat, S3_PART_MIN, 4096);
+    struct pattern head = {.len = S3_PART_MIN, .seed = pat.seed};
+
+    proxy("clear");
+    proxy("503/1");
+    rc = s3_sync_multipart_create(s, "mpuf/obj", &id, &info, &err);
+    CHECK(rc == 0 && info.requests == 2,
+          "CreateMultipartUpload through a 503: retried (%u requests)", info.requests);
+    if (rc != 0)
+        goto out;
+    proxy("clear");
+    proxy("503/2");
+    struct s3_body b1 = {.read = read_pattern, .read_arg = &head, .len = S3_PART_MIN};
+    rc = s3_sync_multipart_put(s, "mpuf/obj", id, 1, &b1, &parts[0], &info, &err);
+    CHECK(rc == 0 && info.requests == 3 && proxy("count") == 3,
+          "UploadPart through 2 x 503: succeeds on the 3rd request (%u%s%s)", info.requests,
+          rc != 0 ? ", " : "", rc != 0 ? err.msg : "");
+    proxy("clear");
+    proxy("reset_before/1");
+    struct s3_body b2 = {.data = tail, .len = 4096};
+    rc = s3_sync_multipart_put(s, "mpuf/obj", id, 2, &b2, &parts[1], &info, &err);
+    CHECK(rc == 0 && info.requests == 2, "UploadPart through a connection reset: retried once");
+
+    /*
+     * The Complete lands, its reply is lost. versitygw answers the retry 200 with the
+     * object's ETag (a server that forgot the upload says NoSuchUpload: the HEAD check,
+     * below); either way the result is the object's ETag, the one the parts make.
+     */
+    char expect[S3_ETAG_MAX];
+    bool known = s3_multipart_etag(parts, 2, expect, sizeof(expect));
+    proxy("clear");
+    proxy("reset_after/1");
+    rc = s3_sync_multipart_complete(s, "mpuf/obj", id, parts, 2, &info, &err);
+    CHECK(rc == 0 && info.requests >= 2 && known && strcmp(info.etag, expect) == 0,
+          "Complete whose reply was lost: retried, the object's ETag %s (expected %s, %u "
+          "requests%s%s)",
+          info.etag, expect, info.requests, rc != 0 ? ", " : "", rc != 0 ? err.msg : "");
+    proxy("clear");
+    struct sink_check sc = {.p = &pat};
+    rc = s3_sync_get_to(s, "mpuf/obj", NULL, sink_pattern, &sc, &info, &err);
+    CHECK(rc == 0 && sc.pos == pat.len && !sc.bad, "the object reads back whole");
+
+    /*
+     * The HEAD check: a 503 first (so the Complete may have landed), then NoSuchUpload
+     * because the upload was aborted meanwhile. Whether the key holds our object decides.
+     */
+    free(id);
+    id = NULL;
+    rc = s3_sync_multipart_create(s, "mpuf/gone", &id, &info, &err);
+    if (rc == 0) {
+        struct s3_part p;
+        struct s3_body b = {.data = "x", .len = 1};
+        s3_sync_multipart_put(s, "mpuf/gone", id, 1, &b, &p, NULL, &err);
+        s3_sync_multipart_abort(s, "mpuf/gone", id, &err);
+        proxy("503/1");
+        rc = s3_sync_multipart_complete(s, "mpuf/gone", id, &p, 1, &info, &err);
+        CHECK(rc == S3_ENOTFOUND && info.requests == 3 && strstr(err.msg, "NoSuchUpload") != NULL,
+              "Complete after a 503, its upload aborted, no object: not found (%s)", err.msg);
+        /*
+         * Not tested here: the HEAD check finding an object at the key. versitygw
+         * answers a Complete of an aborted upload 200 when any object is at the key,
+         * so that path is not reached against it; the ETag rule it applies is
+         * s3_multipart_etag's, tested in tests/unit/s3/test_multipart_xml.c.
+         */
+        s3_sync_delete(s, "mpuf/gone", &err);
+    }
+    proxy("clear");
+    s3_sync_delete(s, "mpuf/obj", &err);
+out:
+    free(id);
+    free(tail);
+    s3_sync_close(s);
+}
