@@ -290,7 +290,8 @@ bool s3_multipart_etag(const struct s3_part *parts, size_t n, char *out, size_t 
         for (int j = 0; j < 16 && ok; j++) {
             int hi = hex_value(parts[i].etag[2 * j]), lo = hex_value(parts[i].etag[2 * j + 1]);
             ok = hi >= 0 && lo >= 0;
-            bin[j] = (unsigned char)(hi << 4 | lo);
+            if (ok)
+                bin[j] = (unsigned char)(hi << 4 | lo);
         }
         if (ok)
             EVP_DigestUpdate(ctx, bin, sizeof(bin));

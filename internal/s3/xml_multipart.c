@@ -59,7 +59,8 @@ static void mpu_start(void *ud, const XML_Char *name, const XML_Char **attrs)
         if (strcmp(name, "Error") == 0)
             p->reply.error = true;
         else if (strcmp(name, root_name(p->kind)) != 0)
-            s3__xml_fail(&p->b, "the reply is <%.40s>, not an %s", name, root_name(p->kind));
+            s3__xml_fail(&p->b, "the reply is <%.40s>, not the %s expected", name,
+                         root_name(p->kind));
         p->saw_root = true;
     }
 }
