@@ -19,6 +19,9 @@
 # BENCH_VERIFY=0 skips the restore comparison; BENCH_GEN=0 the generated trees;
 # BENCH_MAIN=0 the copied tree and the per-core steps (only the generated trees are
 # measured); BENCH_GEN_TOOLS="lode" measures the generated trees with lode alone.
+# BENCH_KEEP=DIR works in DIR and keeps it (repositories, keys, restic's caches); a
+# later run with the same BENCH_KEEP finds the backups there and measures the three
+# restores again (and nothing else), the peers still side by side in one run.
 # Exits 1 when lode's storage commands are not all in this build (the others' figures are
 # still printed) or any command fails.
 set -euo pipefail
@@ -32,16 +35,25 @@ bench_tools
 
 tree_root=${BENCH_TREE_ROOT:-/tmp/lode-bench-tree}
 gen_n=${BENCH_GEN_FILES:-58800}
-work=$(mktemp -d /tmp/lode-bench-backup.XXXXXX)
+reuse=0
+if [[ -n ${BENCH_KEEP:-} ]]; then
+	work=$(realpath -m "$BENCH_KEEP")
+	mkdir -p "$work"
+	[[ -f $work/backups.done ]] && reuse=1
+else
+	work=$(mktemp -d /tmp/lode-bench-backup.XXXXXX)
+fi
 BENCH_WORK=$work
 BENCH_RESULTS=$out/results.txt
 : >"$BENCH_RESULTS"
 : >"$BENCH_RESULTS.ops"
 : >"$out/gen.txt"
 : >"$out/stored.txt"
-trap 'bench_vgw_stop; [[ -n ${VGW_LOG:-} ]] && cp "$VGW_LOG" "$out/access.log"; rm -rf "$work"' EXIT
-export RESTIC_PASSWORD=bench-password-$$
-head -c 32 /dev/urandom | base64 >"$work/lode.key"
+trap 'bench_vgw_stop; [[ -n ${VGW_LOG:-} ]] && cp "$VGW_LOG" "$out/access.log"; [[ -n ${BENCH_KEEP:-} ]] || rm -rf "$work"' EXIT
+[[ -f $work/restic.pass ]] || echo "bench-password-$$" >"$work/restic.pass"
+RESTIC_PASSWORD=$(cat "$work/restic.pass")
+export RESTIC_PASSWORD
+[[ -f $work/lode.key ]] || head -c 32 /dev/urandom | base64 >"$work/lode.key"
 export LODE_KEY_FILE=$work/lode.key
 
 main=${BENCH_MAIN:-1}
@@ -93,9 +105,13 @@ fi
 
 bench_vgw_start "$work"
 echo "versitygw on $S3_ENDPOINT"
-for b in r014 r018 lode r018-gen1 r018-gen10 lode-gen1 lode-gen10; do
-	bench_bucket "$b"
-done
+if [[ $reuse == 0 ]]; then
+	for b in r014 r018 lode r018-gen1 r018-gen10 lode-gen1 lode-gen10; do
+		bench_bucket "$b"
+	done
+else
+	echo "restores only: the backups of the run kept in $work"
+fi
 
 # lode_ok: lode can back up (init, backup); lode_restore: it can also restore.
 lode_ok=1 lode_restore=1
@@ -164,22 +180,32 @@ verify() { # LABEL DIR
 tools=(r014 r018)
 [[ $lode_ok == 1 ]] && tools+=(lode)
 [[ $main == 1 ]] || tools=()
-echo "== init"
-for t in "${tools[@]+"${tools[@]}"}"; do
-	case $t in
-	r014) restic_cmd "$RESTIC014" r014 init >/dev/null ;;
-	r018) restic_cmd "$RESTIC018" r018 init >/dev/null ;;
-	lode) lode_cmd lode init >/dev/null || { echo "lode init failed"; status=1; } ;;
-	esac
-done
-echo "== first backup"
-for t in "${tools[@]+"${tools[@]}"}"; do run_backup "$t" "$t" "$t-first" "$tree_root" || status=1; done
-echo "== unchanged re-run"
-for t in "${tools[@]+"${tools[@]}"}"; do run_backup "$t" "$t" "$t-rerun" "$tree_root" || status=1; done
+if [[ $reuse == 0 ]]; then
+	echo "== init"
+	for t in "${tools[@]+"${tools[@]}"}"; do
+		case $t in
+		r014) restic_cmd "$RESTIC014" r014 init >/dev/null ;;
+		r018) restic_cmd "$RESTIC018" r018 init >/dev/null ;;
+		lode) lode_cmd lode init >/dev/null || { echo "lode init failed"; status=1; } ;;
+		esac
+	done
+	echo "== first backup"
+	for t in "${tools[@]+"${tools[@]}"}"; do run_backup "$t" "$t" "$t-first" "$tree_root" || status=1; done
+	echo "== unchanged re-run"
+	for t in "${tools[@]+"${tools[@]}"}"; do run_backup "$t" "$t" "$t-rerun" "$tree_root" || status=1; done
+	[[ $status == 0 && $main == 1 ]] && touch "$work/backups.done"
+fi
 echo "== restore of the re-run's snapshot"
+# Each tool restores onto a file system in the same state: the restored trees are removed
+# only after the last restore (on ext4 without a journal, as on the machine of
+# docs/benchmarks.md, making files right after 58,000 were deleted costs several times
+# more, and the tool after a removal paid for it), and the dirty pages of the step before
+# are written out (sync) before each restore starts, so no tool's time includes another's
+# writeback (lode restore ends with syncfs: it waits for its own writes).
+for t in "${tools[@]+"${tools[@]}"}"; do rm -rf "$work/restore-$t"; done
 for t in "${tools[@]+"${tools[@]}"}"; do
-	rm -rf "$work/restore-$t"
 	mkdir -p "$work/restore-$t"
+	sync
 	case $t in
 	r014 | r018)
 		bin=$RESTIC014
@@ -200,13 +226,13 @@ for t in "${tools[@]+"${tools[@]}"}"; do
 		;;
 	esac
 	verify "$t-restore" "$work/restore-$t"
-	rm -rf "$work/restore-$t"
 done
+for t in "${tools[@]+"${tools[@]}"}"; do rm -rf "$work/restore-$t"; done
 for t in "${tools[@]+"${tools[@]}"}"; do
 	echo "stored $t: $(du -sb "$VGW_DATA/$t" | cut -f1) bytes" | tee -a "$out/stored.txt"
 done
 
-if [[ ${BENCH_GEN:-1} == 1 ]]; then
+if [[ ${BENCH_GEN:-1} == 1 && $reuse == 0 ]]; then
 	echo "== memory per file: generated trees of $gen_n and $((gen_n * 10)) small files"
 	gen_tree "$tree_root/gen1" "$gen_n"
 	gen_tree "$tree_root/gen10" "$((gen_n * 10))"
@@ -236,7 +262,7 @@ if [[ ${BENCH_GEN:-1} == 1 ]]; then
 	done
 fi
 
-if [[ $main == 1 ]]; then
+if [[ $main == 1 && $reuse == 0 ]]; then
 	echo "== lode's steps, per core, on the first 256 MiB of the tree and on random bytes"
 	tar cf - -C "$tree_root" tree | head -c $((256 << 20)) >"$work/sample.bin" || true
 	head -c $((64 << 20)) /dev/urandom >"$work/random.bin"
