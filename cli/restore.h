@@ -6,13 +6,18 @@
  * ("/etc/hosts" -> TARGET/etc/hosts). Parents are opened one component at a time
  * with O_NOFOLLOW from the target's descriptor, so neither a symlink in the
  * snapshot nor one already in the target (--overwrite) can lead a write outside it.
- * Files, symlinks and special files are made under a temporary name
- * (".lode-restore-PID-N") in their directory and renamed into place only once whole
- * and with their metadata, so an interrupted restore never leaves a half file under
- * a real name; a later restore with --overwrite removes the temporary files of
- * restores that are no longer running from the directories it restores into. Directories are made
- * 0700 and get their own mode, owner, xattrs and times at the end, deepest first, so that writing
- * into them neither fails nor moves their times.
+ * Regular files are made without a name (O_TMPFILE) and linked under their real name
+ * only once whole and with their metadata, so an interrupted restore never leaves a
+ * half file under a real name, nor anything else: the kernel frees an unnamed file with
+ * its last descriptor. Where O_TMPFILE is refused, and for symlinks and special files,
+ * the entry is made under a temporary name (".lode-restore-PID-N") in its directory and
+ * renamed into place; a later restore with --overwrite removes the temporary files of
+ * restores that are no longer running from the directories it restores into. A file
+ * made with O_TMPFILE costs one directory operation (the link) where a temporary name
+ * costs three (create, and rename's removal and insertion), and its making does not
+ * lock the directory, so several threads can make files in one directory at once. Directories are
+ * made 0700 and get their own mode, owner, xattrs and times at the end, deepest first, so that
+ * writing into them neither fails nor moves their times.
  *
  * Owners are restored only when running as root; as another user the files belong
  * to that user, and xattrs outside the "user." namespace are skipped and counted.
@@ -20,12 +25,17 @@
  * Costs: one descriptor per level of the directory being filled (the last parent
  * is kept open between calls, which is the common case in path order), two
  * descriptors per file in flight, and one copy of each directory's record.
+ *
+ * Threads: rs_file_create may run on worker threads (each on its own file); it reads the
+ * target's settings, which do not change after rs_target_open. Everything else is for
+ * one thread.
  */
 #ifndef LODE_CLI_RESTORE_H
 #define LODE_CLI_RESTORE_H
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <uv.h>
 
 #include "repo/repo.h"
 
@@ -35,6 +45,8 @@ struct rs_target {
     int root;       /* the target directory */
     bool as_root;   /* owners are restored */
     bool overwrite; /* existing entries may be replaced */
+    bool tmpfile;   /* regular files are made with O_TMPFILE */
+    bool link_fd;   /* ... and linked with AT_EMPTY_PATH (else through /proc/self/fd) */
     char *dir_path; /* the parent kept open ("" is the target itself) */
     int dir_fd;
     unsigned long seq; /* temporary names: ".lode-restore-PID-SEQ" */
@@ -45,10 +57,11 @@ struct rs_target {
     uint64_t xattrs_skipped;
 };
 
-/* A regular file being written under its temporary name. */
+/* A regular file being written, unnamed or under its temporary name. */
 struct rs_tmpfile {
     int fd;
     int dir_fd; /* its directory (a duplicate: the kept parent changes) */
+    bool named; /* it has the temporary name tmp (to remove if it is not put in place) */
     char tmp[48];
 };
 
@@ -65,11 +78,17 @@ int rs_make_dir(struct rs_target *t, const struct repo_file *f, struct util_err 
  * not made). *skipped is set when nothing was made for a reason that is not an error. */
 int rs_make_special(struct rs_target *t, const struct repo_file *f, bool *skipped,
                     struct util_err *err);
-/* A regular file's temporary file, empty and 0600. */
+/* A regular file's temporary file, empty and 0600: rs_file_prepare then rs_file_create. */
 int rs_file_open(struct rs_target *t, const struct repo_file *f, struct rs_tmpfile *tf,
                  struct util_err *err);
-/* Sets the metadata of f (the record the file was opened for, or a copy) and renames the
- * temporary file into place; closes tf. */
+/* Opens (makes missing) the parent directory of f and names tf's temporary file; tf->fd
+ * stays -1. On the thread that owns t. */
+int rs_file_prepare(struct rs_target *t, const struct repo_file *f, struct rs_tmpfile *tf,
+                    struct util_err *err);
+/* Makes the prepared file (any thread): 0, or -errno with tf->fd -1. */
+int rs_file_create(const struct rs_target *t, struct rs_tmpfile *tf);
+/* Sets the metadata of f (the record the file was opened for, or a copy) and puts the
+ * file in place under its real name; closes tf. */
 int rs_file_commit(struct rs_target *t, const struct repo_file *f, struct rs_tmpfile *tf,
                    struct util_err *err);
 /* Removes the temporary file and closes tf. */
@@ -89,13 +108,13 @@ int rs_target_finish(struct rs_target *t, struct util_err *err);
  * against its SHA-256 before a byte of it is written; a blob used by several files of
  * a batch is fetched once. Blobs are opened and written on the libuv thread pool, one
  * fetched range per task, so the work spreads over the cores while the loop thread
- * fetches and puts files into place (each as soon as its last chunk is written).
+ * fetches and puts files into place (each as soon as its last chunk is written). A
+ * file is made by the first worker that writes a piece of it, so files are made on
+ * several threads while the loop fetches (making them was most of the restore's time).
  * Costs: the fetched ranges being fetched or opened (16 MiB in all), one decompressed blob per
  * worker, two descriptors per file of the batch.
  */
-struct rx_file;  /* restore_batch.c */
-struct rx_piece; /* restore_batch.c */
-struct rx_range; /* restore_batch.c */
+struct rx_batch; /* restore_batch.c */
 
 struct rx {
     struct storage *st;
@@ -105,16 +124,13 @@ struct rx {
     struct repo_chunkset set;
     char *files_key, *chunks_key; /* meta/SOURCE/ID.files and .chunks, for messages */
     struct rs_target t;
-    /* The batch (restore_batch.c alone touches it). */
-    struct rx_file *files;
-    size_t nfiles, capfiles, max_files;
-    struct rx_piece *pieces;
-    size_t npieces, cappieces;
-    uint64_t batch_bytes;
-    struct rx_range *ranges;
-    size_t nranges, capranges, next, running;
-    size_t working; /* ranges being opened on the thread pool */
-    uint64_t held;  /* bytes of the ranges being fetched or opened (at most 16 MiB) */
+    /* The batches (restore_batch.c alone touches them): one being planned, the one
+     * before it still being fetched. */
+    struct rx_batch *plan, *flight;
+    size_t max_files;  /* files a batch may hold */
+    size_t running;    /* GETs in flight */
+    uv_mutex_t *locks; /* making the batches' files on the workers */
+    uint64_t held;     /* bytes of the ranges being fetched or opened (at most 16 MiB) */
     /* The outcome. */
     bool fatal;        /* writing failed or the repository cannot be read: stop */
     unsigned damaged;  /* damaged objects and files not restored because of them */
@@ -132,8 +148,9 @@ void rx_io_error(struct rx *x, const char *msg);
 /* A line on stderr every 10 s, so that a long restore shows it is moving. */
 void rx_progress(struct rx *x);
 
-/* The batch (restore_batch.c). How many files a batch may hold: enough descriptors
- * for two per file and the directories above them (raises the soft limit when it can). */
+/* The batch (restore_batch.c). How many files a batch may hold: enough descriptors for
+ * two per file of two batches and the directories above them (raises the soft limit
+ * when it can). */
 size_t rx_max_files(void);
 /* Plans one regular file into the batch (or restores an empty one at once); a full
  * batch is fetched and put into place first. */

@@ -23,6 +23,8 @@
  * blobs are written, and on 2 cores the workers lag the GETs, so without this bound the
  * ranges waiting for a worker added to the four being fetched. */
 #define RX_HELD_MAX (16u << 20)
+/* Locks for making a batch's files on the workers, shared by files index modulo this. */
+#define RX_LOCKS 64
 
 /* One chunk to put somewhere. */
 struct rx_piece {
@@ -31,13 +33,17 @@ struct rx_piece {
     uint64_t at;                /* offset in the file */
 };
 
-/* A regular file of the batch. */
+/* A regular file of the batch. Its file is made by the first worker that writes a piece
+ * of it (under the batch's lock for the file): tf.fd and create_err are the workers'
+ * until the batch's work is done. */
 struct rx_file {
     struct repo_file f; /* its chunk list dropped once planned */
     struct rs_tmpfile tf;
     uint64_t written;
     uint32_t pending; /* pieces not yet written or failed */
-    bool failed, done;
+    bool tried;       /* a worker tried to make it */
+    int create_err;   /* errno of that try, 0 when made */
+    bool failed, done, reported;
 };
 
 /* One ranged GET: pieces [first, first + n) of one pack. */
@@ -45,6 +51,20 @@ struct rx_range {
     uint32_t pack;
     uint64_t start, end;
     size_t first, n;
+};
+
+/* A batch: its files, their pieces, and once sealed the ranges that fetch them. */
+struct rx_batch {
+    struct rx_file *files;
+    size_t nfiles, capfiles;
+    struct rx_piece *pieces;
+    size_t npieces, cappieces;
+    uint64_t bytes;
+    struct rx_range *ranges;
+    size_t nranges, capranges;
+    size_t next; /* the next range to fetch */
+    size_t busy; /* ranges being fetched or opened */
+    bool sealed;
 };
 
 static char *rx_pack_key(struct rx *x, uint32_t pack)
@@ -59,7 +79,7 @@ static void rx_finish_file(struct rx *x, struct rx_file *f)
 {
     struct util_err e = {0};
     f->done = true;
-    if (x->fatal) {
+    if (x->fatal || f->create_err != 0) {
         rs_file_discard(&f->tf);
     } else if (f->failed || f->written != f->f.size) {
         if (!f->failed)
@@ -78,9 +98,9 @@ static void rx_finish_file(struct rx *x, struct rx_file *f)
 
 /* One piece of a file is written (or failed); the last one finishes the file, so files
  * go into place while the rest of the batch is still being fetched. */
-static void rx_piece_done(struct rx *x, size_t piece, bool failed)
+static void rx_piece_done(struct rx *x, struct rx_batch *b, size_t piece, bool failed)
 {
-    struct rx_file *f = &x->files[x->pieces[piece].file];
+    struct rx_file *f = &b->files[b->pieces[piece].file];
     if (failed)
         f->failed = true;
     if (--f->pending == 0)
@@ -88,10 +108,10 @@ static void rx_piece_done(struct rx *x, size_t piece, bool failed)
 }
 
 /* Marks the files of pieces [first, first + n) as not restorable. */
-static void rx_fail_pieces(struct rx *x, size_t first, size_t n)
+static void rx_fail_pieces(struct rx *x, struct rx_batch *b, size_t first, size_t n)
 {
     for (size_t i = first; i < first + n; i++)
-        rx_piece_done(x, i, true);
+        rx_piece_done(x, b, i, true);
 }
 
 static int rx_write_all(int fd, const uint8_t *p, size_t n, uint64_t at)
@@ -112,14 +132,35 @@ static int rx_write_all(int fd, const uint8_t *p, size_t n, uint64_t at)
 /* One ranged GET, then the work on its bytes. */
 struct rx_get {
     struct rx *x;
+    struct rx_batch *b;
     size_t range;
     char *key;
     uv_work_t work;
     uint8_t *body; /* the range's bytes, owned, written by the GET's sink */
     size_t got, len;
-    int *status;          /* per piece: 0 written, 1 its blob is damaged, < 0 -errno of the write */
+    int *status; /* per piece: 0 written, 1 its blob is damaged, 2 its file could not be made,
+                  * < 0 -errno of the write */
     struct util_buf msgs; /* one line per damaged blob */
 };
+
+/* The file's descriptor, the file made first if no worker has (under its lock, so that
+ * two ranges of one file make it once); -1 when it could not be made. */
+static int rx_file_fd(struct rx *x, struct rx_batch *b, uint32_t file)
+{
+    struct rx_file *f = &b->files[file];
+    uv_mutex_t *m = &x->locks[file % RX_LOCKS];
+    int fd;
+
+    uv_mutex_lock(m);
+    if (!f->tried) {
+        int rc = rs_file_create(&x->t, &f->tf);
+        f->tried = true;
+        f->create_err = rc < 0 ? -rc : 0;
+    }
+    fd = f->tf.fd;
+    uv_mutex_unlock(m);
+    return fd;
+}
 
 /*
  * On the thread pool: opens each blob of the range once (authenticate, decompress,
@@ -131,15 +172,16 @@ static void rx_work_cb(uv_work_t *req)
 {
     struct rx_get *g = req->data;
     struct rx *x = g->x;
-    const struct rx_range *r = &x->ranges[g->range];
+    struct rx_batch *b = g->b;
+    const struct rx_range *r = &b->ranges[g->range];
     uint8_t *plain = NULL;
     size_t cap = 0;
 
     for (size_t i = r->first; i < r->first + r->n;) {
-        const struct repo_chunk *c = x->pieces[i].c;
+        const struct repo_chunk *c = b->pieces[i].c;
         size_t j = i;
         struct util_err e = {0};
-        while (j < r->first + r->n && x->pieces[j].c == c)
+        while (j < r->first + r->n && b->pieces[j].c == c)
             j++;
         if (c->plain > cap || plain == NULL) {
             free(plain);
@@ -152,9 +194,11 @@ static void rx_work_cb(uv_work_t *req)
                 g->status[i - r->first] = 1;
             continue;
         }
-        for (; i < j; i++)
+        for (; i < j; i++) {
+            int fd = rx_file_fd(x, b, b->pieces[i].file);
             g->status[i - r->first] =
-                rx_write_all(x->files[x->pieces[i].file].tf.fd, plain, c->plain, x->pieces[i].at);
+                fd < 0 ? 2 : rx_write_all(fd, plain, c->plain, b->pieces[i].at);
+        }
     }
     free(plain);
 }
@@ -166,9 +210,10 @@ static void rx_work_done(uv_work_t *req, int status)
 {
     struct rx_get *g = req->data;
     struct rx *x = g->x;
-    const struct rx_range *r = &x->ranges[g->range];
+    struct rx_batch *b = g->b;
+    const struct rx_range *r = &b->ranges[g->range];
 
-    x->working--;
+    b->busy--;
     for (char *line = g->msgs.data, *nl; line != NULL && *line; line = nl + 1) {
         nl = strchr(line, '\n');
         *nl = '\0';
@@ -176,9 +221,18 @@ static void rx_work_done(uv_work_t *req, int status)
     }
     for (size_t i = r->first; i < r->first + r->n; i++) {
         int st = g->status[i - r->first];
-        struct rx_file *f = &x->files[x->pieces[i].file];
+        struct rx_file *f = &b->files[b->pieces[i].file];
         if (st == 1) {
-            rx_piece_done(x, i, true);
+            rx_piece_done(x, b, i, true);
+        } else if (st == 2) {
+            if (!f->reported) {
+                char *m = util_asprintf("cannot create a file in the directory of %s: %s",
+                                        f->f.path, strerror(f->create_err));
+                rx_io_error(x, m);
+                free(m);
+                f->reported = true;
+            }
+            rx_piece_done(x, b, i, true);
         } else if (st < 0) {
             if (!x->fatal) { /* a full disk: stop at once */
                 char *m = util_asprintf("writing %s: %s", f->f.path, strerror(-st));
@@ -187,8 +241,8 @@ static void rx_work_done(uv_work_t *req, int status)
                 x->fatal = true;
             }
         } else {
-            f->written += x->pieces[i].c->plain;
-            rx_piece_done(x, i, false);
+            f->written += b->pieces[i].c->plain;
+            rx_piece_done(x, b, i, false);
         }
     }
     x->held -= g->len;
@@ -204,13 +258,14 @@ static void rx_got(const struct s3_result *res, void *arg)
 {
     struct rx_get *g = arg;
     struct rx *x = g->x;
-    const struct rx_range *r = &x->ranges[g->range];
+    struct rx_batch *b = g->b;
+    const struct rx_range *r = &b->ranges[g->range];
 
     x->running--;
     x->gets++;
     if (res->error == S3_ENOTFOUND) {
         rx_damage(x, "%s is missing", g->key);
-        rx_fail_pieces(x, r->first, r->n);
+        rx_fail_pieces(x, b, r->first, r->n);
     } else if (res->error != 0) {
         char *m = util_asprintf("cannot read %s: %s", g->key, res->message);
         rx_io_error(x, m);
@@ -219,20 +274,19 @@ static void rx_got(const struct s3_result *res, void *arg)
     } else if (g->got != g->len) {
         rx_damage(x, "%s is shorter than the chunk set says (%zu of %zu bytes at %" PRIu64 ")",
                   g->key, g->got, g->len, r->start);
-        rx_fail_pieces(x, r->first, r->n);
+        rx_fail_pieces(x, b, r->first, r->n);
     } else if (!x->fatal) {
         x->fetched += g->got;
         g->status = util_calloc(r->n, sizeof(*g->status));
         util_buf_init(&g->msgs);
         g->work.data = g;
-        if (uv_queue_work(s3_sync_loop(x->st->s3), &g->work, rx_work_cb, rx_work_done) == 0) {
-            x->working++;
+        if (uv_queue_work(s3_sync_loop(x->st->s3), &g->work, rx_work_cb, rx_work_done) == 0)
             return; /* rx_work_done goes on */
-        }
         rx_io_error(x, "cannot start a worker thread");
         x->fatal = true;
         free(g->status);
     }
+    b->busy--;
     x->held -= g->len;
     free(g->body);
     free(g->key);
@@ -251,10 +305,14 @@ static int rx_sink(const char *data, size_t len, void *arg)
     return 0;
 }
 
+/* The next GETs, the batch in flight's ranges before the planned one's (once sealed). */
 static void rx_start(struct rx *x)
 {
-    while (!x->fatal && x->running < RX_INFLIGHT && x->next < x->nranges) {
-        const struct rx_range *r = &x->ranges[x->next];
+    while (!x->fatal && x->running < RX_INFLIGHT) {
+        struct rx_batch *b = x->flight->next < x->flight->nranges ? x->flight : x->plan;
+        if (!b->sealed || b->next >= b->nranges)
+            return;
+        const struct rx_range *r = &b->ranges[b->next];
         if (x->held > 0 && x->held + (r->end - r->start) > RX_HELD_MAX)
             return; /* rx_got or rx_work_done calls again once bytes are freed */
         struct rx_get *g = util_calloc(1, sizeof(*g));
@@ -263,7 +321,8 @@ static void rx_start(struct rx *x)
                             .max_bytes = r->end - r->start};
         struct util_err e = {0};
         g->x = x;
-        g->range = x->next++;
+        g->b = b;
+        g->range = b->next++;
         g->key = rx_pack_key(x, r->pack);
         g->len = (size_t)(r->end - r->start);
         g->body = util_malloc(g->len ? g->len : 1);
@@ -278,6 +337,7 @@ static void rx_start(struct rx *x)
             return;
         }
         x->running++;
+        b->busy++;
         x->held += g->len;
     }
 }
@@ -294,16 +354,16 @@ static int rx_piece_cmp(const void *pa, const void *pb)
     return a->at < b->at ? -1 : a->at > b->at;
 }
 
-/* Fetches the batch's chunks, then puts each whole file in place. */
-static void rx_flush(struct rx *x)
+/* Sorts the planned batch's pieces into ranges and lets rx_start fetch them. */
+static void rx_seal(struct rx *x, struct rx_batch *b)
 {
-    if (x->npieces > 1)
-        qsort(x->pieces, x->npieces, sizeof(*x->pieces), rx_piece_cmp);
-    x->nranges = x->next = 0;
-    for (size_t i = 0; i < x->npieces; i++) {
-        const struct repo_chunk *c = x->pieces[i].c;
+    if (b->npieces > 1)
+        qsort(b->pieces, b->npieces, sizeof(*b->pieces), rx_piece_cmp);
+    b->nranges = b->next = 0;
+    for (size_t i = 0; i < b->npieces; i++) {
+        const struct repo_chunk *c = b->pieces[i].c;
         uint64_t end = (uint64_t)c->offset + c->stored;
-        struct rx_range *cur = x->nranges ? &x->ranges[x->nranges - 1] : NULL;
+        struct rx_range *cur = b->nranges ? &b->ranges[b->nranges - 1] : NULL;
         if (cur != NULL && cur->pack == c->pack && c->offset <= cur->end + RX_GAP &&
             end - cur->start <= RX_RANGE_MAX) {
             if (end > cur->end)
@@ -311,22 +371,44 @@ static void rx_flush(struct rx *x)
             cur->n++;
             continue;
         }
-        x->ranges = util_grow(x->ranges, &x->capranges, x->nranges + 1, sizeof(*x->ranges));
-        x->ranges[x->nranges++] =
+        b->ranges = util_grow(b->ranges, &b->capranges, b->nranges + 1, sizeof(*b->ranges));
+        b->ranges[b->nranges++] =
             (struct rx_range){.pack = c->pack, .start = c->offset, .end = end, .first = i, .n = 1};
     }
+    b->sealed = true;
     rx_start(x);
-    while (x->running > 0 || x->working > 0)
-        uv_run(s3_sync_loop(x->st->s3), UV_RUN_ONCE);
+}
 
-    for (size_t i = 0; i < x->nfiles; i++) {
-        struct rx_file *f = &x->files[i];
+/* Waits for every range of b to be fetched and written (or, after a fatal error, for
+ * those under way), then empties it: files not put in place are discarded. */
+static void rx_drain(struct rx *x, struct rx_batch *b)
+{
+    while (b->busy > 0 || (!x->fatal && b->sealed && b->next < b->nranges))
+        uv_run(s3_sync_loop(x->st->s3), UV_RUN_ONCE);
+    for (size_t i = 0; i < b->nfiles; i++) {
+        struct rx_file *f = &b->files[i];
         if (!f->done) /* only after a fatal error */
             rs_file_discard(&f->tf);
         repo_file_free(&f->f);
     }
-    x->nfiles = x->npieces = 0;
-    x->batch_bytes = 0;
+    b->nfiles = b->npieces = b->nranges = b->next = 0;
+    b->bytes = 0;
+    b->sealed = false;
+}
+
+/*
+ * The planned batch is full: it is sealed and its GETs queue behind the batch in
+ * flight's; once that one is done, the sealed batch is in flight and the next is
+ * planned in the other's arrays while it is fetched, so the GETs and workers never wait
+ * for the planning, and a batch's last ranges overlap the next batch's first.
+ */
+static void rx_flush(struct rx *x)
+{
+    struct rx_batch *done = x->flight;
+    rx_seal(x, x->plan);
+    rx_drain(x, done);
+    x->flight = x->plan;
+    x->plan = done;
 }
 
 /* Plans one regular file into the batch (or restores an empty one at once). */
@@ -361,14 +443,27 @@ void rx_add_file(struct rx *x, const struct repo_file *rec)
         }
         return;
     }
-    if (x->nfiles > 0 && (x->nfiles >= x->max_files || x->batch_bytes + sum > RX_BATCH_BYTES))
+    if (x->plan == NULL) {
+        x->plan = util_calloc(1, sizeof(*x->plan));
+        x->flight = util_calloc(1, sizeof(*x->flight));
+        x->locks = util_calloc(RX_LOCKS, sizeof(*x->locks));
+        for (size_t i = 0; i < RX_LOCKS; i++)
+            if (uv_mutex_init(&x->locks[i]) != 0) { /* as an allocation that fails */
+                fprintf(stderr, "lode restore: cannot make a lock\n");
+                abort();
+            }
+    }
+    struct rx_batch *b = x->plan;
+    if (b->nfiles > 0 && (b->nfiles >= x->max_files || b->bytes + sum > RX_BATCH_BYTES)) {
         rx_flush(x);
+        b = x->plan;
+    }
     if (x->fatal)
         return;
-    x->files = util_grow(x->files, &x->capfiles, x->nfiles + 1, sizeof(*x->files));
-    struct rx_file *f = &x->files[x->nfiles];
+    b->files = util_grow(b->files, &b->capfiles, b->nfiles + 1, sizeof(*b->files));
+    struct rx_file *f = &b->files[b->nfiles];
     memset(f, 0, sizeof(*f));
-    if (rs_file_open(&x->t, rec, &f->tf, &e) != 0) {
+    if (rs_file_prepare(&x->t, rec, &f->tf, &e) != 0) {
         rx_io_error(x, e.msg);
         return;
     }
@@ -379,45 +474,57 @@ void rx_add_file(struct rx *x, const struct repo_file *rec)
     uint64_t at = 0;
     for (size_t i = 0; i < rec->nchunks; i++) {
         const struct repo_chunk *c = repo_chunkset_find(&x->set, rec->chunks[i]);
-        x->pieces = util_grow(x->pieces, &x->cappieces, x->npieces + 1, sizeof(*x->pieces));
-        x->pieces[x->npieces++] = (struct rx_piece){.c = c, .file = (uint32_t)x->nfiles, .at = at};
+        b->pieces = util_grow(b->pieces, &b->cappieces, b->npieces + 1, sizeof(*b->pieces));
+        b->pieces[b->npieces++] = (struct rx_piece){.c = c, .file = (uint32_t)b->nfiles, .at = at};
         at += c->plain;
     }
     f->pending = (uint32_t)rec->nchunks;
-    x->nfiles++;
-    x->batch_bytes += sum;
+    b->nfiles++;
+    b->bytes += sum;
 }
 
-/* Enough descriptors for a batch: two per file, and the directories above them. */
+/* Enough descriptors for two batches: two per file, and the directories above them. */
 size_t rx_max_files(void)
 {
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
-        return 64;
-    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 4096 &&
+        return 32;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 8192 &&
         (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > rl.rlim_cur)) {
-        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > 4096 ? 4096 : rl.rlim_max;
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > 8192 ? 8192 : rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
     }
-    rlim_t n = rl.rlim_cur == RLIM_INFINITY ? 4096 : rl.rlim_cur;
-    n = n > 1024 ? (n - 512) / 2 : n > 128 ? (n - 96) / 2 : 16;
+    rlim_t n = rl.rlim_cur == RLIM_INFINITY ? 8192 : rl.rlim_cur;
+    n = n > 1024 ? (n - 512) / 4 : n > 128 ? (n - 96) / 4 : 8;
     return n > 1024 ? 1024 : (size_t)n;
 }
 
 void rx_batch_finish(struct rx *x)
 {
-    if (!x->fatal && x->nfiles > 0)
+    if (x->plan == NULL)
+        return;
+    if (!x->fatal && x->plan->nfiles > 0)
         rx_flush(x);
-    for (size_t i = 0; i < x->nfiles; i++) { /* left by a fatal error */
-        rs_file_discard(&x->files[i].tf);
-        repo_file_free(&x->files[i].f);
-    }
-    x->nfiles = 0;
+    rx_drain(x, x->flight);
+    rx_drain(x, x->plan); /* left by a fatal error */
+}
+
+static void rx_batch_free_one(struct rx_batch *b)
+{
+    if (b == NULL)
+        return;
+    free(b->files);
+    free(b->pieces);
+    free(b->ranges);
+    free(b);
 }
 
 void rx_batch_free(struct rx *x)
 {
-    free(x->files);
-    free(x->pieces);
-    free(x->ranges);
+    if (x->locks != NULL)
+        for (size_t i = 0; i < RX_LOCKS; i++)
+            uv_mutex_destroy(&x->locks[i]);
+    free(x->locks);
+    rx_batch_free_one(x->plan);
+    rx_batch_free_one(x->flight);
 }

@@ -40,6 +40,44 @@ static int rs_mkdir_p(const char *dir, struct util_err *err)
     return rc;
 }
 
+static void rs_tmp_name(struct rs_target *t, char out[48])
+{
+    snprintf(out, 48, ".lode-restore-%ld-%lu", t->pid, ++t->seq);
+}
+
+/*
+ * Whether regular files can be made with O_TMPFILE in the target and linked into place:
+ * linkat(AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH, the /proc/self/fd path does not but
+ * needs /proc. Tried once on a probe file, which is linked under a temporary name and
+ * removed, so that a file system or a setup that refuses either is found before any
+ * file's contents depend on it. LODE_RESTORE_NO_TMPFILE=1 skips it (docs/repository.md).
+ */
+static void rs_probe_tmpfile(struct rs_target *t)
+{
+    const char *off = getenv("LODE_RESTORE_NO_TMPFILE");
+    char tmp[48];
+    int fd;
+
+    t->tmpfile = false;
+    if (off != NULL && strcmp(off, "1") == 0)
+        return;
+    fd = openat(t->root, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return;
+    rs_tmp_name(t, tmp);
+    if (linkat(fd, "", t->root, tmp, AT_EMPTY_PATH) == 0) {
+        t->tmpfile = t->link_fd = true;
+    } else {
+        char proc[40];
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+        if (linkat(AT_FDCWD, proc, t->root, tmp, AT_SYMLINK_FOLLOW) == 0)
+            t->tmpfile = true;
+    }
+    if (t->tmpfile)
+        unlinkat(t->root, tmp, 0);
+    close(fd);
+}
+
 int rs_target_open(struct rs_target *t, const char *dir, bool overwrite, struct util_err *err)
 {
     DIR *d;
@@ -56,25 +94,26 @@ int rs_target_open(struct rs_target *t, const char *dir, bool overwrite, struct 
     t->pid = (long)getpid();
     t->overwrite = overwrite;
     t->dir_path = util_strdup("");
-    if (overwrite)
-        return 0;
-    if ((fd = dup(t->root)) < 0 || (d = fdopendir(fd)) == NULL) {
-        rc = util_err_set(err, UTIL_EIO, "cannot read the target %s: %s", dir, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        goto fail;
-    }
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
-            rc = util_err_set(err, UTIL_EINVAL,
-                              "the target %s is not empty (it holds \"%s\"); restore into an "
-                              "empty directory or pass --overwrite",
-                              dir, e->d_name);
-            closedir(d);
+    if (!overwrite) {
+        if ((fd = dup(t->root)) < 0 || (d = fdopendir(fd)) == NULL) {
+            rc = util_err_set(err, UTIL_EIO, "cannot read the target %s: %s", dir, strerror(errno));
+            if (fd >= 0)
+                close(fd);
             goto fail;
         }
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+                rc = util_err_set(err, UTIL_EINVAL,
+                                  "the target %s is not empty (it holds \"%s\"); restore into "
+                                  "an empty directory or pass --overwrite",
+                                  dir, e->d_name);
+                closedir(d);
+                goto fail;
+            }
+        }
+        closedir(d);
     }
-    closedir(d);
+    rs_probe_tmpfile(t);
     return 0;
 fail:
     rs_target_close(t);
@@ -173,11 +212,6 @@ fail:
         close(fd);
     rs_drop_parent(t);
     return UTIL_EIO;
-}
-
-static void rs_tmp_name(struct rs_target *t, char out[48])
-{
-    snprintf(out, 48, ".lode-restore-%ld-%lu", t->pid, ++t->seq);
 }
 
 /* Errors that mean "this xattr cannot be set here", not that the restore failed. */
@@ -359,13 +393,14 @@ fail:
     return rc;
 }
 
-int rs_file_open(struct rs_target *t, const struct repo_file *f, struct rs_tmpfile *tf,
-                 struct util_err *err)
+int rs_file_prepare(struct rs_target *t, const struct repo_file *f, struct rs_tmpfile *tf,
+                    struct util_err *err)
 {
     const char *name;
     int dfd, rc;
 
     tf->fd = tf->dir_fd = -1;
+    tf->named = false;
     if (strcmp(f->path, "/") == 0)
         return util_err_set(err, UTIL_EINVAL, "/ is not a directory in the snapshot");
     if ((rc = rs_parent(t, f->path, &dfd, &name, err)) != 0)
@@ -373,29 +408,86 @@ int rs_file_open(struct rs_target *t, const struct repo_file *f, struct rs_tmpfi
     rs_tmp_name(t, tf->tmp);
     if ((tf->dir_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 0)) < 0)
         return util_err_set(err, UTIL_EIO, "%s: %s", f->path, strerror(errno));
-    tf->fd = openat(dfd, tf->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (tf->fd < 0) {
+    return 0;
+}
+
+int rs_file_create(const struct rs_target *t, struct rs_tmpfile *tf)
+{
+    if (t->tmpfile) {
+        tf->fd = openat(tf->dir_fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+        if (tf->fd >= 0)
+            return 0;
+        /* Another file system mounted under the target may refuse it: a named file there. */
+        if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+            return -errno;
+    }
+    tf->fd =
+        openat(tf->dir_fd, tf->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (tf->fd < 0)
+        return -errno;
+    tf->named = true;
+    return 0;
+}
+
+int rs_file_open(struct rs_target *t, const struct repo_file *f, struct rs_tmpfile *tf,
+                 struct util_err *err)
+{
+    int rc = rs_file_prepare(t, f, tf, err);
+    if (rc == 0 && (rc = rs_file_create(t, tf)) < 0) {
         rc = util_err_set(err, UTIL_EIO, "cannot create a file in the directory of %s: %s", f->path,
-                          strerror(errno));
+                          strerror(-rc));
         close(tf->dir_fd);
         tf->dir_fd = -1;
-        return rc;
     }
-    return 0;
+    return rc;
+}
+
+/* Links an O_TMPFILE file under name; a name already there (--overwrite) is replaced
+ * through a temporary name, as rename does, since linkat never replaces. */
+static int rs_link_tmpfile(const struct rs_target *t, struct rs_tmpfile *tf, const char *name)
+{
+    char proc[40];
+    const char *at = t->link_fd ? "" : proc;
+    int from = t->link_fd ? tf->fd : AT_FDCWD,
+        flags = t->link_fd ? AT_EMPTY_PATH : AT_SYMLINK_FOLLOW;
+
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", tf->fd);
+    if (linkat(from, at, tf->dir_fd, name, flags) == 0)
+        return 0;
+    if (errno != EEXIST || linkat(from, at, tf->dir_fd, tf->tmp, flags) != 0)
+        return -1;
+    tf->named = true; /* from here on the temporary name is ours to remove */
+    return renameat(tf->dir_fd, tf->tmp, tf->dir_fd, name);
 }
 
 int rs_file_commit(struct rs_target *t, const struct repo_file *f, struct rs_tmpfile *tf,
                    struct util_err *err)
 {
+    const char *name = strrchr(f->path, '/') + 1;
     int rc = rs_set_meta_fd(t, tf->fd, f, err);
-    if (rc == 0 && close(tf->fd) != 0)
-        rc = util_err_set(err, UTIL_EIO, "%s: writing failed: %s", f->path, strerror(errno));
-    else if (rc != 0)
-        close(tf->fd);
+
+    if (rc == 0 && !tf->named) {
+        /* An unnamed file is linked while its descriptor is open (it is its only hold). */
+        if (rs_link_tmpfile(t, tf, name) != 0)
+            rc =
+                util_err_set(err, UTIL_EIO, "cannot put %s in place: %s", f->path, strerror(errno));
+        else
+            tf->named = false; /* placed: nothing temporary is left */
+        if (close(tf->fd) != 0 && rc == 0) {
+            rc = util_err_set(err, UTIL_EIO, "%s: writing failed: %s", f->path, strerror(errno));
+            unlinkat(tf->dir_fd, name, 0);
+        }
+    } else {
+        if (rc == 0 && close(tf->fd) != 0)
+            rc = util_err_set(err, UTIL_EIO, "%s: writing failed: %s", f->path, strerror(errno));
+        else if (rc != 0)
+            close(tf->fd);
+        if (rc == 0 && renameat(tf->dir_fd, tf->tmp, tf->dir_fd, name) != 0)
+            rc =
+                util_err_set(err, UTIL_EIO, "cannot put %s in place: %s", f->path, strerror(errno));
+    }
     tf->fd = -1;
-    if (rc == 0 && renameat(tf->dir_fd, tf->tmp, tf->dir_fd, strrchr(f->path, '/') + 1) != 0)
-        rc = util_err_set(err, UTIL_EIO, "cannot put %s in place: %s", f->path, strerror(errno));
-    if (rc != 0)
+    if (rc != 0 && tf->named)
         unlinkat(tf->dir_fd, tf->tmp, 0);
     close(tf->dir_fd);
     tf->dir_fd = -1;
@@ -407,10 +499,12 @@ void rs_file_discard(struct rs_tmpfile *tf)
     if (tf->fd >= 0)
         close(tf->fd);
     if (tf->dir_fd >= 0) {
-        unlinkat(tf->dir_fd, tf->tmp, 0);
+        if (tf->named)
+            unlinkat(tf->dir_fd, tf->tmp, 0);
         close(tf->dir_fd);
     }
     tf->fd = tf->dir_fd = -1;
+    tf->named = false;
 }
 
 int rs_target_finish(struct rs_target *t, struct util_err *err)

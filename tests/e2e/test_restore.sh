@@ -7,7 +7,8 @@
 # What a user checks: a backed-up tree comes back byte for byte with its modes,
 # times, owners (the test runs as root), symlinks, xattrs, empty files and
 # directories and odd names; --include; a non-empty target is refused; a restore
-# killed mid-way leaves no half file under a real name; check finds a flipped byte
+# killed mid-way leaves no half file under a real name (with O_TMPFILE and, forced off
+# by LODE_RESTORE_NO_TMPFILE=1, with temporary names); check finds a flipped byte
 # in a pack, a deleted pack and a deleted meta object, naming each; a wrong key is
 # a clear error. versitygw's posix backend keeps each object as a file under
 # $ENV_DIR/s3/data/BUCKET/KEY, which is where the damage is done.
@@ -275,33 +276,76 @@ head -c 96M /dev/urandom >"$d/huge.bin"
 run backup2 backup
 id2=$OUT
 check_eq "a second backup with a 96 MiB file exits 0" "$RC" 0
+# half_unnamed PID DIR: PID holds a file under DIR that has no name yet (O_TMPFILE: its
+# /proc link reads "DIR/.../#INODE (deleted)") and has bytes in it.
+half_unnamed() {
+	local fd l
+	for fd in /proc/"$1"/fd/*; do
+		l=$(readlink "$fd" 2>/dev/null) || continue
+		[[ $l == "$2"/*" (deleted)" && -s $fd ]] && return 0
+	done
+	return 1
+}
+# half_named DIR: a temporary file with bytes in it is under DIR.
+half_named() { [[ -n $(find "$1" -name '.lode-restore-*' -size +0 2>/dev/null | head -n 1) ]]; }
+# kill_mid WHEN DIR ENV...: starts a restore of id2 into DIR (--overwrite) with ENV, kills it
+# with SIGKILL as soon as WHEN (half_unnamed or half_named) holds; says whether it did.
+kill_mid() {
+	local when=$1 dir=$2 pid
+	shift 2
+	env "$@" "$LODE" restore "$id2" --target "$dir" --overwrite >"$T_TMP/kill.out" 2>&1 &
+	pid=$!
+	killed=no
+	for _ in $(seq 3000); do # up to 30 s
+		if { [[ $when == half_unnamed ]] && half_unnamed "$pid" "$dir"; } ||
+			{ [[ $when == half_named ]] && half_named "$dir"; }; then
+			kill -9 "$pid" 2>/dev/null && killed=yes
+			break
+		fi
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.01
+	done
+	wait "$pid" 2>/dev/null
+}
+# differing DIR: how many files under DIR (temporary ones aside) differ from the node's.
+differing() {
+	local f rel half=0
+	while IFS= read -r -d '' f; do
+		rel=${f#"$1"/}
+		cmp -s "$f" "$node/$rel" || {
+			half=$((half + 1))
+			echo "    differs: $rel" >&2
+		}
+	done < <(find "$1" -type f ! -name '.lode-restore-*' -print0)
+	echo "$half"
+}
 r=$T_TMP/r5
-"$LODE" restore "$id2" --target "$r" --overwrite >"$T_TMP/kill.out" 2>&1 &
-pid=$!
-killed=no
-for _ in $(seq 3000); do # up to 30 s
-	if [[ -n $(find "$r" -name '.lode-restore-*' -size +0 2>/dev/null | head -n 1) ]]; then
-		kill -9 "$pid" 2>/dev/null && killed=yes
-		break
-	fi
-	kill -0 "$pid" 2>/dev/null || break
-	sleep 0.01
-done
-wait "$pid" 2>/dev/null
-check_eq "a restore is killed (SIGKILL) while a file is half written" "$killed" yes
-half=0
-while IFS= read -r -d '' f; do
-	rel=${f#"$r"/}
-	cmp -s "$f" "$node/$rel" || {
-		half=$((half + 1))
-		echo "    differs: $rel"
-	}
-done < <(find "$r" -type f ! -name '.lode-restore-*' -print0)
-check_eq "no file under its real name differs from the original" "$half" 0
+kill_mid half_unnamed "$r"
+check_eq "a restore is killed (SIGKILL) while an unnamed (O_TMPFILE) file is half written" "$killed" yes
+check_eq "no file under its real name differs from the original" "$(differing "$r")" 0
+check_eq "... and the killed restore left no temporary file (unnamed files go with it)" \
+	"$(cd "$r" && find . -name '.lode-restore-*')" "./data/.lode-restore-1-1"
 run resume "$LODE" restore "$id2" --target "$r" --overwrite
 check_eq "restoring again with --overwrite completes it" "$RC:$(treesum "$r/data" --skip-tmp)" "0:$(treesum "$d")"
+
+# Where O_TMPFILE is not used (LODE_RESTORE_NO_TMPFILE=1, as on a file system that
+# refuses it), files are written under temporary names: the same promises hold.
+r=$T_TMP/r5b
+mkdir -p "$r/data"
+: >"$r/data/.lode-restore-1-1"
+kill_mid half_named "$r" LODE_RESTORE_NO_TMPFILE=1
+check_eq "without O_TMPFILE: a restore is killed while a temporary file is half written" "$killed" yes
+check_eq "... no file under its real name differs from the original" "$(differing "$r")" 0
+run resume-named env LODE_RESTORE_NO_TMPFILE=1 "$LODE" restore "$id2" --target "$r" --overwrite
+check_eq "... restoring again with --overwrite completes it" "$RC:$(treesum "$r/data" --skip-tmp)" "0:$(treesum "$d")"
 check_eq "... and removes the killed restore's temporary files, not a running one's" \
 	"$(cd "$r" && find . -name '.lode-restore-*')" "./data/.lode-restore-1-1"
+r=$T_TMP/r5c
+run named "env" LODE_RESTORE_NO_TMPFILE=1 "$LODE" restore "$id" --target "$r"
+check_eq "without O_TMPFILE: the tree comes back alike" "$RC:$(treesum "$r/data")" "0:$want"
+check_eq "... with no temporary file left" "$(find "$r" -name '.lode-restore-*' | wc -l)" 0
+run named-over env LODE_RESTORE_NO_TMPFILE=1 "$LODE" restore "$id" --target "$r" --overwrite
+check_eq "... and --overwrite over it works" "$RC:$(treesum "$r/data")" "0:$want"
 
 # ---- damage ----
 pack=$(find "$objects/data" -name '*.pack' -size +16M -printf '%s %p\n' | sort -n | tail -n 1 | cut -d' ' -f2)
