@@ -6,7 +6,8 @@
  * every --include names something, then to restore. Directories, symlinks and special
  * files are made as they come; regular files go to the batch (restore_batch.c;
  * restore.h, "The restore itself", says how their chunks are fetched).
- * restore.h says how the target is written (temporary names, no symlink followed).
+ * restore.h says how the target is written (unnamed files or temporary names, no
+ * symlink followed).
  *
  * Exit codes: 0 everything restored; 1 the snapshot is missing or damaged (each
  * damaged object and each file not restored because of it is named on stderr, and
@@ -37,9 +38,9 @@ static void cmd_restore_usage(FILE *f)
             "                    [--repo URL] [--cacert FILE] [--key-file FILE]\n\n"
             "Restores snapshot ID (see lode snapshots) under DIR: each path lands where it\n"
             "was on the node under DIR (/etc/hosts -> DIR/etc/hosts), with its mode, times\n"
-            "and xattrs, and its owner when run as root. Files are written under a temporary\n"
-            "name and renamed when whole. DIR is created when missing and must be empty\n"
-            "unless --overwrite.\n\n"
+            "and xattrs, and its owner when run as root. Files are written without a name\n"
+            "(or under a temporary one) and put in place when whole. DIR is created when\n"
+            "missing and must be empty unless --overwrite.\n\n"
             "  --target DIR      where to restore (required)\n"
             "  --include PATH    restore only PATH (a directory: with everything under it);\n"
             "                    may be repeated\n"
