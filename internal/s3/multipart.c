@@ -192,7 +192,7 @@ int s3__mpu_prepare(struct s3_op *op)
         s3__op_param(op, "prefix", op->prefix);
         if (op->key_marker != NULL) {
             s3__op_param(op, "key-marker", op->key_marker);
-            if (op->id_marker != NULL && op->id_marker[0] != '\0')
+            if (op->id_marker != NULL && op->id_marker[0] != '\0' && !op->key_marker_only)
                 s3__op_param(op, "upload-id-marker", op->id_marker);
         }
     }
@@ -429,6 +429,18 @@ static void uploads_done(struct s3_op *op)
     size_t plen = strlen(op->prefix), rel = strlen(c->cfg.prefix);
     const char *prev;
 
+    if (op->status == 400 && strcmp(op->code, "InvalidArgument") == 0 && op->id_marker != NULL &&
+        op->id_marker[0] != '\0' && !op->key_marker_only) {
+        /*
+         * A server that refuses the upload-id marker it gave (versitygw 1.8 looks for
+         * it past the key marker): the key marker alone, from now on. Uploads of the
+         * marker's key beyond the page are then missed by this listing.
+         */
+        op->key_marker_only = true;
+        op->attempt = 0;
+        s3__op_send(op);
+        return;
+    }
     if (op->status < 200 || op->status >= 300) {
         s3__op_retry_or_fail(op);
         return;

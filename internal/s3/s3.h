@@ -75,8 +75,11 @@
  * ListMultipartUploads reads 1,000 uploads a page, following NextKeyMarker and
  * NextUploadIdMarker; like a listing, a page is delivered only once read whole and
  * checked (keys inside the prefix, never descending, a truncated page names its
- * markers and they move on). A stale upload that was never completed costs storage
- * until aborted: `lode gc` aborts those (docs/storage-s3.md).
+ * markers and they move on). A server that answers the upload-id marker with 400
+ * InvalidArgument (versitygw 1.8 looks for it past the key marker) is asked with the
+ * key marker alone from then on; uploads of that key beyond the page are then missed
+ * by the listing (a key normally has one upload). A stale upload that was never completed costs
+ * storage until aborted: `lode gc` aborts those (docs/storage-s3.md).
  *
  * Costs: an operation holds its key, headers and signature (a few hundred bytes), a
  * GET into memory the object (bounded by max_bytes), a listing one page, a

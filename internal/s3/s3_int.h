@@ -149,6 +149,7 @@ struct s3_op {
     struct s3_uploads_parser *up;
     s3_upload_cb each_upload;
     char *key_marker, *id_marker; /* the next page's markers, or NULL */
+    bool key_marker_only;         /* the server refused the upload-id marker */
     size_t n_parts;
 };
 
