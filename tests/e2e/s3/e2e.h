@@ -55,5 +55,7 @@ int sink_pattern(const char *data, size_t len, void *arg);
 
 void test_multipart(void);
 void test_multipart_faults(void);
+void test_multipart_listing(void);
+void test_multipart_arguments(void);
 
 #endif

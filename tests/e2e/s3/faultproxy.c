@@ -19,6 +19,10 @@
  *                          reply into <Error> InternalError / AccessDenied
  *   del_missing            (DeleteObjects only) drop the first COUNT <Deleted> of one reply
  *   del_stranger           (DeleteObjects only) add a <Deleted> for a key never asked
+ *   error200               forward, then answer a 2xx with whitespace and an <Error>
+ *                          InternalError document instead of its body (S3's way of
+ *                          failing a CompleteMultipartUpload after the answer began)
+ *   truncate_uploads       (ListMultipartUploads only) cut the XML in half
  * /__fault/count answers the number of requests forwarded or faulted since
  * /__fault/clear, which also empties the queue; /__fault/exit ends the proxy.
  *
@@ -118,12 +122,16 @@ static bool take_fault(const char *method, const char *target, char *action)
 {
     bool is_list = strcmp(method, "GET") == 0 && strstr(target, "list-type=2") != NULL;
     bool is_del = strcmp(method, "POST") == 0 && strstr(target, "?delete") != NULL;
+    bool is_uploads = strcmp(method, "GET") == 0 &&
+                      (strstr(target, "&uploads=") != NULL || strstr(target, "?uploads") != NULL);
     for (int i = 0; i < n_faults; i++) {
         struct fault *f = &faults[i];
         bool list_only =
             strcmp(f->action, "truncate_list") == 0 || strcmp(f->action, "drop_token") == 0;
         bool del_only = strncmp(f->action, "del_", 4) == 0;
-        if (f->count <= 0 || (list_only && !is_list) || (del_only && !is_del))
+        bool uploads_only = strcmp(f->action, "truncate_uploads") == 0;
+        if (f->count <= 0 || (list_only && !is_list) || (del_only && !is_del) ||
+            (uploads_only && !is_uploads))
             continue;
         memcpy(action, f->action, sizeof(f->action));
         if (!del_only)
@@ -340,7 +348,15 @@ static bool handle(struct conn *c, const char *method, const char *target, const
         keep = false;
         goto out;
     }
-    if (strcmp(action, "truncate_list") == 0 && r.body.len > 0) {
+    if (strcmp(action, "error200") == 0 && r.status >= 200 && r.status < 300) {
+        const char *err = "  \n  <?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error>"
+                          "<Code>InternalError</Code><Message>We encountered an internal "
+                          "error. Please try again.</Message></Error>";
+        r.status = 200;
+        r.body.len = 0;
+        buf_add(&r.body, err, strlen(err));
+    } else if ((strcmp(action, "truncate_list") == 0 || strcmp(action, "truncate_uploads") == 0) &&
+               r.body.len > 0) {
         r.body.len /= 2;
         r.body.p[r.body.len] = '\0';
     } else if (strcmp(action, "drop_token") == 0 && r.body.p != NULL) {

@@ -793,6 +793,10 @@ int main(int argc, char **argv)
         test_multipart();
     if (strstr("multipart-faults", only) != NULL)
         test_multipart_faults();
+    if (strstr("multipart-listing", only) != NULL)
+        test_multipart_listing();
+    if (strstr("multipart-arguments", only) != NULL)
+        test_multipart_arguments();
     curl_global_cleanup();
     printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
