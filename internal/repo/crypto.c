@@ -112,6 +112,25 @@ int repo_unseal(const struct repo_keys *k, const void *aad, size_t aadlen, const
     return 0;
 }
 
+int repo_unseal_inplace(const struct repo_keys *k, const void *aad, size_t aadlen, uint8_t *buf,
+                        size_t len, struct util_err *err)
+{
+    uint8_t nonce[12], tag[16];
+    int ok = 0;
+    if (len >= REPO_SEAL_EXTRA) {
+        /* GCM decrypts in place only with the input where the output goes. */
+        memcpy(nonce, buf, 12);
+        memcpy(tag, buf + len - 16, 16);
+        memmove(buf, buf + 12, len - REPO_SEAL_EXTRA);
+        repo_gcm(k->data, false, nonce, aad, aadlen, buf, len - REPO_SEAL_EXTRA, buf, tag, &ok);
+    }
+    if (!ok)
+        return util_err_set(err, UTIL_EIO,
+                            "authentication failed: the object was changed, truncated or "
+                            "written with another key");
+    return 0;
+}
+
 /* ---- config.json ---- */
 
 #define REPO_WRAP_AAD "lodestore master key"

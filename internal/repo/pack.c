@@ -464,25 +464,39 @@ void repo_chunkset_encode(const struct repo_chunkset *s, const struct repo_keys 
 int repo_chunkset_decode(struct repo_chunkset *s, const struct repo_keys *k, const char *id,
                          const uint8_t *data, size_t len, struct util_err *err)
 {
-    uint8_t aad[8 + REPO_ID_LEN], *p;
+    uint8_t *copy = util_malloc(len ? len : 1);
+    memcpy(copy, data, len);
+    return repo_chunkset_open(s, k, id, copy, len, err);
+}
+
+/*
+ * Entry i is decoded from its 49 bytes at need + 49 i (need >= 16) into a local copy,
+ * then written as the 48-byte struct at 48 i: the struct ends before entry i + 1's
+ * bytes begin, so nothing is overwritten before it is read.
+ */
+int repo_chunkset_open(struct repo_chunkset *s, const struct repo_keys *k, const char *id,
+                       uint8_t *data, size_t len, struct util_err *err)
+{
+    uint8_t aad[8 + REPO_ID_LEN], *p = data;
     size_t plen, need;
     uint32_t np, nc, plain;
     int rc;
 
     repo_chunkset_init(s);
-    if (len < REPO_SEAL_EXTRA + 16 || strlen(id) != REPO_ID_LEN)
+    if (len < REPO_SEAL_EXTRA + 16 || strlen(id) != REPO_ID_LEN) {
+        free(data);
         return util_err_set(err, UTIL_EIO, "chunk set of %.40s: too short", id);
+    }
     plen = len - REPO_SEAL_EXTRA;
-    p = util_malloc(plen);
     repo_chunkset_aad(aad, id);
-    if ((rc = repo_unseal(k, aad, sizeof(aad), data, len, p, err)) != 0) {
+    if ((rc = repo_unseal_inplace(k, aad, sizeof(aad), p, len, err)) != 0) {
         util_err_set(err, rc,
                      "chunk set of %s: authentication failed (changed, moved or wrong "
                      "key)",
                      id);
-        goto out;
+        free(data);
+        return rc;
     }
-    rc = UTIL_EIO;
     if (memcmp(p, CHUNKS_MAGIC, 8) != 0)
         goto bad;
     np = get32(p + 8);
@@ -497,31 +511,30 @@ int repo_chunkset_decode(struct repo_chunkset *s, const struct repo_keys *k, con
     s->npacks = s->cappacks = np;
     s->packs = util_malloc(np ? np * REPO_HASH_LEN : 1);
     memcpy(s->packs, p + 12, (size_t)np * REPO_HASH_LEN);
-    s->n = s->cap = nc;
-    s->v = util_calloc(nc ? nc : 1, sizeof(*s->v));
     for (uint32_t i = 0; i < nc; i++) {
         const uint8_t *e = p + need + (size_t)i * CHUNK_ENTRY;
-        struct repo_chunk *c = &s->v[i];
-        memcpy(c->hash, e, REPO_HASH_LEN);
-        c->pack = get32(e + 32);
-        c->offset = get32(e + 36);
-        c->stored = get32(e + 40);
+        struct repo_chunk c;
+        memset(&c, 0, sizeof(c));
+        memcpy(c.hash, e, REPO_HASH_LEN);
+        c.pack = get32(e + 32);
+        c.offset = get32(e + 36);
+        c.stored = get32(e + 40);
         plain = get32(e + 44);
-        c->plain = plain & (REPO_CHUNK_PLAIN_MAX * 2 - 1);
-        c->flags = e[48] & REPO_BLOB_ZSTD;
-        if (c->pack >= np || c->stored < REPO_SEAL_EXTRA || (e[48] & ~REPO_BLOB_ZSTD) != 0 ||
+        c.plain = plain & (REPO_CHUNK_PLAIN_MAX * 2 - 1);
+        c.flags = e[48] & REPO_BLOB_ZSTD;
+        if (c.pack >= np || c.stored < REPO_SEAL_EXTRA || (e[48] & ~REPO_BLOB_ZSTD) != 0 ||
             plain > REPO_CHUNK_PLAIN_MAX ||
-            (i > 0 && memcmp(s->v[i - 1].hash, c->hash, REPO_HASH_LEN) >= 0))
+            (i > 0 && memcmp(p + (size_t)(i - 1) * sizeof(c), c.hash, REPO_HASH_LEN) >= 0))
             goto bad;
+        memcpy(p + (size_t)i * sizeof(c), &c, sizeof(c));
     }
-    rc = 0;
-    goto out;
+    s->v = util_realloc(p, nc ? (size_t)nc * sizeof(*s->v) : 1);
+    s->n = s->cap = nc;
+    return 0;
 bad:
+    free(data);
     repo_chunkset_free(s);
-    util_err_set(err, UTIL_EIO, "chunk set of %s: malformed", id);
-out:
-    free(p);
-    return rc;
+    return util_err_set(err, UTIL_EIO, "chunk set of %s: malformed", id);
 }
 
 void repo_chunkset_free(struct repo_chunkset *s)

@@ -146,6 +146,10 @@ void repo_seal(const struct repo_keys *k, const void *aad, size_t aadlen, const 
 /* out receives len - REPO_SEAL_EXTRA bytes; a changed byte or wrong key is UTIL_EIO. */
 int repo_unseal(const struct repo_keys *k, const void *aad, size_t aadlen, const uint8_t *sealed,
                 size_t len, uint8_t *out, struct util_err *err);
+/* The same in buf's own memory: its first len - REPO_SEAL_EXTRA bytes become the plain
+ * ones. On failure buf holds nothing of use. */
+int repo_unseal_inplace(const struct repo_keys *k, const void *aad, size_t aadlen, uint8_t *buf,
+                        size_t len, struct util_err *err);
 
 /* ---- config.json ---- */
 
@@ -305,6 +309,15 @@ void repo_chunkset_seal(struct repo_chunkset *s, const struct repo_keys *k, cons
                         uint8_t **data, size_t *len);
 int repo_chunkset_decode(struct repo_chunkset *s, const struct repo_keys *k, const char *id,
                          const uint8_t *data, size_t len, struct util_err *err);
+/*
+ * The same in data's own memory, which it takes (allocated with malloc; freed on
+ * error): the entries are decoded over the plain bytes, which are opened over the
+ * sealed ones, so a set read from storage is held once (about 49 bytes a chunk), not
+ * as the object, its plain bytes and the entries side by side (a re-run's parent set:
+ * 146 bytes a chunk at its peak).
+ */
+int repo_chunkset_open(struct repo_chunkset *s, const struct repo_keys *k, const char *id,
+                       uint8_t *data, size_t len, struct util_err *err);
 void repo_chunkset_free(struct repo_chunkset *s);
 
 /* ---- the file list of a snapshot (meta/<source>/<id>.files) ---- */

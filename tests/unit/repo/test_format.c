@@ -610,6 +610,76 @@ static void test_chunkset_seal(void **state)
     (void)state;
 }
 
+/* repo_chunkset_open decodes in the object's memory and takes it, on success and on
+ * every error (ASan finds a leak or a double free); its set equals decode's. */
+static void test_chunkset_open(void **state)
+{
+    struct repo_keys k = test_keys(8);
+    struct repo_chunkset s, d, o;
+    struct util_err err = {0};
+    uint8_t *data, *copy, pk[REPO_HASH_LEN] = {9};
+    size_t len;
+
+    repo_chunkset_init(&s);
+    repo_chunkset_pack(&s, pk);
+    for (uint32_t i = 0; i < 3000; i++) {
+        struct repo_chunk c = {.offset = 8 + i, .stored = 28 + i, .plain = i, .flags = i & 1};
+        test_hash(c.hash, i * 7919u);
+        repo_chunkset_add(&s, &c);
+    }
+    repo_chunkset_sort(&s);
+    repo_chunkset_encode(&s, &k, ID1, &data, &len);
+    assert_int_equal(repo_chunkset_decode(&d, &k, ID1, data, len, &err), 0);
+    copy = util_malloc(len);
+    memcpy(copy, data, len);
+    assert_int_equal(repo_chunkset_open(&o, &k, ID1, copy, len, &err), 0);
+    assert_int_equal(o.n, 3000);
+    assert_int_equal(o.npacks, 1);
+    assert_memory_equal(o.packs[0], pk, REPO_HASH_LEN);
+    assert_memory_equal(o.v, d.v, d.n * sizeof(*d.v));
+    assert_memory_equal(o.v, s.v, s.n * sizeof(*s.v));
+    repo_chunkset_free(&o);
+    /* Errors: another id, a changed byte, cut short, too short to be one. */
+    copy = util_malloc(len);
+    memcpy(copy, data, len);
+    assert_int_equal(repo_chunkset_open(&o, &k, ID2, copy, len, &err), UTIL_EIO);
+    assert_non_null(strstr(err.msg, "authentication failed"));
+    assert_null(o.v);
+    copy = util_malloc(len);
+    memcpy(copy, data, len);
+    copy[len / 3] ^= 4;
+    assert_int_equal(repo_chunkset_open(&o, &k, ID1, copy, len, &err), UTIL_EIO);
+    copy = util_malloc(len);
+    memcpy(copy, data, len - 49);
+    assert_int_equal(repo_chunkset_open(&o, &k, ID1, copy, len - 49, &err), UTIL_EIO);
+    copy = util_malloc(10);
+    assert_int_equal(repo_chunkset_open(&o, &k, ID1, copy, 10, &err), UTIL_EIO);
+    assert_non_null(strstr(err.msg, "too short"));
+    /* Sealed right but malformed inside (entries out of order): freed, said. */
+    {
+        size_t plen = len - REPO_SEAL_EXTRA;
+        uint8_t *plain = util_malloc(plen), aad[8 + REPO_ID_LEN], e[49];
+        const size_t first = 16 + REPO_HASH_LEN;
+        memcpy(aad, "LODECHK1", 8);
+        memcpy(aad + 8, ID1, REPO_ID_LEN);
+        assert_int_equal(repo_unseal(&k, aad, sizeof(aad), data, len, plain, &err), 0);
+        memcpy(e, plain + first, 49);
+        memcpy(plain + first, plain + first + 49, 49);
+        memcpy(plain + first + 49, e, 49);
+        copy = util_malloc(len);
+        repo_seal(&k, aad, sizeof(aad), plain, plen, copy);
+        assert_int_equal(repo_chunkset_open(&o, &k, ID1, copy, len, &err), UTIL_EIO);
+        assert_non_null(strstr(err.msg, "malformed"));
+        assert_null(o.v);
+        assert_null(o.packs);
+        free(plain);
+    }
+    free(data);
+    repo_chunkset_free(&d);
+    repo_chunkset_free(&s);
+    (void)state;
+}
+
 static void make_file(struct repo_file *f, const char *path, int i)
 {
     memset(f, 0, sizeof(*f));
@@ -1088,6 +1158,7 @@ int main(void)
         cmocka_unit_test(test_chunkset_seal),
         cmocka_unit_test(test_chunk_entry_bits),
         cmocka_unit_test(test_pack_entry_plain_bound),
+        cmocka_unit_test(test_chunkset_open),
         cmocka_unit_test(test_file_list_round_trip),
         cmocka_unit_test(test_file_list_taken_in_parts),
         cmocka_unit_test(test_file_list_fetched),
