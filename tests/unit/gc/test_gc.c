@@ -84,7 +84,7 @@ static void test_verdict_at_the_cutoff(void **state)
  * when known and strictly before it. */
 static void test_upload_verdict(void **state)
 {
-    const int64_t cutoffs[] = {0, 1, 5000, INT64_MIN, INT64_MAX};
+    const int64_t cutoffs[] = {0, 1, 5000, INT64_MIN + 1, INT64_MAX - 1};
     for (size_t c = 0; c < sizeof(cutoffs) / sizeof(cutoffs[0]); c++) {
         int64_t cutoff = cutoffs[c];
         const int64_t times[] = {-1,     -5000,      0,         1,         cutoff - 1,
