@@ -94,19 +94,41 @@ out:
     return rc;
 }
 
-/* GETs a whole object of the snapshot's source into memory. */
+#define BACKUP_GET_MAX ((uint64_t)4 << 30)
+
+static int backup_run_sink(const char *data, size_t len, void *arg)
+{
+    struct util_buf *buf = arg;
+    if (buf->len + len > BACKUP_GET_MAX)
+        return 1; /* larger than any chunk set lode writes */
+    util_buf_append(buf, data, len);
+    return 0;
+}
+
+/*
+ * GETs a whole object of the snapshot's source into memory, through a sink: the bytes
+ * are held once (s3_sync_get would hold the reply and a copy of it side by side, twice
+ * the parent's chunk set at the start of a re-run).
+ */
 static int backup_run_get(struct backup *b, enum repo_kind kind, const char *id, char **data,
                           size_t *len, struct util_err *err)
 {
     struct repo_key k = {.kind = kind, .src = b->src};
-    struct s3_opts o = {.max_bytes = (uint64_t)4 << 30};
+    struct util_buf buf;
     char *key;
     int rc;
     snprintf(k.id, sizeof(k.id), "%s", id);
     key = repo_key_build(&k);
-    rc = s3_sync_get(b->st->s3, key, &o, data, len, NULL, err);
+    util_buf_init(&buf);
+    rc = s3_sync_get_to(b->st->s3, key, NULL, backup_run_sink, &buf, NULL, err);
     free(key);
-    return rc;
+    if (rc != 0) {
+        util_buf_free(&buf);
+        return rc;
+    }
+    *len = buf.len;
+    *data = util_buf_steal(&buf);
+    return 0;
 }
 
 struct backup_run_parent {
@@ -119,20 +141,32 @@ struct backup_run_parent {
     bool loaded; /* reader and set hold memory */
 };
 
-/* The reader's ranged GETs of the parent's file list (a window at a time). */
+struct backup_run_window {
+    uint8_t *buf;
+    size_t len, got;
+};
+
+static int backup_run_window_sink(const char *data, size_t len, void *arg)
+{
+    struct backup_run_window *w = arg;
+    if (len > w->len - w->got)
+        return 1; /* more than the range asked for */
+    memcpy(w->buf + w->got, data, len);
+    w->got += len;
+    return 0;
+}
+
+/* The reader's ranged GETs of the parent's file list (a window at a time), straight
+ * into the reader's window. */
 static int backup_run_parent_fetch(void *arg, uint64_t off, size_t len, uint8_t *buf,
                                    struct util_err *err)
 {
     struct backup_run_parent *p = arg;
-    struct s3_opts o = {.range_start = off, .range_len = len, .max_bytes = len + 1};
-    char *data = NULL;
-    size_t got = 0;
-    int rc = s3_sync_get(p->b->st->s3, p->files_key, &o, &data, &got, NULL, err);
-    if (rc == 0 && got != len)
-        rc = util_err_set(err, UTIL_EIO, "a ranged GET gave %zu bytes, not %zu", got, len);
-    if (rc == 0)
-        memcpy(buf, data, len);
-    free(data);
+    struct s3_opts o = {.range_start = off, .range_len = len};
+    struct backup_run_window w = {.buf = buf, .len = len};
+    int rc = s3_sync_get_to(p->b->st->s3, p->files_key, &o, backup_run_window_sink, &w, NULL, err);
+    if (rc == 0 && w.got != len)
+        rc = util_err_set(err, UTIL_EIO, "a ranged GET gave %zu bytes, not %zu", w.got, len);
     return rc;
 }
 
@@ -160,14 +194,13 @@ static void backup_run_parent_load(struct backup *b, struct backup_run_parent *p
         return;
     }
     free(key);
+    /* Decoded in the fetched object's memory, which the set takes (freed on error). */
     if (backup_run_get(b, REPO_KEY_CHUNKS, p->id, &cdata, &clen, &err) != 0 ||
-        repo_chunkset_decode(&p->set, b->keys, p->id, (uint8_t *)cdata, clen, &err) != 0) {
+        repo_chunkset_open(&p->set, b->keys, p->id, (uint8_t *)cdata, clen, &err) != 0) {
         fprintf(stderr, "lode backup: the parent's chunk set: %s: backing up without a parent\n",
                 err.msg);
-        free(cdata);
         return;
     }
-    free(cdata);
     k.kind = REPO_KEY_FILES;
     p->b = b;
     p->files_key = repo_key_build(&k);
