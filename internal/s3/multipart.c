@@ -426,8 +426,10 @@ static void uploads_done(struct s3_op *op)
     struct s3_client *c = op->c;
     const struct s3_uploads_page *page;
     struct util_err err;
-    size_t plen = strlen(op->prefix), rel = strlen(c->cfg.prefix);
+    size_t rel = strlen(c->cfg.prefix);
     const char *prev;
+    bool again;
+    int rc;
 
     if (op->status == 400 && strcmp(op->code, "InvalidArgument") == 0 && op->id_marker != NULL &&
         op->id_marker[0] != '\0' && !op->key_marker_only) {
@@ -455,36 +457,17 @@ static void uploads_done(struct s3_op *op)
         bad_reply(op);
         return;
     }
-    prev = op->last_key;
-    for (size_t i = 0; i < page->n; i++) {
-        const char *k = page->uploads[i].key;
-        if (strncmp(k, op->prefix, plen) != 0) {
-            s3__op_error(op, S3_EPROTO,
-                         "LIST_UPLOADS s3://%s/%s: the server listed \"%.200s\", outside the "
-                         "prefix",
-                         c->cfg.bucket, op->prefix, k);
+    if ((rc = s3_uploads_page_check(page, op->prefix, op->last_key, op->key_marker,
+                                    op->key_marker_only ? NULL : op->id_marker, &again, &err)) !=
+        0) {
+        s3__op_error(op, rc, "LIST_UPLOADS s3://%s/%s: %s", c->cfg.bucket, op->prefix, err.msg);
+        if (again)
             bad_reply(op);
-            return;
-        }
-        if (prev != NULL && strcmp(k, prev) < 0) {
-            s3__op_error(op, S3_EPROTO,
-                         "LIST_UPLOADS s3://%s/%s: the uploads are out of order at \"%.200s\"",
-                         c->cfg.bucket, op->prefix, k);
-            bad_reply(op);
-            return;
-        }
-        prev = k;
-    }
-    if (page->truncated && op->key_marker != NULL &&
-        strcmp(page->next_key_marker, op->key_marker) == 0 &&
-        strcmp(page->next_upload_id_marker != NULL ? page->next_upload_id_marker : "",
-               op->id_marker != NULL ? op->id_marker : "") == 0) {
-        s3__op_error(op, S3_EPROTO,
-                     "LIST_UPLOADS s3://%s/%s: the server returned the same markers twice",
-                     c->cfg.bucket, op->prefix);
-        s3__op_finish(op, S3_EPROTO);
+        else
+            s3__op_finish(op, rc);
         return;
     }
+    prev = page->n > 0 ? page->uploads[page->n - 1].key : op->last_key;
     for (size_t i = 0; i < page->n; i++) {
         struct s3_upload u = page->uploads[i];
         u.key += rel; /* relative to the repository prefix, as s3.h promises */

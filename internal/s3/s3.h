@@ -508,6 +508,17 @@ int s3_uploads_parser_feed(struct s3_uploads_parser *p, const char *data, size_t
 int s3_uploads_parser_finish(struct s3_uploads_parser *p, const struct s3_uploads_page **page,
                              struct util_err *err);
 void s3_uploads_parser_free(struct s3_uploads_parser *p);
+/*
+ * Checks a page against the listing it continues before any of it is delivered (pure):
+ * every key under prefix (full, as the server sends it), keys never descending from
+ * after_key (the last key delivered, or NULL) on, and a truncated page's markers not
+ * the ones it was asked with (key_marker and id_marker; NULL on the first page).
+ * 0, or S3_EPROTO with *again saying whether fetching the page again may help (a page
+ * that repeats its markers would repeat forever).
+ */
+int s3_uploads_page_check(const struct s3_uploads_page *page, const char *prefix,
+                          const char *after_key, const char *key_marker, const char *id_marker,
+                          bool *again, struct util_err *err);
 
 /*
  * Checks parts for a complete (1..S3_PARTS_MAX parts, numbers ascending within

@@ -320,6 +320,34 @@ void s3_uploads_parser_free(struct s3_uploads_parser *p)
     free(p);
 }
 
+int s3_uploads_page_check(const struct s3_uploads_page *page, const char *prefix,
+                          const char *after_key, const char *key_marker, const char *id_marker,
+                          bool *again, struct util_err *err)
+{
+    size_t plen = strlen(prefix);
+    const char *prev = after_key;
+    *again = true;
+    for (size_t i = 0; i < page->n; i++) {
+        const char *k = page->uploads[i].key;
+        if (strncmp(k, prefix, plen) != 0)
+            return util_err_set(err, S3_EPROTO,
+                                "the server listed an upload of \"%.200s\", outside the prefix", k);
+        if (prev != NULL && strcmp(k, prev) < 0)
+            return util_err_set(err, S3_EPROTO, "the uploads are out of order at \"%.200s\"", k);
+        prev = k;
+    }
+    if (page->truncated && key_marker != NULL && page->next_key_marker != NULL &&
+        strcmp(page->next_key_marker, key_marker) == 0 &&
+        strcmp(page->next_upload_id_marker != NULL ? page->next_upload_id_marker : "",
+               id_marker != NULL ? id_marker : "") == 0) {
+        *again = false;
+        return util_err_set(err, S3_EPROTO,
+                            "the server returned the markers it was asked with: the listing "
+                            "would not end");
+    }
+    return 0;
+}
+
 /* ---- the CompleteMultipartUpload request ---- */
 
 int s3_parts_check(const struct s3_part *parts, size_t n, struct util_err *err)

@@ -283,6 +283,48 @@ static void test_uploads_page_refused(void **state)
     util_buf_free(&big);
 }
 
+static void test_uploads_page_check(void **state)
+{
+    struct s3_upload ups[3] = {{"t/a/k1", "u1", 1}, {"t/a/k1", "u2", 2}, {"t/a/k2", "u3", 3}};
+    struct s3_uploads_page pg = {.uploads = ups,
+                                 .n = 3,
+                                 .truncated = true,
+                                 .next_key_marker = "t/a/k2",
+                                 .next_upload_id_marker = "u3"};
+    struct util_err err;
+    bool again;
+    /* The first page, and a later one after a key it may share (one key, many uploads). */
+    assert_int_equal(s3_uploads_page_check(&pg, "t/a/", NULL, NULL, NULL, &again, &err), 0);
+    assert_int_equal(s3_uploads_page_check(&pg, "t/a/", "t/a/k1", "t/a/k1", "u0", &again, &err), 0);
+    /* Before the last key delivered: a page from an older listing, or a broken server. */
+    assert_int_equal(s3_uploads_page_check(&pg, "t/a/", "t/a/k15", "t/a/k15", "x", &again, &err),
+                     S3_EPROTO);
+    assert_true(again);
+    assert_non_null(strstr(err.msg, "out of order at \"t/a/k1\""));
+    /* Out of order within the page. */
+    struct s3_upload swapped[2] = {ups[2], ups[0]};
+    struct s3_uploads_page pg2 = {.uploads = swapped, .n = 2};
+    assert_int_equal(s3_uploads_page_check(&pg2, "t/a/", NULL, NULL, NULL, &again, &err),
+                     S3_EPROTO);
+    assert_true(again);
+    /* Outside the prefix. */
+    assert_int_equal(s3_uploads_page_check(&pg, "t/b/", NULL, NULL, NULL, &again, &err), S3_EPROTO);
+    assert_true(again);
+    assert_non_null(strstr(err.msg, "outside the prefix"));
+    /* The markers it was asked with: final, it would never end. */
+    assert_int_equal(s3_uploads_page_check(&pg, "t/a/", "t/a/k1", "t/a/k2", "u3", &again, &err),
+                     S3_EPROTO);
+    assert_false(again);
+    assert_non_null(strstr(err.msg, "would not end"));
+    /* The same key marker with another id marker moves on; an untruncated page is done. */
+    assert_int_equal(s3_uploads_page_check(&pg, "t/a/", "t/a/k1", "t/a/k2", "u2", &again, &err), 0);
+    pg.truncated = false;
+    assert_int_equal(s3_uploads_page_check(&pg, "t/a/", "t/a/k1", "t/a/k2", "u3", &again, &err), 0);
+    /* An empty page. */
+    struct s3_uploads_page empty = {0};
+    assert_int_equal(s3_uploads_page_check(&empty, "t/a/", "t/a/z", NULL, NULL, &again, &err), 0);
+}
+
 static struct s3_part part(unsigned number, const char *etag)
 {
     struct s3_part p = {.number = number};
@@ -385,6 +427,7 @@ int main(void)
         cmocka_unit_test(test_complete_result_and_error),
         cmocka_unit_test(test_uploads_page_every_chunking),
         cmocka_unit_test(test_uploads_page_refused),
+        cmocka_unit_test(test_uploads_page_check),
         cmocka_unit_test(test_parts_check),
         cmocka_unit_test(test_complete_request_xml),
         cmocka_unit_test(test_multipart_etag),
