@@ -23,6 +23,8 @@
  *                          InternalError document instead of its body (S3's way of
  *                          failing a CompleteMultipartUpload after the answer began)
  *   truncate_uploads       (ListMultipartUploads only) cut the XML in half
+ *   nosuchupload           (CompleteMultipartUpload only) answer 404 NoSuchUpload
+ *                          without forwarding (the upload completed or aborted by then)
  * /__fault/count answers the number of requests forwarded or faulted since
  * /__fault/clear, which also empties the queue; /__fault/exit ends the proxy.
  *
@@ -122,6 +124,7 @@ static bool take_fault(const char *method, const char *target, char *action)
 {
     bool is_list = strcmp(method, "GET") == 0 && strstr(target, "list-type=2") != NULL;
     bool is_del = strcmp(method, "POST") == 0 && strstr(target, "?delete") != NULL;
+    bool is_complete = strcmp(method, "POST") == 0 && strstr(target, "uploadId=") != NULL;
     bool is_uploads = strcmp(method, "GET") == 0 &&
                       (strstr(target, "&uploads=") != NULL || strstr(target, "?uploads") != NULL);
     for (int i = 0; i < n_faults; i++) {
@@ -130,8 +133,9 @@ static bool take_fault(const char *method, const char *target, char *action)
             strcmp(f->action, "truncate_list") == 0 || strcmp(f->action, "drop_token") == 0;
         bool del_only = strncmp(f->action, "del_", 4) == 0;
         bool uploads_only = strcmp(f->action, "truncate_uploads") == 0;
+        bool complete_only = strcmp(f->action, "nosuchupload") == 0;
         if (f->count <= 0 || (list_only && !is_list) || (del_only && !is_del) ||
-            (uploads_only && !is_uploads))
+            (uploads_only && !is_uploads) || (complete_only && !is_complete))
             continue;
         memcpy(action, f->action, sizeof(f->action));
         if (!del_only)
@@ -327,6 +331,12 @@ static bool handle(struct conn *c, const char *method, const char *target, const
                  slow ? "SlowDown" : "ServiceUnavailable",
                  slow ? "Please reduce your request rate." : "Service is unavailable.");
         reply(c->fd, 503, "Service Unavailable", "application/xml", is_head ? "" : xml);
+        return true;
+    }
+    if (strcmp(action, "nosuchupload") == 0) {
+        reply(c->fd, 404, "Not Found", "application/xml",
+              "<?xml version=\"1.0\"?><Error><Code>NoSuchUpload</Code><Message>The specified "
+              "multipart upload does not exist.</Message></Error>");
         return true;
     }
     if (strcmp(action, "reset_before") == 0)

@@ -479,11 +479,43 @@ void test_multipart_faults(void)
         CHECK(rc == S3_ENOTFOUND && info.requests == 3 && strstr(err.msg, "NoSuchUpload") != NULL,
               "Complete after a 503, its upload aborted, no object: not found (%s)", err.msg);
         /*
-         * Not tested here: the HEAD check finding an object at the key. versitygw
-         * answers a Complete of an aborted upload 200 when any object is at the key,
-         * so that path is not reached against it; the ETag rule it applies is
-         * s3_multipart_etag's, tested in tests/unit/s3/test_multipart_xml.c.
+         * A server that forgot the upload once completed (versitygw remembers: the
+         * proxy's nosuchupload stands in): the Complete lands, its reply is lost, the
+         * retry meets NoSuchUpload, and HEAD finds the object these parts make.
          */
+        char *id_ours = NULL;
+        struct s3_part pm;
+        struct s3_body mine = {.data = "ours", .len = 4};
+        s3_sync_multipart_create(s, "mpuf/lost", &id_ours, NULL, &err);
+        s3_sync_multipart_put(s, "mpuf/lost", id_ours, 1, &mine, &pm, NULL, &err);
+        proxy("clear");
+        proxy("reset_after/1");
+        proxy("nosuchupload/1");
+        rc = s3_sync_multipart_complete(s, "mpuf/lost", id_ours, &pm, 1, &info, &err);
+        s3_multipart_etag(&pm, 1, expect, sizeof(expect));
+        CHECK(rc == 0 && info.requests == 3 && strcmp(info.etag, expect) == 0 &&
+                  proxy("count") == 3,
+              "Complete landed, reply lost, then NoSuchUpload: HEAD finds the object these parts "
+              "make, success (ETag %s, %u requests%s%s)",
+              info.etag, info.requests, rc != 0 ? ", " : "", rc != 0 ? err.msg : "");
+        /* Another upload's object at the key (other parts): not ours, not found. */
+        char *id_late = NULL;
+        struct s3_part pl;
+        struct s3_body late = {.data = "late", .len = 4};
+        s3_sync_multipart_create(s, "mpuf/lost", &id_late, NULL, &err);
+        s3_sync_multipart_put(s, "mpuf/lost", id_late, 1, &late, &pl, NULL, &err);
+        proxy("clear");
+        proxy("503/1");
+        proxy("nosuchupload/1");
+        rc = s3_sync_multipart_complete(s, "mpuf/lost", id_late, &pl, 1, &info, &err);
+        CHECK(rc == S3_ENOTFOUND && info.requests == 3 && strstr(err.msg, "NoSuchUpload") != NULL,
+              "the same when the key holds another upload's object: not ours, not found (%s)",
+              err.msg);
+        proxy("clear");
+        s3_sync_multipart_abort(s, "mpuf/lost", id_late, &err);
+        free(id_ours);
+        free(id_late);
+        s3_sync_delete(s, "mpuf/lost", &err);
         s3_sync_delete(s, "mpuf/gone", &err);
     }
     proxy("clear");
