@@ -13,7 +13,8 @@
  * chunk), BACKUP_PACKS packs of 16 MiB in all, closed or being filled (one
  * uploading while the next fills), plus the read buffer (9 MiB). The key
  * derivation (scrypt, 32 MiB) is over and its memory unmapped before any of these
- * exist (cmd_backup.c), and the chunk set and file list grow with the files.
+ * exist (cmd_backup.c); the file list's parts (one uploading, one filling: about
+ * 12 MiB at most), and the chunk set grows with the files.
  */
 #ifndef LODE_CLI_BACKUP_H
 #define LODE_CLI_BACKUP_H
@@ -30,6 +31,7 @@
 #define BACKUP_PACKS 2 /* packs in memory: closed ones and the one being filled */
 
 struct backup_pack; /* backup_store.c */
+struct backup_part; /* backup_list.c */
 
 struct backup {
     /* Inputs. */
@@ -55,6 +57,16 @@ struct backup {
     struct repo_chunkset set;
     uint8_t *parent_used;
     struct repo_files_writer list; /* this snapshot's file list */
+
+    /* backup_list.c: the file list's multipart upload, once it needs more than a part. */
+    char *list_key;
+    char *upload_id; /* NULL until created, and again once completed or aborted */
+    bool creating, aborting;
+    struct s3_op *create_op;
+    struct backup_part *part;      /* the part uploading, or NULL */
+    struct backup_part *cancelled; /* a part cancelled by an abort: freed by release */
+    struct s3_part *parts;         /* the uploaded parts' numbers and ETags */
+    size_t nparts, capparts;
 
     /* backup_store.c: jobs, packs, uploads, pacing. */
     struct repo_pack_writer pw;
@@ -113,6 +125,22 @@ int backup_put(struct backup *b, const char *key, const void *data, size_t len, 
                struct util_err *err);
 /* Whether the backup should stop now (and why, into b->fatal_msg if not yet set). */
 bool backup_should_stop(struct backup *b);
+/* Records the first fatal error (no snapshot); later ones are dropped. */
+void backup_fail(struct backup *b, int code, const char *msg);
+
+/* ---- backup_list.c ---- */
+
+/* Uploads the file list's finished frames as a part once they fill one (waiting
+ * for the part before); false when the backup must stop. Called before each entry. */
+bool backup_list_ship(struct backup *b);
+/* Finishes the list and stores it: one PUT when no part went, else the last part and
+ * the upload's completion. */
+int backup_list_finish(struct backup *b, struct util_err *err);
+/* After a failure or a stop: cancels the part uploading and aborts the upload (best
+ * effort, errors printed). */
+void backup_list_abort(struct backup *b);
+/* Frees what the list's upload held; after storage_close, like backup_store_release. */
+void backup_list_release(struct backup *b);
 
 /* ---- backup_output.c ---- */
 

@@ -328,12 +328,8 @@ void backup_run(struct backup *b, const struct policy *pol, int64_t max_runtime,
     repo_merge_free(&b->merge);
     backup_run_parent_free(b, &parent);
 
-    /* The file list and the chunk set. */
-    repo_files_writer_finish(&b->list, &data, &len);
-    rc = backup_run_put(b, REPO_KEY_FILES, data, len, &err);
-    free(data);
-    data = NULL;
-    if (rc != 0)
+    /* The rest of the file list (its last part, or all of it), then the chunk set. */
+    if ((rc = backup_list_finish(b, &err)) != 0)
         goto fail;
     for (size_t i = 0; i < b->set.n; i++) {
         if (b->set.v[i].pack == REPO_CHUNK_PENDING) {
@@ -398,6 +394,7 @@ fail:
     }
 stopped:
     r->error = b->fatal_msg;
+    backup_list_abort(b);
 out:
     free(key);
     free(json);

@@ -117,7 +117,7 @@ bool backup_should_stop(struct backup *b)
     return false;
 }
 
-static void backup_fail(struct backup *b, int code, const char *msg)
+void backup_fail(struct backup *b, int code, const char *msg)
 {
     if (b->fatal == 0) {
         b->fatal = code;

@@ -273,7 +273,7 @@ static bool walk_entry(struct walk *w, int dirfd, const char *name, dev_t dev)
     bool stop = false, ok = true;
     int found;
 
-    if (backup_should_stop(b))
+    if (backup_should_stop(b) || !backup_list_ship(b))
         return false;
     if (w->path.len > REPO_PATH_MAX) {
         backup_add_error(b, w->path.data, "the path is longer than %d bytes", REPO_PATH_MAX);

@@ -334,6 +334,7 @@ int cmd_backup(int argc, char **argv)
     backup_store_close(&b);
     storage_close(&st);
     backup_store_release(&b);
+    backup_list_release(&b);
     for (size_t i = 0; i < b.nerrs; i++) {
         free(b.errs[i].path);
         free(b.errs[i].message);
