@@ -21,6 +21,8 @@
  *      protected snapshot into a set of pack ids; LIST data/ and meta/ and
  *      decide each object with gc_may_delete(); delete in DeleteObjects
  *      batches (packs, then meta objects, then run records), checking each key.
+ *   5. LIST the unfinished multipart uploads under meta/ (a backup's file list,
+ *      killed before it completed) and abort those begun before the cutoff.
  * A source where anything cannot be read or listed is skipped whole: nothing of
  * it is deleted, the others go on, and the command exits 1.
  *
@@ -53,7 +55,8 @@ static void cmd_gc_usage(FILE *f)
             "older than G - W, no listed manifest references it, and no parent named by a run\n"
             "record newer than G - W references it. G is the storage's time; W is the largest\n"
             "maxRuntime of the policies (--max-runtime, and the newest run record of each\n"
-            "source) and of the live run records, plus one hour (docs/gc.md).\n\n"
+            "source) and of the live run records, plus one hour (docs/gc.md). Unfinished\n"
+            "uploads of file lists begun before G - W are aborted.\n\n"
             "  --dry-run         list what would be deleted; delete nothing\n"
             "  --max-runtime D   the largest limits.maxRuntime of the repository's policies\n"
             "                    (the controller passes it); widens W, never narrows it\n"
@@ -508,6 +511,7 @@ int cmd_gc(int argc, char **argv)
             gc_collect_source(g, s);
         gc_source_free(s);
     }
+    gcli_abort_uploads(g);
 
     if (output == CLI_OUTPUT_JSON) {
         json_t *o =
@@ -524,11 +528,22 @@ int cmd_gc(int argc, char **argv)
                g->dry_run ? "would go" : "deleted", (unsigned long long)g->t.bytes_freed,
                g->dry_run ? "would be freed" : "freed");
     }
+    /* Not in the JSON, whose shape is a contract: on stderr there, when there are any. */
+    if (g->t.uploads_total > 0)
+        fprintf(g->text ? stdout : stderr,
+                "%sunfinished uploads: %zu, %s %zu, kept %zu (begun after the cutoff)\n",
+                g->text ? "" : "lode gc: ", g->t.uploads_total,
+                g->dry_run ? "would abort" : "aborted", g->t.uploads_aborted, g->t.uploads_kept);
     if (g->t.failed > 0) {
         fprintf(stderr, "lode gc: %zu objects could not be deleted; run gc again\n", g->t.failed);
         snprintf(failure, sizeof(failure), "%zu objects could not be deleted; run gc again",
                  g->t.failed);
         rc = CLI_USAGE;
+    } else if (g->t.uploads_unlisted && g->t.skipped == 0) {
+        fprintf(stderr, "lode gc: the unfinished uploads could not be listed\n");
+        snprintf(failure, sizeof(failure),
+                 "the unfinished uploads could not be listed (none was aborted)");
+        rc = CLI_INVALID;
     } else if (g->t.skipped > 0) {
         fprintf(stderr, "lode gc: %zu source%s skipped\n", g->t.skipped,
                 g->t.skipped == 1 ? "" : "s");

@@ -1,8 +1,8 @@
 /*
  * gc_cli: the pieces of `lode gc` (docs/gc.md). cmd_gc.c runs the collection;
  * gc_read.c finds the sources, lists their manifests and run records, reads run
- * records and chunk sets (GC_GETS at a time) and takes the storage's time. The
- * rule itself is internal/gc's.
+ * records and chunk sets (GC_GETS at a time) and takes the storage's time;
+ * gc_uploads.c aborts unfinished multipart uploads. The rule itself is internal/gc's.
  */
 #ifndef LODE_CLI_GC_H
 #define LODE_CLI_GC_H
@@ -44,6 +44,10 @@ struct gc_totals {
     uint64_t bytes_freed;
     size_t failed;
     size_t skipped;
+    /* Unfinished multipart uploads under meta/ (gc_uploads.c): never in --output json,
+     * whose shape is fixed (docs/gc.md); said in the text output or on stderr. */
+    size_t uploads_total, uploads_aborted, uploads_kept;
+    bool uploads_unlisted;
 };
 
 struct gc_ctx {
@@ -74,6 +78,9 @@ int gcli_read_chunksets(struct gc_ctx *g, const struct gc_source *s, const struc
                         struct gc_packset *packs, struct util_err *err);
 /* The source's run records as internal/gc sees them (ids borrowed; gone ones left out). */
 struct gc_run *gcli_runs_view(const struct gc_source *s, size_t *n);
+/* Step 5: aborts (or, dry, lists) the unfinished uploads under meta/ begun before the
+ * cutoff; counts them in g->t. */
+void gcli_abort_uploads(struct gc_ctx *g);
 /* key is one of s's keys, of this kind: parsed, never matched as text. */
 bool gcli_key_of(const struct gc_source *s, const char *key, enum repo_kind kind,
                  struct repo_key *k);
