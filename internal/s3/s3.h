@@ -318,7 +318,7 @@ struct s3_result {
     const char *code;    /* the S3 error code ("NoSuchKey", "SlowDown"), or "" */
     const char *message; /* what happened, for a user; "" on success */
     unsigned requests;   /* HTTP requests sent, retries and HEAD checks included */
-    /* Object facts: PUT sets etag; HEAD and GET set all three. */
+    /* Object facts: PUT, UploadPart and Complete set etag; HEAD and GET set all three. */
     const char *etag; /* without quotes, or "" */
     uint64_t size;    /* the object's size (the whole object's, for a range) */
     int64_t mtime;    /* Last-Modified, seconds, or -1 */

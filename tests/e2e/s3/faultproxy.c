@@ -23,6 +23,7 @@
  *                          InternalError document instead of its body (S3's way of
  *                          failing a CompleteMultipartUpload after the answer began)
  *   truncate_uploads       (ListMultipartUploads only) cut the XML in half
+ *   drop_etag              forward, then answer without the reply's ETag header
  *   nosuchupload           (CompleteMultipartUpload only) answer 404 NoSuchUpload
  *                          without forwarding (the upload completed or aborted by then)
  * /__fault/count answers the number of requests forwarded or faulted since
@@ -357,6 +358,18 @@ static bool handle(struct conn *c, const char *method, const char *target, const
         answer(c->fd, &r, r.body.len / 2, true);
         keep = false;
         goto out;
+    }
+    if (strcmp(action, "drop_etag") == 0 && r.headers.p != NULL) {
+        for (char *l = r.headers.p; l != NULL && *l;) {
+            char *eol = strstr(l, "\r\n");
+            char *next = eol != NULL ? eol + 2 : l + strlen(l);
+            if (strncasecmp(l, "etag:", 5) == 0) {
+                memmove(l, next, strlen(next) + 1);
+                r.headers.len = strlen(r.headers.p);
+                continue;
+            }
+            l = next;
+        }
     }
     if (strcmp(action, "error200") == 0 && r.status >= 200 && r.status < 300) {
         const char *err = "  \n  <?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error>"

@@ -374,6 +374,14 @@ void test_multipart_faults(void)
     CHECK(rc == 0 && info.requests == 3 && proxy("count") == 3,
           "UploadPart through 2 x 503: succeeds on the 3rd request (%u%s%s)", info.requests,
           rc != 0 ? ", " : "", rc != 0 ? err.msg : "");
+    /* An UploadPart answered without an ETag cannot be completed: a clear error at once. */
+    proxy("clear");
+    proxy("drop_etag/1");
+    struct s3_part nameless;
+    rc = s3_sync_multipart_put(s, "mpuf/obj", id, 3, &(struct s3_body){.data = "x", .len = 1},
+                               &nameless, &info, &err);
+    CHECK(rc == S3_EPROTO && info.requests == 1 && strstr(err.msg, "without an ETag") != NULL,
+          "UploadPart answered without an ETag: a protocol error, not retried (%s)", err.msg);
     proxy("clear");
     proxy("reset_before/1");
     struct s3_body b2 = {.data = tail, .len = 4096};
