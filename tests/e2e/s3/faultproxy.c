@@ -24,6 +24,8 @@
  *                          failing a CompleteMultipartUpload after the answer began)
  *   truncate_uploads       (ListMultipartUploads only) cut the XML in half
  *   drop_etag              forward, then answer without the reply's ETag header
+ *   cut_body               forward, then answer the first half of the reply's body as
+ *                          if it were all of it (a clean response)
  *   nosuchupload           (CompleteMultipartUpload only) answer 404 NoSuchUpload
  *                          without forwarding (the upload completed or aborted by then)
  * /__fault/count answers the number of requests forwarded or faulted since
@@ -378,7 +380,8 @@ static bool handle(struct conn *c, const char *method, const char *target, const
         r.status = 200;
         r.body.len = 0;
         buf_add(&r.body, err, strlen(err));
-    } else if ((strcmp(action, "truncate_list") == 0 || strcmp(action, "truncate_uploads") == 0) &&
+    } else if ((strcmp(action, "truncate_list") == 0 || strcmp(action, "truncate_uploads") == 0 ||
+                strcmp(action, "cut_body") == 0) &&
                r.body.len > 0) {
         r.body.len /= 2;
         r.body.p[r.body.len] = '\0';
