@@ -114,54 +114,86 @@ void repo_pack_writer_init(struct repo_pack_writer *w)
     util_buf_init(&w->buf);
 }
 
+uint32_t repo_pack_writer_put(struct repo_pack_writer *w, const uint8_t *sealed, size_t len)
+{
+    uint32_t off;
+    if (w->buf.len == 0)
+        util_buf_append(&w->buf, PACK_MAGIC, 8);
+    off = (uint32_t)w->buf.len;
+    util_buf_append(&w->buf, sealed, len);
+    return off;
+}
+
+size_t repo_pack_writer_size(const struct repo_pack_writer *w, size_t n)
+{
+    return (w->buf.len ? w->buf.len : 8) + 4 + n * PACK_ENTRY + REPO_SEAL_EXTRA + 12;
+}
+
 const struct repo_chunk *repo_pack_writer_add(struct repo_pack_writer *w,
                                               const uint8_t hash[REPO_HASH_LEN],
                                               const uint8_t *sealed, size_t len, uint8_t flags,
                                               uint32_t plain)
 {
-    if (w->buf.len == 0)
-        util_buf_append(&w->buf, PACK_MAGIC, 8);
+    if (plain > REPO_CHUNK_PLAIN_MAX || (flags & ~REPO_BLOB_ZSTD) != 0)
+        abort(); /* the chunker's maximum and repo_blob_seal bound both */
     w->v = util_grow(w->v, &w->cap, w->n + 1, sizeof(*w->v));
     struct repo_chunk *c = &w->v[w->n++];
     memset(c, 0, sizeof(*c));
     memcpy(c->hash, hash, REPO_HASH_LEN);
-    c->offset = (uint32_t)w->buf.len;
+    c->offset = repo_pack_writer_put(w, sealed, len);
     c->stored = (uint32_t)len;
-    if (plain > REPO_CHUNK_PLAIN_MAX || (flags & ~REPO_BLOB_ZSTD) != 0)
-        abort(); /* the chunker's maximum and repo_blob_seal bound both */
     c->plain = plain;
     c->flags = flags;
-    util_buf_append(&w->buf, sealed, len);
     return c;
+}
+
+static const struct repo_chunk *repo_pack_own_entry(size_t i, void *arg)
+{
+    const struct repo_pack_writer *w = arg;
+    return &w->v[i];
 }
 
 void repo_pack_writer_finish(struct repo_pack_writer *w, const struct repo_keys *k, uint8_t **data,
                              size_t *len, uint8_t id[REPO_HASH_LEN])
 {
-    size_t tlen = 4 + w->n * PACK_ENTRY;
-    uint8_t *table = util_malloc(tlen), *sealed = util_malloc(tlen + REPO_SEAL_EXTRA), tail[12];
+    repo_pack_writer_finish_with(w, k, w->n, repo_pack_own_entry, w, data, len, id);
+}
+
+/*
+ * The table goes where it ends up: its plain bytes 12 bytes (the nonce) past the end
+ * of the blobs, sealed in place, then the tail; the buffer grows once for all of it.
+ */
+void repo_pack_writer_finish_with(struct repo_pack_writer *w, const struct repo_keys *k, size_t n,
+                                  repo_pack_entry_cb entry, void *arg, uint8_t **data, size_t *len,
+                                  uint8_t id[REPO_HASH_LEN])
+{
+    size_t tlen = 4 + n * PACK_ENTRY, start;
+    uint8_t *sealed, *table, tail[12];
 
     if (w->buf.len == 0)
         util_buf_append(&w->buf, PACK_MAGIC, 8);
-    put32(table, (uint32_t)w->n);
-    for (size_t i = 0; i < w->n; i++) {
+    start = w->buf.len;
+    w->buf.data = util_grow(w->buf.data, &w->buf.cap, start + tlen + REPO_SEAL_EXTRA + 12 + 1, 1);
+    sealed = (uint8_t *)w->buf.data + start;
+    table = sealed + 12;
+    put32(table, (uint32_t)n);
+    for (size_t i = 0; i < n; i++) {
+        const struct repo_chunk *c = entry(i, arg);
         uint8_t *e = table + 4 + i * PACK_ENTRY;
-        memcpy(e, w->v[i].hash, REPO_HASH_LEN);
-        put32(e + 32, w->v[i].offset);
-        put32(e + 36, w->v[i].stored);
-        put32(e + 40, w->v[i].plain);
-        e[44] = w->v[i].flags;
+        memcpy(e, c->hash, REPO_HASH_LEN);
+        put32(e + 32, c->offset);
+        put32(e + 36, c->stored);
+        put32(e + 40, c->plain);
+        e[44] = (uint8_t)c->flags;
     }
     repo_seal(k, PACK_TABLE_AAD, strlen(PACK_TABLE_AAD), table, tlen, sealed);
-    util_buf_append(&w->buf, sealed, tlen + REPO_SEAL_EXTRA);
+    w->buf.len = start + tlen + REPO_SEAL_EXTRA;
     put32(tail, (uint32_t)(tlen + REPO_SEAL_EXTRA));
     memcpy(tail + 4, PACK_END, 8);
     util_buf_append(&w->buf, tail, sizeof(tail));
     *len = w->buf.len;
     *data = (uint8_t *)util_buf_steal(&w->buf);
     SHA256(*data, *len, id);
-    free(table);
-    free(sealed);
 }
 
 void repo_pack_writer_reset(struct repo_pack_writer *w)

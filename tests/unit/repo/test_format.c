@@ -281,6 +281,63 @@ static void test_pack_round_trip(void **state)
     repo_pack_writer_free(&w);
 }
 
+static const struct repo_chunk *test_entry_of(size_t i, void *arg)
+{
+    const struct repo_chunk *v = arg;
+    return &v[i];
+}
+
+/* A pack whose entries the caller keeps (_put, _finish_with) is the pack _add and
+ * _finish make of the same blobs: the same table, blobs that open; and the writer
+ * is ready for the next pack. */
+static void test_pack_entries_kept_by_caller(void **state)
+{
+    struct repo_keys k = test_keys(9);
+    struct repo_pack_writer w;
+    struct repo_chunk mine[300], *table;
+    uint8_t *plain[300], *pack, id[REPO_HASH_LEN];
+    size_t len, n;
+    struct util_err err = {0};
+
+    repo_pack_writer_init(&w);
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < 300; i++) {
+            uint8_t *sealed, flags;
+            size_t slen, plen = 10 + (size_t)i * 7;
+            plain[i] = random_bytes(plen, (uint64_t)(i + 1000 * round));
+            memset(&mine[i], 0, sizeof(mine[i]));
+            SHA256(plain[i], plen, mine[i].hash);
+            repo_blob_seal(&k, 1, mine[i].hash, plain[i], plen, &sealed, &slen, &flags);
+            mine[i].offset = repo_pack_writer_put(&w, sealed, slen);
+            mine[i].stored = (uint32_t)slen;
+            mine[i].plain = (uint32_t)plen;
+            mine[i].flags = flags;
+            free(sealed);
+        }
+        assert_int_equal(w.n, 0); /* no entry kept by the writer */
+        repo_pack_writer_finish_with(&w, &k, 300, test_entry_of, mine, &pack, &len, id);
+        assert_int_equal(repo_pack_read_table(&k, pack, len, &table, &n, &err), 0);
+        assert_int_equal(n, 300);
+        for (int i = 0; i < 300; i++) {
+            uint8_t *out = util_malloc(mine[i].plain + 1);
+            assert_memory_equal(table[i].hash, mine[i].hash, REPO_HASH_LEN);
+            assert_int_equal(table[i].offset, mine[i].offset);
+            assert_int_equal(table[i].stored, mine[i].stored);
+            assert_int_equal(table[i].plain, mine[i].plain);
+            assert_int_equal(table[i].flags, mine[i].flags);
+            assert_int_equal(repo_blob_open(&k, &table[i], pack + table[i].offset, out, &err), 0);
+            assert_memory_equal(out, plain[i], mine[i].plain);
+            free(out);
+            free(plain[i]);
+        }
+        free(table);
+        free(pack);
+        repo_pack_writer_reset(&w);
+    }
+    repo_pack_writer_free(&w);
+    (void)state;
+}
+
 /* The table read from a pack's tail (a ranged GET) equals the one read from the whole pack. */
 static void test_pack_read_tail(void **state)
 {
@@ -1153,6 +1210,7 @@ int main(void)
         cmocka_unit_test(test_blob_compressed_and_raw),
         cmocka_unit_test(test_pack_round_trip),
         cmocka_unit_test(test_pack_read_tail),
+        cmocka_unit_test(test_pack_entries_kept_by_caller),
         cmocka_unit_test(test_chunkset),
         cmocka_unit_test(test_chunkset_put_lookup),
         cmocka_unit_test(test_chunkset_seal),
