@@ -70,6 +70,8 @@ struct backup {
 
     /* backup_store.c: jobs, packs, uploads, pacing. */
     struct repo_pack_writer pw;
+    uint32_t *members; /* the pack being filled: its chunks' positions in set.v */
+    size_t nmembers, capmembers;
     unsigned jobs;             /* seal jobs in flight */
     size_t job_bytes;          /* their plain bytes */
     struct backup_pack *ready; /* finished packs not yet uploading */
