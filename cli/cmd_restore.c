@@ -212,8 +212,10 @@ static int rx_run(struct rx *x, const uint8_t *list, size_t len, char **inc, siz
     rx_batch_finish(x);
     if (!x->fatal && rs_target_finish(&x->t, &e) != 0)
         x->ioerrors++;
+    double t0 = rx_now();
     if (!x->fatal && syncfs(x->t.root) != 0)
         rx_io_error(x, "syncing the target failed");
+    x->sync_s = rx_now() - t0; /* syncfs waits for every write to the file system, not ours alone */
     return 0;
 }
 
@@ -339,10 +341,11 @@ static int rx_restore(struct rx *x, const char *target, bool overwrite, char **i
     dt = rx_now() - t0;
     printf("restored %s (%s/%s/%s) into %s: %" PRIu64 " of %" PRIu64 " files (%.1f MiB), %" PRIu64
            " directories, %" PRIu64 " symlinks, %" PRIu64 " other in %.1f s (%.1f MB/s, %" PRIu64
-           " ranged GETs, %.1f MiB read)\n",
+           " ranged GETs, %.1f MiB read, %.1f s of it flushing to disk)\n",
            x->id, x->src.ns, x->src.policy, x->src.host, target, x->nfiles_done, x->want_files,
            (double)x->bytes / 1048576.0, x->ndirs, x->nlinks, x->nspecial, dt,
-           dt > 0 ? (double)x->bytes / 1e6 / dt : 0.0, x->gets, (double)x->fetched / 1048576.0);
+           dt > 0 ? (double)x->bytes / 1e6 / dt : 0.0, x->gets, (double)x->fetched / 1048576.0,
+           x->sync_s);
     if (x->nskipped > 0)
         printf("not made: %" PRIu64 " sockets%s\n", x->nskipped,
                x->t.as_root ? "" : " and devices (devices need root)");

@@ -138,6 +138,7 @@ struct rx {
     uint64_t nfiles_done, ndirs, nlinks, nspecial, nskipped, bytes, fetched, gets;
     uint64_t want_files, want_bytes; /* what the restore will bring back */
     double next_progress;            /* when the next progress line is due */
+    double sync_s;                   /* the final syncfs's time */
 };
 
 /* Reporting (cmd_restore.c). A damaged object or a file not restored because of one:
