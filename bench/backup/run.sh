@@ -49,7 +49,13 @@ BENCH_RESULTS=$out/results.txt
 : >"$BENCH_RESULTS.ops"
 : >"$out/gen.txt"
 : >"$out/stored.txt"
-trap 'bench_vgw_stop; [[ -n ${VGW_LOG:-} ]] && cp "$VGW_LOG" "$out/access.log"; [[ -n ${BENCH_KEEP:-} ]] || rm -rf "$work"' EXIT
+# unmount_restores: a restore's file system left mounted by a run that stopped early.
+unmount_restores() {
+	local m
+	for m in "$work"/restore-*; do mountpoint -q "$m" 2>/dev/null && umount "$m"; done
+	rm -f "$work"/restore-*.img
+}
+trap 'unmount_restores; bench_vgw_stop; [[ -n ${VGW_LOG:-} ]] && cp "$VGW_LOG" "$out/access.log"; [[ -n ${BENCH_KEEP:-} ]] || rm -rf "$work"' EXIT
 [[ -f $work/restic.pass ]] || echo "bench-password-$$" >"$work/restic.pass"
 RESTIC_PASSWORD=$(cat "$work/restic.pass")
 export RESTIC_PASSWORD
@@ -196,36 +202,69 @@ if [[ $reuse == 0 ]]; then
 	[[ $status == 0 && $main == 1 ]] && touch "$work/backups.done"
 fi
 echo "== restore of the re-run's snapshot"
-# Each tool restores onto a file system in the same state: the restored trees are removed
-# only after the last restore (on ext4 without a journal, as on the machine of
-# docs/benchmarks.md, making files right after 58,000 were deleted costs several times
-# more, and the tool after a removal paid for it), and the dirty pages of the step before
-# are written out (sync) before each restore starts, so no tool's time includes another's
-# writeback (lode restore ends with syncfs: it waits for its own writes).
-for t in "${tools[@]+"${tools[@]}"}"; do rm -rf "$work/restore-$t"; done
+# Each tool restores onto a file system in the same state. Making 58,000 files is
+# mostly the kernel's inode allocation, whose cost depends on what the file system
+# went through before: on the machine of docs/benchmarks.md three runs in a row on the
+# same ext4 took 6.0, 14.2 and 20.6 s for lode and 10.0, 20.3 and 25.3 s for restic
+# 0.14, each run slower after the last one's removals. So, when this runs as root and
+# can mount a loop device, each restore goes into a file system made for it (ext4 with
+# mkfs.ext4's defaults, in an image under the work directory, unmounted and removed
+# after the comparison); otherwise (BENCH_RESTORE_FS=dir, or no root) into a directory
+# of the work directory, the trees removed only after the last restore. The dirty pages
+# of the step before are written out (sync) before each restore starts, so no tool's
+# time includes another's writeback (lode restore ends with syncfs: it waits for its
+# own writes; restic does not).
+restore_fs=${BENCH_RESTORE_FS:-fresh}
+if [[ $restore_fs == fresh ]] && ! { [[ $(id -u) == 0 ]] && command -v mkfs.ext4 >/dev/null; }; then
+	restore_fs=dir
+fi
+echo "restores into: $([[ $restore_fs == fresh ]] && echo "a fresh ext4 file system each" || echo "directories of $work")" |
+	tee -a "$out/machine.txt"
+# restore_target TOOL: prepares and prints the directory TOOL restores into.
+restore_target() {
+	local d=$work/restore-$1
+	mkdir -p "$d"
+	if [[ $restore_fs == fresh ]]; then
+		truncate -s 4G "$work/restore-$1.img"
+		mkfs.ext4 -q -F "$work/restore-$1.img"
+		mount -o loop "$work/restore-$1.img" "$d"
+	fi
+	echo "$d"
+}
+restore_done() { # TOOL
+	if [[ $restore_fs == fresh ]]; then
+		umount "$work/restore-$1" && rm -f "$work/restore-$1.img"
+	fi
+}
 for t in "${tools[@]+"${tools[@]}"}"; do
-	mkdir -p "$work/restore-$t"
+	mountpoint -q "$work/restore-$t" 2>/dev/null && umount "$work/restore-$t"
+	rm -rf "$work/restore-$t" "$work/restore-$t.img"
+done
+for t in "${tools[@]+"${tools[@]}"}"; do
+	[[ $t != lode || $lode_restore == 1 ]] || continue
+	target=$(restore_target "$t") || { echo "  $t: cannot make its restore file system" >&2; status=1; continue; }
 	sync
 	case $t in
 	r014 | r018)
 		bin=$RESTIC014
 		[[ $t == r018 ]] && bin=$RESTIC018
 		bench_run "$t-restore" "$t" "$bin" -r "s3:$S3_ENDPOINT/$t" --cache-dir "$work/cache-$t" \
-			restore latest --target "$work/restore-$t" || status=1
+			restore latest --target "$target" || status=1
 		;;
 	lode)
-		[[ $lode_restore == 1 ]] || continue
 		id=$(jq -r .snapshot.id "$work/lode-rerun.out" 2>/dev/null || true)
 		if [[ -z $id || $id == null ]]; then
 			echo "  lode: no snapshot id from the re-run" >&2
 			status=1
+			restore_done "$t"
 			continue
 		fi
 		bench_run "$t-restore" "$t" env LODE_REPOSITORY="s3:$S3_ENDPOINT/lode" "$LODE" restore "$id" \
-			--target "$work/restore-$t" || status=1
+			--target "$target" || status=1
 		;;
 	esac
-	verify "$t-restore" "$work/restore-$t"
+	verify "$t-restore" "$target"
+	restore_done "$t"
 done
 for t in "${tools[@]+"${tools[@]}"}"; do rm -rf "$work/restore-$t"; done
 for t in "${tools[@]+"${tools[@]}"}"; do
