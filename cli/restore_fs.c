@@ -78,6 +78,31 @@ static void rs_probe_tmpfile(struct rs_target *t)
     close(fd);
 }
 
+/* A file system made for the restore (the 3 a.m. case: a new disk, mounted as the
+ * target) holds an empty lost+found at its root; that target still counts as empty
+ * (docs/repository.md, "Restoring"). A lost+found with anything in it is refused like
+ * any other entry, since fsck may have put a previous tree's pieces there. */
+static bool rs_is_empty_lost_found(int root, const char *name)
+{
+    struct dirent *e;
+    bool empty = true;
+    DIR *d;
+    int fd;
+
+    if (strcmp(name, "lost+found") != 0)
+        return false;
+    if ((fd = openat(root, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+        return false;
+    if ((d = fdopendir(fd)) == NULL) {
+        close(fd);
+        return false;
+    }
+    while (empty && (e = readdir(d)) != NULL)
+        empty = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
+    closedir(d);
+    return empty;
+}
+
 int rs_target_open(struct rs_target *t, const char *dir, bool overwrite, struct util_err *err)
 {
     DIR *d;
@@ -102,7 +127,8 @@ int rs_target_open(struct rs_target *t, const char *dir, bool overwrite, struct 
             goto fail;
         }
         while ((e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+                !rs_is_empty_lost_found(t->root, e->d_name)) {
                 rc = util_err_set(err, UTIL_EINVAL,
                                   "the target %s is not empty (it holds \"%s\"); restore into "
                                   "an empty directory or pass --overwrite",

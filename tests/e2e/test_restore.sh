@@ -170,6 +170,20 @@ check_eq "--overwrite: other files are kept" "$(cat "$r/keep-me")" mine
 run overwrite-again "$LODE" restore "$id" --target "$r" --overwrite
 check_eq "--overwrite over an identical restore (read-only dirs, FIFOs) works" "$RC:$(treesum "$r/data")" "0:$want"
 
+# A file system just made for the restore and mounted as the target holds an empty
+# lost+found: that target counts as empty; a lost+found with something in it does not.
+r=$T_TMP/r-fresh-fs
+mkdir -p "$r/lost+found"
+run fresh-fs "$LODE" restore "$id" --target "$r"
+check_eq "a target holding only an empty lost+found is restored into" "$RC:$(treesum "$r/data")" "0:$want"
+check_eq "... and lost+found is left there" "$(ls -A "$r/lost+found" | wc -l)" 0
+r=$T_TMP/r-lost-found-full
+mkdir -p "$r/lost+found"
+echo piece >"$r/lost+found/#1234"
+run lost-found-full "$LODE" restore "$id" --target "$r"
+check_eq "a lost+found holding something is refused (exit 2)" "$RC" 2
+check_contains "... and named" "$ERR" 'holds "lost+found"'
+
 # ---- symlinks already in the target are not followed ----
 r=$T_TMP/r-links
 mkdir -p "$r/data" "$T_TMP/outside"
