@@ -7,7 +7,7 @@
 # What a user checks: a backup of 100,000 files with long names, whose file list
 # (about 16 MB) goes up as a multipart upload of several 5 MiB parts, restores byte
 # for byte, passes `lode check --read-data`, and an unchanged re-run reads it back as
-# its parent; a backup stopped by SIGTERM, or whose parts the storage refuses
+# its parent; a backup stopped by SIGTERM or at maxRuntime, or whose parts the storage refuses
 # (tests/e2e/s3/faultproxy.c), while its list is uploading aborts the upload and
 # writes no snapshot; a backup killed (SIGKILL) while its list is uploading leaves an
 # unfinished upload and no snapshot; `lode gc` keeps that upload while it is younger
@@ -161,6 +161,22 @@ else
 	fail "SIGTERM: a part of the list went up" "$(cat "$T_TMP/term.out")"
 fi
 
+# maxRuntime passing while the list uploads: paced at 512 KiB/s the list alone takes
+# about 32 s and its first part is up 10 s after the walk begins, so a maxRuntime of
+# 25 s falls while the upload is open even when a loaded machine walks slowly. The
+# backup stops, aborts its upload and writes no snapshot.
+pol=$(policy maxrt "uploadRate: 512KiB/s")
+"$LODE" backup --policy "$pol" --host node --root "$T_TMP/root" --max-runtime 25s \
+	>"$T_TMP/maxrt.out" 2>&1 &
+agent_pid=$!
+seen=0
+env_wait 60 "a part of maxrt's file list" has_part && seen=1
+agent_wait
+check_eq "maxRuntime: the list's upload was open before it passed" "$seen" 1
+check_eq "maxRuntime with the list's upload open: exit 1" "$AGENT_RC" 1
+check_contains "maxRuntime: says why" "$(cat "$T_TMP/maxrt.out")" "maxRuntime"
+check_eq "maxRuntime: the upload is aborted" "$(our_uploads)" ""
+
 # Parts failing (503 for every attempt): the backup fails and aborts its upload.
 if env_build_tool faultproxy 2>"$T_TMP/cc.log" && env_fault_proxy_start; then
 	if slow_backup fault "s3:$PROXY/$S3_BUCKET/$prefix"; then
@@ -178,7 +194,7 @@ else
 fi
 run snapshots --output json
 check_eq "stopped and failed backups: no snapshot of them" \
-	"$(jq '[.snapshots[] | select(.policy == "e2e/term" or .policy == "e2e/fault")] | length' <<<"$OUT")" 0
+	"$(jq '[.snapshots[] | select(.policy == "e2e/term" or .policy == "e2e/fault" or .policy == "e2e/maxrt")] | length' <<<"$OUT")" 0
 
 # ---- killed while the list uploads: the upload stays, gc aborts it only once old ----
 if slow_backup slow && kill -9 "$agent_pid"; then
