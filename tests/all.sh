@@ -22,11 +22,12 @@ FAIL_DIGEST=$(mktemp)
 trap 'rm -f "$log" "$FAIL_DIGEST"' EXIT
 
 phase() { # name cmd...
-    local name=$1 line p f
+    local name=$1 line p f t0=$SECONDS
     shift
     echo "== $name"
     "$@" 2>&1 | tee "$log"
     local rc=${PIPESTATUS[0]}
+    echo "== $name: $((SECONDS - t0)) s"
     line=$(grep -E '^tests: [0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
     if [ -z "$line" ]; then
         p=0

@@ -22,8 +22,8 @@ failures=()
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
-count_output() { # name status
-    local name=$1 status=$2 p f
+count_output() { # name status seconds
+    local name=$1 status=$2 secs=${3:-0} p f
     p=$(grep -Eo '\[  PASSED  \] [0-9]+ test' "$log" | awk '{s+=$4} END {if (NR) print s}')
     f=$(grep -Eo '\[  FAILED  \] [0-9]+ test' "$log" | awk '{s+=$4} END {if (NR) print s}')
     if [ -z "$p$f" ]; then
@@ -53,7 +53,8 @@ count_output() { # name status
             { echo "--- $name: $p passed, $f failed; its last lines:"; tail -n 12 "$log"; } >>"$FAIL_DIGEST"
         fi
     fi
-    printf '%-60s %4d passed %3d failed\n' "$name" "$p" "$f"
+    # The seconds each test took, so a slow one is seen where it is (docs/testing.md).
+    printf '%-60s %4d passed %3d failed %5ds\n' "$name" "$p" "$f" "$secs"
 }
 
 # E2E=1: only the end-to-end scripts (tests/e2e/test_*.sh), which need the local
@@ -64,8 +65,9 @@ if [ "${E2E:-0}" = 1 ]; then
     for t in $(ls tests/e2e/test_*.sh 2>/dev/null | grep -v '/test_env.sh$' | sort) \
         $(ls tests/e2e/test_env.sh 2>/dev/null); do
         case "$t" in *"${TESTS_FILTER:-}"*) ;; *) continue ;; esac
+        t0=$SECONDS
         bash "$t" >"$log" 2>&1
-        count_output "$t" $?
+        count_output "$t" $? $((SECONDS - t0))
     done
     echo
     [ ${#failures[@]} -gt 0 ] && echo "failed: ${failures[*]}"
@@ -76,13 +78,14 @@ fi
 
 for bin in $(find "$BUILD/tests/unit" -type f -name 'test_*' -perm -u+x 2>/dev/null | sort); do
     case "$bin" in *"${TESTS_FILTER:-}"*) ;; *) continue ;; esac
+    t0=$SECONDS
     if [ "${VALGRIND:-0}" = 1 ]; then
         valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
             "$bin" >"$log" 2>&1
     else
         "$bin" >"$log" 2>&1
     fi
-    count_output "$bin" $?
+    count_output "$bin" $? $((SECONDS - t0))
 done
 
 # The CLI scripts, then the page of lode ui (Vitest, and Debian's chromium driven by
@@ -90,8 +93,9 @@ done
 if [ "${VALGRIND:-0}" != 1 ]; then
     for t in $(ls tests/cli/test_*.sh tests/ui/test_*.sh 2>/dev/null | sort); do
         case "$t" in *"${TESTS_FILTER:-}"*) ;; *) continue ;; esac
+        t0=$SECONDS
         bash "$t" >"$log" 2>&1
-        count_output "$t" $?
+        count_output "$t" $? $((SECONDS - t0))
     done
 fi
 
