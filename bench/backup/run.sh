@@ -22,6 +22,8 @@
 # BENCH_KEEP=DIR works in DIR and keeps it (repositories, keys, restic's caches); a
 # later run with the same BENCH_KEEP finds the backups there and measures the three
 # restores again (and nothing else), the peers still side by side in one run.
+# Run as root, each restore goes into an ext4 file system made for it (a loop image);
+# BENCH_RESTORE_FS=dir restores into directories of the work directory instead.
 # Exits 1 when lode's storage commands are not all in this build (the others' figures are
 # still printed) or any command fails.
 set -euo pipefail
