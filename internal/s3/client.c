@@ -177,6 +177,21 @@ void s3_op_cancel(struct s3_op *op)
 
 /* ---- how an attempt ended ---- */
 
+bool s3__op_page_delivered(struct s3_op *op, const char *prev, bool truncated)
+{
+    if (prev != op->last_key) {
+        char *k = util_strdup(prev); /* prev points into the page, freed after this */
+        free(op->last_key);
+        op->last_key = k;
+    }
+    if (!truncated) {
+        s3__op_finish(op, 0);
+        return false;
+    }
+    op->attempt = 0; /* the next page has its own retry budget */
+    return true;
+}
+
 static void on_retry_timer(uv_timer_t *t)
 {
     s3__op_send(t->data);

@@ -479,21 +479,13 @@ static void uploads_done(struct s3_op *op)
         if (op->cancelled || op->finished)
             return; /* the callback cancelled the op or closed the client */
     }
-    if (prev != op->last_key) {
-        char *k = util_strdup(prev);
-        free(op->last_key);
-        op->last_key = k;
-    }
-    if (!page->truncated) {
-        s3__op_finish(op, 0);
+    if (!s3__op_page_delivered(op, prev, page->truncated))
         return;
-    }
     free(op->key_marker);
     free(op->id_marker);
     op->key_marker = util_strdup(page->next_key_marker);
     op->id_marker =
         page->next_upload_id_marker != NULL ? util_strdup(page->next_upload_id_marker) : NULL;
-    op->attempt = 0; /* the next page has its own retry budget */
     s3__op_send(op);
 }
 

@@ -181,6 +181,11 @@ void s3__op_clear_params(struct s3_op *op);
 void s3__op_retry_or_fail(struct s3_op *op);
 /* Reports the op (error 0: success) to its done callback and releases it. */
 void s3__op_finish(struct s3_op *op, int error);
+/* A listing's page was delivered up to the key prev: remembers prev (the next page must
+ * go on after it) and, when the page was the last, finishes the op. Returns true when
+ * another page is to be fetched, with a fresh retry budget; the caller sets its markers
+ * and sends. Shared by LIST and LIST_UPLOADS. */
+bool s3__op_page_delivered(struct s3_op *op, const char *prev, bool truncated);
 /* Frees what the op holds and closes its timer; the op itself goes once the timer closed. */
 void s3__op_release(struct s3_op *op);
 /* Sets op's error and message (printf). */
