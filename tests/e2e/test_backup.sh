@@ -38,29 +38,9 @@ key=$T_TMP/key
 head -c 32 /dev/urandom | base64 >"$key"
 chmod 600 "$key"
 
-# A policy file: NAME PATHS-JSON [LIMITS-YAML...]
-policy() {
-	local name=$1 paths=$2 f=$T_TMP/$1.yaml
-	shift 2
-	{
-		printf 'apiVersion: lodestore.io/v1alpha1\nkind: BackupPolicy\n'
-		printf 'metadata: {name: %s, namespace: e2e}\n' "$name"
-		printf 'spec:\n  repository: main\n  paths: %s\n' "$paths"
-		if [[ $# -gt 0 ]]; then
-			printf '  limits:\n'
-			printf '    %s\n' "$@"
-		fi
-	} >"$f"
-	echo "$f"
-}
-
-# lode with the repository and key; OUT/ERR/RC set.
-run() {
-	"$LODE" "$@" >"$T_TMP/out" 2>"$T_TMP/err"
-	RC=$?
-	OUT=$(cat "$T_TMP/out")
-	ERR=$(cat "$T_TMP/err")
-}
+# policy and run (OUT/ERR/RC)
+# shellcheck source=tests/e2e/backup/lib.sh
+source "$here/backup/lib.sh"
 jqo() { jq -r "$1" <<<"$OUT"; }
 
 # ---- init ----

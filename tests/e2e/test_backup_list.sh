@@ -45,27 +45,9 @@ uploads() { find "$DATA/.sgwtmp/multipart" -mindepth 2 -maxdepth 2 -type d 2>/de
 before=$(uploads)
 our_uploads() { comm -13 <(echo "$before") <(uploads) | sed '/^$/d'; }
 
-# policy NAME [LIMITS-YAML...]: a policy file backing up /tree.
-policy() {
-	local name=$1 f=$T_TMP/$1.yaml
-	shift
-	{
-		printf 'apiVersion: lodestore.io/v1alpha1\nkind: BackupPolicy\n'
-		printf 'metadata: {name: %s, namespace: e2e}\n' "$name"
-		printf 'spec:\n  repository: main\n  paths: [/tree]\n'
-		if [[ $# -gt 0 ]]; then
-			printf '  limits:\n'
-			printf '    %s\n' "$@"
-		fi
-	} >"$f"
-	echo "$f"
-}
-run() {
-	"$LODE" "$@" >"$T_TMP/out" 2>"$T_TMP/err"
-	RC=$?
-	OUT=$(cat "$T_TMP/out")
-	ERR=$(cat "$T_TMP/err")
-}
+# policy and run (OUT/ERR/RC)
+# shellcheck source=tests/e2e/backup/lib.sh
+source "$here/backup/lib.sh"
 
 # 100,000 files of distinct small contents, names of 200 random hex digits (about 140
 # bytes a file in the list once compressed), in directories of 1,000.
@@ -87,7 +69,7 @@ run init
 check_eq "init: exit 0" "$RC" 0
 
 # ---- a list of several parts: backup, restore, check, re-run ----
-pol=$(policy big)
+pol=$(policy big '[/tree]')
 run backup --policy "$pol" --host node --root "$T_TMP/root" --output json
 check_eq "backup of 100,000 files: exit 0" "$RC" 0
 id=$(jq -r .snapshot.id <<<"$OUT")
@@ -132,7 +114,7 @@ check_eq "unchanged re-run: no new bytes" "$(jq -r .snapshot.newBytes <<<"$OUT")
 # output in $T_TMP/NAME.out) and waits until its file list's upload holds a part.
 slow_backup() {
 	local pol
-	pol=$(policy "$1" "uploadRate: 1MiB/s")
+	pol=$(policy "$1" '[/tree]' "uploadRate: 1MiB/s")
 	LODE_REPOSITORY=${2:-$LODE_REPOSITORY} "$LODE" backup --policy "$pol" --host node \
 		--root "$T_TMP/root" >"$T_TMP/$1.out" 2>&1 &
 	agent_pid=$!
@@ -165,7 +147,7 @@ fi
 # about 32 s and its first part is up 10 s after the walk begins, so a maxRuntime of
 # 25 s falls while the upload is open even when a loaded machine walks slowly. The
 # backup stops, aborts its upload and writes no snapshot.
-pol=$(policy maxrt "uploadRate: 512KiB/s")
+pol=$(policy maxrt '[/tree]' "uploadRate: 512KiB/s")
 "$LODE" backup --policy "$pol" --host node --root "$T_TMP/root" --max-runtime 25s \
 	>"$T_TMP/maxrt.out" 2>&1 &
 agent_pid=$!
