@@ -227,9 +227,10 @@ restore_target() {
 	local d=$work/restore-$1
 	mkdir -p "$d"
 	if [[ $restore_fs == fresh ]]; then
-		truncate -s 4G "$work/restore-$1.img"
-		mkfs.ext4 -q -F "$work/restore-$1.img"
-		mount -o loop "$work/restore-$1.img" "$d"
+		# Their output goes to stderr: this function's stdout is the path.
+		truncate -s 4G "$work/restore-$1.img" >&2
+		mkfs.ext4 -q -F "$work/restore-$1.img" >&2
+		mount -o loop "$work/restore-$1.img" "$d" >&2
 	fi
 	echo "$d"
 }
