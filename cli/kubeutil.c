@@ -31,6 +31,7 @@ int cli_kube_open(struct cli_kube *k, const char *kubeconfig, const char *contex
     memset(&opts, 0, sizeof(opts));
     opts.field_manager = CLI_KUBE_FIELD_MANAGER;
     opts.user_agent = "lode";
+    opts.step_loop = true; /* cli_kube_run runs the loop one step at a time */
     return kube_client_init(&k->loop, &k->client, &k->cfg, &opts, err);
 }
 

@@ -139,6 +139,8 @@ static void request_complete(struct kube_request *r, CURLcode code)
         c->opts.observe_cb(r->verb, res.status, res.error, ms, c->opts.cb_arg);
     if (r->cb != NULL)
         r->cb(&res, r->arg);
+    if (c->opts.step_loop)
+        uv_stop(c->loop);
     json_decref(body);
     util_buf_free(&msg);
 }
@@ -172,8 +174,11 @@ static int on_watch_line(const char *line, size_t len, void *arg)
         json_decref(root);
         return 1;
     }
+    struct kube_client *c = r->c; /* the callback may cancel r */
     if (r->event_cb != NULL)
         r->event_cb(&ev, r->arg);
+    if (c->opts.step_loop)
+        uv_stop(c->loop);
     json_decref(root);
     return r->cancelled || r->c->closing ? 1 : 0;
 }

@@ -108,9 +108,12 @@ void s3__op_finish(struct s3_op *op, int error)
     }
     if (error != 0)
         s3__op_fail_kind(op);
+    struct s3_client *c = op->c;
     if (!op->cancelled && op->done != NULL)
         op->done(&res, op->arg);
     s3__op_release(op);
+    if (c->opts.step_loop)
+        uv_stop(c->loop);
 }
 
 struct s3_op *s3__op_new(struct s3_client *c, enum s3_kind kind, const struct s3_opts *o,

@@ -39,7 +39,8 @@ int s3_sync_open(struct s3_sync **out, const struct s3_config *cfg,
     struct s3_client_opts o = opts != NULL ? *opts : (struct s3_client_opts){0};
     int rc;
     *out = NULL;
-    o.http = NULL; /* a private loop needs its own transport */
+    o.http = NULL;      /* a private loop needs its own transport */
+    o.step_loop = true; /* the loop is run one step at a time, until a callback ran */
     if (uv_loop_init(&s->loop) != 0) {
         free(s);
         return util_err_set(err, UTIL_EIO, "cannot create an event loop");

@@ -32,11 +32,31 @@ export function eq(name, got, want) {
   const w = JSON.stringify(want);
   g === w ? pass(name) : fail(name, `got:  ${g}`, `want: ${w}`);
 }
+// The page's own requests, kept so that a step that times out says which request
+// was slow, failed or never answered: the browser's view of the server.
+const traced = [];
+function traceRequests(page) {
+  const t0 = Date.now();
+  page.on("request", (r) => traced.push({ r, url: r.method() + " " + r.url().replace(/[?&]token=[^&]*/, ""), start: Date.now() - t0, end: null, how: "pending" }));
+  const done = (how) => (r) => {
+    const e = traced.find((x) => x.r === r && x.end === null);
+    if (e) {
+      e.end = Date.now() - t0;
+      e.how = how === "failed" ? `failed: ${r.failure()?.errorText}` : how;
+    }
+  };
+  page.on("requestfinished", done("finished"));
+  page.on("requestfailed", done("failed"));
+}
+function requestLog() {
+  return traced.slice(-12).map((e) => `${e.url} at ${e.start} ms: ${e.end === null ? "no answer yet" : `${e.how} after ${e.end - e.start} ms`}`);
+}
+
 export async function step(name, fn) {
   try {
     await fn();
   } catch (e) {
-    fail(name, String(e && e.stack ? e.stack : e).split("\n").slice(0, 6).join("\n    "));
+    fail(name, ...String(e && e.stack ? e.stack : e).split("\n").slice(0, 6), "the page's last requests:", ...requestLog());
   }
 }
 export function finish() {
@@ -72,6 +92,7 @@ export async function openPage(browser, url, opts = {}) {
       window.__csp.push(`${e.violatedDirective} ${e.blockedURI} at ${e.sourceFile}:${e.lineNumber} on ${t && t.outerHTML ? t.outerHTML.slice(0, 120) : t}`);
     });
   });
+  traceRequests(page);
   page.on("request", (r) => {
     const u = r.url();
     if (!u.startsWith(origin + "/") && !u.startsWith("data:")) seen.foreign.push(u);

@@ -505,6 +505,54 @@ static void test_conditional_race(void)
     s3_sync_close(s);
 }
 
+/*
+ * The lode commands run s3_sync's loop one step at a time until their counters
+ * change; every finished operation must stop the loop, or a step that finishes one
+ * from a timer goes on to poll and blocks while an idle connection or another
+ * handle keeps the loop alive. UV_RUN_DEFAULT returns only when the loop is stopped:
+ * here a 20 s timer keeps it alive.
+ */
+struct step {
+    int done, watchdog;
+};
+
+static void on_step_put(const struct s3_result *res, void *arg)
+{
+    ((struct step *)arg)->done += res->error == 0;
+}
+
+static void on_step_watchdog(uv_timer_t *t)
+{
+    struct step *st = t->data;
+    st->watchdog = 1;
+    uv_stop(t->loop);
+}
+
+static void test_step_loop(void)
+{
+    struct s3_sync *s = open_direct(run_id, NULL);
+    struct step st = {0};
+    struct util_err err;
+    uv_timer_t watchdog;
+    uv_timer_init(s3_sync_loop(s), &watchdog);
+    watchdog.data = &st;
+    uv_timer_start(&watchdog, on_step_watchdog, 20000, 0);
+    for (int i = 0; i < 3 && !st.watchdog; i++) {
+        char key[64];
+        struct s3_body b = {.data = "step", .len = 4};
+        snprintf(key, sizeof(key), "step/%d", i);
+        if (s3_put(s3_sync_client(s), key, &b, NULL, on_step_put, &st, NULL, &err) != 0)
+            break;
+        uv_run(s3_sync_loop(s), UV_RUN_DEFAULT);
+    }
+    CHECK(st.done == 3 && !st.watchdog,
+          "each finished operation stops a stepped loop: uv_run returned after each of 3 PUTs "
+          "(%d), not at the 20 s watchdog",
+          st.done);
+    uv_close((uv_handle_t *)&watchdog, NULL);
+    s3_sync_close(s);
+}
+
 static void test_many_keys(void)
 {
     struct s3_sync *s = open_direct(run_id, NULL);
@@ -783,6 +831,8 @@ int main(int argc, char **argv)
         test_borrowed_transport();
     if (strstr("race", only) != NULL)
         test_conditional_race();
+    if (strstr("step", only) != NULL)
+        test_step_loop();
     if (strstr("many", only) != NULL)
         test_many_keys();
     if (strstr("errors", only) != NULL)

@@ -325,6 +325,32 @@ static void test_odd_answers_and_timeout(void **state)
     assert_int_equal(seen, 31);
 }
 
+/*
+ * step_loop: the lode commands run a private loop with UV_RUN_ONCE until their
+ * request answered. Each result must stop the loop, also one delivered from a timer
+ * (here curl's own timeout), or uv_run goes on to poll and blocks while the server,
+ * the watchdog or an idle connection keeps the loop alive. UV_RUN_DEFAULT shows it:
+ * it returns only when stopped.
+ */
+static void test_step_loop(void **state)
+{
+    struct t t;
+    struct kube_client_opts o = {.timeout_ms = 200, .step_loop = true};
+    setup_t(&t, odd_handler, &o);
+    t.want = 99; /* got_cb never closes: the loop stays alive */
+    assert_int_equal(kube_get(t.c, &cms, "empty", NULL, got_cb, &t, NULL, NULL), 0);
+    uv_run(&t.loop, UV_RUN_DEFAULT);
+    assert_int_equal(t.ngot, 1);
+    assert_int_equal(t.got[0].status, 200);
+    assert_int_equal(kube_get(t.c, &cms, "hang", NULL, got_cb, &t, NULL, NULL), 0);
+    uv_run(&t.loop, UV_RUN_DEFAULT);
+    assert_int_equal(t.ngot, 2);
+    assert_int_equal(t.got[1].error, KUBE_ETIMEDOUT);
+    assert_true(t.got[1].at_ms >= 150 && t.got[1].at_ms < 5000);
+    finish(&t);
+    run_t(&t);
+}
+
 static void test_connection_refused(void **state)
 {
     struct t t;
@@ -706,6 +732,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_verbs),
         cmocka_unit_test(test_odd_answers_and_timeout),
+        cmocka_unit_test(test_step_loop),
         cmocka_unit_test(test_connection_refused),
         cmocka_unit_test(test_rate_limit),
         cmocka_unit_test(test_watch_stream),
