@@ -52,8 +52,17 @@ spec:
   schedule: {cron: "* * * * *", jitter: 0s}
 EOF
 
+# What a person would look at when no Backup came: the policy's and the repository's
+# conditions, the Events and the controller's last lines.
+diag() {
+    echo "policy: $(env_get -n "$NS" backuppolicy/minutely '{range .status.conditions[*]}{.type}={.status} {.reason}: {.message}; {end}')"
+    echo "repository: $(env_get -n "$NS" backuprepository/main '{range .status.conditions[*]}{.type}={.status} {.reason}: {.message}; {end}')"
+    kc -n "$NS" get events -o jsonpath='{range .items[*]}{.lastTimestamp} {.reason} {.message}{"\n"}{end}' | tail -n 8
+    tail -n 25 "$T_TMP/$1.log"
+}
+
 # ---- deleted while the controller runs ----
-env_wait 75 "a first Backup" has_backup_after "" || fail "a first Backup"
+env_wait 75 "a first Backup" has_backup_after "" || fail "a first Backup" "$(diag first)"
 b1=$(backup_after "")
 s1=$(slot_of "$b1")
 t1=$(env_get -n "$NS" "backup/$b1" '{.metadata.annotations.lodestore\.io/slot-time}')
