@@ -23,6 +23,15 @@
  * finishes it (cancelled = false, code = curl's result) or after http_xfer_cancel()
  * (cancelled = true). Only after done may the owner free the easy handle. done may run
  * inside http_xfer_cancel() itself when the multi is not inside curl.
+ *
+ * A loop run one step at a time (uv_run with UV_RUN_ONCE until the owner's own flag is
+ * set, as the lode commands wait for an answer) must be stopped by whatever sets the
+ * flag: libuv runs timers before it polls, and curl may finish a transfer from its own
+ * timer (HTTP/2 does), after which a poll with nothing else due blocks for ever while
+ * an idle pooled connection keeps the loop alive. The clients built on this transport
+ * (internal/kube, internal/s3) do that for their owners with their step_loop option:
+ * it stops the loop after every result they deliver, also those that end without a
+ * transfer (an S3 retry given up from its timer).
  */
 #ifndef LODE_HTTP_H
 #define LODE_HTTP_H

@@ -343,14 +343,8 @@ struct kube_client_opts {
      * client creates its own on the loop and closes it with itself.
      */
     struct http_multi *http;
-    /*
-     * For an owner that runs a private loop one step at a time (uv_run with
-     * UV_RUN_ONCE until its own flag is set, as the lode commands do): every result
-     * and watch event ends with uv_stop, so that uv_run returns to the owner. Without
-     * it, a result delivered from a timer (curl finishing a transfer from its own
-     * timer, which HTTP/2 does) is followed by a poll that blocks for ever, since
-     * libuv runs timers before it polls. Not for a loop run with UV_RUN_DEFAULT.
-     */
+    /* Every result and watch event ends with uv_stop: for an owner that runs its loop
+     * one step at a time (internal/http/http.h says why). Not with UV_RUN_DEFAULT. */
     bool step_loop;
 };
 

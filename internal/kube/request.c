@@ -174,11 +174,10 @@ static int on_watch_line(const char *line, size_t len, void *arg)
         json_decref(root);
         return 1;
     }
-    struct kube_client *c = r->c; /* the callback may cancel r */
     if (r->event_cb != NULL)
         r->event_cb(&ev, r->arg);
-    if (c->opts.step_loop)
-        uv_stop(c->loop);
+    if (r->c->opts.step_loop)
+        uv_stop(r->c->loop);
     json_decref(root);
     return r->cancelled || r->c->closing ? 1 : 0;
 }

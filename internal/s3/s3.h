@@ -359,14 +359,8 @@ struct s3_client_opts {
     s3_observe_cb observe_cb; /* optional */
     void *observe_arg;
     const char *user_agent; /* NULL = "lodestore" */
-    /*
-     * For an owner that runs a private loop one step at a time (uv_run with
-     * UV_RUN_ONCE until its own counter changes; s3_sync sets it): every finished
-     * operation ends with uv_stop, so that uv_run returns to the owner. Without it,
-     * an operation finished from a timer (a retry given up, a stall, curl finishing
-     * a transfer from its own timer) is followed by a poll that blocks for ever when
-     * nothing else is in flight, since libuv runs timers before it polls.
-     */
+    /* Every finished operation ends with uv_stop: for an owner that runs its loop one
+     * step at a time, as s3_sync does (internal/http/http.h says why). */
     bool step_loop;
 };
 
