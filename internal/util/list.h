@@ -21,12 +21,14 @@ struct util_list {
 };
 
 /* The element of type `type` whose member `member` is the link `ptr`. */
-#define util_list_entry(ptr, type, member) ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+#define util_list_entry(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
 /* Iteration over links; `tmp` lets the body remove `pos`. */
-#define util_list_for_each_safe(pos, tmp, head)                                                        \
-    for ((pos) = (head)->next, (tmp) = (pos)->next; (pos) != (head); (pos) = (tmp), (tmp) = (pos)->next)
-#define util_list_for_each(pos, head) for ((pos) = (head)->next; (pos) != (head); (pos) = (pos)->next)
+#define util_list_for_each_safe(pos, tmp, head)                                                    \
+    for ((pos) = (head)->next, (tmp) = (pos)->next; (pos) != (head);                               \
+         (pos) = (tmp), (tmp) = (pos)->next)
+#define util_list_for_each(pos, head)                                                              \
+    for ((pos) = (head)->next; (pos) != (head); (pos) = (pos)->next)
 
 /* Makes a head empty, or a link unlinked. */
 static inline void util_list_init(struct util_list *l)
@@ -45,7 +47,8 @@ static inline bool util_list_linked(const struct util_list *link)
     return link->next != link;
 }
 
-static inline void util_list__insert(struct util_list *link, struct util_list *prev, struct util_list *next)
+static inline void util_list__insert(struct util_list *link, struct util_list *prev,
+                                     struct util_list *next)
 {
     link->prev = prev;
     link->next = next;
