@@ -151,6 +151,49 @@ run validate --zoneinfo "$T_TMP/none" "$PAGE"
 check_rc "no such zoneinfo: exit 2" 2
 check_contains "no such zoneinfo: says so" "$ERR" "zoneinfo"
 
+# Hostile input costs time in proportion to its size (docs/policy.md): 1 MiB of unknown
+# aliases on one line, and on a line each, were quadratic (a 360 KB file took 8.8 s, 1 MiB
+# ran past two minutes). cpu_seconds prints the CPU seconds (user + system) of one run.
+cpu_seconds() {
+    local TIMEFORMAT='%3U %3S' t
+    t=$({ time "$LODE" validate "$1" >/dev/null 2>&1; } 2>&1)
+    awk '{print $1 + $2}' <<<"$t"
+}
+aliases_file() { # path bytes per-line
+    python3 - "$@" <<'PY'
+import sys
+path, size, per_line = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+head = "apiVersion: lodestore.io/v1alpha1\nkind: BackupPolicy\nmetadata:\n  name: x\nspec:\n"
+if per_line:
+    body, i = [], 0
+    while len(head) + sum(map(len, body)) < size - 32:
+        body.append("  k%d: *z\n" % i)
+        i += 1
+    doc = head + "".join(body)
+else:
+    n = (size - len(head) - 16) // 4
+    doc = head + "  paths: [" + ", ".join(["*z"] * n) + "]\n"
+open(path, "w").write(doc[:size])
+PY
+}
+for shape in 0 1; do
+    aliases_file "$T_TMP/big.yaml" 1048000 $shape
+    aliases_file "$T_TMP/quarter.yaml" 262000 $shape
+    run validate "$T_TMP/big.yaml"
+    check_rc "1 MiB of aliases (one per line: $shape): exit 1" 1
+    check_contains "1 MiB of aliases (one per line: $shape): reported" "$OUT" "spec."
+    big=$(cpu_seconds "$T_TMP/big.yaml")
+    quarter=$(cpu_seconds "$T_TMP/quarter.yaml")
+    # Linear: four times the input costs about four times the CPU (quadratic: sixteen).
+    # The bound is loose for the sanitiser build and a busy machine (0.3 s measured
+    # without sanitisers); the quadratic reader took minutes.
+    if awk -v b="$big" -v q="$quarter" 'BEGIN { exit !(b < 10 && b < 8 * (q + 0.05)) }'; then
+        pass "1 MiB of aliases (one per line: $shape): linear (${big}s, a quarter ${quarter}s)"
+    else
+        fail "1 MiB of aliases (one per line: $shape): linear" "1 MiB: ${big}s CPU, 256 KiB: ${quarter}s"
+    fi
+done
+
 # The top-level help lists the command.
 run --help
 check_rc "lode --help: exit 0" 0

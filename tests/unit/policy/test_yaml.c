@@ -273,6 +273,49 @@ static void test_yaml_11_traps(void **state)
     }
 }
 
+/*
+ * Positions come from an index of line starts and a cursor along the last line read:
+ * CRLF and lone CR breaks, several values on one line after multi-byte characters,
+ * and lines visited out of order give the same line:column as a fresh count.
+ */
+static void test_positions_on_long_and_crlf_lines(void **state)
+{
+    struct pt_result r;
+    pt_parse(&r, "apiVersion: lodestore.io/v1alpha1\r\nkind: BackupPolicy\r\nmetadata:\r\n"
+                 "  name: x\rspec:\r\n  repository: r\r\n  paths: [/etc]\r\n"
+                 "  nodeSelector: {\"\xd0\xba\xd0\xbb\": *a, b: *c, d: *e}\r\n"
+                 "  schedule:\n    cron: */5 * * * *\r\n");
+    assert_int_equal(r.d.n, 5);
+    pt_expect_diag(&r, 1, 8, 24, "spec.nodeSelector[\xd0\xba\xd0\xbb]", "must be quoted");
+    pt_expect_diag(&r, 2, 8, 31, "spec.nodeSelector.b", "must be quoted: b: \"*c\"");
+    pt_expect_diag(&r, 3, 8, 38, "spec.nodeSelector.d", "must be quoted: d: \"*e\"");
+    pt_expect_diag(&r, 4, 10, 11, "spec.schedule.cron", "cron: \"*/5 * * * *\"");
+    pt_free(&r);
+
+    /* Ten thousand unknown aliases on one line: each reported where it is. */
+    struct util_buf doc;
+    util_buf_init(&doc);
+    util_buf_puts(&doc, PT_HEAD PT_SPEC "  nodeSelector: {");
+    for (int i = 0; i < 10000; i++)
+        util_buf_printf(&doc, "%sk%d: *v", i > 0 ? ", " : "", i);
+    util_buf_puts(&doc, "}\n");
+    pt_parse(&r, doc.data);
+    /* The first error is the map's own: more labels than a selector may have. */
+    assert_int_equal(r.d.n, 10001);
+    pt_expect_diag(&r, 0, 8, 17, "spec.nodeSelector", "10000 labels, more than 32");
+    /* "  nodeSelector: {" is 17 columns; entry i starts after the ones before it. */
+    int col = 18;
+    for (int i = 0; i < 10000; i++) {
+        char key[16];
+        int klen = snprintf(key, sizeof(key), "k%d", i);
+        assert_int_equal(r.d.v[i + 1].line, 8);
+        assert_int_equal(r.d.v[i + 1].column, col + klen + 2);
+        col += klen + 2 + 2 + 2; /* "kN: *v, " */
+    }
+    pt_free(&r);
+    util_buf_free(&doc);
+}
+
 static void test_cron_quoting_hint(void **state)
 {
     pt_expect_one(PT_HEAD PT_SPEC "  schedule:\n    cron: */15 * * * *\n", NULL, 9, 11,
@@ -496,6 +539,7 @@ int main(void)
         cmocka_unit_test(test_duplicate_keys),
         cmocka_unit_test(test_documents),
         cmocka_unit_test(test_anchors_aliases_tags),
+        cmocka_unit_test(test_positions_on_long_and_crlf_lines),
         cmocka_unit_test(test_complex_keys),
         cmocka_unit_test(test_wrong_kinds),
         cmocka_unit_test(test_yaml_11_traps),
