@@ -113,7 +113,7 @@ enum util_time_form {
     UTIL_TIME_DATE,   /* "2026-03-29": the wall clock's day */
     UTIL_TIME_TEXT,   /* "2026-03-29 04:00:00": for people; the caller names the zone */
 };
-/* Enough for every form of every year a struct util_civil holds. */
+/* Enough for every form of a year of up to ten digits; longer ones are cut. */
 #define UTIL_TIME_BUF 32
 /*
  * Writes t in the form into buf (truncated to size, always terminated) and returns the
