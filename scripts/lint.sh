@@ -33,5 +33,6 @@ if command -v clang-format >/dev/null; then
 else
     echo "lint: clang-format is missing (make setup)"; status=1
 fi
+bash scripts/lint_yaml.sh || status=1
 [ $status -eq 0 ] && echo "lint: ok"
 exit $status

@@ -17,7 +17,7 @@ pkgs=(
   clang libclang-rt-14-dev clang-format
   valgrind
   restic
-  jq curl openssl python3 ca-certificates
+  jq curl openssl python3 python3-yaml ca-certificates
   chromium
   buildah debootstrap
 )

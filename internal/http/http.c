@@ -15,7 +15,7 @@
 enum { XFER_IDLE, XFER_QUEUED, XFER_ACTIVE, XFER_CANCELLING };
 
 struct xfer_list {
-    struct http_xfer *head, *tail;
+    struct util_list head;
     unsigned n;
 };
 
@@ -35,10 +35,10 @@ struct multi_poll {
     uv_poll_t handle;
     curl_socket_t fd;
     struct http_multi *m;
-    struct multi_poll *prev, *next;
-    int events; /* what the handle watches now, 0 when stopped */
-    bool conn;  /* a connection's socket: opened and closed through our callbacks */
-    bool idle;  /* curl does not watch it now */
+    struct util_list link; /* on the multi's polls */
+    int events;            /* what the handle watches now, 0 when stopped */
+    bool conn;             /* a connection's socket: opened and closed through our callbacks */
+    bool idle;             /* curl does not watch it now */
 };
 
 struct http_multi {
@@ -49,7 +49,7 @@ struct http_multi {
     CURLSH *share; /* TLS sessions and DNS, for every transfer (one thread: no locks) */
     uv_timer_t timer;
     struct xfer_list queued, active, cancelling;
-    struct multi_poll *polls;
+    struct util_list polls;
     int in_curl;
     unsigned handles; /* libuv handles not yet closed */
     bool closing, close_requested;
@@ -59,28 +59,21 @@ struct http_multi {
 
 static void list_push(struct xfer_list *l, struct http_xfer *x)
 {
-    x->next = NULL;
-    x->prev = l->tail;
-    if (l->tail != NULL)
-        l->tail->next = x;
-    else
-        l->head = x;
-    l->tail = x;
+    util_list_push_back(&l->head, &x->link);
     l->n++;
 }
 
 static void list_unlink(struct xfer_list *l, struct http_xfer *x)
 {
-    if (x->prev != NULL)
-        x->prev->next = x->next;
-    else
-        l->head = x->next;
-    if (x->next != NULL)
-        x->next->prev = x->prev;
-    else
-        l->tail = x->prev;
+    util_list_remove(&x->link);
     l->n--;
-    x->prev = x->next = NULL;
+}
+
+/* The oldest transfer on l, or NULL. */
+static struct http_xfer *list_first(const struct xfer_list *l)
+{
+    struct util_list *link = util_list_first(&l->head);
+    return link == NULL ? NULL : util_list_entry(link, struct http_xfer, link);
 }
 
 static struct xfer_list *xfer_list_of(struct http_multi *m, struct http_xfer *x)
@@ -158,33 +151,29 @@ static void on_timer_closed(uv_handle_t *h)
 static void poll_close(struct http_multi *m, struct multi_poll *p)
 {
     uv_poll_stop(&p->handle);
-    if (p->prev != NULL)
-        p->prev->next = p->next;
-    else
-        m->polls = p->next;
-    if (p->next != NULL)
-        p->next->prev = p->prev;
+    util_list_remove(&p->link);
     uv_close((uv_handle_t *)&p->handle, on_poll_closed);
 }
 
 static void multi_do_close(struct http_multi *m)
 {
     struct http_xfer *x;
+    struct util_list *link;
     /* Owners hear about their transfers first; they may not start new ones. */
     m->closing = true;
-    while ((x = m->queued.head) != NULL)
+    while ((x = list_first(&m->queued)) != NULL)
         xfer_finish(m, x, CURLE_ABORTED_BY_CALLBACK, true);
-    while ((x = m->cancelling.head) != NULL)
+    while ((x = list_first(&m->cancelling)) != NULL)
         xfer_finish(m, x, CURLE_ABORTED_BY_CALLBACK, true);
-    while ((x = m->active.head) != NULL)
+    while ((x = list_first(&m->active)) != NULL)
         xfer_finish(m, x, CURLE_ABORTED_BY_CALLBACK, true);
     /* Stop watching before curl closes its pooled connections' sockets. */
-    for (struct multi_poll *p = m->polls; p != NULL; p = p->next)
-        uv_poll_stop(&p->handle);
+    util_list_for_each(link, &m->polls)
+        uv_poll_stop(&util_list_entry(link, struct multi_poll, link)->handle);
     curl_multi_cleanup(m->multi);
     m->multi = NULL;
-    while (m->polls != NULL)
-        poll_close(m, m->polls);
+    while ((link = util_list_first(&m->polls)) != NULL)
+        poll_close(m, util_list_entry(link, struct multi_poll, link));
     uv_close((uv_handle_t *)&m->timer, on_timer_closed);
 }
 
@@ -228,9 +217,9 @@ static void multi_after_curl(struct http_multi *m)
         multi_do_close(m);
         return;
     }
-    while ((x = m->cancelling.head) != NULL && !m->closing && !m->close_requested)
+    while ((x = list_first(&m->cancelling)) != NULL && !m->closing && !m->close_requested)
         xfer_finish(m, x, CURLE_ABORTED_BY_CALLBACK, true);
-    while ((x = m->queued.head) != NULL && !m->closing && !m->close_requested) {
+    while ((x = list_first(&m->queued)) != NULL && !m->closing && !m->close_requested) {
         list_unlink(&m->queued, x);
         x->state = XFER_ACTIVE;
         list_push(&m->active, x);
@@ -287,9 +276,13 @@ static void on_timer(uv_timer_t *t)
 
 static struct multi_poll *poll_of_fd(struct http_multi *m, curl_socket_t fd)
 {
-    for (struct multi_poll *p = m->polls; p != NULL; p = p->next)
+    struct util_list *link;
+    util_list_for_each(link, &m->polls)
+    {
+        struct multi_poll *p = util_list_entry(link, struct multi_poll, link);
         if (p->fd == fd)
             return p;
+    }
     return NULL;
 }
 
@@ -334,10 +327,7 @@ static int on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *userp, v
         p->handle.data = p;
         p->conn = is_conn_fd(m, fd);
         m->handles++;
-        p->next = m->polls;
-        if (m->polls != NULL)
-            m->polls->prev = p;
-        m->polls = p;
+        util_list_push_front(&m->polls, &p->link);
         curl_multi_assign(m->multi, fd, p);
     }
     if (what == CURL_POLL_IN || what == CURL_POLL_INOUT)
@@ -469,6 +459,10 @@ int http_multi_init(uv_loop_t *loop, struct http_multi **out, struct util_err *e
         return util_err_set(err, UTIL_EIO, "cannot initialise libcurl");
     m = util_calloc(1, sizeof(*m));
     m->loop = loop;
+    util_list_init(&m->queued.head);
+    util_list_init(&m->active.head);
+    util_list_init(&m->cancelling.head);
+    util_list_init(&m->polls);
     m->multi = curl_multi_init();
     if (m->multi == NULL) {
         free(m);

@@ -41,6 +41,7 @@
 #include <curl/curl.h>
 #include <uv.h>
 
+#include "util/list.h"
 #include "util/util.h"
 
 struct http_multi; /* opaque */
@@ -56,8 +57,8 @@ struct http_xfer {
     void *arg;
     /* private */
     struct http_multi *m;
-    struct http_xfer *prev, *next;
-    unsigned state; /* idle, queued, active, cancel-pending */
+    struct util_list link; /* on the queued, active or cancel-pending list */
+    unsigned state;        /* idle, queued, active, cancel-pending */
 };
 
 /* Creates the multi on loop (curl_global_init is reference counted by curl). */

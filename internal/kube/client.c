@@ -190,6 +190,9 @@ int kube_client_init(uv_loop_t *loop, struct kube_client **out, const struct kub
         return util_err_set(err, UTIL_EINVAL, "the Kubernetes configuration has no server");
     c = util_calloc(1, sizeof(*c));
     c->loop = loop;
+    util_list_init(&c->limited_q.head);
+    util_list_init(&c->free_q.head);
+    util_list_init(&c->active.head);
     c->opts = *opts;
     if (c->opts.qps == 0)
         c->opts.qps = CLIENT_DEFAULT_QPS;
@@ -260,20 +263,27 @@ free_client:
 void kube_client_close(struct kube_client *c, kube_close_cb cb, void *arg)
 {
     struct kube_request *r;
+    struct util_list *link;
     if (c->closing)
         return;
     c->closing = true;
     c->close_cb = cb;
     c->close_arg = arg;
     c->live++; /* hold the client while requests go */
-    while ((r = c->limited_q.head) != NULL)
+    while ((r = kube__req_first(&c->limited_q)) != NULL)
         kube__request_free(r);
-    while ((r = c->free_q.head) != NULL)
+    while ((r = kube__req_first(&c->free_q)) != NULL)
         kube__request_free(r);
     /* A cancel may free its request at once: look for the next one from the head. */
     for (;;) {
-        for (r = c->active.head; r != NULL && r->cancelled; r = r->next)
-            ;
+        r = NULL;
+        util_list_for_each(link, &c->active.head)
+        {
+            r = util_list_entry(link, struct kube_request, link);
+            if (!r->cancelled)
+                break;
+            r = NULL;
+        }
         if (r == NULL)
             break;
         r->cancelled = true;

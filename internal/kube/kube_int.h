@@ -7,6 +7,7 @@
 #include "kube/kube.h"
 
 #include "http/http.h"
+#include "util/list.h"
 
 #include <curl/curl.h>
 
@@ -20,16 +21,17 @@ uint32_t kube__rand(struct kube_client *c);
 /* ---- the client and its requests (client.c: life cycle; request.c: queues and transfers;
  * verbs.c: what each verb asks for) ---- */
 
-/* A doubly linked list of requests: the rate-limited queue, the free queue, the active set. */
+/* A list of requests (through kube_request.link): the rate-limited queue, the free queue,
+ * the active set. n is kept for kube_client_queued and kube_client_active. */
 struct req_list {
-    struct kube_request *head, *tail;
+    struct util_list head;
     size_t n;
 };
 
 struct kube_request {
     struct http_xfer xfer;
     struct kube_client *c;
-    struct kube_request *prev, *next;
+    struct util_list link; /* on *list */
     struct req_list *list; /* the list it is on, or NULL */
     CURL *easy;
     struct curl_slist *headers;
@@ -84,6 +86,13 @@ struct req_spec {
     bool watch;
     uint64_t timeout_ms;
 };
+
+/* The oldest request on l, or NULL. */
+static inline struct kube_request *kube__req_first(const struct req_list *l)
+{
+    struct util_list *link = util_list_first(&l->head);
+    return link == NULL ? NULL : util_list_entry(link, struct kube_request, link);
+}
 
 /* Queues a request (request.c); s->body is taken over, even on failure. */
 int kube__submit(struct kube_client *c, struct req_spec *s, kube_result_cb cb,

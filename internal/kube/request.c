@@ -15,13 +15,7 @@
 static void list_push(struct req_list *l, struct kube_request *r)
 {
     r->list = l;
-    r->next = NULL;
-    r->prev = l->tail;
-    if (l->tail != NULL)
-        l->tail->next = r;
-    else
-        l->head = r;
-    l->tail = r;
+    util_list_push_back(&l->head, &r->link);
     l->n++;
 }
 
@@ -30,17 +24,9 @@ static void list_unlink(struct kube_request *r)
     struct req_list *l = r->list;
     if (l == NULL)
         return;
-    if (r->prev != NULL)
-        r->prev->next = r->next;
-    else
-        l->head = r->next;
-    if (r->next != NULL)
-        r->next->prev = r->prev;
-    else
-        l->tail = r->prev;
+    util_list_remove(&r->link);
     l->n--;
     r->list = NULL;
-    r->prev = r->next = NULL;
 }
 
 /* Frees a request that curl no longer holds (queued, or its transfer is done). */
@@ -261,11 +247,11 @@ static void client_pump(struct kube_client *c)
     struct kube_request *r;
     if (c->closing)
         return;
-    while ((r = c->free_q.head) != NULL) {
+    while ((r = kube__req_first(&c->free_q)) != NULL) {
         list_unlink(r);
         request_dispatch(r);
     }
-    while ((r = c->limited_q.head) != NULL) {
+    while ((r = kube__req_first(&c->limited_q)) != NULL) {
         uint64_t wait = kube_bucket_take(&c->bucket, uv_now(c->loop));
         if (wait > 0) {
             uv_timer_start(&c->rate_timer, on_rate_timer, wait, 0);

@@ -75,14 +75,10 @@ int repo_unhex(const char *s, uint8_t *v, size_t n)
 
 void repo_id_make(int64_t t, const uint8_t random[8], char out[REPO_ID_LEN + 1])
 {
-    struct util_civil c;
     char hex[17];
-    util_civil_from_seconds(t, &c);
+    size_t n = util_format_time(t, 0, UTIL_TIME_BASIC, out, REPO_ID_LEN + 1);
     repo_hex(random, 8, hex);
-    snprintf(out, REPO_ID_LEN + 1,
-             "%04lld%02u%02u"
-             "T%02u%02u%02uZ-%s",
-             (long long)c.year, c.month, c.day, c.hour, c.minute, c.second, hex);
+    snprintf(out + n, REPO_ID_LEN + 1 - n, "-%s", hex);
 }
 
 int repo_id_parse(const char *id, int64_t *t, struct util_err *err)

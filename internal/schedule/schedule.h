@@ -1,6 +1,7 @@
 /*
  * schedule: the slots of a policy in its time zone (docs/schedule.md), the per-host
- * jitter offset, the catch-up decision (section 4) and the alert limit (section 6).
+ * jitter offset, the catch-up decision (docs/schedule.md, "Missed slots and catch-up")
+ * and the alert limit (docs/schedule.md, "The alert limit: when a host is overdue").
  *
  * A slot is a local wall-clock minute that the cron expression matches. It runs
  * once, at one instant: a local time that happens once runs then; one that

@@ -303,12 +303,70 @@ void util_civil_from_seconds(int64_t t, struct util_civil *c)
     c->second = (unsigned)(rem % 60);
 }
 
+static char *util_put2(char *p, unsigned v)
+{
+    *p++ = (char)('0' + v / 10 % 10);
+    *p++ = (char)('0' + v % 10);
+    return p;
+}
+
+size_t util_format_time(int64_t t, int32_t offset_s, enum util_time_form form, char *buf,
+                        size_t size)
+{
+    bool utc = form == UTIL_TIME_UTC || form == UTIL_TIME_BASIC;
+    bool basic = form == UTIL_TIME_BASIC;
+    char tmp[64], *p = tmp;
+    struct util_civil c;
+    size_t n;
+
+    util_civil_from_seconds(utc ? t : t + offset_s, &c);
+    if (c.year >= 0 && c.year <= 9999) {
+        p = util_put2(p, (unsigned)c.year / 100);
+        p = util_put2(p, (unsigned)c.year % 100);
+    } else {
+        p += snprintf(p, 24, "%04lld", (long long)c.year);
+    }
+    if (!basic)
+        *p++ = '-';
+    p = util_put2(p, c.month);
+    if (!basic)
+        *p++ = '-';
+    p = util_put2(p, c.day);
+    if (form == UTIL_TIME_DATE)
+        goto done;
+    *p++ = form == UTIL_TIME_TEXT ? ' ' : 'T';
+    p = util_put2(p, c.hour);
+    if (!basic)
+        *p++ = ':';
+    p = util_put2(p, c.minute);
+    if (form == UTIL_TIME_MINUTE)
+        goto done;
+    if (!basic)
+        *p++ = ':';
+    p = util_put2(p, c.second);
+    if (utc) {
+        *p++ = 'Z';
+    } else if (form == UTIL_TIME_OFFSET) {
+        unsigned a = offset_s < 0 ? (unsigned)-(int64_t)offset_s : (unsigned)offset_s;
+        *p++ = offset_s < 0 ? '-' : '+';
+        p = util_put2(p, a / 3600);
+        *p++ = ':';
+        p = util_put2(p, a / 60 % 60);
+    }
+done:
+    n = (size_t)(p - tmp);
+    if (size == 0)
+        return 0;
+    if (n >= size)
+        n = size - 1;
+    memcpy(buf, tmp, n);
+    buf[n] = '\0';
+    return n;
+}
+
 void util_format_utc(int64_t t, char *buf, size_t size)
 {
-    struct util_civil c;
-    util_civil_from_seconds(t, &c);
-    snprintf(buf, size, "%04lld-%02u-%02uT%02u:%02u:%02uZ", (long long)c.year, c.month, c.day,
-             c.hour, c.minute, c.second);
+    util_format_time(t, 0, UTIL_TIME_UTC, buf, size);
 }
 
 static int util_digits(const char *s, size_t n, unsigned *out)

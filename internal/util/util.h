@@ -5,7 +5,8 @@
  * cannot allocate a few bytes cannot do anything useful, and checking every call
  * site hides the real error paths), an error record that carries a message a
  * user can act on, a growable byte buffer, strict decimal parsing, and the civil
- * calendar arithmetic and RFC 3339 formatting that the time modules share.
+ * calendar arithmetic, RFC 3339 parsing and the one date formatter that the time
+ * modules share.
  *
  * Costs: nothing here allocates unless asked to; the calendar functions are a few
  * integer operations (Howard Hinnant's days-from-civil algorithm) and never
@@ -99,8 +100,29 @@ struct util_civil {
 int64_t util_seconds_from_civil(const struct util_civil *c);
 void util_civil_from_seconds(int64_t t, struct util_civil *c);
 
-/* RFC 3339 in UTC with a Z: "2026-03-29T01:00:00Z". buf needs 32 bytes. */
+/*
+ * The one date formatter. Every form writes the year with at least four digits and the
+ * rest with two; the wall-clock forms show t + offset_s (the zone's offset east of UTC
+ * at t, from internal/tz), the UTC forms ignore offset_s.
+ */
+enum util_time_form {
+    UTIL_TIME_UTC,    /* "2026-03-29T01:00:00Z": RFC 3339 in UTC */
+    UTIL_TIME_OFFSET, /* "2026-03-29T04:00:00+03:00": RFC 3339 at the offset ("+00:00" for 0) */
+    UTIL_TIME_BASIC,  /* "20260329T010000Z": ISO 8601's basic form in UTC (snapshot ids) */
+    UTIL_TIME_MINUTE, /* "2026-03-29T04:00": the wall clock to the minute (schedule slots) */
+    UTIL_TIME_DATE,   /* "2026-03-29": the wall clock's day */
+    UTIL_TIME_TEXT,   /* "2026-03-29 04:00:00": for people; the caller names the zone */
+};
+/* Enough for every form of a year of up to ten digits; longer ones are cut. */
 #define UTIL_TIME_BUF 32
+/*
+ * Writes t in the form into buf (truncated to size, always terminated) and returns the
+ * length written. Digits are written by hand: printf cost more than the rest of an S3
+ * request signature's or a snapshot listing's formatting.
+ */
+size_t util_format_time(int64_t t, int32_t offset_s, enum util_time_form form, char *buf,
+                        size_t size);
+/* util_format_time(t, 0, UTIL_TIME_UTC, buf, size): the common case. */
 void util_format_utc(int64_t t, char *buf, size_t size);
 /*
  * Parses RFC 3339 ("2026-03-29T01:00:00Z", "...+02:00", fractional seconds are

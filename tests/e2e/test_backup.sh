@@ -106,7 +106,7 @@ ub=$(jqo .snapshot.uploadedBytes)
 	fail "backup: uploadedBytes $ub"
 time1=$(jqo .snapshot.time)
 env_s3 GET "/$S3_BUCKET/$prefix/snapshots/e2e/etc/node-a/$id1.json"
-check_eq "the manifest is where SPEC section 9 says" "$S3_CODE" 200
+check_eq "the manifest is where docs/repository.md's layout says" "$S3_CODE" 200
 check_eq "the manifest's counters are readable without the key" "$(jq -r .stats.files <<<"$S3_BODY")" 6
 env_s3 GET "/$S3_BUCKET/$prefix/runs/e2e/etc/node-a/$id1.json"
 check_eq "the run record is there, under the same id" "$(jq -r .id <<<"$S3_BODY")" "$id1"
@@ -409,7 +409,7 @@ LODE_ANOMALY='{"deletionMinFiles":5}' run backup --policy "$polth" --host node-a
 	--output json --termination-log "$T_TMP/termlog-anomaly"
 check_contains "the termination log carries the rules that fired, for the Backup's condition" \
 	"$(jq -r .anomaly "$T_TMP/termlog-anomaly")" "deletion-spike"
-check_eq "the printed JSON stays SPEC section 8's (no anomaly member)" "$(jqo 'has("anomaly")')" false
+check_eq "the printed JSON stays the documented one (no anomaly member)" "$(jqo 'has("anomaly")')" false
 run snapshots --policy e2e/thresholds --output json
 before=$(jqo '.snapshots | length')
 LODE_ANOMALY='{"deletionPercent":0}' run backup --policy "$polth" --host node-a --root "$th"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Differential test: `lode forget` against `restic forget` 0.14 on generated
-# histories where the two semantics coincide (issue 4; research notes, semantics.md
-# section 1.7).
+# histories where the two semantics coincide (docs/retention.md, "How Lodestore
+# differs from `restic forget`").
 #
 #   1. diffrestic gen: random histories (zones with gaps, folds, 30- and 45-minute
 #      offsets; outages; ISO week 53; incomplete and suspicious snapshots), in rule

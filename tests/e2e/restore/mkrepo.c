@@ -7,8 +7,8 @@
  * A second, independent writer of the format for tests/e2e/test_restore.sh: the
  * restore and check tests run on it when `lode backup` is not in the binary under
  * test. It chunks at fixed 1 MiB boundaries (restore does not care where chunks
- * end), packs about 16 MiB, and writes the objects in the order SPEC section 9 asks
- * (run record, data, meta, manifest last with If-None-Match).
+ * end), packs about 16 MiB, and writes the objects in the order docs/repository.md
+ * gives ("Backing up": run record, data, meta, manifest last with If-None-Match).
  */
 #include <dirent.h>
 #include <errno.h>

@@ -1,9 +1,10 @@
 /*
- * schedule: the slot rules of docs/schedule.md on the page's examples and on the 56
- * vectors of research/semantics.md 2.7 (real zones from the system's tz database),
- * a brute-force reference walked minute by minute over random zones, expressions
- * and starts, the jitter hash, the catch-up decision of section 4 and the alert
- * limit and overdue rule of section 6. Time is always an argument: nothing sleeps.
+ * schedule: the slot rules of docs/schedule.md on the page's examples and on 56
+ * vectors around daylight saving transitions (real zones from the system's tz
+ * database), a brute-force reference walked minute by minute over random zones,
+ * expressions and starts, the jitter hash, the catch-up decision ("Missed slots and
+ * catch-up") and the alert limit and overdue rule ("The alert limit: when a host is
+ * overdue"). Time is always an argument: nothing sleeps.
  */
 #include <setjmp.h>
 #include <stdarg.h>

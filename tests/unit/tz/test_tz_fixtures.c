@@ -1,8 +1,8 @@
 /*
  * Zones compiled by zic from committed sources (the .zi files of tests/unit/tz/fixtures), so
  * the answers do not depend on the tzdata release of the machine:
- *  - the page's zones pinned at tzdata 2025b, with the 2026 transitions of
- *    research/semantics.md section 2.6 and the page's gap and repeated times;
+ *  - the page's zones pinned at tzdata 2025b, with their 2026 transitions and the
+ *    page's gap and repeated times (docs/schedule.md, "Daylight saving time");
  *  - every zone built with "zic -b fat" and "zic -b slim" gives the same answers
  *    (slim files rely on the footer for everything after the last rule change);
  *  - glibc's localtime_r reads the same files and agrees;
@@ -182,7 +182,7 @@ static void test_fixtures_against_glibc(void **state)
     tzset();
 }
 
-/* research/semantics.md section 2.6: every 2026 transition of the page's zones. */
+/* Every 2026 transition of the page's zones. */
 struct transition_vector {
     const char *zone;
     int utc[5];    /* the instant, UTC: y m d h mi */
@@ -258,7 +258,7 @@ static void test_2026_transitions(void **state)
     }
 }
 
-/* The page's examples and the vectors of research/semantics.md section 2.7. */
+/* The page's examples and the vectors around them (docs/schedule.md, "Daylight saving time"). */
 static void check_page_examples(const char *mode)
 {
     struct tz_zone *z = fixture(mode, "Europe/Kyiv");

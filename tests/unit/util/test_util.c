@@ -70,6 +70,44 @@ static void test_format_and_parse_time(void **state)
     }
 }
 
+/* Every form, both signs of offset, the years that take the slow path, and truncation. */
+static void test_format_time_forms(void **state)
+{
+    char buf[UTIL_TIME_BUF];
+    int64_t t = 1774746000; /* 2026-03-29T01:00:00Z */
+    static const struct {
+        enum util_time_form form;
+        int32_t off;
+        const char *want;
+    } cases[] = {
+        {UTIL_TIME_UTC, 10800, "2026-03-29T01:00:00Z"},
+        {UTIL_TIME_OFFSET, 10800, "2026-03-29T04:00:00+03:00"},
+        {UTIL_TIME_OFFSET, -34200, "2026-03-28T15:30:00-09:30"},
+        {UTIL_TIME_OFFSET, 0, "2026-03-29T01:00:00+00:00"},
+        {UTIL_TIME_BASIC, 10800, "20260329T010000Z"},
+        {UTIL_TIME_MINUTE, 10800, "2026-03-29T04:00"},
+        {UTIL_TIME_DATE, -3600, "2026-03-29"},
+        {UTIL_TIME_DATE, -3601, "2026-03-28"},
+        {UTIL_TIME_TEXT, 19800, "2026-03-29 06:30:00"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        size_t n = util_format_time(t, cases[i].off, cases[i].form, buf, sizeof(buf));
+        assert_string_equal(buf, cases[i].want);
+        assert_int_equal(n, strlen(cases[i].want));
+    }
+    /* Years outside 0..9999 still read as years (0000-01-01 is -62167219200). */
+    util_format_time(-62167219200 - 86400, 0, UTIL_TIME_DATE, buf, sizeof(buf));
+    assert_string_equal(buf, "-001-12-31");
+    util_format_time(253402300800, 0, UTIL_TIME_BASIC, buf, sizeof(buf));
+    assert_string_equal(buf, "100000101T000000Z");
+    /* A short buffer is cut and terminated; an empty one is left alone. */
+    assert_int_equal(util_format_time(t, 0, UTIL_TIME_UTC, buf, 5), 4);
+    assert_string_equal(buf, "2026");
+    buf[0] = 'x';
+    assert_int_equal(util_format_time(t, 0, UTIL_TIME_UTC, buf, 0), 0);
+    assert_int_equal(buf[0], 'x');
+}
+
 static void test_parse_u64(void **state)
 {
     uint64_t v;
@@ -124,9 +162,10 @@ static void test_read_file_missing(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_civil_round_trip), cmocka_unit_test(test_format_and_parse_time),
-        cmocka_unit_test(test_parse_u64),        cmocka_unit_test(test_edit_distance),
-        cmocka_unit_test(test_buf_and_err),      cmocka_unit_test(test_read_file_missing),
+        cmocka_unit_test(test_civil_round_trip),  cmocka_unit_test(test_format_and_parse_time),
+        cmocka_unit_test(test_format_time_forms), cmocka_unit_test(test_parse_u64),
+        cmocka_unit_test(test_edit_distance),     cmocka_unit_test(test_buf_and_err),
+        cmocka_unit_test(test_read_file_missing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
