@@ -168,7 +168,7 @@ static void multi_do_close(struct http_multi *m)
     while ((x = list_first(&m->active)) != NULL)
         xfer_finish(m, x, CURLE_ABORTED_BY_CALLBACK, true);
     /* Stop watching before curl closes its pooled connections' sockets. */
-    util_list_for_each(link, &m->polls)
+    util_list_for_each (link, &m->polls)
         uv_poll_stop(&util_list_entry(link, struct multi_poll, link)->handle);
     curl_multi_cleanup(m->multi);
     m->multi = NULL;
@@ -277,8 +277,7 @@ static void on_timer(uv_timer_t *t)
 static struct multi_poll *poll_of_fd(struct http_multi *m, curl_socket_t fd)
 {
     struct util_list *link;
-    util_list_for_each(link, &m->polls)
-    {
+    util_list_for_each (link, &m->polls) {
         struct multi_poll *p = util_list_entry(link, struct multi_poll, link);
         if (p->fd == fd)
             return p;

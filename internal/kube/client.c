@@ -277,8 +277,7 @@ void kube_client_close(struct kube_client *c, kube_close_cb cb, void *arg)
     /* A cancel may free its request at once: look for the next one from the head. */
     for (;;) {
         r = NULL;
-        util_list_for_each(link, &c->active.head)
-        {
+        util_list_for_each (link, &c->active.head) {
             r = util_list_entry(link, struct kube_request, link);
             if (!r->cancelled)
                 break;

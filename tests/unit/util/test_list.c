@@ -69,14 +69,12 @@ static void test_list_remove_while_iterating(void **state)
         it[i].v = i;
         util_list_push_back(&head, &it[i].link);
     }
-    util_list_for_each_safe(pos, tmp, &head)
-    {
+    util_list_for_each_safe (pos, tmp, &head) {
         if (util_list_entry(pos, struct item, link)->v % 2 == 0)
             util_list_remove(pos);
     }
     int sum = 0, n = 0;
-    util_list_for_each(pos, &head)
-    {
+    util_list_for_each (pos, &head) {
         sum += util_list_entry(pos, struct item, link)->v;
         n++;
     }
