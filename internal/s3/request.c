@@ -225,7 +225,7 @@ static void on_stall_check(uv_timer_t *t)
     }
 }
 
-/* Forgets what the last attempt of the op counted and read. */
+/* Counts a new attempt and forgets what the last one read. */
 static void attempt_reset(struct s3_op *op)
 {
     op->attempt++;
