@@ -1,6 +1,7 @@
 /*
- * The operations over many keys: ListObjectsV2 (page after page) and DeleteObjects
- * (batch after batch). The rules they keep are in s3.h's note.
+ * The kinds over many keys: ListObjectsV2 (page after page) and DeleteObjects (batch
+ * after batch), as their tables of hooks (s3_int.h). The rules they keep are in s3.h's
+ * note.
  */
 #include "s3/s3_int.h"
 
@@ -10,14 +11,8 @@
 
 #include <openssl/evp.h>
 
-int s3__list_prepare(struct s3_op *op);
-size_t s3__list_write(struct s3_op *op, const char *data, size_t len);
-void s3__list_complete(struct s3_op *op);
-void s3__list_free(struct s3_op *op);
-int s3__del_prepare(struct s3_op *op);
-void s3__del_complete(struct s3_op *op);
-void s3__del_free(struct s3_op *op);
-void s3__del_fail(struct s3_op *op);
+/* The kinds' tables, defined after their hooks. */
+static const struct s3_op_kind list_kind, delete_objects_kind;
 
 /* ---- ListObjectsV2 ---- */
 
@@ -34,7 +29,7 @@ static int list_start(struct s3_client *c, const char *prefix, const struct s3_o
         prefix = "";
     if (strlen(c->cfg.prefix) + strlen(prefix) > S3_MAX_KEY)
         return util_err_set(err, UTIL_EINVAL, "a listing prefix is longer than a key may be");
-    op = s3__op_new(c, OP_LIST, o, done, arg);
+    op = s3__op_new(c, &list_kind, o, done, arg);
     op->each = each;
     op->stopped = probe; /* a probe reads one page and delivers nothing */
     op->prefix = s3__full_key(c, prefix);
@@ -58,7 +53,7 @@ int s3_probe(struct s3_client *c, const struct s3_opts *o, s3_done_cb cb, void *
     return list_start(c, "", o, NULL, cb, arg, true, out, err);
 }
 
-int s3__list_prepare(struct s3_op *op)
+static int list_prepare(struct s3_op *op)
 {
     s3_list_parser_free(op->lp);
     op->lp = s3_list_parser_new();
@@ -79,7 +74,7 @@ int s3__list_prepare(struct s3_op *op)
     return 0;
 }
 
-size_t s3__list_write(struct s3_op *op, const char *data, size_t len)
+static size_t list_write(struct s3_op *op, const char *data, size_t len)
 {
     struct util_err err;
     if (op->error != 0)
@@ -97,7 +92,7 @@ static void list_bad_page(struct s3_op *op)
     s3__op_retry_or_fail(op);
 }
 
-void s3__list_complete(struct s3_op *op)
+static void list_complete(struct s3_op *op)
 {
     struct s3_client *c = op->c;
     const struct s3_list_page *page;
@@ -169,7 +164,7 @@ void s3__list_complete(struct s3_op *op)
     s3__op_send(op);
 }
 
-void s3__list_free(struct s3_op *op)
+static void list_free(struct s3_op *op)
 {
     s3_list_parser_free(op->lp);
     op->lp = NULL;
@@ -178,6 +173,13 @@ void s3__list_free(struct s3_op *op)
     free(op->last_key);
     op->prefix = op->token = op->last_key = NULL;
 }
+
+static const struct s3_op_kind list_kind = {
+    .prepare = list_prepare,
+    .write = list_write,
+    .complete = list_complete,
+    .free = list_free,
+};
 
 /* ---- DeleteObjects ---- */
 
@@ -202,7 +204,7 @@ int s3_delete_objects(struct s3_client *c, const char *const *keys, size_t n,
                                     "DeleteObjects cannot carry",
                                     keys[i]);
     }
-    op = s3__op_new(c, OP_DELETE_OBJECTS, o, done, arg);
+    op = s3__op_new(c, &delete_objects_kind, o, done, arg);
     op->deleted = each;
     op->keys = util_calloc(n > 0 ? n : 1, sizeof(*op->keys));
     op->n_keys = n;
@@ -239,7 +241,7 @@ static void base64(const unsigned char *in, size_t n, char *out)
     EVP_EncodeBlock((unsigned char *)out, in, (int)n);
 }
 
-int s3__del_prepare(struct s3_op *op)
+static int del_prepare(struct s3_op *op)
 {
     struct util_buf xml;
     struct util_err err;
@@ -280,6 +282,19 @@ int s3__del_prepare(struct s3_op *op)
     op->req.post_len = op->post_len;
     op->batch_bad = false;
     return 0;
+}
+
+/* The reply, kept whole: it is parsed once complete. */
+static size_t del_write(struct s3_op *op, const char *data, size_t len)
+{
+    if (op->resp.len + len > OP_MAX_DELETE_REPLY) {
+        op->werror = S3_EPROTO;
+        snprintf(op->wmsg, sizeof(op->wmsg), "the DeleteObjects reply exceeds %u bytes",
+                 OP_MAX_DELETE_REPLY);
+        return 0;
+    }
+    util_buf_append(&op->resp, data, len);
+    return len;
 }
 
 static void key_report(struct s3_op *op, struct del_key *k, int error, const char *code,
@@ -331,7 +346,7 @@ static void on_del_timer(uv_timer_t *t)
     s3__op_send(t->data);
 }
 
-void s3__del_complete(struct s3_op *op)
+static void del_complete(struct s3_op *op)
 {
     struct s3_client *c = op->c;
     struct util_err err;
@@ -411,7 +426,7 @@ void s3__del_complete(struct s3_op *op)
 }
 
 /* The op ends with an error: every key not yet reported is reported now, never dropped. */
-void s3__del_fail(struct s3_op *op)
+static void del_fail(struct s3_op *op)
 {
     for (size_t i = 0; i < op->n_keys; i++) {
         struct del_key *k = &op->keys[i];
@@ -425,7 +440,7 @@ void s3__del_fail(struct s3_op *op)
     }
 }
 
-void s3__del_free(struct s3_op *op)
+static void del_free(struct s3_op *op)
 {
     for (size_t i = 0; i < op->n_keys; i++) {
         free(op->keys[i].key);
@@ -438,3 +453,11 @@ void s3__del_free(struct s3_op *op)
     op->batch = NULL;
     op->n_keys = 0;
 }
+
+static const struct s3_op_kind delete_objects_kind = {
+    .prepare = del_prepare,
+    .write = del_write,
+    .complete = del_complete,
+    .fail = del_fail,
+    .free = del_free,
+};

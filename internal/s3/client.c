@@ -2,7 +2,7 @@
  * The life of operations and of the client: creating an op, reporting it done,
  * retrying it after a backoff, cancelling, and closing the client once curl has let go
  * of every transfer. Sending one attempt and reading its reply is request.c's; what
- * each kind of operation does with a reply is ops.c's and batch.c's.
+ * each kind of operation does with a reply is its kind's hooks' (s3_int.h).
  */
 #include "s3/s3_int.h"
 
@@ -32,6 +32,23 @@ char *s3__full_key(const struct s3_client *c, const char *rel)
     return util_asprintf("%s%s", c->cfg.prefix, rel);
 }
 
+int s3__check_key(const struct s3_client *c, const char *key, struct util_err *err)
+{
+    size_t n;
+    if (key == NULL || key[0] == '\0')
+        return util_err_set(err, UTIL_EINVAL, "an object key is empty");
+    n = strlen(c->cfg.prefix) + strlen(key);
+    if (n > S3_MAX_KEY)
+        return util_err_set(err, UTIL_EINVAL, "the key \"%.100s...\" is longer than %d bytes", key,
+                            S3_MAX_KEY);
+    return 0;
+}
+
+int s3__closing_error(const struct s3_client *c, struct util_err *err)
+{
+    return c->closing ? util_err_set(err, UTIL_EINVAL, "the S3 client is closing") : 0;
+}
+
 int s3__op_error(struct s3_op *op, int error, const char *fmt, ...)
 {
     va_list ap;
@@ -50,12 +67,7 @@ static void on_op_timer_closed(uv_handle_t *h)
 {
     struct s3_op *op = h->data;
     struct s3_client *c = op->c;
-    if (op->prev != NULL)
-        op->prev->next = op->next;
-    else
-        c->ops = op->next;
-    if (op->next != NULL)
-        op->next->prev = op->prev;
+    util_list_remove(&op->link);
     free(op);
     c->n_ops--;
     client_maybe_finish(c);
@@ -69,7 +81,10 @@ void s3__op_release(struct s3_op *op)
     op->timer_closing = true;
     op->c->running--;
     s3__attempt_cleanup(op);
-    s3__op_free_kind(op);
+    if (op->kind->free != NULL)
+        op->kind->free(op);
+    free(op->post);
+    op->post = NULL;
     util_buf_free(&op->resp);
     util_buf_free(&op->mem);
     s3__op_clear_params(op);
@@ -94,20 +109,11 @@ void s3__op_finish(struct s3_op *op, int error)
     uv_timer_stop(&op->timer);
     if (error == 0)
         op->code[0] = '\0';
-    res.upload_id = op->kind == OP_MPU_CREATE && op->upload_id != NULL ? op->upload_id : "";
-    if (op->kind == OP_PUT || op->kind == OP_MPU_PART || op->kind == OP_MPU_COMPLETE) {
-        res.etag = op->put_etag;
-    } else if (op->kind == OP_GET || op->kind == OP_HEAD) {
-        res.etag = op->get_etag;
-        res.size = op->obj_size;
-        res.mtime = op->obj_mtime;
-        if (op->kind == OP_GET && op->sink == NULL) {
-            res.body = op->mem.data != NULL ? op->mem.data : "";
-            res.body_len = op->mem.len;
-        }
-    }
-    if (error != 0)
-        s3__op_fail_kind(op);
+    res.upload_id = "";
+    if (op->kind->result != NULL)
+        op->kind->result(op, &res);
+    if (error != 0 && op->kind->fail != NULL)
+        op->kind->fail(op);
     struct s3_client *c = op->c;
     if (!op->cancelled && op->done != NULL)
         op->done(&res, op->arg);
@@ -116,8 +122,8 @@ void s3__op_finish(struct s3_op *op, int error)
         uv_stop(c->loop);
 }
 
-struct s3_op *s3__op_new(struct s3_client *c, enum s3_kind kind, const struct s3_opts *o,
-                         s3_done_cb done, void *arg)
+struct s3_op *s3__op_new(struct s3_client *c, const struct s3_op_kind *kind,
+                         const struct s3_opts *o, s3_done_cb done, void *arg)
 {
     static const struct s3_opts none;
     struct s3_op *op = util_calloc(1, sizeof(*op));
@@ -137,10 +143,7 @@ struct s3_op *s3__op_new(struct s3_client *c, enum s3_kind kind, const struct s3
     util_buf_init(&op->mem);
     uv_timer_init(c->loop, &op->timer);
     op->timer.data = op;
-    op->next = c->ops;
-    if (c->ops != NULL)
-        c->ops->prev = op;
-    c->ops = op;
+    util_list_push_front(&c->ops, &op->link);
     c->n_ops++;
     c->running++;
     return op;
@@ -244,6 +247,7 @@ int s3_client_init(uv_loop_t *loop, struct s3_client **out, const struct s3_conf
                             "the S3 configuration lacks an endpoint, bucket, region or keys");
     c = util_calloc(1, sizeof(*c));
     c->loop = loop;
+    util_list_init(&c->ops);
     c->signer = s3_signer_new();
     c->opts = *opts;
     if (c->opts.max_attempts == 0)
@@ -317,6 +321,38 @@ static void client_maybe_finish(struct s3_client *c)
         client_free(c);
 }
 
+static struct s3_op *op_of(struct util_list *l)
+{
+    return util_list_entry(l, struct s3_op, link);
+}
+
+/* The first op from the head of c's list that want accepts, or NULL. */
+static struct s3_op *first_op(struct s3_client *c, bool (*want)(const struct s3_op *op))
+{
+    struct util_list *l;
+    util_list_for_each(l, &c->ops)
+    {
+        if (want(op_of(l)))
+            return op_of(l);
+    }
+    return NULL;
+}
+
+static bool op_to_let_go(const struct s3_op *op)
+{
+    return !op->cancelled && !op->timer_closing;
+}
+
+static void mark_to_resume(struct s3_op *op)
+{
+    op->resume_me = op->paused && op->in_flight;
+}
+
+static bool op_to_resume(const struct s3_op *op)
+{
+    return op->resume_me;
+}
+
 void s3_client_close(struct s3_client *c, s3_close_cb cb, void *arg)
 {
     struct s3_op *op;
@@ -326,11 +362,7 @@ void s3_client_close(struct s3_client *c, s3_close_cb cb, void *arg)
     c->close_cb = cb;
     c->close_arg = arg;
     c->n_ops++; /* hold the client while its ops go */
-    for (;;) {
-        for (op = c->ops; op != NULL && (op->cancelled || op->timer_closing); op = op->next)
-            ;
-        if (op == NULL)
-            break;
+    while ((op = first_op(c, op_to_let_go)) != NULL) {
         if (op->finished) {
             op->cancelled = true;
             s3__op_release(op);
@@ -350,18 +382,17 @@ void s3_client_close(struct s3_client *c, s3_close_cb cb, void *arg)
 
 void s3_client_resume(struct s3_client *c)
 {
+    struct util_list *l;
     struct s3_op *op;
     /*
      * Only the transfers paused now: a resumed one may pause again at once. A resume
      * may finish ops (and free them), so look for the next from the head.
      */
-    for (op = c->ops; op != NULL; op = op->next)
-        op->resume_me = op->paused && op->in_flight;
-    for (;;) {
-        for (op = c->ops; op != NULL && !op->resume_me; op = op->next)
-            ;
-        if (op == NULL)
-            return;
+    util_list_for_each(l, &c->ops)
+    {
+        mark_to_resume(op_of(l));
+    }
+    while ((op = first_op(c, op_to_resume)) != NULL) {
         op->resume_me = false;
         op->paused = false;
         http_xfer_resume(&op->xfer);

@@ -1,8 +1,8 @@
 /*
  * The multipart kinds: CreateMultipartUpload, UploadPart, CompleteMultipartUpload
- * (with its HEAD check), AbortMultipartUpload and ListMultipartUploads page by page.
- * The rules they keep are in s3.h's note; sending and retrying are client.c's and
- * request.c's.
+ * (with its HEAD check), AbortMultipartUpload and ListMultipartUploads page by page,
+ * as their tables of hooks (s3_int.h). The rules they keep are in s3.h's note;
+ * sending and retrying are the engine's (client.c, request.c).
  */
 #include "s3/s3_int.h"
 
@@ -13,11 +13,8 @@
 
 #include <openssl/evp.h>
 
-bool s3__is_mpu_kind(enum s3_kind kind)
-{
-    return kind == OP_MPU_CREATE || kind == OP_MPU_PART || kind == OP_MPU_COMPLETE ||
-           kind == OP_MPU_ABORT || kind == OP_LIST_UPLOADS;
-}
+/* The kinds' tables, defined after their hooks. */
+static const struct s3_op_kind create_kind, part_kind, complete_kind, abort_kind, uploads_kind;
 
 static int check_upload_id(const char *upload_id, struct util_err *err)
 {
@@ -29,17 +26,20 @@ static int check_upload_id(const char *upload_id, struct util_err *err)
     return 0;
 }
 
-/* The start every kind on a key shares: checks, a new op for key with its upload id. */
-static int mpu_begin(struct s3_client *c, enum s3_kind kind, const char *key, const char *upload_id,
-                     const struct s3_opts *o, s3_done_cb cb, void *arg, struct s3_op **out,
-                     struct s3_op **op, struct util_err *err)
+/*
+ * The start every kind on a key shares: checks, a new op for key with its upload id
+ * (Create, which has none yet, passes NULL; the others' is checked).
+ */
+static int mpu_begin(struct s3_client *c, const struct s3_op_kind *kind, const char *key,
+                     const char *upload_id, const struct s3_opts *o, s3_done_cb cb, void *arg,
+                     struct s3_op **out, struct s3_op **op, struct util_err *err)
 {
     int rc;
     if (out != NULL)
         *out = NULL;
     if ((rc = s3__closing_error(c, err)) != 0 || (rc = s3__check_key(c, key, err)) != 0)
         return rc;
-    if (kind != OP_MPU_CREATE && (rc = check_upload_id(upload_id, err)) != 0)
+    if (kind != &create_kind && (rc = check_upload_id(upload_id, err)) != 0)
         return rc;
     *op = s3__op_new(c, kind, o, cb, arg);
     (*op)->req.key = s3__full_key(c, key);
@@ -59,7 +59,7 @@ int s3_multipart_create(struct s3_client *c, const char *key, const struct s3_op
                         s3_done_cb cb, void *arg, struct s3_op **out, struct util_err *err)
 {
     struct s3_op *op;
-    int rc = mpu_begin(c, OP_MPU_CREATE, key, NULL, o, cb, arg, out, &op, err);
+    int rc = mpu_begin(c, &create_kind, key, NULL, o, cb, arg, out, &op, err);
     if (rc != 0)
         return rc;
     op->req.method = "POST";
@@ -84,7 +84,7 @@ int s3_multipart_put(struct s3_client *c, const char *key, const char *upload_id
                             S3_PARTS_MAX);
     if ((rc = s3__body_check(body, err)) != 0)
         return rc;
-    if ((rc = mpu_begin(c, OP_MPU_PART, key, upload_id, o, cb, arg, out, &op, err)) != 0)
+    if ((rc = mpu_begin(c, &part_kind, key, upload_id, o, cb, arg, out, &op, err)) != 0)
         return rc;
     s3__body_take(op, body);
     snprintf(num, sizeof(num), "%u", number);
@@ -111,7 +111,7 @@ int s3_multipart_complete(struct s3_client *c, const char *key, const char *uplo
         util_buf_free(&xml);
         return rc;
     }
-    if ((rc = mpu_begin(c, OP_MPU_COMPLETE, key, upload_id, o, cb, arg, out, &op, err)) != 0) {
+    if ((rc = mpu_begin(c, &complete_kind, key, upload_id, o, cb, arg, out, &op, err)) != 0) {
         util_buf_free(&xml);
         return rc;
     }
@@ -137,7 +137,7 @@ int s3_multipart_abort(struct s3_client *c, const char *key, const char *upload_
                        struct util_err *err)
 {
     struct s3_op *op;
-    int rc = mpu_begin(c, OP_MPU_ABORT, key, upload_id, o, cb, arg, out, &op, err);
+    int rc = mpu_begin(c, &abort_kind, key, upload_id, o, cb, arg, out, &op, err);
     if (rc != 0)
         return rc;
     s3__op_param(op, "uploadId", upload_id);
@@ -161,7 +161,7 @@ int s3_list_uploads(struct s3_client *c, const char *prefix, const struct s3_opt
         prefix = "";
     if (strlen(c->cfg.prefix) + strlen(prefix) > S3_MAX_KEY)
         return util_err_set(err, UTIL_EINVAL, "a listing prefix is longer than a key may be");
-    op = s3__op_new(c, OP_LIST_UPLOADS, o, done, arg);
+    op = s3__op_new(c, &uploads_kind, o, done, arg);
     op->each_upload = each;
     op->prefix = s3__full_key(c, prefix);
     op->req.method = "GET";
@@ -172,46 +172,60 @@ int s3_list_uploads(struct s3_client *c, const char *prefix, const struct s3_opt
 
 /* ---- hooks ---- */
 
-int s3__mpu_prepare(struct s3_op *op)
+static int create_prepare(struct s3_op *op)
+{
+    s3_mpu_parser_free(op->mp);
+    op->mp = s3_mpu_parser_new(S3_MPU_INITIATE);
+    s3__op_clear_params(op);
+    s3__op_param(op, "uploads", "");
+    return 0;
+}
+
+static int complete_prepare(struct s3_op *op)
 {
     if (op->req.head)
-        return 0; /* the Complete's HEAD check */
-    if (op->kind == OP_MPU_CREATE || op->kind == OP_MPU_COMPLETE) {
-        s3_mpu_parser_free(op->mp);
-        op->mp = s3_mpu_parser_new(op->kind == OP_MPU_CREATE ? S3_MPU_INITIATE : S3_MPU_COMPLETE);
-        if (op->kind == OP_MPU_CREATE) {
-            s3__op_clear_params(op);
-            s3__op_param(op, "uploads", "");
-        }
-    } else if (op->kind == OP_LIST_UPLOADS) {
-        s3_uploads_parser_free(op->up);
-        op->up = s3_uploads_parser_new();
-        s3__op_clear_params(op);
-        s3__op_param(op, "uploads", "");
-        s3__op_param(op, "max-uploads", "1000");
-        s3__op_param(op, "prefix", op->prefix);
-        if (op->key_marker != NULL) {
-            s3__op_param(op, "key-marker", op->key_marker);
-            if (op->id_marker != NULL && op->id_marker[0] != '\0' && !op->key_marker_only)
-                s3__op_param(op, "upload-id-marker", op->id_marker);
-        }
+        return 0; /* the HEAD check */
+    s3_mpu_parser_free(op->mp);
+    op->mp = s3_mpu_parser_new(S3_MPU_COMPLETE);
+    return 0;
+}
+
+static int uploads_prepare(struct s3_op *op)
+{
+    s3_uploads_parser_free(op->up);
+    op->up = s3_uploads_parser_new();
+    s3__op_clear_params(op);
+    s3__op_param(op, "uploads", "");
+    s3__op_param(op, "max-uploads", "1000");
+    s3__op_param(op, "prefix", op->prefix);
+    if (op->key_marker != NULL) {
+        s3__op_param(op, "key-marker", op->key_marker);
+        if (op->id_marker != NULL && op->id_marker[0] != '\0' && !op->key_marker_only)
+            s3__op_param(op, "upload-id-marker", op->id_marker);
     }
     return 0;
 }
 
-size_t s3__mpu_write(struct s3_op *op, const char *data, size_t len)
+/* The reply document of a Create or Complete, parsed as it arrives. */
+static size_t mpu_reply_write(struct s3_op *op, const char *data, size_t len)
 {
     struct util_err err;
-    int rc = 0;
-    if (op->error != 0)
+    if (op->error != 0 || op->mp == NULL)
         return len; /* already broken: read the rest, then decide */
-    if (op->mp != NULL && (op->kind == OP_MPU_CREATE || op->kind == OP_MPU_COMPLETE))
-        rc = s3_mpu_parser_feed(op->mp, data, len, &err);
-    else if (op->up != NULL && op->kind == OP_LIST_UPLOADS)
-        rc = s3_uploads_parser_feed(op->up, data, len, &err);
-    if (rc != 0)
+    if (s3_mpu_parser_feed(op->mp, data, len, &err) != 0)
         s3__op_error(op, S3_EPROTO, "%s s3://%s/%s: %s", op->req.metric, op->c->cfg.bucket,
-                     op->kind == OP_LIST_UPLOADS ? op->prefix : op->req.key, err.msg);
+                     op->req.key, err.msg);
+    return len;
+}
+
+static size_t uploads_write(struct s3_op *op, const char *data, size_t len)
+{
+    struct util_err err;
+    if (op->error != 0 || op->up == NULL)
+        return len; /* already broken: read the rest, then decide */
+    if (s3_uploads_parser_feed(op->up, data, len, &err) != 0)
+        s3__op_error(op, S3_EPROTO, "%s s3://%s/%s: %s", op->req.metric, op->c->cfg.bucket,
+                     op->prefix, err.msg);
     return len;
 }
 
@@ -225,9 +239,10 @@ static void bad_reply(struct s3_op *op)
 
 /*
  * The 2xx reply of a Create or Complete: the parsed document, or NULL after reporting
- * the op (retried or finished). A 200 carrying <Error> is that error.
+ * the op (retried or finished). A 200 carrying <Error> is that error. may_land: a
+ * reply we cannot read, or a retryable error in it, may hide a success (a Complete's).
  */
-static const struct s3_mpu_reply *mpu_reply(struct s3_op *op)
+static const struct s3_mpu_reply *mpu_reply(struct s3_op *op, bool may_land)
 {
     const struct s3_mpu_reply *r = NULL;
     struct util_err err;
@@ -235,7 +250,7 @@ static const struct s3_mpu_reply *mpu_reply(struct s3_op *op)
         s3__op_error(op, S3_EPROTO, "%s s3://%s/%s: %s", op->req.metric, op->c->cfg.bucket,
                      op->req.key, err.msg);
     if (op->error != 0) {
-        if (op->kind == OP_MPU_COMPLETE)
+        if (may_land)
             op->may_have_landed = true; /* a 200 we cannot read may well be a success */
         bad_reply(op);
         return NULL;
@@ -246,7 +261,7 @@ static const struct s3_mpu_reply *mpu_reply(struct s3_op *op)
                      op->c->cfg.bucket, op->req.key, op->status, r->code, r->message[0] ? ": " : "",
                      r->message);
         if (s3_retryable(0, r->code, false)) {
-            if (op->kind == OP_MPU_COMPLETE)
+            if (may_land)
                 op->may_have_landed = true;
             op->transport_error = true; /* retried although the status was 200 */
         }
@@ -354,7 +369,7 @@ static void complete_done(struct s3_op *op)
         return;
     }
     if (op->status >= 200 && op->status < 300) {
-        if ((r = mpu_reply(op)) == NULL)
+        if ((r = mpu_reply(op, true)) == NULL)
             return;
         snprintf(op->put_etag, sizeof(op->put_etag), "%s", r->etag);
         s3__op_finish(op, 0);
@@ -385,7 +400,7 @@ static void create_done(struct s3_op *op)
         s3__op_retry_or_fail(op);
         return;
     }
-    if ((r = mpu_reply(op)) == NULL)
+    if ((r = mpu_reply(op, false)) == NULL)
         return;
     free(op->upload_id);
     op->upload_id = util_strdup(r->upload_id);
@@ -489,28 +504,19 @@ static void uploads_done(struct s3_op *op)
     s3__op_send(op);
 }
 
-void s3__mpu_complete(struct s3_op *op)
+static void create_result(struct s3_op *op, struct s3_result *res)
 {
-    switch (op->kind) {
-    case OP_MPU_CREATE:
-        create_done(op);
-        break;
-    case OP_MPU_PART:
-        part_done(op);
-        break;
-    case OP_MPU_COMPLETE:
-        complete_done(op);
-        break;
-    case OP_MPU_ABORT:
-        abort_done(op);
-        break;
-    default:
-        uploads_done(op);
-        break;
-    }
+    if (op->upload_id != NULL)
+        res->upload_id = op->upload_id;
 }
 
-void s3__mpu_free(struct s3_op *op)
+/* A part's ETag, or the completed object's. */
+static void etag_result(struct s3_op *op, struct s3_result *res)
+{
+    res->etag = op->put_etag;
+}
+
+static void mpu_free(struct s3_op *op)
 {
     s3_mpu_parser_free(op->mp);
     s3_uploads_parser_free(op->up);
@@ -523,3 +529,37 @@ void s3__mpu_free(struct s3_op *op)
     free(op->last_key);
     op->upload_id = op->key_marker = op->id_marker = op->prefix = op->last_key = NULL;
 }
+
+static const struct s3_op_kind create_kind = {
+    .prepare = create_prepare,
+    .write = mpu_reply_write,
+    .complete = create_done,
+    .result = create_result,
+    .free = mpu_free,
+};
+
+static const struct s3_op_kind part_kind = {
+    .complete = part_done,
+    .result = etag_result,
+    .free = mpu_free,
+};
+
+static const struct s3_op_kind complete_kind = {
+    .prepare = complete_prepare,
+    .write = mpu_reply_write,
+    .complete = complete_done,
+    .result = etag_result,
+    .free = mpu_free,
+};
+
+static const struct s3_op_kind abort_kind = {
+    .complete = abort_done,
+    .free = mpu_free,
+};
+
+static const struct s3_op_kind uploads_kind = {
+    .prepare = uploads_prepare,
+    .write = uploads_write,
+    .complete = uploads_done,
+    .free = mpu_free,
+};

@@ -1,7 +1,9 @@
 /*
- * The operations: what each kind sends and what it makes of the reply. The machinery
- * (signing, sending, retrying) is client.c's; the listing and DeleteObjects kinds are
- * in batch.c.
+ * The kinds on one key: PUT (with its HEAD check), GET, HEAD, DELETE and CreateBucket;
+ * what each sends and what it makes of the reply, as its table of hooks (s3_int.h).
+ * The machinery (signing, sending, retrying) is the engine's (client.c, request.c);
+ * the listing and DeleteObjects kinds are in batch.c, the multipart ones in
+ * multipart.c.
  */
 #include "s3/s3_int.h"
 
@@ -13,35 +15,16 @@
 #include <openssl/evp.h>
 
 #define GET_DEFAULT_MAX ((uint64_t)64 << 20)
+/*
+ * curl's receive buffer for a GET: a GiB in 16 KiB reads (curl's default) was 65,536
+ * recv and poll calls. Kept easy handles keep the buffer.
+ */
+#define GET_BUFFER (256L << 10)
 
-/* batch.c */
-int s3__list_prepare(struct s3_op *op);
-size_t s3__list_write(struct s3_op *op, const char *data, size_t len);
-void s3__list_complete(struct s3_op *op);
-void s3__list_free(struct s3_op *op);
-int s3__del_prepare(struct s3_op *op);
-void s3__del_complete(struct s3_op *op);
-void s3__del_free(struct s3_op *op);
-void s3__del_fail(struct s3_op *op);
+/* The kinds' tables, defined after their hooks. */
+static const struct s3_op_kind put_kind, get_kind, head_kind, delete_kind, create_bucket_kind;
 
 static void md5_hex_of(struct s3_op *op);
-
-int s3__check_key(const struct s3_client *c, const char *key, struct util_err *err)
-{
-    size_t n;
-    if (key == NULL || key[0] == '\0')
-        return util_err_set(err, UTIL_EINVAL, "an object key is empty");
-    n = strlen(c->cfg.prefix) + strlen(key);
-    if (n > S3_MAX_KEY)
-        return util_err_set(err, UTIL_EINVAL, "the key \"%.100s...\" is longer than %d bytes", key,
-                            S3_MAX_KEY);
-    return 0;
-}
-
-int s3__closing_error(const struct s3_client *c, struct util_err *err)
-{
-    return c->closing ? util_err_set(err, UTIL_EINVAL, "the S3 client is closing") : 0;
-}
 
 static void op_start(struct s3_op *op, struct s3_op **out)
 {
@@ -95,7 +78,7 @@ int s3_put(struct s3_client *c, const char *key, const struct s3_body *body,
         return rc;
     if ((rc = s3__body_check(body, err)) != 0)
         return rc;
-    op = s3__op_new(c, OP_PUT, o, cb, arg);
+    op = s3__op_new(c, &put_kind, o, cb, arg);
     s3__body_take(op, body);
     op->req.method = "PUT";
     op->req.metric = "PUT";
@@ -163,6 +146,16 @@ static void put_complete(struct s3_op *op)
     s3__op_retry_or_fail(op);
 }
 
+static void put_result(struct s3_op *op, struct s3_result *res)
+{
+    res->etag = op->put_etag;
+}
+
+static const struct s3_op_kind put_kind = {
+    .complete = put_complete,
+    .result = put_result,
+};
+
 /* The MD5 of the body (the ETag S3 gives a single PUT), read again for a streamed body. */
 static void md5_hex_of(struct s3_op *op)
 {
@@ -214,7 +207,7 @@ int s3_get(struct s3_client *c, const char *key, const struct s3_opts *o, s3_wri
         *out = NULL;
     if ((rc = s3__closing_error(c, err)) != 0 || (rc = s3__check_key(c, key, err)) != 0)
         return rc;
-    op = s3__op_new(c, OP_GET, o, cb, arg);
+    op = s3__op_new(c, &get_kind, o, cb, arg);
     if (op->o.max_bytes == 0)
         op->o.max_bytes = GET_DEFAULT_MAX;
     op->sink = sink;
@@ -234,7 +227,7 @@ int s3_head(struct s3_client *c, const char *key, const struct s3_opts *o, s3_do
         *out = NULL;
     if ((rc = s3__closing_error(c, err)) != 0 || (rc = s3__check_key(c, key, err)) != 0)
         return rc;
-    op = s3__op_new(c, OP_HEAD, o, cb, arg);
+    op = s3__op_new(c, &head_kind, o, cb, arg);
     op->req.method = "HEAD";
     op->req.metric = "HEAD";
     op->req.head = true;
@@ -311,16 +304,25 @@ static size_t get_write(struct s3_op *op, const char *data, size_t len)
     return len;
 }
 
+/* A GET or HEAD answered other than 2xx. */
+static void get_failed(struct s3_op *op)
+{
+    if (op->status == 404) {
+        s3__op_finish(op, S3_ENOTFOUND);
+        return;
+    }
+    if (op->status == 412 && op->delivered > 0) {
+        s3__op_error(op, S3_EHTTP, "GET s3://%s/%s: the object changed while it was being read",
+                     op->c->cfg.bucket, op->req.key);
+        s3__op_finish(op, S3_EHTTP);
+        return;
+    }
+    s3__op_retry_or_fail(op);
+}
+
 static void get_complete(struct s3_op *op)
 {
     if (op->status >= 200 && op->status < 300) {
-        if (op->kind == OP_HEAD) {
-            snprintf(op->get_etag, sizeof(op->get_etag), "%s", op->hdr_etag);
-            op->obj_mtime = op->hdr_mtime;
-            op->obj_size = op->hdr_length;
-            s3__op_finish(op, 0);
-            return;
-        }
         if (op->resp_first == UINT64_MAX) {
             /* An empty body: facts from the headers. */
             if (op->get_etag[0] == '\0') {
@@ -347,18 +349,51 @@ static void get_complete(struct s3_op *op)
         s3__op_finish(op, 0);
         return;
     }
-    if (op->status == 404) {
-        s3__op_finish(op, S3_ENOTFOUND);
-        return;
-    }
-    if (op->status == 412 && op->delivered > 0) {
-        s3__op_error(op, S3_EHTTP, "GET s3://%s/%s: the object changed while it was being read",
-                     op->c->cfg.bucket, op->req.key);
-        s3__op_finish(op, S3_EHTTP);
-        return;
-    }
-    s3__op_retry_or_fail(op);
+    get_failed(op);
 }
+
+static void head_complete(struct s3_op *op)
+{
+    if (op->status >= 200 && op->status < 300) {
+        snprintf(op->get_etag, sizeof(op->get_etag), "%s", op->hdr_etag);
+        op->obj_mtime = op->hdr_mtime;
+        op->obj_size = op->hdr_length;
+        s3__op_finish(op, 0);
+        return;
+    }
+    get_failed(op);
+}
+
+static void head_result(struct s3_op *op, struct s3_result *res)
+{
+    res->etag = op->get_etag;
+    res->size = op->obj_size;
+    res->mtime = op->obj_mtime;
+}
+
+static void get_result(struct s3_op *op, struct s3_result *res)
+{
+    head_result(op, res);
+    if (op->sink == NULL) {
+        res->body = op->mem.data != NULL ? op->mem.data : "";
+        res->body_len = op->mem.len;
+    }
+}
+
+static const struct s3_op_kind get_kind = {
+    .prepare = get_prepare,
+    .write = get_write,
+    .complete = get_complete,
+    .result = get_result,
+    .last_modified = true,
+    .recv_buffer = GET_BUFFER,
+};
+
+static const struct s3_op_kind head_kind = {
+    .complete = head_complete,
+    .result = head_result,
+    .last_modified = true,
+};
 
 /* ---- DELETE, CreateBucket ---- */
 
@@ -371,7 +406,7 @@ int s3_delete(struct s3_client *c, const char *key, const struct s3_opts *o, s3_
         *out = NULL;
     if ((rc = s3__closing_error(c, err)) != 0 || (rc = s3__check_key(c, key, err)) != 0)
         return rc;
-    op = s3__op_new(c, OP_DELETE, o, cb, arg);
+    op = s3__op_new(c, &delete_kind, o, cb, arg);
     op->req.method = "DELETE";
     op->req.metric = "DELETE";
     op->req.key = s3__full_key(c, key);
@@ -388,7 +423,7 @@ int s3_create_bucket(struct s3_client *c, const struct s3_opts *o, s3_done_cb cb
         *out = NULL;
     if ((rc = s3__closing_error(c, err)) != 0)
         return rc;
-    op = s3__op_new(c, OP_CREATE_BUCKET, o, cb, arg);
+    op = s3__op_new(c, &create_bucket_kind, o, cb, arg);
     op->req.method = "PUT";
     op->req.metric = "CREATE_BUCKET";
     if (strcmp(c->cfg.region, "us-east-1") != 0) {
@@ -409,17 +444,23 @@ int s3_create_bucket(struct s3_client *c, const struct s3_opts *o, s3_done_cb cb
     return 0;
 }
 
-static void simple_complete(struct s3_op *op)
+static void delete_complete(struct s3_op *op)
+{
+    if ((op->status >= 200 && op->status < 300) ||
+        (op->status == 404 && strcmp(op->code, "NoSuchBucket") != 0)) {
+        s3__op_finish(op, 0); /* a 404 of the key: already gone, which is what was asked */
+        return;
+    }
+    s3__op_retry_or_fail(op);
+}
+
+static void create_bucket_complete(struct s3_op *op)
 {
     if (op->status >= 200 && op->status < 300) {
         s3__op_finish(op, 0);
         return;
     }
-    if (op->kind == OP_DELETE && op->status == 404 && strcmp(op->code, "NoSuchBucket") != 0) {
-        s3__op_finish(op, 0); /* already gone: what was asked */
-        return;
-    }
-    if (op->kind == OP_CREATE_BUCKET && op->status == 409) {
+    if (op->status == 409) {
         if (strcmp(op->code, "BucketAlreadyOwnedByYou") == 0) {
             s3__op_finish(op, 0);
             return;
@@ -431,87 +472,10 @@ static void simple_complete(struct s3_op *op)
     s3__op_retry_or_fail(op);
 }
 
-/* ---- dispatch to the kinds ---- */
+static const struct s3_op_kind delete_kind = {
+    .complete = delete_complete,
+};
 
-int s3__op_prepare(struct s3_op *op)
-{
-    if (s3__is_mpu_kind(op->kind))
-        return s3__mpu_prepare(op);
-    switch (op->kind) {
-    case OP_GET:
-        return get_prepare(op);
-    case OP_LIST:
-        return s3__list_prepare(op);
-    case OP_DELETE_OBJECTS:
-        return s3__del_prepare(op);
-    default:
-        return 0;
-    }
-}
-
-size_t s3__op_write(struct s3_op *op, const char *data, size_t len)
-{
-    if (s3__is_mpu_kind(op->kind))
-        return s3__mpu_write(op, data, len);
-    switch (op->kind) {
-    case OP_GET:
-        return get_write(op, data, len);
-    case OP_LIST:
-        return s3__list_write(op, data, len);
-    case OP_DELETE_OBJECTS:
-        if (op->resp.len + len > OP_MAX_DELETE_REPLY) {
-            op->werror = S3_EPROTO;
-            snprintf(op->wmsg, sizeof(op->wmsg), "the DeleteObjects reply exceeds %u bytes",
-                     OP_MAX_DELETE_REPLY);
-            return 0;
-        }
-        util_buf_append(&op->resp, data, len);
-        return len;
-    default:
-        return len; /* bodies of PUT, DELETE, CreateBucket replies are not needed */
-    }
-}
-
-void s3__op_complete(struct s3_op *op)
-{
-    if (s3__is_mpu_kind(op->kind)) {
-        s3__mpu_complete(op);
-        return;
-    }
-    switch (op->kind) {
-    case OP_PUT:
-        put_complete(op);
-        break;
-    case OP_GET:
-    case OP_HEAD:
-        get_complete(op);
-        break;
-    case OP_LIST:
-        s3__list_complete(op);
-        break;
-    case OP_DELETE_OBJECTS:
-        s3__del_complete(op);
-        break;
-    default:
-        simple_complete(op);
-        break;
-    }
-}
-
-void s3__op_free_kind(struct s3_op *op)
-{
-    if (op->kind == OP_LIST)
-        s3__list_free(op);
-    if (op->kind == OP_DELETE_OBJECTS)
-        s3__del_free(op);
-    if (s3__is_mpu_kind(op->kind))
-        s3__mpu_free(op);
-    free(op->post);
-    op->post = NULL;
-}
-
-void s3__op_fail_kind(struct s3_op *op)
-{
-    if (op->kind == OP_DELETE_OBJECTS)
-        s3__del_fail(op);
-}
+static const struct s3_op_kind create_bucket_kind = {
+    .complete = create_bucket_complete,
+};

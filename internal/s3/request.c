@@ -1,8 +1,9 @@
 /*
- * One attempt of an operation: the request built and signed, an easy handle set up
- * and started on the shared transport, the reply's headers and body read as they come,
- * a stall watchdog, and how the attempt ended classified (status, S3 error code,
- * transport error) before the op's kind decides what follows.
+ * One attempt of an operation: its state reset, the request built and signed
+ * (request_sign.c), an easy handle set up and started on the shared transport, the
+ * reply's headers and body read as they come, a stall watchdog, and how the attempt
+ * ended classified (status, S3 error code, transport error) before the op's kind
+ * decides what follows.
  */
 #include "s3/s3_int.h"
 
@@ -12,13 +13,9 @@
 #include <strings.h>
 #include <time.h>
 
-#define MAX_IDLE_CONN_S  20L
-#define GET_BUFFER       (256L << 10) /* curl's receive buffer for a GET */
-#define PUT_BUFFER       (512L << 10) /* curl's send buffer for a large PUT */
-#define ONE_SEND_MAX     (64u << 10)  /* a PUT body below this goes with its headers */
-#define UNSIGNED_PAYLOAD "UNSIGNED-PAYLOAD"
-/* SHA-256 of no bytes: the payload hash of every request without a body. */
-#define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+#define MAX_IDLE_CONN_S 20L
+#define PUT_BUFFER      (512L << 10) /* curl's send buffer for a large PUT */
+#define ONE_SEND_MAX    (64u << 10)  /* a PUT body below this goes with its headers */
 
 /*
  * An easy handle for the next attempt: one kept from an earlier attempt (reset to
@@ -32,7 +29,8 @@ static CURL *easy_take(struct s3_client *c)
     return curl_easy_init();
 }
 
-void s3__easy_give_back(struct s3_client *c, CURL *e)
+/* Keeps an easy handle for a later attempt (reset), or frees it once enough are kept. */
+static void easy_give_back(struct s3_client *c, CURL *e)
 {
     if (e == NULL)
         return;
@@ -52,7 +50,7 @@ void s3__easy_idle_free(struct s3_client *c)
 
 void s3__attempt_cleanup(struct s3_op *op)
 {
-    s3__easy_give_back(op->c, op->easy);
+    easy_give_back(op->c, op->easy);
     op->easy = NULL;
     curl_slist_free_all(op->headers);
     op->headers = NULL;
@@ -94,9 +92,7 @@ static size_t on_header(char *buf, size_t size, size_t n, void *ud)
             v++;
         }
         snprintf(op->hdr_etag, sizeof(op->hdr_etag), "%s", v);
-    } else if ((op->kind == OP_GET || op->kind == OP_HEAD) &&
-               strcasecmp(line, "last-modified") == 0) {
-        /* Only GET and HEAD report it; parsing a date is dearer than the rest here. */
+    } else if (op->kind->last_modified && strcasecmp(line, "last-modified") == 0) {
         time_t t = curl_getdate(v, NULL);
         op->hdr_mtime = t >= 0 ? (int64_t)t : -1;
     } else if (strcasecmp(line, "content-length") == 0) {
@@ -123,7 +119,7 @@ static size_t on_write(char *ptr, size_t size, size_t n, void *ud)
     if (op->status == 0)
         curl_easy_getinfo(op->easy, CURLINFO_RESPONSE_CODE, &op->status);
     if (op->status >= 200 && op->status < 300)
-        return s3__op_write(op, ptr, len);
+        return op->kind->write != NULL ? op->kind->write(op, ptr, len) : len;
     /* An error body: keep the start, enough for Code and Message. */
     if (op->resp.len < OP_MAX_ERRBODY) {
         size_t take = OP_MAX_ERRBODY - op->resp.len;
@@ -208,28 +204,6 @@ static int on_seek(void *ud, curl_off_t offset, int origin)
 
 /* ---- sending ---- */
 
-static int param_cmp(const void *a, const void *b)
-{
-    const struct s3_header *x = a, *y = b;
-    return strcmp(x->name, y->name);
-}
-
-/* Appends "name: value" to l; line is scratch space. */
-static void add_header(struct curl_slist **l, struct util_buf *line, const char *name,
-                       const char *value)
-{
-    line->len = 0;
-    util_buf_puts(line, name);
-    util_buf_append(line, ": ", 2);
-    util_buf_puts(line, value);
-    struct curl_slist *n = curl_slist_append(*l, line->data);
-    if (n == NULL) {
-        fprintf(stderr, "lodestore: out of memory building HTTP headers\n");
-        abort();
-    }
-    *l = n;
-}
-
 static void on_xfer_done(struct http_xfer *x, CURLcode code, bool cancelled, void *arg);
 
 static void on_stall_check(uv_timer_t *t)
@@ -251,38 +225,9 @@ static void on_stall_check(uv_timer_t *t)
     }
 }
 
-void s3__op_send(struct s3_op *op)
+/* Counts a new attempt and forgets what the last one read. */
+static void attempt_reset(struct s3_op *op)
 {
-    struct s3_client *c = op->c;
-    struct s3_req *q = &op->req;
-    struct util_buf uri, query, auth, line;
-    struct s3_header hs[8], sorted[OP_MAX_PARAMS];
-    size_t nh = 0;
-    char date[17], body_hash[65];
-    const char *payload_hash;
-    bool one_piece = false;
-    uint64_t now = uv_now(c->loop), remaining;
-    struct util_err err;
-    CURL *e;
-
-    if (op->finished)
-        return;
-    if (now >= op->deadline) {
-        if (op->error == 0)
-            s3__op_error(op, S3_ETIMEDOUT, "%s s3://%s/%s: the deadline passed", q->method,
-                         c->cfg.bucket, q->key != NULL ? q->key : "");
-        s3__op_finish(op, S3_ETIMEDOUT);
-        return;
-    }
-    remaining = op->deadline - now;
-    s3__attempt_cleanup(op);
-    op->error = 0;
-    if (s3__op_prepare(op) != 0) {
-        s3__op_finish(op, op->error);
-        return;
-    }
-    if (op->finished)
-        return;
     op->attempt++;
     op->requests++;
     op->status = 0;
@@ -298,114 +243,62 @@ void s3__op_send(struct s3_op *op)
     op->hdr_etag[0] = '\0';
     op->hdr_mtime = -1;
     op->hdr_has_length = op->hdr_has_range = false;
+}
 
-    util_buf_init(&uri);
-    util_buf_init(&query);
-    util_buf_init(&auth);
-    util_buf_init(&line);
-    util_buf_puts(&uri, "/");
-    util_buf_puts(&uri, c->cfg.bucket);
-    if (q->key != NULL) {
-        util_buf_puts(&uri, "/");
-        s3_uri_encode(&uri, q->key, strlen(q->key), true);
+/*
+ * Whether a new attempt begins at now: false when the op is over instead (finished
+ * already, past its deadline, or its kind's prepare failed; the op is then finished),
+ * else true with the last attempt let go of and the new one's state reset.
+ */
+static bool attempt_begin(struct s3_op *op, uint64_t now)
+{
+    struct s3_client *c = op->c;
+    if (op->finished)
+        return false;
+    if (now >= op->deadline) {
+        if (op->error == 0)
+            s3__op_error(op, S3_ETIMEDOUT, "%s s3://%s/%s: the deadline passed", op->req.method,
+                         c->cfg.bucket, op->req.key != NULL ? op->req.key : "");
+        s3__op_finish(op, S3_ETIMEDOUT);
+        return false;
     }
-    memcpy(sorted, q->params, q->n_params * sizeof(sorted[0]));
-    qsort(sorted, q->n_params, sizeof(sorted[0]), param_cmp);
-    for (size_t i = 0; i < q->n_params; i++) {
-        if (i > 0)
-            util_buf_puts(&query, "&");
-        s3_uri_encode(&query, sorted[i].name, strlen(sorted[i].name), false);
-        util_buf_puts(&query, "=");
-        s3_uri_encode(&query, sorted[i].value, strlen(sorted[i].value), false);
+    s3__attempt_cleanup(op);
+    op->error = 0;
+    if (op->kind->prepare != NULL && op->kind->prepare(op) != 0) {
+        s3__op_finish(op, op->error);
+        return false;
     }
+    if (op->finished)
+        return false;
+    attempt_reset(op);
+    return true;
+}
 
-    if (q->upload && op->body.data != NULL && op->body.len < ONE_SEND_MAX) {
-        /*
-         * A small buffer goes out with the headers in one send, as curl does for
-         * POSTFIELDS under 64 KiB, rather than in a second send from the read callback:
-         * a send on loopback was most of a small PUT's system time. The pace callback
-         * is asked for all of it first; what it grants short of that is credit for the
-         * read callback, so the rate holds either way.
-         */
-        size_t len = (size_t)op->body.len;
-        size_t allowed =
-            len > 0 && c->opts.pace_cb != NULL ? c->opts.pace_cb(len, c->opts.pace_arg) : len;
-        if (allowed >= len)
-            one_piece = true;
-        else
-            op->pace_credit = allowed;
-    }
-    if (q->upload) {
-        if (op->body.data != NULL || op->body.sha256_hex != NULL)
-            payload_hash = op->sha256;
-        else
-            payload_hash = UNSIGNED_PAYLOAD;
-    } else if (q->post_len > 0) {
-        s3_signer_sha256_hex(c->signer, q->post_data, q->post_len, body_hash);
-        payload_hash = body_hash;
-    } else {
-        payload_hash = EMPTY_SHA256;
-    }
-    int64_t signed_at = (int64_t)time(NULL);
-    s3_amz_date(signed_at, date);
-    /* Signed headers, in name order. */
-    if (q->content_md5[0] != '\0')
-        hs[nh++] = (struct s3_header){"content-md5", q->content_md5};
-    hs[nh++] = (struct s3_header){"host", c->cfg.host};
-    if (q->if_match[0] != '\0')
-        hs[nh++] = (struct s3_header){"if-match", q->if_match};
-    if (q->if_none_match)
-        hs[nh++] = (struct s3_header){"if-none-match", "*"};
-    if (q->range[0] != '\0')
-        hs[nh++] = (struct s3_header){"range", q->range};
-    hs[nh++] = (struct s3_header){"x-amz-content-sha256", payload_hash};
-    hs[nh++] = (struct s3_header){"x-amz-date", date};
-    if (c->cfg.session_token != NULL)
-        hs[nh++] = (struct s3_header){"x-amz-security-token", c->cfg.session_token};
-    struct s3_sign_input in = {.method = q->method,
-                               .canonical_uri = uri.data,
-                               .canonical_query = query.data != NULL ? query.data : "",
-                               .headers = hs,
-                               .n_headers = nh,
-                               .payload_hash = payload_hash,
-                               .access_key = c->cfg.access_key,
-                               .secret_key = c->cfg.secret_key,
-                               .region = c->cfg.region,
-                               .service = "s3",
-                               .time = signed_at};
-    s3_signer_sign(c->signer, &in, &auth);
-    for (size_t i = 0; i < nh; i++)
-        add_header(&op->headers, &line, hs[i].name, hs[i].value);
-    add_header(&op->headers, &line, "Authorization", auth.data);
-    if (q->content_type != NULL)
-        add_header(&op->headers, &line, "Content-Type", q->content_type);
-    else if (q->post_data != NULL || q->upload)
-        add_header(&op->headers, &line, "Content-Type", "application/octet-stream");
-    op->headers = curl_slist_append(op->headers, "Expect:");
-    op->headers = curl_slist_append(op->headers, "Accept:");
-    if (op->headers == NULL) {
-        fprintf(stderr, "lodestore: out of memory building HTTP headers\n");
-        abort();
-    }
-    /* The URL: endpoint, path and query, in line (no longer needed for headers). */
-    line.len = 0;
-    util_buf_puts(&line, c->cfg.endpoint);
-    util_buf_append(&line, uri.data, uri.len);
-    if (query.len > 0) {
-        util_buf_append(&line, "?", 1);
-        util_buf_append(&line, query.data, query.len);
-    }
-    op->url = util_buf_steal(&line);
-    util_buf_free(&uri);
-    util_buf_free(&query);
-    util_buf_free(&auth);
+/*
+ * Whether the body goes out with the headers in one send. A small buffer does, as curl
+ * does for POSTFIELDS under 64 KiB, rather than in a second send from the read
+ * callback: a send on loopback was most of a small PUT's system time. The pace
+ * callback is asked for all of it first; what it grants short of that is credit for
+ * the read callback, so the rate holds either way.
+ */
+static bool body_in_one_send(struct s3_op *op)
+{
+    struct s3_client *c = op->c;
+    size_t len, allowed;
+    if (!op->req.upload || op->body.data == NULL || op->body.len >= ONE_SEND_MAX)
+        return false;
+    len = (size_t)op->body.len;
+    allowed = len > 0 && c->opts.pace_cb != NULL ? c->opts.pace_cb(len, c->opts.pace_arg) : len;
+    if (allowed >= len)
+        return true;
+    op->pace_credit = allowed;
+    return false;
+}
 
-    e = op->easy = easy_take(c);
-    if (e == NULL) {
-        s3__op_error(op, UTIL_EIO, "cannot create a curl handle");
-        s3__op_finish(op, UTIL_EIO);
-        return;
-    }
+/* What every attempt sets on its easy handle: the request, the callbacks, the limits. */
+static void easy_set_common(struct s3_op *op, CURL *e, uint64_t remaining)
+{
+    struct s3_client *c = op->c;
     curl_easy_setopt(e, CURLOPT_URL, op->url);
     if (http_multi_share(c->http) != NULL)
         curl_easy_setopt(e, CURLOPT_SHARE, http_multi_share(c->http));
@@ -426,6 +319,13 @@ void s3__op_send(struct s3_op *op)
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)c->opts.connect_timeout_ms);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_MAXAGE_CONN, MAX_IDLE_CONN_S);
+    if (op->kind->recv_buffer > 0)
+        curl_easy_setopt(e, CURLOPT_BUFFERSIZE, op->kind->recv_buffer);
+}
+
+/* TLS: always verified; an extra CA is added to the system's, not put in its place. */
+static void easy_set_tls(const struct s3_client *c, CURL *e)
+{
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
     if (c->cfg.ca_pem != NULL) {
@@ -441,12 +341,12 @@ void s3__op_send(struct s3_op *op)
         curl_easy_setopt(e, CURLOPT_CAPATH,
                          v != NULL && v->capath != NULL ? v->capath : "/etc/ssl/certs");
     }
-    if (op->kind == OP_GET)
-        /*
-         * Larger reads for object bodies: a GiB in 16 KiB reads (curl's default) was
-         * 65,536 recv and poll calls. Kept handles keep the buffer.
-         */
-        curl_easy_setopt(e, CURLOPT_BUFFERSIZE, GET_BUFFER);
+}
+
+/* The method and the body: none (HEAD), a buffer, a streamed upload, or a small POST. */
+static void easy_set_body(struct s3_op *op, CURL *e, bool one_piece)
+{
+    const struct s3_req *q = &op->req;
     if (q->head) {
         curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
     } else if (one_piece) {
@@ -472,7 +372,14 @@ void s3__op_send(struct s3_op *op)
     } else if (strcmp(q->method, "GET") != 0) {
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, q->method);
     }
-    op->xfer.easy = e;
+}
+
+/* Hands the set-up handle to the transport, with the stall watchdog on the op's timer. */
+static void attempt_start(struct s3_op *op)
+{
+    struct s3_client *c = op->c;
+    struct util_err err;
+    op->xfer.easy = op->easy;
     op->xfer.done = on_xfer_done;
     op->xfer.arg = op;
     op->in_flight = true;
@@ -487,6 +394,28 @@ void s3__op_send(struct s3_op *op)
         s3__op_error(op, S3_ECONN, "%s", err.msg);
         s3__op_finish(op, S3_ECONN);
     }
+}
+
+void s3__op_send(struct s3_op *op)
+{
+    struct s3_client *c = op->c;
+    uint64_t now = uv_now(c->loop);
+    bool one_piece;
+
+    if (!attempt_begin(op, now))
+        return;
+    one_piece = body_in_one_send(op);
+    s3__request_build(op);
+    op->easy = easy_take(c);
+    if (op->easy == NULL) {
+        s3__op_error(op, UTIL_EIO, "cannot create a curl handle");
+        s3__op_finish(op, UTIL_EIO);
+        return;
+    }
+    easy_set_common(op, op->easy, op->deadline - now);
+    easy_set_tls(c, op->easy);
+    easy_set_body(op, op->easy, one_piece);
+    attempt_start(op);
 }
 
 static bool curl_code_is_tls(CURLcode code)
@@ -554,7 +483,7 @@ static void on_xfer_done(struct http_xfer *x, CURLcode code, bool cancelled, voi
         return;
     }
     if (code != CURLE_OK) {
-        s3__op_complete(op); /* the kind may note the failure (a PUT that may have landed) */
+        op->kind->complete(op); /* the kind may note the failure (a PUT that may have landed) */
         return;
     }
     if (op->status < 200 || op->status >= 300) {
@@ -568,5 +497,5 @@ static void on_xfer_done(struct http_xfer *x, CURLcode code, bool cancelled, voi
                      op->req.method, c->cfg.bucket, target, op->status, op->code[0] ? " " : "",
                      op->code, message[0] ? ": " : "", message);
     }
-    s3__op_complete(op);
+    op->kind->complete(op);
 }

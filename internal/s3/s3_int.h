@@ -2,12 +2,31 @@
  * What the files of internal/s3 share and nobody else needs. Not part of the API.
  *
  * An operation (struct s3_op) is a small state machine: it sends one HTTP request at a
- * time (an attempt), and when the attempt ends its kind's complete function decides:
+ * time (an attempt), and when the attempt ends its kind's complete hook decides:
  * done, next step (another page, another batch, the HEAD check), or retry after a
- * backoff on the op's timer. client.c holds the life of ops and of the client
- * (creating, finishing, retrying, closing); request.c one attempt (building, signing
- * and sending it, reading and classifying its reply); ops.c, batch.c and multipart.c
- * the kinds.
+ * backoff on the op's timer.
+ *
+ * Layers, each file calling only into its own layer and those below it; the include
+ * graph is a tree (s3.h, then this header or xml_int.h, then the .c files):
+ *   1. the pure parts of s3.h: config.c, sigv4.c, and the XML replies (xml.c,
+ *      xml_multipart.c, sharing xml_int.h). They know nothing of operations.
+ *   2. the engine, declared here: client.c holds the life of ops and of the client
+ *      (creating, finishing, retrying, closing), request.c one attempt (sending it,
+ *      reading and classifying its reply) and request_sign.c that attempt's request
+ *      (target, signed headers, URL). client.c and request.c call each other (a
+ *      finished attempt may retry; a failed send finishes the op). The engine knows an
+ *      op's kind only through the kind's table of hooks (struct s3_op_kind, the shape of
+ *      curl's Curl_handler) and never names a kind.
+ *   3. the kinds: ops.c (PUT, GET, HEAD, DELETE, CreateBucket), batch.c
+ *      (ListObjectsV2, DeleteObjects) and multipart.c (the multipart kinds and
+ *      ListMultipartUploads). Each file defines its kinds' tables beside their hooks,
+ *      starts ops through the engine and is called back only through its tables.
+ *   4. sync.c: the synchronous wrappers, over s3.h alone.
+ * Adding a kind is a table and its hooks in one file; the engine does not change.
+ *
+ * Costs: a hook is one indirect call; every op carries the fields of every kind (an op
+ * is about 2.8 KiB, most of it fixed buffers for messages and ETags), which keeps an op
+ * one allocation whatever its kind.
  */
 #ifndef LODE_S3_INT_H
 #define LODE_S3_INT_H
@@ -17,25 +36,41 @@
 #include <curl/curl.h>
 
 #include "http/http.h"
-
-enum s3_kind {
-    OP_PUT,
-    OP_GET,
-    OP_HEAD,
-    OP_DELETE,
-    OP_LIST,
-    OP_DELETE_OBJECTS,
-    OP_CREATE_BUCKET,
-    OP_MPU_CREATE,
-    OP_MPU_PART,
-    OP_MPU_COMPLETE,
-    OP_MPU_ABORT,
-    OP_LIST_UPLOADS
-};
+#include "util/list.h"
 
 #define OP_MAX_PARAMS       6
 #define OP_MAX_ERRBODY      (64u << 10)
 #define OP_MAX_DELETE_REPLY (8u << 20)
+
+struct s3_op;
+
+/*
+ * What one kind of operation does, as hooks the engine calls; a NULL hook does
+ * nothing. Every op points at its kind's table, a static constant of the kind's file.
+ */
+struct s3_op_kind {
+    /* Before each attempt: adjusts op->req (a GET's resume range, a new batch, the next
+     * page's markers); 0, or an error set with s3__op_error (the op then ends). */
+    int (*prepare)(struct s3_op *op);
+    /* Body bytes of a 2xx reply as they arrive; returns the bytes taken (fewer ends the
+     * attempt, with op->werror set). NULL: the body is not needed and is dropped. */
+    size_t (*write)(struct s3_op *op, const char *data, size_t len);
+    /* The attempt ended (any status, or a transport error): finish, retry or go on.
+     * Never NULL. */
+    void (*complete)(struct s3_op *op);
+    /* Fills what the kind reports (ETag, size, body, upload id) into the result the
+     * done callback gets, on success and on failure alike. */
+    void (*result)(struct s3_op *op, struct s3_result *res);
+    /* The op ends with an error: reports what it could not do (DeleteObjects' keys). */
+    void (*fail)(struct s3_op *op);
+    /* Frees the kind's state, once, when the op is released. */
+    void (*free)(struct s3_op *op);
+    /* The reply's Last-Modified is parsed (only GET and HEAD report it; a date is
+     * dearer to parse than the rest of the headers). */
+    bool last_modified;
+    /* curl's receive buffer for the attempt, or 0 for curl's default. */
+    long recv_buffer;
+};
 
 /* What the next attempt sends. */
 struct s3_req {
@@ -66,8 +101,8 @@ struct del_key {
 
 struct s3_op {
     struct s3_client *c;
-    struct s3_op *prev, *next;
-    enum s3_kind kind;
+    struct util_list link; /* on c->ops */
+    const struct s3_op_kind *kind;
     struct s3_opts o;
     char *start_after, *delimiter; /* owned copies of o's strings */
     s3_done_cb done;
@@ -165,7 +200,7 @@ struct s3_client {
     struct s3_config cfg; /* owned copy */
     struct s3_client_opts opts;
     char *user_agent;
-    struct s3_op *ops; /* every op not yet freed */
+    struct util_list ops; /* every op not yet freed, the newest first */
     size_t n_ops, running;
     uint64_t rng;
     s3_close_cb close_cb;
@@ -173,8 +208,9 @@ struct s3_client {
 };
 
 /* client.c: the life of ops */
-struct s3_op *s3__op_new(struct s3_client *c, enum s3_kind kind, const struct s3_opts *o,
-                         s3_done_cb done, void *arg);
+/* A new op of the kind, on the client's list; the caller fills op->req and sends. */
+struct s3_op *s3__op_new(struct s3_client *c, const struct s3_op_kind *kind,
+                         const struct s3_opts *o, s3_done_cb done, void *arg);
 void s3__op_param(struct s3_op *op, const char *name, const char *value);
 void s3__op_clear_params(struct s3_op *op);
 /* Retries after a backoff if the budget allows, else finishes with op's error. */
@@ -184,7 +220,7 @@ void s3__op_finish(struct s3_op *op, int error);
 /* A listing's page was delivered up to the key prev: remembers prev (the next page must
  * go on after it) and, when the page was the last, finishes the op. Returns true when
  * another page is to be fetched, with a fresh retry budget; the caller sets its markers
- * and sends. Shared by LIST and LIST_UPLOADS. */
+ * and sends. Shared by ListObjectsV2 and ListMultipartUploads. */
 bool s3__op_page_delivered(struct s3_op *op, const char *prev, bool truncated);
 /* Frees what the op holds and closes its timer; the op itself goes once the timer closed. */
 void s3__op_release(struct s3_op *op);
@@ -193,41 +229,24 @@ int s3__op_error(struct s3_op *op, int error, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* The object's full key: prefix + rel. */
 char *s3__full_key(const struct s3_client *c, const char *rel);
+/* Checks for every operation on a key: the client is open, the key non-empty and short
+ * enough. */
+int s3__check_key(const struct s3_client *c, const char *key, struct util_err *err);
+int s3__closing_error(const struct s3_client *c, struct util_err *err);
 
 /* request.c: one attempt */
 /* Sends the attempt op->req describes; on failure finishes the op with the error. */
 void s3__op_send(struct s3_op *op);
 /* Lets go of the last attempt's easy handle, headers and URL. */
 void s3__attempt_cleanup(struct s3_op *op);
-/* Keeps an easy handle for a later attempt (reset), or frees it once enough are kept. */
-void s3__easy_give_back(struct s3_client *c, CURL *e);
 /* Frees the kept easy handles. */
 void s3__easy_idle_free(struct s3_client *c);
+/* request_sign.c: op->headers (signed) and op->url for the attempt op->req describes. */
+void s3__request_build(struct s3_op *op);
 
-/* ops.c: the kinds' hooks, called by request.c and client.c */
-/* Before each attempt: adjusts op->req (a GET's resume range, a new batch); 0 or an error. */
-int s3__op_prepare(struct s3_op *op);
-/* The attempt ended with a 2xx status, or a non-2xx the kind handles (412, 404). */
-void s3__op_complete(struct s3_op *op);
-/* curl's write callback body for 2xx replies of the kind; returns bytes taken. */
-size_t s3__op_write(struct s3_op *op, const char *data, size_t len);
-/* Frees the kind's state. */
-void s3__op_free_kind(struct s3_op *op);
-/* Reports what the op could not do before it ends with an error (DeleteObjects keys). */
-void s3__op_fail_kind(struct s3_op *op);
-/* Checks for every operation on a key: the client is open, the key non-empty and short
- * enough. */
-int s3__check_key(const struct s3_client *c, const char *key, struct util_err *err);
-int s3__closing_error(const struct s3_client *c, struct util_err *err);
-/* A PUT body: checked (before the op exists), then copied into the op (SHA-256 taken). */
+/* ops.c: a PUT body, shared by PUT and UploadPart: checked (before the op exists),
+ * then copied into the op (SHA-256 taken). */
 int s3__body_check(const struct s3_body *body, struct util_err *err);
 void s3__body_take(struct s3_op *op, const struct s3_body *body);
-
-/* multipart.c: the multipart kinds' hooks */
-int s3__mpu_prepare(struct s3_op *op);
-size_t s3__mpu_write(struct s3_op *op, const char *data, size_t len);
-void s3__mpu_complete(struct s3_op *op);
-void s3__mpu_free(struct s3_op *op);
-bool s3__is_mpu_kind(enum s3_kind kind);
 
 #endif

@@ -4,7 +4,7 @@
  * which do one thing after another; several operations at once go through
  * s3_sync_client() and s3_sync_loop().
  */
-#include "s3/s3_int.h"
+#include "s3/s3.h"
 
 #include <stdio.h>
 #include <stdlib.h>
