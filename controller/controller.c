@@ -67,6 +67,7 @@ int ctl_init(uv_loop_t *loop, struct ctl **out, const struct ctl_options *opts,
     c->opts = *opts;
     c->version = LODE_VERSION;
     c->work_cb = ctl_work_kick;
+    util_list_init(&c->writes);
     c->rcfg.history = opts->history;
     c->rcfg.job.agent_image = opts->agent_image;
     c->rcfg.job.ttl_seconds = opts->job_ttl;
@@ -172,7 +173,8 @@ void ctl_stop(struct ctl *c)
     if (c->acting) /* a standby writes nothing */
         ctl_status_flush(c);
     c->draining = true;
-    uv_timer_start(&c->drain_timer, ctl_drained_cb, c->writes == NULL ? 0 : CTL_DRAIN_MS, 0);
+    uv_timer_start(&c->drain_timer, ctl_drained_cb, util_list_empty(&c->writes) ? 0 : CTL_DRAIN_MS,
+                   0);
 }
 
 void ctl_drained_cb(uv_timer_t *t)
@@ -180,7 +182,7 @@ void ctl_drained_cb(uv_timer_t *t)
     struct ctl *c = t->data;
     if (!c->draining)
         return;
-    if (c->writes != NULL)
+    if (!util_list_empty(&c->writes))
         ctl_log(c, 0, "stopping with writes still unanswered after %d ms", CTL_DRAIN_MS);
     else
         ctl_log(c, 2, "every write answered; releasing the Lease");

@@ -34,6 +34,7 @@
 #include "queue.h"
 #include "reconcile.h"
 #include "state.h"
+#include "util/list.h"
 #include "util/map.h"
 
 #define CTL_COMPONENT      "lodestore-controller"
@@ -53,7 +54,7 @@ enum ctl_reflector_kind { CTL_R_POLICIES, CTL_R_BACKUPS, CTL_R_JOBS, CTL_R_NODES
  * into ctl.writes and ctl_close frees whatever a stop left there.
  */
 struct ctl_write {
-    struct ctl_write *prev, *next;
+    struct util_list link; /* on ctl.writes */
     void (*free_cb)(struct ctl_write *w);
 };
 
@@ -131,7 +132,7 @@ struct ctl {
     struct util_map api_counts;             /* "VERB code" -> counter (uint64_t*) */
     struct ctl_metrics_histogram api_hist;
     uint64_t reconciles;
-    struct ctl_write *writes; /* in flight, newest first */
+    struct util_list writes; /* of ctl_write, in flight, newest first */
 };
 
 /* controller.c */
