@@ -54,6 +54,8 @@ static void ctl_repos_changed(const char *ns, const char *name, void *arg)
     ctl_cache_repository_changed(arg, ns, name);
 }
 
+static void ctl_drained_cb(uv_timer_t *t);
+
 int ctl_init(uv_loop_t *loop, struct ctl **out, const struct ctl_options *opts,
              struct util_err *err)
 {
@@ -67,6 +69,8 @@ int ctl_init(uv_loop_t *loop, struct ctl **out, const struct ctl_options *opts,
     c->opts = *opts;
     c->version = LODE_VERSION;
     c->work_cb = ctl_work_kick;
+    c->backup_cb = ctl_prune_seen;
+    c->drained_cb = ctl_drained_cb;
     util_list_init(&c->writes);
     c->rcfg.history = opts->history;
     c->rcfg.job.agent_image = opts->agent_image;
@@ -177,7 +181,8 @@ void ctl_stop(struct ctl *c)
                    0);
 }
 
-void ctl_drained_cb(uv_timer_t *t)
+/* A graceful stop's writes are answered (or their deadline passed): the rest of the stop. */
+static void ctl_drained_cb(uv_timer_t *t)
 {
     struct ctl *c = t->data;
     if (!c->draining)

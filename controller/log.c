@@ -1,6 +1,7 @@
 /*
  * The controller's clock, log, cache keys and list of writes in flight: every other
- * file of the controller calls these, and these call none of them.
+ * file of the controller calls these, and these call none of them (the end of a
+ * graceful stop goes through the lifecycle's hook, ctl_int.h).
  */
 #include "ctl_int.h"
 
@@ -48,7 +49,7 @@ void ctl_write_untrack(struct ctl *c, struct ctl_write *w)
     util_list_remove(&w->link);
     /* The last write of a graceful stop lets it go on, from the loop, not from here. */
     if (c->draining && util_list_empty(&c->writes))
-        uv_timer_start(&c->drain_timer, ctl_drained_cb, 0, 0);
+        uv_timer_start(&c->drain_timer, c->drained_cb, 0, 0);
 }
 
 void ctl_write_free_all(struct ctl *c)
