@@ -21,6 +21,7 @@
  *   leader.c         the Lease (leader.h)
  *   httpd.c          the endpoints' HTTP server (httpd.h)
  *   metrics.c        Prometheus text (metrics.h)
+ *   policy_status.c  a policy's status from the caches' view and the clock (policy_status.h)
  *   reconcile.c      what to do for one (policy, host) now (reconcile.h)
  *   gcplan.c         a repository's GC decisions (gcplan.h)
  *   state.c          the compact structs the caches hold (state.h)
@@ -56,10 +57,9 @@
 #include "util/list.h"
 #include "util/map.h"
 
-#define CTL_COMPONENT      "lodestore-controller"
-#define CTL_RETRY_SECONDS  10   /* a failed write is looked at again after this */
-#define CTL_LIMIT_REFRESH  3600 /* the alert limit is recomputed hourly (it moves with DST) */
-#define CTL_OVERDUE_LISTED 20   /* hosts named in a policy's status */
+#define CTL_COMPONENT     "lodestore-controller"
+#define CTL_RETRY_SECONDS 10   /* a failed write is looked at again after this */
+#define CTL_LIMIT_REFRESH 3600 /* the alert limit is recomputed hourly (it moves with DST) */
 
 /* "ns/name", the key of the namespaced caches, in a caller's buffer (names are bounded). */
 #define CTL_KEY_MAX (63 + 1 + 253 + 1)
