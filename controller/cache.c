@@ -1,7 +1,8 @@
 /*
  * The caches: informer callbacks reduce each object to its compact struct (state.h) and
  * mark the (policy, host) pairs it touches. Marking queues the pair and calls the loop's
- * hook; nothing here decides or writes.
+ * hook, and each Backup taken in is handed to the other hook (ctl_int.h); nothing here
+ * decides or writes.
  */
 #include "ctl_int.h"
 
@@ -324,7 +325,7 @@ void ctl_cache_put_backup(struct ctl *c, const char *ns, const char *name, json_
         util_map_set(&c->backups, key, b);
         ctl_pair_add_backup(c, b);
     }
-    ctl_prune_seen(c, ns, name, obj);
+    c->backup_cb(c, ns, name, obj);
 }
 
 static void ctl_backup_upsert(struct kube_reflector *r, const char *ns, const char *name,

@@ -54,6 +54,8 @@ static void ctl_repos_changed(const char *ns, const char *name, void *arg)
     ctl_cache_repository_changed(arg, ns, name);
 }
 
+static void ctl_drained_cb(uv_timer_t *t);
+
 int ctl_init(uv_loop_t *loop, struct ctl **out, const struct ctl_options *opts,
              struct util_err *err)
 {
@@ -67,6 +69,9 @@ int ctl_init(uv_loop_t *loop, struct ctl **out, const struct ctl_options *opts,
     c->opts = *opts;
     c->version = LODE_VERSION;
     c->work_cb = ctl_work_kick;
+    c->backup_cb = ctl_prune_seen;
+    c->drained_cb = ctl_drained_cb;
+    util_list_init(&c->writes);
     c->rcfg.history = opts->history;
     c->rcfg.job.agent_image = opts->agent_image;
     c->rcfg.job.ttl_seconds = opts->job_ttl;
@@ -172,15 +177,17 @@ void ctl_stop(struct ctl *c)
     if (c->acting) /* a standby writes nothing */
         ctl_status_flush(c);
     c->draining = true;
-    uv_timer_start(&c->drain_timer, ctl_drained_cb, c->writes == NULL ? 0 : CTL_DRAIN_MS, 0);
+    uv_timer_start(&c->drain_timer, ctl_drained_cb, util_list_empty(&c->writes) ? 0 : CTL_DRAIN_MS,
+                   0);
 }
 
-void ctl_drained_cb(uv_timer_t *t)
+/* A graceful stop's writes are answered (or their deadline passed): the rest of the stop. */
+static void ctl_drained_cb(uv_timer_t *t)
 {
     struct ctl *c = t->data;
     if (!c->draining)
         return;
-    if (c->writes != NULL)
+    if (!util_list_empty(&c->writes))
         ctl_log(c, 0, "stopping with writes still unanswered after %d ms", CTL_DRAIN_MS);
     else
         ctl_log(c, 2, "every write answered; releasing the Lease");

@@ -1,20 +1,40 @@
 /*
  * ctl_int: the daemon's state, shared by the files of controller/ and by nothing else.
  *
- * One file per job, and calls go one way (a file calls only those listed below it):
- *   controller.c  the lifecycle: init, start, stop, close
- *   acting.c      when this replica acts: at once, or while it holds the Lease
- *   endpoints.c   /metrics, /healthz and /readyz
- *   work.c        the work queue: reconcile dirty pairs, the wake timer, carry out actions
- *   status.c      policy status, written at most once a second
- *   cache.c       informer callbacks and the caches they fill, (policy, host) pairs
- *   log.c         the clock, the log, cache keys and the list of writes in flight
- *   gcjobs.c      the GC Job of each BackupRepository on spec.gc's schedule (gcplan.h);
- *                 gcmetrics.c reports its state on /metrics (gcjobs.h)
- *   prune.c       the forget after a backup (called by cache.c when a Backup succeeds);
- *                 prune_report.c records its outcome (prune_int.h)
- * The cache tells the loop that a pair is queued through one hook (work_cb below, set by
- * the lifecycle), so it never calls into work.c; work.c puts the API server's answers
+ * One file per job, in layers: a file calls only functions defined in the files listed
+ * below it (scripts/lint_layers.sh reads this list and fails `make lint` on a call
+ * upward; every file of controller/ is listed, one a line):
+ *   main.c           lode-controller: flags, signals and the loop (controller.h)
+ *   controller.c     the lifecycle: init, start, stop, close; it sets the hooks below
+ *   acting.c         when this replica acts: at once, or while it holds the Lease
+ *   endpoints.c      /metrics, /healthz and /readyz
+ *   work.c           the work queue: reconcile dirty pairs, the wake timer, carry out actions
+ *   status.c         policy status, written at most once a second
+ *   gcjobs.c         the GC Job of each BackupRepository on spec.gc's schedule (gcjobs.h)
+ *   gcmetrics.c      the GC Jobs' state on /metrics
+ *   prune.c          the forget after a backup (prune_int.h)
+ *   prune_report.c   the forget's outcome: status.retention, Events, counters
+ *   cache.c          informer callbacks and the caches they fill, (policy, host) pairs
+ *   log.c            the clock, the log, cache keys and the list of writes in flight
+ * and below them the modules with a header of their own, which know nothing of struct ctl:
+ *   repository.c     BackupRepository resolution (repository.h)
+ *   leader.c         the Lease (leader.h)
+ *   httpd.c          the endpoints' HTTP server (httpd.h)
+ *   metrics.c        Prometheus text (metrics.h)
+ *   policy_status.c  a policy's status from the caches' view and the clock (policy_status.h)
+ *   reconcile.c      what to do for one (policy, host) now (reconcile.h)
+ *   gcplan.c         a repository's GC decisions (gcplan.h)
+ *   state.c          the compact structs the caches hold (state.h)
+ *   objects.c        the objects the controller writes (objects.h)
+ *   queue.c          the pairs to reconcile (queue.h)
+ *   heap.c           their wake times (heap.h)
+ * Whatever consumes the cache sits above it and hears from it through a hook the
+ * lifecycle sets, so the cache never calls up: work_cb (a pair is queued: work.c) and
+ * backup_cb (a Backup came in: prune.c forgets after a success). gcjobs.c and prune.c
+ * read the cache (is it synced?) and prune_report.c puts the API server's answer to its
+ * patch into it, so they sit above cache.c, as they must above log.c, whose functions
+ * they call. The last write of a graceful stop resumes it through drained_cb, which the
+ * lifecycle sets, so log.c names nothing above it. work.c puts the API server's answers
  * to its writes into the cache through the same functions the informers use.
  */
 #ifndef LODE_CTL_INT_H
@@ -34,12 +54,12 @@
 #include "queue.h"
 #include "reconcile.h"
 #include "state.h"
+#include "util/list.h"
 #include "util/map.h"
 
-#define CTL_COMPONENT      "lodestore-controller"
-#define CTL_RETRY_SECONDS  10   /* a failed write is looked at again after this */
-#define CTL_LIMIT_REFRESH  3600 /* the alert limit is recomputed hourly (it moves with DST) */
-#define CTL_OVERDUE_LISTED 20   /* hosts named in a policy's status */
+#define CTL_COMPONENT     "lodestore-controller"
+#define CTL_RETRY_SECONDS 10   /* a failed write is looked at again after this */
+#define CTL_LIMIT_REFRESH 3600 /* the alert limit is recomputed hourly (it moves with DST) */
 
 /* "ns/name", the key of the namespaced caches, in a caller's buffer (names are bounded). */
 #define CTL_KEY_MAX (63 + 1 + 253 + 1)
@@ -53,7 +73,7 @@ enum ctl_reflector_kind { CTL_R_POLICIES, CTL_R_BACKUPS, CTL_R_JOBS, CTL_R_NODES
  * into ctl.writes and ctl_close frees whatever a stop left there.
  */
 struct ctl_write {
-    struct ctl_write *prev, *next;
+    struct util_list link; /* on ctl.writes */
     void (*free_cb)(struct ctl_write *w);
 };
 
@@ -113,8 +133,12 @@ struct ctl {
     size_t nids, idcap;
     uint32_t *free_ids;
     size_t nfree, freecap;
-    struct ctl_queue queue;         /* pair ids to reconcile, de-duplicated */
-    void (*work_cb)(struct ctl *c); /* the hook: something is queued or a status is dirty */
+    struct ctl_queue queue; /* pair ids to reconcile, de-duplicated */
+    /* The hooks, set by the lifecycle (the layers above). */
+    void (*work_cb)(struct ctl *c); /* something is queued or a status is dirty */
+    /* The cache took in a Backup. */
+    void (*backup_cb)(struct ctl *c, const char *ns, const char *name, const json_t *obj);
+    uv_timer_cb drained_cb; /* a graceful stop's writes are all answered */
     struct ctl_heap heap;
     uv_timer_t wake_timer;
     uv_idle_t work;
@@ -131,12 +155,8 @@ struct ctl {
     struct util_map api_counts;             /* "VERB code" -> counter (uint64_t*) */
     struct ctl_metrics_histogram api_hist;
     uint64_t reconciles;
-    struct ctl_write *writes; /* in flight, newest first */
+    struct util_list writes; /* of ctl_write, in flight, newest first */
 };
-
-/* controller.c */
-/* A graceful stop's writes are answered (or their deadline passed): the rest of the stop. */
-void ctl_drained_cb(uv_timer_t *t);
 
 /* log.c */
 void ctl_log(const struct ctl *c, int level, const char *fmt, ...)
@@ -176,6 +196,25 @@ const char *ctl_cache_repository_blocked(struct ctl *c, const struct ctl_policy 
 void ctl_cache_put_backup(struct ctl *c, const char *ns, const char *name, json_t *obj);
 void ctl_cache_put_job(struct ctl *c, const char *ns, const char *name, json_t *obj);
 
+/* prune.c: the forget after a backup (ctl_prune_metrics: prune_report.c) */
+void ctl_prune_init(struct ctl *c);
+/* backup_cb: a Succeeded Backup without status.retention is forgotten after. */
+void ctl_prune_seen(struct ctl *c, const char *ns, const char *name, const json_t *obj);
+/* Cancels the forgets in flight (before the API client's close: they share its transport). */
+void ctl_prune_stop(struct ctl *c);
+void ctl_prune_close(struct ctl *c);
+void ctl_prune_metrics(struct ctl *c, struct util_buf *b);
+
+/* gcjobs.c: the GC Job of each repository (docs/gc.md; ctl_gc_metrics: gcmetrics.c) */
+void ctl_gc_init(struct ctl *c);
+/* Looks at the repositories every few seconds while acting. */
+void ctl_gc_start(struct ctl *c);
+void ctl_gc_stop(struct ctl *c);
+void ctl_gc_close(struct ctl *c);
+/* The GC series of /metrics (docs/operator.md, "Metrics"): per repository this replica looked at.
+ */
+void ctl_gc_metrics(struct ctl *c, struct util_buf *b);
+
 /* status.c */
 void ctl_status_init(struct ctl *c);
 void ctl_status_start(struct ctl *c);
@@ -197,25 +236,6 @@ int ctl_endpoints_init(struct ctl *c, struct util_err *err);
 void ctl_endpoints_stop(struct ctl *c);
 void ctl_endpoints_close(struct ctl *c);
 void ctl_observe_cb(const char *verb, long status, int error, uint64_t ms, void *arg);
-
-/* prune.c: the forget after a backup */
-void ctl_prune_init(struct ctl *c);
-/* A Backup the cache took in: a Succeeded one without status.retention is forgotten after. */
-void ctl_prune_seen(struct ctl *c, const char *ns, const char *name, const json_t *obj);
-/* Cancels the forgets in flight (before the API client's close: they share its transport). */
-void ctl_prune_stop(struct ctl *c);
-void ctl_prune_close(struct ctl *c);
-void ctl_prune_metrics(struct ctl *c, struct util_buf *b);
-
-/* gcjobs.c: the GC Job of each repository (docs/gc.md) */
-void ctl_gc_init(struct ctl *c);
-/* Looks at the repositories every few seconds while acting. */
-void ctl_gc_start(struct ctl *c);
-void ctl_gc_stop(struct ctl *c);
-void ctl_gc_close(struct ctl *c);
-/* The GC series of /metrics (docs/operator.md, "Metrics"): per repository this replica looked at.
- */
-void ctl_gc_metrics(struct ctl *c, struct util_buf *b);
 
 /* acting.c */
 int ctl_acting_init(struct ctl *c, const char *user_agent, struct util_err *err);

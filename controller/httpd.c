@@ -9,7 +9,7 @@ struct ctl_httpd_conn {
     uv_timer_t idle;
     uv_write_t write;
     struct ctl_httpd *server;
-    struct ctl_httpd_conn *next, *prev;
+    struct util_list link; /* on ctl_httpd.conns */
     char req[CTL_HTTPD_MAX_REQUEST];
     size_t len;
     char *resp;
@@ -17,20 +17,9 @@ struct ctl_httpd_conn {
     int answered;
 };
 
-static void ctl_httpd_conn_unlink(struct ctl_httpd_conn *c)
-{
-    struct ctl_httpd *s = c->server;
-    if (c->prev != NULL)
-        c->prev->next = c->next;
-    else
-        s->conns = c->next;
-    if (c->next != NULL)
-        c->next->prev = c->prev;
-}
-
 static void ctl_httpd_maybe_done(struct ctl_httpd *s)
 {
-    if (s->closing == 1 && s->conns == NULL) {
+    if (s->closing == 1 && util_list_empty(&s->conns)) {
         s->closing = 2;
         if (s->close_cb != NULL)
             s->close_cb(s);
@@ -43,7 +32,7 @@ static void ctl_httpd_handle_closed_cb(uv_handle_t *h)
     if (--c->handles > 0)
         return;
     struct ctl_httpd *s = c->server;
-    ctl_httpd_conn_unlink(c);
+    util_list_remove(&c->link);
     s->nconn--;
     free(c->resp);
     free(c);
@@ -185,10 +174,7 @@ static void ctl_httpd_accept_cb(uv_stream_t *server, int status)
     c->tcp.data = c;
     c->idle.data = c;
     c->handles = 2;
-    c->next = s->conns;
-    if (s->conns != NULL)
-        s->conns->prev = c;
-    s->conns = c;
+    util_list_push_front(&s->conns, &c->link);
     s->nconn++;
     if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0 || s->nconn > CTL_HTTPD_MAX_CONN) {
         ctl_httpd_conn_close(c);
@@ -210,6 +196,7 @@ int ctl_httpd_init(uv_loop_t *loop, struct ctl_httpd *s, const char *host, int p
     s->loop = loop;
     s->handler = handler;
     s->arg = arg;
+    util_list_init(&s->conns);
     if (uv_ip4_addr(host, port, (struct sockaddr_in *)&addr) != 0 &&
         uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr) != 0)
         return util_err_set(err, UTIL_EINVAL, "\"%s\" is not an IP address to listen on", host);
@@ -239,7 +226,10 @@ void ctl_httpd_close(struct ctl_httpd *s, void (*close_cb)(struct ctl_httpd *s))
 {
     s->close_cb = close_cb;
     s->closing = 3; /* listener closing: maybe_done waits for it */
-    for (struct ctl_httpd_conn *c = s->conns; c != NULL; c = c->next)
-        ctl_httpd_conn_close(c);
+    struct util_list *l, *tmp;
+    util_list_for_each_safe(l, tmp, &s->conns)
+    {
+        ctl_httpd_conn_close(util_list_entry(l, struct ctl_httpd_conn, link));
+    }
     uv_close((uv_handle_t *)&s->server, ctl_httpd_server_closed_cb);
 }

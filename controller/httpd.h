@@ -14,6 +14,7 @@
 
 #include <uv.h>
 
+#include "util/list.h"
 #include "util/util.h"
 
 /*
@@ -29,7 +30,7 @@ struct ctl_httpd {
     ctl_httpd_handler_cb handler;
     void *arg;
     unsigned nconn;
-    struct ctl_httpd_conn *conns; /* open connections, for close */
+    struct util_list conns; /* of ctl_httpd_conn, open, for close */
     void (*close_cb)(struct ctl_httpd *s);
     int closing;
     int port; /* the bound port (useful with port 0) */

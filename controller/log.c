@@ -1,6 +1,7 @@
 /*
  * The controller's clock, log, cache keys and list of writes in flight: every other
- * file of the controller calls these, and these call none of them.
+ * file of the controller calls these, and these call none of them (the end of a
+ * graceful stop goes through the lifecycle's hook, ctl_int.h).
  */
 #include "ctl_int.h"
 
@@ -40,31 +41,22 @@ const char *ctl_key(char buf[CTL_KEY_MAX], const char *ns, const char *name)
 void ctl_write_track(struct ctl *c, struct ctl_write *w, void (*free_cb)(struct ctl_write *w))
 {
     w->free_cb = free_cb;
-    w->prev = NULL;
-    w->next = c->writes;
-    if (c->writes != NULL)
-        c->writes->prev = w;
-    c->writes = w;
+    util_list_push_front(&c->writes, &w->link);
 }
 
 void ctl_write_untrack(struct ctl *c, struct ctl_write *w)
 {
-    if (w->prev != NULL)
-        w->prev->next = w->next;
-    else
-        c->writes = w->next;
-    if (w->next != NULL)
-        w->next->prev = w->prev;
-    w->prev = w->next = NULL;
+    util_list_remove(&w->link);
     /* The last write of a graceful stop lets it go on, from the loop, not from here. */
-    if (c->draining && c->writes == NULL)
-        uv_timer_start(&c->drain_timer, ctl_drained_cb, 0, 0);
+    if (c->draining && util_list_empty(&c->writes))
+        uv_timer_start(&c->drain_timer, c->drained_cb, 0, 0);
 }
 
 void ctl_write_free_all(struct ctl *c)
 {
-    while (c->writes != NULL) {
-        struct ctl_write *w = c->writes;
+    struct util_list *first;
+    while ((first = util_list_first(&c->writes)) != NULL) {
+        struct ctl_write *w = util_list_entry(first, struct ctl_write, link);
         ctl_write_untrack(c, w);
         w->free_cb(w);
     }

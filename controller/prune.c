@@ -53,34 +53,6 @@ static void prune_job_free(struct prune_job *j)
     free(j);
 }
 
-static void prune_s3_closed_cb(void *arg)
-{
-    (void)arg;
-}
-
-void prune_job_release(struct prune_job *j)
-{
-    if (j->secret_req != NULL)
-        kube_request_cancel(j->secret_req);
-    j->secret_req = NULL;
-    if (j->op != NULL)
-        s3_op_cancel(j->op);
-    j->op = NULL;
-    if (j->s3 != NULL)
-        s3_client_close(j->s3, prune_s3_closed_cb, NULL);
-    j->s3 = NULL;
-    repo_catalog_free(&j->cat);
-    prune_plan_free(&j->plan);
-    j->planned = false;
-    free(j->gone);
-    free(j->live);
-    j->gone = NULL;
-    j->live = NULL;
-    j->nlive = j->deleted = j->marks_deleted = j->refused = 0;
-    j->requests = 0;
-    j->first_refusal[0] = '\0';
-}
-
 static void prune_start(struct prune_job *j);
 
 /* The run is over: the next one if Backups wait, else the job goes. */

@@ -1,6 +1,7 @@
 /*
  * prune_int: what the two files of the forget after a backup share (prune.c runs it,
- * prune_report.c records its outcome). Nothing outside them includes this.
+ * prune_report.c records its outcome and releases the run; calls go from the first to
+ * the second only, ctl_int.h). Nothing outside them includes this.
  */
 #ifndef LODE_CTL_PRUNE_INT_H
 #define LODE_CTL_PRUNE_INT_H
@@ -59,11 +60,11 @@ struct ctl_prune {
     bool stopped;
 };
 
-/* prune.c: lets go of the run's requests, client and data (the job itself stays). */
+/* prune_report.c: lets go of the run's requests, client and data (the job itself stays). */
 void prune_job_release(struct prune_job *j);
 
 /*
- * prune_report.c: records the outcome in every Backup of the run (status.retention,
+ * Records the outcome in every Backup of the run (status.retention,
  * Events, the counters) and releases the run: result Done, Partial (some keys were
  * refused), Failed (nothing deleted) or Skipped (nothing listed).
  */

@@ -25,9 +25,10 @@
  * then the schedule: sched_decide() says whether the last due slot runs now (on
  * time, or as the one catch-up), and when to look again; every slot that passed
  * without a run is counted and reported missed once, including those before a slot
- * that runs now (the catch-up merges them); then overdue (section 6);
- * then the history: finished Backups beyond the limit are deleted, oldest first,
- * but never the newest successful one, which the overdue check reads.
+ * that runs now (the catch-up merges them); then overdue (docs/schedule.md,
+ * "The alert limit"); then the history: finished Backups beyond the limit are
+ * deleted, oldest first, but never the newest successful one, which the overdue check
+ * reads.
  *
  * Costs: linear in the pair's Backups (bounded by the history limit plus one).
  */

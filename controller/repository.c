@@ -11,6 +11,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "util/list.h"
+
 #define OK_RECHECK_MS  (10u * 60 * 1000)
 #define FAIL_BASE_MS   10000u
 #define FAIL_CAP_MS    (10u * 60 * 1000)
@@ -18,7 +20,7 @@
 
 struct repo_entry {
     struct ctl_repos *rs;
-    struct repo_entry *prev, *next;
+    struct util_list link; /* on ctl_repos.entries */
     char *ns, *name;
     json_t *obj; /* the object last seen (owned reference) */
     int64_t generation;
@@ -38,7 +40,7 @@ struct ctl_repos {
     uv_loop_t *loop;
     struct kube_client *kube;
     struct kube_reflector *refl;
-    struct repo_entry *entries;
+    struct util_list entries; /* of repo_entry, newest first */
     ctl_repos_log_cb log_cb;
     void *log_arg;
     ctl_repos_change_cb change_cb;
@@ -367,9 +369,13 @@ static void entry_check(struct repo_entry *e)
 
 static struct repo_entry *entry_find(struct ctl_repos *rs, const char *ns, const char *name)
 {
-    for (struct repo_entry *e = rs->entries; e != NULL; e = e->next)
+    struct util_list *l;
+    util_list_for_each(l, &rs->entries)
+    {
+        struct repo_entry *e = util_list_entry(l, struct repo_entry, link);
         if (strcmp(e->ns, ns) == 0 && strcmp(e->name, name) == 0)
             return e;
+    }
     return NULL;
 }
 
@@ -389,14 +395,8 @@ static void on_entry_timer_closed(uv_handle_t *h)
 
 static void entry_drop(struct repo_entry *e)
 {
-    struct ctl_repos *rs = e->rs;
     e->deleted = true;
-    if (e->prev != NULL)
-        e->prev->next = e->next;
-    else
-        rs->entries = e->next;
-    if (e->next != NULL)
-        e->next->prev = e->prev;
+    util_list_remove(&e->link);
     if (e->secret_req != NULL)
         kube_request_cancel(e->secret_req);
     if (e->probe != NULL)
@@ -452,10 +452,7 @@ static void on_upsert(struct kube_reflector *r, const char *ns, const char *name
         uv_timer_init(rs->loop, &e->timer);
         e->timer.data = e;
         rs->open_handles++;
-        e->next = rs->entries;
-        if (rs->entries != NULL)
-            rs->entries->prev = e;
-        rs->entries = e;
+        util_list_push_front(&rs->entries, &e->link);
     }
     bool fresh = e->obj == NULL;
     json_decref(e->obj);
@@ -514,6 +511,7 @@ int ctl_repos_init(uv_loop_t *loop, struct kube_client *kube, const char *namesp
     rs->log_cb = log_cb;
     rs->log_arg = log_arg;
     rs->rng = uv_hrtime() | 1;
+    util_list_init(&rs->entries);
     o.res.namespace = namespace;
     if ((rc = kube_reflector_init(kube, &rs->refl, &o, &cbs, rs, err)) != 0) {
         free(rs);
@@ -537,8 +535,9 @@ void ctl_repos_close(struct ctl_repos *rs)
         return;
     rs->closing = true;
     kube_reflector_close(rs->refl);
-    while (rs->entries != NULL)
-        entry_drop(rs->entries);
+    struct util_list *first;
+    while ((first = util_list_first(&rs->entries)) != NULL)
+        entry_drop(util_list_entry(first, struct repo_entry, link));
     if (rs->open_handles == 0)
         free(rs);
 }
@@ -546,9 +545,11 @@ void ctl_repos_close(struct ctl_repos *rs)
 size_t ctl_repos_count(const struct ctl_repos *rs, size_t *ready)
 {
     size_t n = 0, r = 0;
-    for (const struct repo_entry *e = rs->entries; e != NULL; e = e->next) {
+    const struct util_list *l;
+    util_list_for_each(l, &rs->entries)
+    {
         n++;
-        r += e->ready;
+        r += util_list_entry(l, const struct repo_entry, link)->ready;
     }
     if (ready != NULL)
         *ready = r;
@@ -566,7 +567,10 @@ bool ctl_repos_get(const struct ctl_repos *rs, const char *ns, const char *name,
     memset(view, 0, sizeof(*view));
     if (rs == NULL)
         return false;
-    for (const struct repo_entry *e = rs->entries; e != NULL; e = e->next) {
+    const struct util_list *l;
+    util_list_for_each(l, &rs->entries)
+    {
+        const struct repo_entry *e = util_list_entry(l, const struct repo_entry, link);
         if (strcmp(e->ns, ns) == 0 && strcmp(e->name, name) == 0) {
             view->obj = e->obj;
             view->ready = e->ready;
@@ -580,7 +584,12 @@ bool ctl_repos_get(const struct ctl_repos *rs, const char *ns, const char *name,
 
 void ctl_repos_each(const struct ctl_repos *rs, ctl_repos_each_cb cb, void *arg)
 {
-    for (const struct repo_entry *e = rs != NULL ? rs->entries : NULL; e != NULL; e = e->next) {
+    const struct util_list *l;
+    if (rs == NULL)
+        return;
+    util_list_for_each(l, &rs->entries)
+    {
+        const struct repo_entry *e = util_list_entry(l, const struct repo_entry, link);
         struct ctl_repo_view v = {e->obj, e->ready, e->reason, e->message};
         cb(e->ns, e->name, &v, arg);
     }

@@ -23,6 +23,7 @@ if [ -n "$files" ]; then
         status=1
     fi
 fi
+scripts/lint_layers.sh || status=1
 all=$(git ls-files --cached --others --exclude-standard '*.c' '*.h')
 if command -v clang-format >/dev/null; then
     bad=$(for f in $all; do clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || echo "$f"; done)
