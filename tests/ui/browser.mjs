@@ -52,13 +52,32 @@ function requestLog() {
   return traced.slice(-12).map((e) => `${e.url} at ${e.start} ms: ${e.end === null ? "no answer yet" : `${e.how} after ${e.end - e.start} ms`}`);
 }
 
+// Runs one step of a test; then the page it watches (openPage) must have logged
+// no console error, uncaught exception or Content-Security-Policy violation while
+// it ran: each is a check of its own, named for the step.
 export async function step(name, fn) {
   try {
     await fn();
   } catch (e) {
     fail(name, ...String(e && e.stack ? e.stack : e).split("\n").slice(0, 6), "the page's last requests:", ...requestLog());
   }
+  await consoleClean(`during "${name}"`);
 }
+
+let watched = null;
+// Every console error and CSP violation since the last call, as one check.
+export async function consoleClean(when) {
+  if (!watched) return;
+  let csp;
+  try {
+    csp = await watched.page.evaluate(() => window.__csp.splice(0));
+  } catch (e) {
+    csp = [`the page's violations could not be read: ${e}`];
+  }
+  const errors = watched.seen.console.splice(0);
+  eq(`no console error or CSP violation ${when}`, [...errors, ...csp.map((c) => `CSP violation: ${c}`)], []);
+}
+
 export function finish() {
   console.log(`${passed} passed, ${failed} failed`);
   process.exit(failed === 0 ? 0 : 1);
@@ -75,7 +94,8 @@ export async function launch() {
 }
 
 // A fresh page that records Content-Security-Policy violations, requests to any
-// other origin and console errors, for the checks at the end.
+// other origin, console errors and uncaught exceptions: every step checks the
+// console and the violations (step), the test the requests at its end.
 export async function openPage(browser, url, opts = {}) {
   const origin = new URL(url).origin;
   const context = await browser.newContext({ viewport: { width: 1400, height: 1000 }, colorScheme: opts.colorScheme || "light" });
@@ -84,11 +104,7 @@ export async function openPage(browser, url, opts = {}) {
   await page.addInitScript(() => {
     window.__csp = [];
     document.addEventListener("securitypolicyviolation", (e) => {
-      // Chrome's own editing engine writes a style attribute into a contenteditable
-      // line while text is inserted, before CodeMirror redraws it; the policy
-      // refuses it and nothing is lost. Anything else is the page's doing.
       const t = e.target;
-      if (e.violatedDirective === "style-src-attr" && t instanceof Element && t.closest(".cm-content")) return;
       window.__csp.push(`${e.violatedDirective} ${e.blockedURI} at ${e.sourceFile}:${e.lineNumber} on ${t && t.outerHTML ? t.outerHTML.slice(0, 120) : t}`);
     });
   });
@@ -100,6 +116,8 @@ export async function openPage(browser, url, opts = {}) {
   page.on("console", (m) => {
     if (m.type() === "error") seen.console.push(m.text());
   });
+  page.on("pageerror", (e) => seen.console.push(`uncaught: ${e.message}`));
+  watched = { page, seen };
   return { context, page, seen };
 }
 

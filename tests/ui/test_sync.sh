@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The page's sync logic (web/src/sync.ts: the form and the YAML in step) under
+# The page's pure logic (web/src/sync.ts: the form and the YAML in step; buckets.ts:
+# the retention timeline's columns; diags.ts: which errors are shown) under
 # Vitest, counted as tests/run.sh counts: one closing "N passed, M failed" line.
 cd "$(dirname "$0")/../../web" || exit 2
 if ! command -v npx >/dev/null || [ ! -d node_modules/vitest ]; then

@@ -11,6 +11,7 @@ import { EditorState } from "@codemirror/state";
 import { EditorView, keymap, lineNumbers, highlightActiveLine } from "@codemirror/view";
 import { tags } from "@lezer/highlight";
 import { ApiError, el, post, type Diag, type ValidateDoc } from "./api";
+import { shownErrors } from "./diags";
 import { FIELDS, fieldForPath } from "./fields";
 import { offsetOf, readFields, writeField } from "./sync";
 
@@ -57,7 +58,28 @@ spec:
 export interface Editor {
   text(): string;
   onChange(cb: (text: string) => void): void;
+  // The validator's answer for the text now in the editor (one request per text):
+  // the other views ask it before theirs, so an invalid policy costs no failed
+  // request (which the browser would log as an error).
+  check(): Promise<ValidateDoc>;
 }
+
+// Typing or inserting over a selection is done here rather than by the browser:
+// Chrome's own editing keeps the replaced text's colour as a style attribute on
+// the new text, which the page's Content-Security-Policy refuses (an error in the
+// console on every such edit). Composition (IME) input is left to the browser and
+// CodeMirror, as a cancelled composition would lose text.
+const replaceSelectionInput = EditorView.domEventHandlers({
+  beforeinput(e, view) {
+    if (e.isComposing || (e.inputType !== "insertText" && e.inputType !== "insertReplacementText")) return false;
+    if (view.state.selection.ranges.every((r) => r.empty)) return false;
+    const insert = e.data ?? e.dataTransfer?.getData("text/plain") ?? null;
+    if (insert === null) return false;
+    e.preventDefault();
+    view.dispatch(view.state.replaceSelection(insert), { scrollIntoView: true, userEvent: "input.type" });
+    return true;
+  },
+});
 
 function fieldId(path: string): string {
   return "f-" + path.replace(/\./g, "-");
@@ -146,6 +168,7 @@ export function mountEditor(): Editor {
         syntaxHighlighting(highlight),
         linter(null),
         lintGutter(),
+        replaceSelectionInput,
         EditorView.contentAttributes.of({ "aria-label": "YAML", "aria-labelledby": "yaml-label" }),
         // The per-page nonce lode ui put into index.html: CodeMirror's <style> carries it.
         EditorView.cspNonce.of(document.querySelector('meta[name="lode-csp-nonce"]')?.getAttribute("content") ?? ""),
@@ -208,12 +231,25 @@ export function mountEditor(): Editor {
     clearTimeout(validateTimer);
     validateTimer = window.setTimeout(validate, 120);
   }
+  let checked: { text: string; answer: Promise<ValidateDoc> } | null = null;
+  function check(): Promise<ValidateDoc> {
+    const t = text();
+    if (checked?.text !== t) {
+      checked = { text: t, answer: post("/api/validate", { yaml: t }) };
+      // A failed request is asked again next time rather than remembered.
+      const mine = checked;
+      mine.answer.catch(() => {
+        if (checked === mine) checked = null;
+      });
+    }
+    return checked.answer;
+  }
   async function validate() {
     const seq = ++validateSeq;
     const t = text();
     let doc: ValidateDoc;
     try {
-      doc = await post("/api/validate", { yaml: t });
+      doc = await check();
     } catch (e) {
       if (seq !== validateSeq) return;
       showErrors([{ line: 0, column: 0, path: "", message: `cannot validate: ${(e as Error).message}` }], t);
@@ -221,7 +257,7 @@ export function mountEditor(): Editor {
     }
     if (seq !== validateSeq) return; // a newer text is being checked
     lastValid = doc.valid;
-    showErrors(doc.errors, t);
+    showErrors(shownErrors(doc.errors), t);
   }
 
   function showErrors(errors: Diag[], t: string) {
@@ -296,7 +332,7 @@ export function mountEditor(): Editor {
     } catch (e) {
       const err = e as ApiError;
       const lines = [err.message];
-      if (err.body?.errors) for (const d of err.body.errors as Diag[]) lines.push(`${FILE}:${d.line}:${d.column}: ${d.path}: ${d.message}`);
+      if (err.body?.errors) for (const d of shownErrors(err.body.errors as Diag[])) lines.push(`${FILE}:${d.line}:${d.column}: ${d.path}: ${d.message}`);
       if (err.body?.causes) for (const c of err.body.causes) lines.push(`${c.field}: ${c.message}`);
       result.replaceChildren(el("p", { class: "bad" }, lines.join("\n")));
     }
@@ -308,6 +344,7 @@ export function mountEditor(): Editor {
   validate();
   return {
     text,
+    check,
     onChange(cb) {
       listeners.push(cb);
     },

@@ -57,6 +57,13 @@ export function mountFleet(root: HTMLElement) {
   async function load() {
     let r: any;
     try {
+      // Without a cluster, what to do rather than a request that can only fail.
+      const info = await get("/api/info");
+      if (!info.cluster.connected) {
+        status.textContent = `No cluster: ${info.cluster.error}`;
+        out.replaceChildren(noCluster());
+        return;
+      }
       r = await get(all.checked ? "/api/status/all" : "/api/status");
     } catch (e) {
       status.textContent = (e as ApiError).message;
@@ -77,6 +84,25 @@ export function mountFleet(root: HTMLElement) {
       ` (${r.namespace ? "namespace " + r.namespace : "every namespace"} at ${r.server}, ${new Date(r.time).toLocaleTimeString()})` +
       (r.warning ? `; ${r.warning}` : "");
     out.replaceChildren(render(), ...(problems.length ? [el("ul", { class: "bad" }, ...problems)] : []));
+  }
+
+  // lode ui finds the cluster as lode status does (docs/commands.md), once at start
+  // for its flags and environment; it opens the kubeconfig again on each refresh.
+  function noCluster(): HTMLElement {
+    const code = (t: string) => el("code", {}, t);
+    return el(
+      "div",
+      { id: "fleet-help" },
+      el("p", {}, "To see the fleet, give lode ui a cluster:"),
+      el(
+        "ul",
+        {},
+        el("li", {}, "stop it (Ctrl-C) and start it again with the kubeconfig and its context: ", code("lode ui --kubeconfig PATH --context NAME"), ";"),
+        el("li", {}, "or set ", code("KUBECONFIG=PATH"), " for it; without either it reads ", code("~/.kube/config"), " (in a Pod, its service account);"),
+        el("li", {}, code("kubectl config get-contexts"), " lists the contexts a kubeconfig has."),
+      ),
+      el("p", {}, "A kubeconfig that appears at the path lode ui reads is found without a restart: this view checks again every 10 seconds."),
+    );
   }
 
   function render(): HTMLElement {

@@ -10,8 +10,8 @@ import { mountRetention } from "./retention";
 import { mountSchedule } from "./schedule";
 
 const editor = mountEditor();
-const schedule = mountSchedule(document.getElementById("view-schedule")!, editor.text);
-const retention = mountRetention(document.getElementById("view-retention")!, editor.text);
+const schedule = mountSchedule(document.getElementById("view-schedule")!, editor);
+const retention = mountRetention(document.getElementById("view-retention")!, editor);
 const fleet = mountFleet(document.getElementById("view-fleet")!);
 
 // ---- tabs: arrow keys move between them, as the ARIA tabs pattern says ----
@@ -68,7 +68,7 @@ get("/api/info")
   .then((info) => {
     const c = info.cluster;
     document.getElementById("cluster")!.replaceChildren(
-      el("span", { class: c.connected ? "ok" : "bad" }, c.connected ? `Cluster ${c.server}, namespace ${c.namespace}` : `No cluster: ${c.error}`),
+      el("span", { class: c.connected ? "ok" : "bad" }, c.connected ? `Cluster ${c.server}, namespace ${c.namespace}` : `No cluster: ${c.error} (the Fleet view says what to do)`),
       ` · tz database ${info.tzdataVersion}`,
     );
   })

@@ -1,8 +1,12 @@
-// The schedule view: each host's next runs (local and UTC, with its jitter
-// offset), the alert limit with how it was derived, and a year calendar marking
-// every day on which a slot is shifted, repeated or skipped.
+// The schedule view: the alert limit with how it was derived, a year calendar
+// marking every day on which a slot is shifted, repeated or skipped, and each
+// host's next runs (local and UTC, with its jitter offset). The calendar comes
+// before the run tables, which are folded but for the first host: three hosts'
+// tables are thousands of pixels that would push the year out of sight.
 
 import { ApiError, duration, el, post } from "./api";
+import { invalidText } from "./diags";
+import type { Editor } from "./editor";
 
 interface Run {
   slot: string;
@@ -14,8 +18,18 @@ interface Run {
 }
 
 const MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
+// Monday first, as ISO 8601 weeks and the calendar's rows.
+const WEEKDAYS: [string, string][] = [
+  ["Mo", "Monday"],
+  ["Tu", "Tuesday"],
+  ["We", "Wednesday"],
+  ["Th", "Thursday"],
+  ["Fr", "Friday"],
+  ["Sa", "Saturday"],
+  ["Su", "Sunday"],
+];
 
-export function mountSchedule(root: HTMLElement, yaml: () => string) {
+export function mountSchedule(root: HTMLElement, editor: Editor) {
   const hosts = el("textarea", { id: "sched-hosts", rows: "2" }, "node-1\nnode-2\nnode-3");
   const from = el("input", { id: "sched-from", type: "date" });
   const days = el("input", { id: "sched-days", type: "number", min: "1", max: "366", value: "14" });
@@ -34,10 +48,15 @@ export function mountSchedule(root: HTMLElement, yaml: () => string) {
 
   async function load() {
     const names = hosts.value.split(/[\s,]+/).filter((h) => h !== "");
-    const body: any = { yaml: yaml(), hosts: names.length ? names : ["node-1"], days: Number(days.value) || 14 };
+    const body: any = { yaml: editor.text(), hosts: names.length ? names : ["node-1"], days: Number(days.value) || 14 };
     if (from.value) body.from = `${from.value}T00:00:00Z`;
     let r: any;
     try {
+      const v = await editor.check();
+      if (!v.valid) {
+        out.replaceChildren(el("p", { class: "bad" }, invalidText(v)));
+        return;
+      }
       r = await post("/api/schedule", body);
     } catch (e) {
       const err = e as ApiError;
@@ -48,8 +67,10 @@ export function mountSchedule(root: HTMLElement, yaml: () => string) {
     parts.push(el("p", {}, `Policy ${r.policy}, times in ${r.timezone} (tz database ${r.tzdataVersion}).`));
     parts.push(limitText(r.limit));
     if (r.hosts[0].runs.length === 0) parts.push(el("p", {}, "This policy has no schedule: it runs only when started by hand."));
-    for (const h of r.hosts) parts.push(hostTable(h));
     parts.push(calendar(r.calendar));
+    const runs = el("section", { class: "runs", "aria-labelledby": "runs-title" }, el("h3", { id: "runs-title" }, "Next runs per host"));
+    r.hosts.forEach((h: any, i: number) => runs.append(hostTable(h, i === 0)));
+    parts.push(runs);
     out.replaceChildren(...parts);
   }
   function refresh() {
@@ -71,8 +92,10 @@ function limitText(l: any): HTMLElement {
   return el("p", { id: "sched-limit" }, text);
 }
 
-function hostTable(h: any): HTMLElement {
-  const caption = el("caption", {}, `${h.host}: runs ${duration(h.offsetSeconds) || "0s"} after each slot (jitter offset)`);
+// One host's runs, folded into a <details> (open for the first host).
+function hostTable(h: any, open: boolean): HTMLElement {
+  const what = `${h.host}: runs ${duration(h.offsetSeconds) || "0s"} after each slot (jitter offset)`;
+  const caption = el("caption", {}, what);
   const head = el("tr", {}, el("th", { scope: "col" }, "Slot (local)"), el("th", { scope: "col" }, "Runs (local)"), el("th", { scope: "col" }, "Runs (UTC)"), el("th", { scope: "col" }, "Note"));
   const body = el("tbody");
   for (const r of h.runs as Run[]) {
@@ -88,7 +111,9 @@ function hostTable(h: any): HTMLElement {
     );
   }
   const notes = (h.notes as { slot: string }[]).map((n) => el("li", {}, `${n.slot.replace("T", " ")} does not exist and is skipped`));
-  const wrap = el("div", { class: "host-runs" }, el("table", {}, caption, el("thead", {}, head), body));
+  const count = `${h.runs.length} run${h.runs.length === 1 ? "" : "s"}`;
+  const wrap = el("details", { class: "host-runs" }, el("summary", {}, `${h.host}: ${count}`), el("table", {}, caption, el("thead", {}, head), body));
+  wrap.open = open;
   if (h.truncated) wrap.append(el("p", { class: "hint" }, "Only the first 500 runs are shown."));
   if (notes.length) wrap.append(el("ul", { class: "skips" }, ...notes));
   return wrap;
@@ -107,7 +132,10 @@ function calendar(c: any): HTMLElement {
   for (let m = 0; m < 13; m++) {
     const y = start.getUTCFullYear() + Math.floor((start.getUTCMonth() + m) / 12);
     const mo = (start.getUTCMonth() + m) % 12;
-    const table = el("table", { class: "month" }, el("caption", {}, `${MONTHS[mo]} ${y}`));
+    const head = el("tr");
+    // The two letters for the eye, the day's name for a screen reader.
+    for (const [short, long] of WEEKDAYS) head.append(el("th", { scope: "col" }, el("span", { "aria-hidden": "true" }, short), el("span", { class: "sr-only" }, long)));
+    const table = el("table", { class: "month" }, el("caption", {}, `${MONTHS[mo]} ${y}`), el("thead", {}, head));
     const tb = el("tbody");
     const first = new Date(Date.UTC(y, mo, 1));
     const lead = (first.getUTCDay() + 6) % 7; // Monday first
