@@ -106,8 +106,10 @@ static void ctl_mark_pairs(struct ctl *c, const char *ns, const char *policy, co
                                 : strcmp(pr->ns, ns) == 0 && strcmp(pr->policy, policy) == 0;
         if (!hit)
             continue;
-        if (unselect)
+        if (unselect) {
             pr->selected = false;
+            pr->enrolled = 0;
+        }
         ctl_cache_mark(c, pr);
     }
 }
@@ -123,6 +125,12 @@ static void ctl_select(struct ctl *c, struct ctl_policy_entry *e, const struct c
      * passed before is one the host missed, so its run is a catch-up (reconcile.h). */
     if (match && !pr->selected && ctl_cache_synced(c))
         pr->selected_since = ctl_now(c);
+    /* Enrolled once per selection (docs/schedule.md): the status keeps it from then on. */
+    if (match && (!pr->selected || pr->enrolled == 0))
+        pr->enrolled =
+            ctl_policy_enrolled(&e->p, n->name, pr->selected_since, n->created, ctl_now(c));
+    else if (!match)
+        pr->enrolled = 0;
     pr->selected = match;
     ctl_cache_mark(c, pr);
 }
@@ -163,6 +171,7 @@ static void ctl_policy_upsert(struct kube_reflector *r, const char *ns, const ch
         e->succeeded = old->succeeded;
         e->failed = old->failed;
         e->time_limit = old->time_limit;
+        e->incomplete = old->incomplete;
         ctl_policy_entry_free(old);
     }
     e->conditions = json_deep_copy(json_object_get(json_object_get(obj, "status"), "conditions"));
@@ -255,6 +264,29 @@ static void ctl_node_delete(struct kube_reflector *r, const char *ns, const char
     ctl_node_free(n);
 }
 
+json_t *ctl_cache_enrolled_json(struct ctl *c, const struct ctl_policy_entry *e)
+{
+    size_t n = 0, cap = 0, it = 0;
+    const char **hosts = NULL;
+    int64_t *times = NULL;
+    size_t tcap = 0;
+    const char *k;
+    void *v;
+    while (util_map_next(&c->pairs, &it, &k, &v)) {
+        struct ctl_pair *pr = v;
+        if (!pr->selected || strcmp(pr->ns, e->p.ns) != 0 || strcmp(pr->policy, e->p.name) != 0)
+            continue;
+        hosts = util_grow(hosts, &cap, n + 1, sizeof(*hosts));
+        times = util_grow(times, &tcap, n + 1, sizeof(*times));
+        hosts[n] = pr->host;
+        times[n++] = pr->enrolled;
+    }
+    json_t *out = ctl_policy_enrolled_json(&e->p, hosts, times, n);
+    free(hosts);
+    free(times);
+    return out;
+}
+
 /* ---- Backups and Jobs ---- */
 
 static void ctl_pair_remove_backup(struct ctl_pair *pr, const struct ctl_backup *b)
@@ -280,6 +312,9 @@ static void ctl_count_outcome(struct ctl *c, const struct ctl_backup *b)
         e->failed++;
     if (b->phase == CTL_PHASE_FAILED && b->reason != NULL && strcmp(b->reason, "time_limit") == 0)
         e->time_limit++;
+    if (b->phase == CTL_PHASE_SUCCEEDED && b->reason != NULL &&
+        strcmp(b->reason, "incomplete") == 0)
+        e->incomplete++;
 }
 
 /* Files b under its (policy, host) pair, creating the pair, and marks it. */

@@ -70,6 +70,7 @@ struct ctl_pair {
     int inflight;           /* writes not yet answered: skip reconciling until they are */
     uint64_t error_hash;    /* the refusal last reported by an Event, 0 when none */
     int64_t selected_since; /* when the policy last came to select the host, 0: unknown */
+    int64_t enrolled;       /* when the host enrolled (ctl_policy_enrolled), 0 unselected */
     /* The last reconcile's view, for status and metrics. */
     bool selected, running, overdue, has_success;
     int64_t last_success, overdue_start, next_run;
@@ -86,6 +87,7 @@ struct ctl_policy_entry {
     int64_t limit_at;
     bool status_dirty;
     uint64_t started, caught_up, succeeded, failed, time_limit;
+    uint64_t incomplete; /* among the succeeded: reason incomplete */
 };
 
 struct ctl {
@@ -172,6 +174,11 @@ void ctl_cache_repository_changed(struct ctl *c, const char *ns, const char *nam
  */
 const char *ctl_cache_repository_blocked(struct ctl *c, const struct ctl_policy *p, char *buf,
                                          size_t size, const char **reason, bool *checking);
+/*
+ * status.enrolledHosts of the policy e (ctl_policy_enrolled_json over its selected
+ * pairs), which the status carries so that enrolment survives a restart.
+ */
+json_t *ctl_cache_enrolled_json(struct ctl *c, const struct ctl_policy_entry *e);
 /* The objects the API server answered a write with, as if a watch had brought them. */
 void ctl_cache_put_backup(struct ctl *c, const char *ns, const char *name, json_t *obj);
 void ctl_cache_put_job(struct ctl *c, const char *ns, const char *name, json_t *obj);

@@ -202,6 +202,7 @@ static void ctl_policy_status(struct ctl *c, struct ctl_policy_entry *e)
     }
     json_object_set_new(st, "overdueHosts", list);
     json_object_set_new(st, "startedSlots", started);
+    json_object_set_new(st, BINDING_ENROLLED, ctl_cache_enrolled_json(c, e));
     if (last != NULL) {
         util_format_utc(last->created, buf, sizeof(buf));
         json_object_set_new(st, "lastRun",
