@@ -173,10 +173,11 @@ struct ctl_result {
  * Succeeded with reason `incomplete` (and a message naming the first unread file), also
  * when the Job failed because the container exited CTL_EXIT_INCOMPLETE: the snapshot
  * exists, so retention runs after it (ctl_backup_wants_retention), but it is no good
- * success for the overdue clock (binding_backup_success). When there is none or it does not parse,
- * the condition SnapshotReported=False says so (NoResult, UnparsableResult) and, for a failed run,
- * the message's tail (the agent's log) is added to status.message. now stamps the conditions. Never
- * fails: a bad message is reported, not an error.
+ * success for the overdue clock (binding_backup_success). When there is none or it does
+ * not parse, the condition SnapshotReported=False says so (NoResult, UnparsableResult)
+ * and, for a failed run, the message's tail (the agent's log) is added to
+ * status.message. now stamps the conditions. Never fails: a bad message is reported, not
+ * an error.
  */
 void ctl_backup_result(json_t *patch, const json_t *pods, int64_t now, struct ctl_result *out);
 
