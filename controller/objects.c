@@ -415,19 +415,25 @@ static const char *ctl_tail(const char *text)
     return t;
 }
 
-/* The files the agent could not read, as the start of a sentence, from its result doc. */
+/*
+ * The files the agent could not read, as part of a sentence, from its result doc. Its
+ * list is cut to fit the termination message, so the count is a lower bound; the pod's
+ * log lists every one.
+ */
 static void ctl_unread(const json_t *doc, struct ctl_result *out)
 {
     const json_t *errs = json_object_get(doc, "errors");
     const json_t *e = json_array_get(errs, 0);
     size_t n = json_array_size(errs);
     if (e == NULL) {
-        snprintf(out->unread, sizeof(out->unread), "some files could not be read");
+        snprintf(out->unread, sizeof(out->unread),
+                 "some files could not be read (the Job's pod log lists them)");
         return;
     }
-    snprintf(out->unread, sizeof(out->unread), "%zu file%s could not be read%s, first %s: %s", n,
-             n == 1 ? "" : "s", n > 1 ? " (or more: the list is cut to fit)" : "",
-             ctl_str_or(e, "path", "?"), ctl_str_or(e, "message", "?"));
+    snprintf(out->unread, sizeof(out->unread),
+             "at least %zu file%s could not be read (the Job's pod log lists every one), the "
+             "first %s: %s",
+             n, n == 1 ? "" : "s", ctl_str_or(e, "path", "?"), ctl_str_or(e, "message", "?"));
 }
 
 /*

@@ -324,8 +324,8 @@ static void test_incomplete_run(void **state)
     assert_string_equal(json_string_value(json_object_get(st, "phase")), "Succeeded");
     assert_string_equal(json_string_value(json_object_get(st, "reason")), "incomplete");
     assert_non_null(strstr(json_string_value(json_object_get(st, "message")),
-                           "2 files could not be read (or more: the list is cut to fit), first "
-                           "/etc/shadow-: Permission denied"));
+                           "at least 2 files could not be read (the Job's pod log lists every "
+                           "one), the first /etc/shadow-: Permission denied"));
     assert_string_equal(json_string_value(json_object_get(cond(st, "Incomplete"), "status")),
                         "True");
     assert_true(json_is_true(json_object_get(json_object_get(st, "snapshot"), "incomplete")));
