@@ -272,9 +272,11 @@ static void ctl_policy_status(struct ctl *c, struct ctl_policy_entry *e)
                                   ctl_condition(c, e, "Overdue", true, "NoRecentBackup", b.data));
             util_buf_free(&b);
         } else if (hosts > 0 && with_success == 0) {
-            msg = util_asprintf("no host has a successful backup yet; a host is overdue when it "
-                                "has none %s after it joined or the policy was created",
-                                lim);
+            msg = util_asprintf(
+                "no host has a successful backup yet; a host is overdue when it "
+                "has none %s after it enrolled (was selected by the policy) or the policy "
+                "was created, whichever is later",
+                lim);
             json_array_append_new(conds, ctl_condition(c, e, "Overdue", false, "NoBackupYet", msg));
             free(msg);
         } else {
