@@ -342,7 +342,15 @@ static void test_incomplete_run(void **state)
     assert_string_equal(b.reason, "incomplete");
     assert_false(b.good);
     ctl_backup_free(&b);
-    /* Once recorded, retention is not owed again. */
+    /* Not for a Backup being deleted, nor one without its host; once recorded, not again. */
+    json_t *meta = json_object_get(obj, "metadata");
+    json_object_set_new(meta, "deletionTimestamp", json_string("2026-03-10T02:06:00Z"));
+    assert_false(ctl_backup_wants_retention(obj));
+    json_object_del(meta, "deletionTimestamp");
+    json_object_del(json_object_get(obj, "spec"), "host");
+    assert_false(ctl_backup_wants_retention(obj));
+    json_object_set_new(json_object_get(obj, "spec"), "host", json_string("node-1"));
+    assert_true(ctl_backup_wants_retention(obj));
     json_object_set_new(json_object_get(obj, "status"), "retention", json_object());
     assert_false(ctl_backup_wants_retention(obj));
     json_decref(obj);
