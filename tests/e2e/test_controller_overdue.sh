@@ -103,8 +103,8 @@ DATA=$ENV_DIR/s3/data/$S3_BUCKET/e2e/$NS/main
 INC=$(date -u +%Y%m%dT%H%M%SZ)-00000000000000a1
 G0=$(date -u +%Y%m%dT%H%M%SZ)-00000000000000b1
 G1=$(date -u +%Y%m%dT%H%M%SZ)-00000000000000b2
-printf '%s\n' init "snap $NS enrol $NS-n-0 $INC - 3600 incomplete" "manifest $NS gone $NS-n-0 $G0" \
-    "manifest $NS gone $NS-n-1 $G1" | "$out/repo_fixture" "$T_TMP/key" >"$T_TMP/fixture.out" 2>&1
+printf '%s\n' init "snap $NS enrol $NS-n-0 $INC - 3600 incomplete" "snap $NS gone $NS-n-0 $G0 - 3600" \
+    "snap $NS gone $NS-n-1 $G1 - 3600" | "$out/repo_fixture" "$T_TMP/key" >"$T_TMP/fixture.out" 2>&1
 check_eq "fixture: the snapshots are written" "$(tail -n 1 "$T_TMP/fixture.out")" "ok 4"
 
 # ---- enrolment ----
