@@ -148,6 +148,8 @@ static void cli_status_evaluate(struct cli_status_policy *p, const struct cli_st
             struct cli_status_host *h = cli_status_host(p, name);
             h->selected = 1;
             cli_status_time(x, "metadata", "creationTimestamp", &h->node_created);
+            /* From here on the enrolment, which the age counts from without a success. */
+            h->node_created = binding_enrolled(p->obj, name, 0, h->node_created, w->now);
         }
     }
     if (!p->valid)
@@ -175,17 +177,15 @@ static void cli_status_evaluate(struct cli_status_policy *p, const struct cli_st
                 h->suspicious_created = created;
             }
         }
-        if (phase != NULL && strcmp(phase, "Succeeded") == 0) {
-            /* As the controller counts it: the completion, else the creation. */
-            int64_t completed = 0, created = 0;
-            cli_status_time(x, "status", "completionTime", &completed);
-            cli_status_time(x, "metadata", "creationTimestamp", &created);
-            int64_t t = binding_success_time(completed, created);
+        int64_t t;
+        if (binding_backup_success(x, &t)) {
+            /* As the controller counts it: the newest good snapshot. */
             if (!h->has_success || t > h->last_success) {
                 h->has_success = true;
                 h->last_success = t;
             }
-        } else if (phase == NULL || strcmp(phase, "Failed") != 0) {
+        } else if (phase == NULL ||
+                   (strcmp(phase, "Failed") != 0 && strcmp(phase, "Succeeded") != 0)) {
             h->running = true; /* Pending or Running */
         }
     }

@@ -107,8 +107,10 @@ static void ctl_mark_pairs(struct ctl *c, const char *ns, const char *policy, co
                                 : strcmp(pr->ns, ns) == 0 && strcmp(pr->policy, policy) == 0;
         if (!hit)
             continue;
-        if (unselect)
+        if (unselect) {
             pr->selected = false;
+            pr->enrolled = 0;
+        }
         ctl_cache_mark(c, pr);
     }
 }
@@ -124,6 +126,12 @@ static void ctl_select(struct ctl *c, struct ctl_policy_entry *e, const struct c
      * passed before is one the host missed, so its run is a catch-up (reconcile.h). */
     if (match && !pr->selected && ctl_cache_synced(c))
         pr->selected_since = ctl_now(c);
+    /* Enrolled once per selection (docs/schedule.md): the status keeps it from then on. */
+    if (match && (!pr->selected || pr->enrolled == 0))
+        pr->enrolled =
+            ctl_policy_enrolled(&e->p, n->name, pr->selected_since, n->created, ctl_now(c));
+    else if (!match)
+        pr->enrolled = 0;
     pr->selected = match;
     ctl_cache_mark(c, pr);
 }
@@ -164,6 +172,7 @@ static void ctl_policy_upsert(struct kube_reflector *r, const char *ns, const ch
         e->succeeded = old->succeeded;
         e->failed = old->failed;
         e->time_limit = old->time_limit;
+        e->incomplete = old->incomplete;
         ctl_policy_entry_free(old);
     }
     e->conditions = json_deep_copy(json_object_get(json_object_get(obj, "status"), "conditions"));
@@ -281,6 +290,9 @@ static void ctl_count_outcome(struct ctl *c, const struct ctl_backup *b)
         e->failed++;
     if (b->phase == CTL_PHASE_FAILED && b->reason != NULL && strcmp(b->reason, "time_limit") == 0)
         e->time_limit++;
+    if (b->phase == CTL_PHASE_SUCCEEDED && b->reason != NULL &&
+        strcmp(b->reason, "incomplete") == 0)
+        e->incomplete++;
 }
 
 /* Files b under its (policy, host) pair, creating the pair, and marks it. */

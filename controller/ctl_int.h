@@ -90,6 +90,7 @@ struct ctl_pair {
     int inflight;           /* writes not yet answered: skip reconciling until they are */
     uint64_t error_hash;    /* the refusal last reported by an Event, 0 when none */
     int64_t selected_since; /* when the policy last came to select the host, 0: unknown */
+    int64_t enrolled;       /* when the host enrolled (ctl_policy_enrolled), 0 unselected */
     /* The last reconcile's view, for status and metrics. */
     bool selected, running, overdue, has_success;
     int64_t last_success, overdue_start, next_run;
@@ -106,6 +107,7 @@ struct ctl_policy_entry {
     int64_t limit_at;
     bool status_dirty;
     uint64_t started, caught_up, succeeded, failed, time_limit;
+    uint64_t incomplete; /* among the succeeded: reason incomplete */
 };
 
 struct ctl {

@@ -49,17 +49,15 @@ static void ctl_metrics_write(struct ctl *c, struct util_buf *b)
     ctl_metrics_family(
         b, "lodestore_runs_total", "counter",
         "Backup Jobs created (started; caught_up: catch-ups among them) and Backups ended "
-        "(succeeded, failed; time_limit among the failed).");
+        "(succeeded, failed; incomplete among the succeeded, time_limit among the failed).");
     it = 0;
     while (util_map_next(&c->policies, &it, &k, &v)) {
         struct ctl_policy_entry *e = v;
-        const char *r[][2] = {{"started", NULL},
-                              {"caught_up", NULL},
-                              {"succeeded", NULL},
-                              {"failed", NULL},
-                              {"time_limit", NULL}};
-        uint64_t n[] = {e->started, e->caught_up, e->succeeded, e->failed, e->time_limit};
-        for (size_t i = 0; i < 5; i++) {
+        const char *r[][2] = {{"started", NULL}, {"caught_up", NULL},  {"succeeded", NULL},
+                              {"failed", NULL},  {"time_limit", NULL}, {"incomplete", NULL}};
+        uint64_t n[] = {e->started, e->caught_up,  e->succeeded,
+                        e->failed,  e->time_limit, e->incomplete};
+        for (size_t i = 0; i < sizeof(n) / sizeof(*n); i++) {
             const char *l[] = {"policy", e->p.key, "result", r[i][0], NULL};
             ctl_metrics_sample(b, "lodestore_runs_total", l, (double)n[i]);
         }

@@ -227,8 +227,7 @@ void ctl_httpd_close(struct ctl_httpd *s, void (*close_cb)(struct ctl_httpd *s))
     s->close_cb = close_cb;
     s->closing = 3; /* listener closing: maybe_done waits for it */
     struct util_list *l, *tmp;
-    util_list_for_each_safe(l, tmp, &s->conns)
-    {
+    util_list_for_each_safe (l, tmp, &s->conns) {
         ctl_httpd_conn_close(util_list_entry(l, struct ctl_httpd_conn, link));
     }
     uv_close((uv_handle_t *)&s->server, ctl_httpd_server_closed_cb);

@@ -342,12 +342,16 @@ char *ctl_policy_document(const json_t *obj)
     return text;
 }
 
-/* The termination message of the backup container of the newest pod, or NULL. */
-static const char *ctl_termination_message(const json_t *pods)
+/*
+ * The termination message of the backup container of the newest pod, or NULL; *exit_code
+ * gets the container's exit code, or -1 when it has none.
+ */
+static const char *ctl_termination_message(const json_t *pods, int *exit_code)
 {
     const json_t *newest = NULL;
     const char *newest_at = "";
     size_t i;
+    *exit_code = -1;
     const json_t *pod;
     json_array_foreach(json_object_get(pods, "items"), i, pod)
     {
@@ -364,6 +368,8 @@ static const char *ctl_termination_message(const json_t *pods)
         if (strcmp(ctl_str_or(cs, "name", ""), "backup") != 0)
             continue;
         const json_t *term = json_object_get(json_object_get(cs, "state"), "terminated");
+        if (json_is_integer(json_object_get(term, "exitCode")))
+            *exit_code = (int)json_integer_value(json_object_get(term, "exitCode"));
         return ctl_str_or(term, "message", NULL);
     }
     return NULL;
@@ -409,10 +415,55 @@ static const char *ctl_tail(const char *text)
     return t;
 }
 
+/*
+ * The files the agent could not read, as part of a sentence, from its result doc. Its
+ * list is cut to fit the termination message, so the count is a lower bound; the pod's
+ * log lists every one.
+ */
+static void ctl_unread(const json_t *doc, struct ctl_result *out)
+{
+    const json_t *errs = json_object_get(doc, "errors");
+    const json_t *e = json_array_get(errs, 0);
+    size_t n = json_array_size(errs);
+    if (e == NULL) {
+        snprintf(out->unread, sizeof(out->unread),
+                 "some files could not be read (the Job's pod log lists them)");
+        return;
+    }
+    snprintf(out->unread, sizeof(out->unread),
+             "at least %zu file%s could not be read (the Job's pod log lists every one), the "
+             "first %s: %s",
+             n, n == 1 ? "" : "s", ctl_str_or(e, "path", "?"), ctl_str_or(e, "message", "?"));
+}
+
+/*
+ * An incomplete snapshot was written (docs/operator.md, "Backup"): the run is Succeeded
+ * with reason incomplete, whether the Job failed on the agent's exit code 3 (as it does:
+ * the Job knows only zero and not zero) or, from an older agent, succeeded.
+ */
+static void ctl_mark_incomplete(json_t *st, int exit_code, const struct ctl_result *r)
+{
+    const char *phase = json_string_value(json_object_get(st, "phase"));
+    const char *reason = json_string_value(json_object_get(st, "reason"));
+    bool failed_on_3 = phase != NULL && strcmp(phase, "Failed") == 0 && reason != NULL &&
+                       strcmp(reason, "job_failed") == 0 && exit_code == CTL_EXIT_INCOMPLETE;
+    bool succeeded = phase != NULL && strcmp(phase, "Succeeded") == 0;
+    if (!failed_on_3 && !succeeded)
+        return;
+    char *m = util_asprintf("snapshot %s was written but is incomplete: %s; it takes part in "
+                            "retention, but the overdue clock does not count from it",
+                            r->id, r->unread);
+    json_object_set_new(st, "phase", json_string("Succeeded"));
+    json_object_set_new(st, "reason", json_string("incomplete"));
+    json_object_set_new(st, "message", json_string(m));
+    free(m);
+}
+
 void ctl_backup_result(json_t *patch, const json_t *pods, int64_t now, struct ctl_result *out)
 {
     json_t *st = json_object_get(patch, "status");
-    const char *msg = pods != NULL ? ctl_termination_message(pods) : NULL;
+    int exit_code = -1;
+    const char *msg = pods != NULL ? ctl_termination_message(pods, &exit_code) : NULL;
     char ts[UTIL_TIME_BUF];
     json_t *conds = json_array();
     json_t *snap = NULL;
@@ -425,15 +476,25 @@ void ctl_backup_result(json_t *patch, const json_t *pods, int64_t now, struct ct
         if (json_is_string(json_object_get(doc, "anomaly")))
             snprintf(out->why, sizeof(out->why), "%s",
                      json_string_value(json_object_get(doc, "anomaly")));
+        ctl_unread(doc, out);
         json_decref(doc);
     }
     if (snap != NULL) {
         out->reported = true;
         out->suspicious = json_is_true(json_object_get(snap, "suspicious"));
+        out->incomplete = json_is_true(json_object_get(snap, "incomplete"));
         snprintf(out->id, sizeof(out->id), "%s", json_string_value(json_object_get(snap, "id")));
         json_object_set_new(st, "snapshot", snap);
         json_array_append_new(conds, ctl_result_condition("SnapshotReported", true, "Reported",
                                                           "the agent reported its snapshot", ts));
+        if (out->incomplete)
+            ctl_mark_incomplete(st, exit_code, out);
+        char *gap = util_asprintf("the snapshot is incomplete: %s", out->unread);
+        json_array_append_new(
+            conds, ctl_result_condition(
+                       "Incomplete", out->incomplete, out->incomplete ? "Incomplete" : "Complete",
+                       out->incomplete ? gap : "the agent read every file it was to back up", ts));
+        free(gap);
         char *why = util_asprintf("the agent marked the snapshot suspicious%s%s: check what "
                                   "changed on the host before trusting it",
                                   out->why[0] ? ": " : "", out->why);
@@ -460,4 +521,14 @@ void ctl_backup_result(json_t *patch, const json_t *pods, int64_t now, struct ct
         }
     }
     json_object_set_new(st, "conditions", conds);
+}
+
+bool ctl_backup_wants_retention(const json_t *obj)
+{
+    const json_t *st = json_object_get(obj, "status");
+    const json_t *spec = json_object_get(obj, "spec");
+    const char *phase = ctl_str_or(st, "phase", "");
+    return json_object_get(st, "retention") == NULL && strcmp(phase, "Succeeded") == 0 &&
+           ctl_str_or(spec, "policy", NULL) != NULL && ctl_str_or(spec, "host", NULL) != NULL &&
+           json_object_get(json_object_get(obj, "metadata"), "deletionTimestamp") == NULL;
 }

@@ -150,12 +150,17 @@ char *ctl_policy_document(const json_t *obj);
 /* Room for the part of a termination message quoted in a status or an Event. */
 #define CTL_RESULT_QUOTE 300
 
+/* The agent's exit code for "snapshot written but incomplete" (docs/operator.md). */
+#define CTL_EXIT_INCOMPLETE 3
+
 /* What the agent's termination message said, for the Backup's Events. */
 struct ctl_result {
-    bool reported;   /* the message held a snapshot */
-    bool suspicious; /* ...marked suspicious */
-    char id[80];     /* its id, cut to fit */
-    char why[512];   /* a suspicious snapshot's rules and numbers, when the agent gave them */
+    bool reported;    /* the message held a snapshot */
+    bool suspicious;  /* ...marked suspicious */
+    bool incomplete;  /* ...marked incomplete: some files could not be read */
+    char id[80];      /* its id, cut to fit */
+    char why[512];    /* a suspicious snapshot's rules and numbers, when the agent gave them */
+    char unread[400]; /* an incomplete snapshot's unread files: how many, and the first */
 };
 
 /*
@@ -164,11 +169,23 @@ struct ctl_result {
  * The termination message of the "backup" container of the newest pod, when it is
  * {"snapshot": {...}}, becomes status.snapshot (id, policy, host, time, incomplete,
  * suspicious, files, bytes, newBytes, uploadedBytes) and the conditions
- * SnapshotReported=True and Suspicious; when there is none or it does not parse, the
- * condition SnapshotReported=False says so (NoResult, UnparsableResult) and, for a failed
- * run, the message's tail (the agent's log) is added to status.message. now stamps the
- * conditions. Never fails: a bad message is reported, not an error.
+ * SnapshotReported=True, Suspicious and Incomplete. An incomplete snapshot makes the run
+ * Succeeded with reason `incomplete` (and a message naming the first unread file), also
+ * when the Job failed because the container exited CTL_EXIT_INCOMPLETE: the snapshot
+ * exists, so retention runs after it (ctl_backup_wants_retention), but it is no good
+ * success for the overdue clock (binding_backup_success). When there is none or it does
+ * not parse, the condition SnapshotReported=False says so (NoResult, UnparsableResult)
+ * and, for a failed run, the message's tail (the agent's log) is added to
+ * status.message. now stamps the conditions. Never fails: a bad message is reported, not
+ * an error.
  */
 void ctl_backup_result(json_t *patch, const json_t *pods, int64_t now, struct ctl_result *out);
+
+/*
+ * Whether the forget after a backup (docs/operator.md, "Retention") is owed for the
+ * Backup object obj: it is Succeeded (an incomplete run too), names its policy and host,
+ * is not being deleted, and its status has no retention record yet.
+ */
+bool ctl_backup_wants_retention(const json_t *obj);
 
 #endif

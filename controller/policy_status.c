@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "binding/binding.h"
 #include "util/util.h"
 
 /* The condition type with status st; lastTransitionTime stays while the status does. */
@@ -40,6 +41,24 @@ static json_t *ps_condition(const struct ctl_policy_status_input *in, const char
 }
 
 /* Longest overdue first; the host's name breaks ties, so the order is the input's own. */
+/* status.enrolledHosts: when each host the policy selects enrolled (state.h). */
+static json_t *ps_enrolled(const struct ctl_policy_status_input *in)
+{
+    const char **hosts = util_calloc(in->nhosts + 1, sizeof(*hosts));
+    int64_t *times = util_calloc(in->nhosts + 1, sizeof(*times));
+    size_t n = 0;
+    for (size_t i = 0; i < in->nhosts; i++) {
+        if (!in->hosts[i].selected)
+            continue;
+        hosts[n] = in->hosts[i].host;
+        times[n++] = in->hosts[i].enrolled;
+    }
+    json_t *out = ctl_policy_enrolled_json(in->policy, hosts, times, n);
+    free(hosts);
+    free(times);
+    return out;
+}
+
 static int ps_overdue_cmp(const void *a, const void *b)
 {
     const struct ctl_policy_status_host *x = *(const struct ctl_policy_status_host *const *)a;
@@ -169,7 +188,8 @@ static void ps_overdue(const struct ctl_policy_status_input *in, const struct ps
         util_buf_free(&b);
     } else if (n->hosts > 0 && n->with_success == 0) {
         msg = util_asprintf("no host has a successful backup yet; a host is overdue when it "
-                            "has none %s after it joined or the policy was created",
+                            "has none %s after it enrolled (was selected by the policy) or "
+                            "the policy was created, whichever is later",
                             lim);
         json_array_append_new(conds, ps_condition(in, "Overdue", false, "NoBackupYet", msg));
         free(msg);
@@ -220,6 +240,7 @@ void ctl_policy_status_build(const struct ctl_policy_status_input *in,
     }
     json_object_set_new(st, "overdueHosts", list);
     json_object_set_new(st, "startedSlots", n.started);
+    json_object_set_new(st, BINDING_ENROLLED, ps_enrolled(in));
     if (n.last != NULL) {
         util_format_utc(n.last->created, buf, sizeof(buf));
         json_object_set_new(st, "lastRun",

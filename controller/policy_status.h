@@ -32,6 +32,7 @@ struct ctl_policy_status_host {
     int64_t last_success, overdue_start;
     int64_t next_run;     /* INT64_MAX when none */
     int64_t started_slot; /* the newest slot started, as the last reconcile saw it, or 0 */
+    int64_t enrolled;     /* when the host enrolled (state.h, ctl_policy_enrolled), 0 unknown */
     struct ctl_backup *const *backups;
     size_t nbackups;
 };

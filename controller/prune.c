@@ -373,7 +373,6 @@ void ctl_prune_seen(struct ctl *c, const char *ns, const char *name, const json_
 {
     struct ctl_prune *pr = c->prune;
     char key[CTL_KEY_MAX];
-    const char *phase = ctl_json_str(obj, "status.phase");
     const char *policy = ctl_json_str(obj, "spec.policy");
     const char *host = ctl_json_str(obj, "spec.host");
 
@@ -384,9 +383,7 @@ void ctl_prune_seen(struct ctl *c, const char *ns, const char *name, const json_
         util_map_del(&pr->done, key); /* recorded: the cache shows it from now on */
         return;
     }
-    if (pr->stopped || !c->acting || c->stopping || phase == NULL ||
-        strcmp(phase, "Succeeded") != 0 || policy == NULL || host == NULL ||
-        ctl_json_path(obj, "metadata.deletionTimestamp") != NULL ||
+    if (pr->stopped || !c->acting || c->stopping || !ctl_backup_wants_retention(obj) ||
         util_map_get(&pr->done, key) != NULL)
         return;
     /* The prefix is built from these names: only names a key can carry (the CRD's patterns

@@ -379,7 +379,7 @@ void ctl_reconcile_pair(const struct ctl_pair_input *in, const struct ctl_config
     const struct ctl_policy *p = in->policy;
     const struct ctl_backup *newest_success = NULL;
     const struct ctl_backup *last_slot = NULL;
-    bool running = false;
+    bool running = false, verdict_pending = false;
     bool node_ready = in->node != NULL && in->node->ready;
 
     memset(out, 0, sizeof(*out));
@@ -395,25 +395,20 @@ void ctl_reconcile_pair(const struct ctl_pair_input *in, const struct ctl_config
         active[i] = ctl_reconcile_backup(in, b, in->jobs[i], acts, &out->wake);
         if (active[i] && in->jobs[i] != NULL)
             running = true;
-        if (b->phase == CTL_PHASE_SUCCEEDED &&
-            (newest_success == NULL || b->completed > newest_success->completed))
+        /* The last success: the newest good snapshot (binding_backup_success). */
+        if (b->good && (newest_success == NULL || b->good_at > newest_success->good_at))
             newest_success = b;
         if (b->has_slot_time && (last_slot == NULL || b->slot_time > last_slot->slot_time))
             last_slot = b;
+        /* A Job ended whose verdict this pass only asks for: whether its snapshot is good
+         * is known once the agent's result is read into the Backup. */
+        if (!ctl_phase_done(b->phase) && !b->deleting && in->jobs[i] != NULL &&
+            in->jobs[i]->finished)
+            verdict_pending = true;
     }
-    /* The last success, counting one that this pass is about to record. */
-    for (size_t i = 0; i < in->nbackups; i++) {
-        const struct ctl_backup *b = in->backups[i];
-        const struct ctl_job *j = in->jobs[i];
-        int64_t t = -1;
-        if (b->phase == CTL_PHASE_SUCCEEDED)
-            t = binding_success_time(b->completed, b->created);
-        else if (!ctl_phase_done(b->phase) && j != NULL && j->finished && j->succeeded)
-            t = j->completed ? j->completed : in->now;
-        if (t >= 0 && (!out->has_success || t > out->last_success)) {
-            out->has_success = true;
-            out->last_success = t;
-        }
+    if (newest_success != NULL) {
+        out->has_success = true;
+        out->last_success = newest_success->good_at;
     }
 
     /*
@@ -476,11 +471,17 @@ void ctl_reconcile_pair(const struct ctl_pair_input *in, const struct ctl_config
 
     /* 4. Overdue (docs/schedule.md, "The alert limit"), for hosts the policy applies to. */
     if (in->node != NULL && in->limit != SCHED_NO_LIMIT) {
+        int64_t enrolled = in->enrolled > 0 ? in->enrolled : in->node->created;
         int64_t start =
-            sched_overdue_start(out->has_success, out->last_success, in->node->created, p->created);
+            sched_overdue_start(out->has_success, out->last_success, enrolled, p->created);
         out->overdue_start = start;
-        out->overdue = sched_overdue(in->limit, out->has_success, out->last_success,
-                                     in->node->created, p->created, in->now);
+        out->overdue = sched_overdue(in->limit, out->has_success, out->last_success, enrolled,
+                                     p->created, in->now);
+        /* Until a run's verdict is recorded (a pass away), the host stays as it was: a
+         * suspicious snapshot must not clear it for a moment, nor a good one be too late to
+         * keep it from being announced overdue. */
+        if (verdict_pending)
+            out->overdue = in->was_overdue;
         if (out->overdue && !in->was_overdue) {
             char lim[32], since[UTIL_TIME_BUF];
             policy_format_duration(in->limit, lim, sizeof(lim));

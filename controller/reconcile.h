@@ -25,10 +25,12 @@
  * then the schedule: sched_decide() says whether the last due slot runs now (on
  * time, or as the one catch-up), and when to look again; every slot that passed
  * without a run is counted and reported missed once, including those before a slot
- * that runs now (the catch-up merges them); then overdue (docs/schedule.md,
- * "The alert limit"); then the history: finished Backups beyond the limit are
- * deleted, oldest first, but never the newest successful one, which the overdue check
- * reads.
+ * that runs now (the catch-up merges them); then overdue (docs/schedule.md, "The alert
+ * limit"): the age runs from the newest good success (binding_backup_success), else from
+ * the later of the host's enrolment and the policy's creation, and while a finished Job's
+ * verdict is not yet recorded the host stays as overdue as it was;
+ * then the history: finished Backups beyond the limit are deleted, oldest first,
+ * but never the newest good success, which the overdue check reads.
  *
  * Costs: linear in the pair's Backups (bounded by the history limit plus one).
  */
@@ -114,6 +116,7 @@ struct ctl_pair_input {
     int64_t reported_slot;  /* the last due slot already reported skipped or missed, or 0 */
     int64_t gap_slot;       /* the slots before this one are already counted missed, or 0 */
     int64_t selected_since; /* when the policy came to select the host (seen happen), or 0 */
+    int64_t enrolled;       /* when the host enrolled (ctl_policy_enrolled), 0: node creation */
     int64_t started_slot;   /* the newest slot known started (policy status), or 0 */
     bool was_overdue;       /* the last reconcile found the host overdue (Events on change) */
     int64_t now;
@@ -123,7 +126,7 @@ struct ctl_pair_output {
     int64_t wake; /* when to reconcile this pair again, or INT64_MAX */
     bool running; /* a backup of the pair is active (after these actions) */
     bool has_success;
-    int64_t last_success; /* completion of the newest successful Backup */
+    int64_t last_success; /* completion of the newest good success (binding_backup_success) */
     bool overdue;
     int64_t overdue_start; /* what the age counts from */
     int64_t next_run;      /* INT64_MAX when none */

@@ -370,8 +370,7 @@ static void entry_check(struct repo_entry *e)
 static struct repo_entry *entry_find(struct ctl_repos *rs, const char *ns, const char *name)
 {
     struct util_list *l;
-    util_list_for_each(l, &rs->entries)
-    {
+    util_list_for_each (l, &rs->entries) {
         struct repo_entry *e = util_list_entry(l, struct repo_entry, link);
         if (strcmp(e->ns, ns) == 0 && strcmp(e->name, name) == 0)
             return e;
@@ -546,8 +545,7 @@ size_t ctl_repos_count(const struct ctl_repos *rs, size_t *ready)
 {
     size_t n = 0, r = 0;
     const struct util_list *l;
-    util_list_for_each(l, &rs->entries)
-    {
+    util_list_for_each (l, &rs->entries) {
         n++;
         r += util_list_entry(l, const struct repo_entry, link)->ready;
     }
@@ -568,8 +566,7 @@ bool ctl_repos_get(const struct ctl_repos *rs, const char *ns, const char *name,
     if (rs == NULL)
         return false;
     const struct util_list *l;
-    util_list_for_each(l, &rs->entries)
-    {
+    util_list_for_each (l, &rs->entries) {
         const struct repo_entry *e = util_list_entry(l, const struct repo_entry, link);
         if (strcmp(e->ns, ns) == 0 && strcmp(e->name, name) == 0) {
             view->obj = e->obj;
@@ -587,8 +584,7 @@ void ctl_repos_each(const struct ctl_repos *rs, ctl_repos_each_cb cb, void *arg)
     const struct util_list *l;
     if (rs == NULL)
         return;
-    util_list_for_each(l, &rs->entries)
-    {
+    util_list_for_each (l, &rs->entries) {
         const struct repo_entry *e = util_list_entry(l, const struct repo_entry, link);
         struct ctl_repo_view v = {e->obj, e->ready, e->reason, e->message};
         cb(e->ns, e->name, &v, arg);

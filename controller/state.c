@@ -173,6 +173,7 @@ int ctl_backup_from_json(struct ctl_backup *b, const json_t *obj, struct util_er
     b->started = ctl_json_time(obj, "status.startTime");
     b->completed = ctl_json_time(obj, "status.completionTime");
     b->deleting = ctl_json_path(obj, "metadata.deletionTimestamp") != NULL;
+    b->good = binding_backup_success(obj, &b->good_at);
     return 0;
 }
 
@@ -323,6 +324,19 @@ int ctl_policy_from_json(struct ctl_policy *p, const json_t *obj, const struct t
         }
     }
 
+    util_map_init(&p->enrolled);
+    const json_t *enrolled = ctl_json_path(obj, "status." BINDING_ENROLLED);
+    p->enrolled_kept = json_is_object(enrolled);
+    json_object_foreach((json_t *)enrolled, host, v)
+    {
+        int64_t t;
+        if (json_is_string(v) && util_parse_rfc3339(json_string_value(v), &t, NULL) == 0) {
+            int64_t *at = util_malloc(sizeof(*at));
+            *at = t;
+            free(util_map_set(&p->enrolled, host, at));
+        }
+    }
+
     ctl_schedule_hash(&p->spec, p->schedule_hash);
     if (hash != NULL && strlen(hash) == 16) {
         p->status_has_hash = true;
@@ -355,6 +369,10 @@ void ctl_policy_free(struct ctl_policy *p)
     while (util_map_next(&p->started, &it, &k, &v))
         free(v);
     util_map_close(&p->started);
+    it = 0;
+    while (util_map_next(&p->enrolled, &it, &k, &v))
+        free(v);
+    util_map_close(&p->enrolled);
     memset(p, 0, sizeof(*p));
 }
 
@@ -362,4 +380,32 @@ int64_t ctl_policy_started_slot(const struct ctl_policy *p, const char *host)
 {
     const int64_t *t = util_map_get(&p->started, host);
     return t != NULL ? *t : 0;
+}
+
+int64_t ctl_policy_enrolled(const struct ctl_policy *p, const char *host, int64_t selected_since,
+                            int64_t node_created, int64_t now)
+{
+    const int64_t *t = util_map_get(&p->enrolled, host);
+    return sched_enrolled(selected_since, t != NULL ? *t : 0, p->enrolled_kept, node_created, now);
+}
+
+json_t *ctl_policy_enrolled_json(const struct ctl_policy *p, const char *const *hosts,
+                                 const int64_t *times, size_t n)
+{
+    json_t *out = json_object();
+    char buf[UTIL_TIME_BUF];
+    size_t it = 0;
+    const char *k;
+    void *v;
+    while (util_map_next(&p->enrolled, &it, &k, &v))
+        json_object_set_new(out, k, json_null());
+    for (size_t i = 0; i < n; i++) {
+        if (times[i] <= 0) {
+            json_object_del(out, hosts[i]); /* not known yet: what is kept stays */
+            continue;
+        }
+        util_format_utc(times[i], buf, sizeof(buf));
+        json_object_set_new(out, hosts[i], json_string(buf));
+    }
+    return out;
 }

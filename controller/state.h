@@ -62,6 +62,10 @@ struct ctl_backup {
     int64_t started;      /* status.startTime, else 0 */
     int64_t completed;    /* status.completionTime, else 0 */
     bool deleting;        /* metadata.deletionTimestamp is set */
+    /* A success the overdue clock counts from (binding_backup_success: Succeeded, its
+     * snapshot neither suspicious nor incomplete), and when. */
+    bool good;
+    int64_t good_at;
 };
 
 int ctl_backup_from_json(struct ctl_backup *b, const json_t *obj, struct util_err *err);
@@ -94,9 +98,11 @@ struct ctl_policy {
      * status still counts the hosts the policy would select (docs/operator.md). */
     struct policy selector;
     bool has_selector;
-    struct binding bind;     /* the zone and schedule; bind.spec points at spec: do not move p */
-    bool deleting;           /* metadata.deletionTimestamp is set: no new runs */
-    struct util_map started; /* status.startedSlots: host -> int64_t * slot time */
+    struct binding bind;      /* the zone and schedule; bind.spec points at spec: do not move p */
+    bool deleting;            /* metadata.deletionTimestamp is set: no new runs */
+    struct util_map started;  /* status.startedSlots: host -> int64_t * slot time */
+    struct util_map enrolled; /* status.enrolledHosts: host -> int64_t * enrolment time */
+    bool enrolled_kept;       /* the status has enrolledHosts at all (sched_enrolled) */
     /* The schedule's identity (cron, zone, jitter) and since when it holds. */
     char schedule_hash[17];
     bool status_has_hash;      /* the status records a schedule hash... */
@@ -118,6 +124,21 @@ int ctl_policy_from_json(struct ctl_policy *p, const json_t *obj, const struct t
 void ctl_policy_free(struct ctl_policy *p);
 /* The slot time the status records as last started on host, or 0. */
 int64_t ctl_policy_started_slot(const struct ctl_policy *p, const char *host);
+/*
+ * When host, which p selects, enrolled (sched_enrolled over what p's status keeps in
+ * enrolledHosts); selected_since is when the caller saw p come to select it, or 0.
+ */
+int64_t ctl_policy_enrolled(const struct ctl_policy *p, const char *host, int64_t selected_since,
+                            int64_t node_created, int64_t now);
+/*
+ * The status.enrolledHosts merge patch that keeps the enrolment of the n hosts p selects
+ * (hosts[i] enrolled at times[i]; a time of 0 is not known yet and left as it is) and
+ * removes (null) every other host p's status still keeps, so a host selected again later
+ * starts afresh. An object even when empty: its presence says times are kept. One entry
+ * of about 50 bytes per selected host, as startedSlots. Owned by the caller.
+ */
+json_t *ctl_policy_enrolled_json(const struct ctl_policy *p, const char *const *hosts,
+                                 const int64_t *times, size_t n);
 
 /* Parses an RFC 3339 member of obj (a dotted path such as "status.startTime"); 0 when absent. */
 int64_t ctl_json_time(const json_t *obj, const char *path);

@@ -102,6 +102,7 @@ static void ctl_status_write(struct ctl *c, struct ctl_policy_entry *e)
             .overdue_start = pr->overdue_start,
             .next_run = pr->next_run,
             .started_slot = pr->started_slot,
+            .enrolled = pr->enrolled,
             .backups = pr->backups,
             .nbackups = pr->nbackups,
         };

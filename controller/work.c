@@ -261,8 +261,15 @@ static void ctl_result_pods_cb(const struct kube_result *res, void *arg)
     char *msg = NULL;
     const char *type = NULL, *reason = NULL;
     if (r.reported) {
-        ctl_log(c, 1, "Backup %s/%s: snapshot %s%s", op->ns, op->name, r.id,
-                r.suspicious ? " (suspicious)" : "");
+        ctl_log(c, 1, "Backup %s/%s: snapshot %s%s%s", op->ns, op->name, r.id,
+                r.suspicious ? " (suspicious)" : "", r.incomplete ? " (incomplete)" : "");
+        if (r.incomplete && !r.suspicious) {
+            type = "Warning";
+            reason = "Incomplete";
+            msg = util_asprintf("snapshot %s is incomplete: %s; fix what the agent cannot read "
+                                "or leave it out of spec.paths (docs/operator.md)",
+                                r.id, r.unread);
+        }
         if (r.suspicious) {
             type = "Warning";
             reason = "Suspicious";
@@ -443,6 +450,7 @@ static void ctl_reconcile(struct ctl *c, struct ctl_pair *pr)
         .reported_slot = pr->reported_slot,
         .gap_slot = pr->gap_slot,
         .selected_since = pr->selected_since,
+        .enrolled = pr->enrolled,
         .started_slot = pr->started_slot,
         .was_overdue = pr->overdue,
         .now = now,

@@ -99,3 +99,44 @@ int64_t binding_success_time(int64_t completed, int64_t created)
 {
     return completed != 0 ? completed : created;
 }
+
+/* A member by a path of object keys, or NULL. */
+static const json_t *binding_get(const json_t *obj, const char *a, const char *b)
+{
+    const json_t *x = json_object_get(obj, a);
+    return b != NULL ? json_object_get(x, b) : x;
+}
+
+/* An RFC 3339 string member as seconds; 0 when absent or not a time. */
+static int64_t binding_time(const json_t *v)
+{
+    int64_t t;
+    const char *s = json_string_value(v);
+    if (s == NULL || util_parse_rfc3339(s, &t, NULL) != 0)
+        return 0;
+    return t;
+}
+
+bool binding_backup_success(const json_t *backup, int64_t *at)
+{
+    const char *phase = json_string_value(binding_get(backup, "status", "phase"));
+    const char *reason = json_string_value(binding_get(backup, "status", "reason"));
+    const json_t *snap = binding_get(backup, "status", "snapshot");
+    if (phase == NULL || strcmp(phase, "Succeeded") != 0)
+        return false;
+    if (json_is_true(json_object_get(snap, "suspicious")) ||
+        json_is_true(json_object_get(snap, "incomplete")) ||
+        (reason != NULL && strcmp(reason, "incomplete") == 0))
+        return false;
+    *at = binding_success_time(binding_time(binding_get(backup, "status", "completionTime")),
+                               binding_time(binding_get(backup, "metadata", "creationTimestamp")));
+    return true;
+}
+
+int64_t binding_enrolled(const json_t *obj, const char *host, int64_t selected_since,
+                         int64_t node_created, int64_t now)
+{
+    const json_t *kept = binding_get(binding_get(obj, "status", NULL), BINDING_ENROLLED, NULL);
+    return sched_enrolled(selected_since, binding_time(json_object_get(kept, host)),
+                          json_is_object(kept), node_created, now);
+}

@@ -4,7 +4,8 @@
  * The controller, `lode status`, `lode schedule` and `lode forget` each need a
  * validated policy bound to its time zone and schedule, and the controller and
  * `lode status` must agree on which nodes a policy selects, what counts as a host's
- * last success, where its overdue age starts and what its alert limit is. Each of
+ * last success (a good snapshot), when it enrolled, where its overdue age starts and
+ * what its alert limit is. Each of
  * those rules is written once, here (docs/policy.md and docs/schedule.md state them
  * for users), so a command can never disagree with the controller.
  *
@@ -79,5 +80,31 @@ void binding_selector_free(struct policy *sel);
  * completion time, else (a status written without one) its creation.
  */
 int64_t binding_success_time(int64_t completed, int64_t created);
+
+/*
+ * Whether a Backup (the object as the API returns it) is a success that the overdue
+ * clock counts from (docs/schedule.md, "The alert limit": the newest good snapshot):
+ * status.phase Succeeded, and neither its status.snapshot marked suspicious or incomplete
+ * nor its status.reason `incomplete`. A Succeeded Backup whose agent reported no
+ * snapshot counts: the agent exits 0 only once a complete snapshot is written (the
+ * Backup's SnapshotReported=False condition and a Warning Event say the result is
+ * missing). When it counts, *at gets binding_success_time of status.completionTime and
+ * metadata.creationTimestamp.
+ */
+bool binding_backup_success(const json_t *backup, int64_t *at);
+
+/*
+ * Where the controller keeps, in a BackupPolicy's status, when each host it selects
+ * enrolled: an object of host name to RFC 3339 time (docs/schedule.md).
+ */
+#define BINDING_ENROLLED "enrolledHosts"
+
+/*
+ * When host enrolled in the policy whose BackupPolicy object is obj (sched_enrolled):
+ * the time status.enrolledHosts keeps for it, if any; records_kept when the status has
+ * that object at all. selected_since and node_created as sched_enrolled takes them.
+ */
+int64_t binding_enrolled(const json_t *obj, const char *host, int64_t selected_since,
+                         int64_t node_created, int64_t now);
 
 #endif

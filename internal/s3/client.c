@@ -330,8 +330,7 @@ static struct s3_op *op_of(struct util_list *l)
 static struct s3_op *first_op(struct s3_client *c, bool (*want)(const struct s3_op *op))
 {
     struct util_list *l;
-    util_list_for_each(l, &c->ops)
-    {
+    util_list_for_each (l, &c->ops) {
         if (want(op_of(l)))
             return op_of(l);
     }
@@ -388,8 +387,7 @@ void s3_client_resume(struct s3_client *c)
      * Only the transfers paused now: a resumed one may pause again at once. A resume
      * may finish ops (and free them), so look for the next from the head.
      */
-    util_list_for_each(l, &c->ops)
-    {
+    util_list_for_each (l, &c->ops) {
         mark_to_resume(op_of(l));
     }
     while ((op = first_op(c, op_to_resume)) != NULL) {

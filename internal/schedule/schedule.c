@@ -464,19 +464,28 @@ int64_t sched_alert_limit(const struct sched *s, int64_t jitter, int64_t max_age
     return 2 * gap + (jitter > 0 ? jitter : 0);
 }
 
-int64_t sched_overdue_start(bool has_success, int64_t last_success, int64_t node_created,
+int64_t sched_enrolled(int64_t selected_since, int64_t recorded, bool records_kept,
+                       int64_t node_created, int64_t now)
+{
+    if (selected_since > 0)
+        return selected_since > recorded ? selected_since : recorded;
+    if (recorded > 0)
+        return recorded;
+    return records_kept ? now : node_created;
+}
+
+int64_t sched_overdue_start(bool has_success, int64_t last_success, int64_t enrolled,
                             int64_t policy_created)
 {
     if (has_success)
         return last_success;
-    return node_created > policy_created ? node_created : policy_created;
+    return enrolled > policy_created ? enrolled : policy_created;
 }
 
-bool sched_overdue(int64_t limit, bool has_success, int64_t last_success, int64_t node_created,
+bool sched_overdue(int64_t limit, bool has_success, int64_t last_success, int64_t enrolled,
                    int64_t policy_created, int64_t now)
 {
     if (limit < 0)
         return false;
-    return now - sched_overdue_start(has_success, last_success, node_created, policy_created) >
-           limit;
+    return now - sched_overdue_start(has_success, last_success, enrolled, policy_created) > limit;
 }

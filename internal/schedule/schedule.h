@@ -175,14 +175,29 @@ const char *sched_reason_text(enum sched_reason r);
 int64_t sched_alert_limit(const struct sched *s, int64_t jitter, int64_t max_age, int64_t at);
 
 /*
- * Overdue (docs/schedule.md, "The alert limit"): now - start > limit, where start is the last
- * success when there is one, else the later of node creation and policy creation. Never with
- * SCHED_NO_LIMIT.
+ * When a host enrolled in a policy (docs/schedule.md, "The alert limit"), for a host the
+ * policy selects now. selected_since is when the caller saw the policy come to select
+ * the host (0 when it did not see it happen, as at its own start); recorded is the time
+ * kept from before (0 when none is kept for the host); records_kept says that the
+ * policy keeps such times at all (a policy that never had one predates the record).
+ * The answer: the later of selected_since and recorded when the caller saw the
+ * selection happen; else the recorded time; else `now` when times are kept but none for
+ * this host (it came to be selected while nobody watched: its age starts when first
+ * seen, so a node added to a nodeSelector later is never overdue at once); else the
+ * node's creation.
  */
-bool sched_overdue(int64_t limit, bool has_success, int64_t last_success, int64_t node_created,
+int64_t sched_enrolled(int64_t selected_since, int64_t recorded, bool records_kept,
+                       int64_t node_created, int64_t now);
+
+/*
+ * Overdue (docs/schedule.md, "The alert limit"): now - start > limit, where start is the last
+ * success (the newest good snapshot) when there is one, else the later of the host's
+ * enrolment (sched_enrolled) and the policy's creation. Never with SCHED_NO_LIMIT.
+ */
+bool sched_overdue(int64_t limit, bool has_success, int64_t last_success, int64_t enrolled,
                    int64_t policy_created, int64_t now);
 /* Where a host's overdue age starts (as above): what "since" reports. */
-int64_t sched_overdue_start(bool has_success, int64_t last_success, int64_t node_created,
+int64_t sched_overdue_start(bool has_success, int64_t last_success, int64_t enrolled,
                             int64_t policy_created);
 
 #endif

@@ -1,8 +1,8 @@
 /*
  * The shared rules of binding.h: a policy bound to its zone and schedule, the alert
- * limit, the jitter offset, node selection, when a success counts and where the
- * overdue age starts. The controller and `lode status` both call these, so what is
- * asserted here is what both of them say.
+ * limit, the jitter offset, node selection, when a success counts (a good snapshot),
+ * when a host enrolled and where the overdue age starts. The controller and
+ * `lode status` both call these, so what is asserted here is what both of them say.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -170,6 +170,87 @@ static void test_success_time_and_overdue_start(void **state)
     assert_true(sched_overdue(100, false, 0, 900, 800, 1001));
 }
 
+/* A Backup object as the API returns it, with status members as JSON text. */
+static json_t *backup_obj(const char *status)
+{
+    char *text = util_asprintf("{\"metadata\":{\"creationTimestamp\":\"2026-03-10T02:00:00Z\"},"
+                               "\"status\":%s}",
+                               status);
+    json_t *obj = json_loads(text, 0, NULL);
+    assert_non_null(obj);
+    free(text);
+    return obj;
+}
+
+/* Which Backup counts as the last success: `lode status` and the controller both ask. */
+static void test_backup_success(void **state)
+{
+    static const struct {
+        const char *status;
+        bool counts;
+    } cases[] = {
+        /* A good snapshot: counts, at its completion. */
+        {"{\"phase\":\"Succeeded\",\"completionTime\":\"2026-03-10T02:10:00Z\","
+         "\"snapshot\":{\"id\":\"a\",\"incomplete\":false,\"suspicious\":false}}",
+         true},
+        /* Suspicious (ransomware still exits 0): does not count. */
+        {"{\"phase\":\"Succeeded\",\"completionTime\":\"2026-03-10T02:10:00Z\","
+         "\"snapshot\":{\"id\":\"a\",\"incomplete\":false,\"suspicious\":true}}",
+         false},
+        /* Incomplete: by the snapshot's mark, or by the reason alone. */
+        {"{\"phase\":\"Succeeded\",\"reason\":\"incomplete\",\"completionTime\":"
+         "\"2026-03-10T02:10:00Z\",\"snapshot\":{\"id\":\"a\",\"incomplete\":true}}",
+         false},
+        {"{\"phase\":\"Succeeded\",\"reason\":\"incomplete\"}", false},
+        /* No snapshot reported: the agent's exit 0 says it was written whole. */
+        {"{\"phase\":\"Succeeded\",\"completionTime\":\"2026-03-10T02:10:00Z\"}", true},
+        /* Not a success at all. */
+        {"{\"phase\":\"Failed\",\"reason\":\"job_failed\",\"snapshot\":{\"id\":\"a\"}}", false},
+        {"{\"phase\":\"Running\"}", false},
+        {"{}", false},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+        json_t *b = backup_obj(cases[i].status);
+        int64_t at = -1;
+        assert_int_equal(binding_backup_success(b, &at), cases[i].counts);
+        if (cases[i].counts) {
+            int64_t want;
+            assert_int_equal(util_parse_rfc3339("2026-03-10T02:10:00Z", &want, NULL), 0);
+            assert_int_equal(at, want);
+        }
+        json_decref(b);
+    }
+    /* No completionTime: the creation (binding_success_time). */
+    json_t *b = backup_obj("{\"phase\":\"Succeeded\"}");
+    int64_t at = 0, created;
+    assert_true(binding_backup_success(b, &at));
+    assert_int_equal(util_parse_rfc3339("2026-03-10T02:00:00Z", &created, NULL), 0);
+    assert_int_equal(at, created);
+    json_decref(b);
+}
+
+/* The enrolment from a BackupPolicy object's status, as `lode status` reads it. */
+static void test_enrolled(void **state)
+{
+    int64_t rec, node = 1000, now = 2000000000;
+    assert_int_equal(util_parse_rfc3339("2026-05-01T00:00:00Z", &rec, NULL), 0);
+    json_t *kept = json_loads("{\"status\":{\"enrolledHosts\":{\"node-1\":"
+                              "\"2026-05-01T00:00:00Z\",\"bad\":3}}}",
+                              0, NULL);
+    json_t *none = json_loads("{\"status\":{\"startedSlots\":{}}}", 0, NULL);
+    assert_int_equal(binding_enrolled(kept, "node-1", 0, node, now), rec);
+    /* Kept for others but not for this host (or not a time): first seen, now. */
+    assert_int_equal(binding_enrolled(kept, "node-2", 0, node, now), now);
+    assert_int_equal(binding_enrolled(kept, "bad", 0, node, now), now);
+    /* A status from before the record: the node's creation. */
+    assert_int_equal(binding_enrolled(none, "node-1", 0, node, now), node);
+    assert_int_equal(binding_enrolled(NULL, "node-1", 0, node, now), node);
+    /* Seen selected later than the record: then. */
+    assert_int_equal(binding_enrolled(kept, "node-1", rec + 60, node, now), rec + 60);
+    json_decref(kept);
+    json_decref(none);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -178,6 +259,8 @@ int main(void)
         cmocka_unit_test(test_selects_every_label),
         cmocka_unit_test(test_selector_of_an_invalid_policy),
         cmocka_unit_test(test_success_time_and_overdue_start),
+        cmocka_unit_test(test_backup_success),
+        cmocka_unit_test(test_enrolled),
     };
     return cmocka_run_group_tests(tests, tzf_setup, tzf_teardown);
 }

@@ -643,13 +643,40 @@ static void test_overdue(void **state)
     /* From the last success. */
     assert_false(sched_overdue(limit, true, t0, 0, 0, t0 + limit));
     assert_true(sched_overdue(limit, true, t0, 0, 0, t0 + limit + 1));
-    /* Without one: the later of node and policy creation. */
+    /* Without one: the later of the enrolment and the policy's creation. */
     assert_false(sched_overdue(limit, false, 0, t0, t0 - 86400, t0 + limit));
     assert_true(sched_overdue(limit, false, 0, t0, t0 - 86400, t0 + limit + 1));
     assert_false(sched_overdue(limit, false, 0, t0 - 86400, t0, t0 + limit));
     assert_true(sched_overdue(limit, false, 0, t0 - 86400, t0, t0 + limit + 1));
     /* No limit: never. */
     assert_false(sched_overdue(SCHED_NO_LIMIT, true, 0, 0, 0, INT64_MAX / 2));
+    /* A success counts, however old the enrolment or the policy. */
+    assert_int_equal(sched_overdue_start(true, t0 - 5, t0, t0), t0 - 5);
+}
+
+/* When a host enrolled: each source, and which wins (docs/schedule.md, "The alert limit"). */
+static void test_enrolled(void **state)
+{
+    int64_t node = utc("2025-01-01T00:00:00Z"), rec = utc("2026-05-01T00:00:00Z");
+    int64_t seen = utc("2026-05-20T00:00:00Z"), now = utc("2026-06-01T00:00:00Z");
+    /* Seen being selected: that moment, or a later recorded time (another replica's). */
+    assert_int_equal(sched_enrolled(seen, 0, true, node, now), seen);
+    assert_int_equal(sched_enrolled(seen, rec, true, node, now), seen);
+    assert_int_equal(sched_enrolled(rec, seen, true, node, now), seen);
+    assert_int_equal(sched_enrolled(seen, 0, false, node, now), seen);
+    /* Not seen (a restart): the recorded time, whatever the node's age. */
+    assert_int_equal(sched_enrolled(0, rec, true, node, now), rec);
+    /* Times kept but none for this host: selected while nobody watched, so from now. */
+    assert_int_equal(sched_enrolled(0, 0, true, node, now), now);
+    /* Nothing kept at all (a policy from before the record): the node's creation. */
+    assert_int_equal(sched_enrolled(0, 0, false, node, now), node);
+    /* A node selected long after it joined is not overdue at once: its age starts at the
+     * selection, later than the policy's creation. */
+    int64_t limit = 48 * 3600 + 900, policy = utc("2026-01-01T00:00:00Z");
+    int64_t start = sched_overdue_start(false, 0, sched_enrolled(seen, 0, true, node, now), policy);
+    assert_int_equal(start, seen);
+    assert_false(sched_overdue(limit, false, 0, seen, policy, seen + limit));
+    assert_true(sched_overdue(limit, false, 0, node, policy, seen + 1));
 }
 
 static void test_errors(void **state)
@@ -1170,6 +1197,7 @@ int main(void)
         cmocka_unit_test(test_decide_anchors_and_running),
         cmocka_unit_test(test_alert_limit),
         cmocka_unit_test(test_overdue),
+        cmocka_unit_test(test_enrolled),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_against_reference),
         cmocka_unit_test(test_pathological_zone),
