@@ -210,6 +210,7 @@ static void start(struct t *t)
     c->version = "test";
     c->identity = util_strdup("test");
     c->work_cb = ctl_work_kick;
+    util_list_init(&c->writes);
     c->rcfg.history = c->opts.history;
     c->rcfg.job.agent_image = "lode:test";
     c->rcfg.job.ttl_seconds = c->opts.job_ttl;

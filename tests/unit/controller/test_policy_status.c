@@ -290,7 +290,8 @@ static void test_no_backup_yet_then_no_hosts(void **state)
     build(&f);
     assert_string_equal(cond_is(&f, "Overdue", "False", "NoBackupYet"),
                         "no host has a successful backup yet; a host is overdue when it has none "
-                        "48h after it joined or the policy was created");
+                        "48h after it enrolled (was selected by the policy) or the policy was "
+                        "created, whichever is later");
 
     /* The nodeSelector matches nothing any more. */
     f.hosts[0].selected = f.hosts[1].selected = false;
