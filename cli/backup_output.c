@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backup.h"
+#include "agent/backup.h"
 #include "cli.h"
 
 #define BACKUP_TERMLOG_MAX 4096

@@ -14,6 +14,8 @@
 
 #include <jansson.h>
 
+#include "agent/storage.h"
+
 #include "binding/binding.h"
 #include "policy/policy.h"
 #include "retention/retention.h"
@@ -40,6 +42,46 @@ int cmd_restore(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_mark(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
+
+/* ---- shared flags (cli/options.c) ---- */
+
+/*
+ * The getopt_long entries of the shared flags, and the one call that fills o from
+ * them (cli/options.c): returns true when c was one of them. Commands list STORAGE_OPTIONS among
+ * their options (the short codes 0x101..0x103 are reserved for them).
+ */
+#define STORAGE_OPT_REPO     0x101
+#define STORAGE_OPT_CACERT   0x102
+#define STORAGE_OPT_KEY_FILE 0x103
+#define STORAGE_OPTIONS                                                                            \
+    {"repo", required_argument, NULL, STORAGE_OPT_REPO},                                           \
+        {"cacert", required_argument, NULL, STORAGE_OPT_CACERT},                                   \
+    {                                                                                              \
+        "key-file", required_argument, NULL, STORAGE_OPT_KEY_FILE                                  \
+    }
+bool cli_storage_opt(struct storage_opts *o, int c, const char *arg);
+/* The usage lines of the shared flags, for a command's --help. */
+extern const char cli_storage_usage[];
+
+/* ---- policies (cli/policy_arg.c) ---- */
+
+/*
+ * The namespace and name a --policy argument names, without loading more than a
+ * file: ns and name get owned strings. UTIL_EINVAL when the argument is neither an
+ * existing file nor NS/NAME with valid names; an invalid file is UTIL_EINVAL with
+ * every error in diags (printed by the caller as `lode validate` does).
+ */
+int cli_policy_name(const char *arg, char **ns, char **name, struct policy_diags *diags,
+                        struct util_err *err);
+
+/*
+ * The whole policy, validated: from the file, else from $LODE_POLICY_DOCUMENT when
+ * it holds this NS/NAME, else from the API (kubeconfig NULL: the usual search).
+ * UTIL_EINVAL with diags for an invalid policy; UTIL_ENOENT when the API has no
+ * such policy; UTIL_EIO when it cannot be read.
+ */
+int cli_policy_load(const char *arg, const struct tz_db *db, const char *kubeconfig,
+                        struct policy *out, struct policy_diags *diags, struct util_err *err);
 
 /* Parses the value of --output; prints a usage error and returns -1 when unknown. */
 int cli_parse_output(const char *value, enum cli_output *out);

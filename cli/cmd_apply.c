@@ -262,9 +262,7 @@ static int cmd_apply_to_json(const char *data, size_t len, json_t **out, struct 
 
 struct cmd_apply_opts {
     const char *file;
-    const char *namespace;
-    const char *kubeconfig;
-    const char *context;
+    struct cli_kube_opts kube;
     const char *zoneinfo;
     enum cli_output output;
     bool dry_run; /* --dry-run=server */
@@ -405,20 +403,20 @@ static int cmd_apply_run(const struct cmd_apply_opts *o)
     json_t *meta = json_object_get(obj, "metadata");
     const char *name = json_string_value(json_object_get(meta, "name"));
     const char *file_ns = json_string_value(json_object_get(meta, "namespace"));
-    if (file_ns != NULL && o->namespace != NULL && strcmp(file_ns, o->namespace) != 0) {
+    if (file_ns != NULL && o->kube.namespace != NULL && strcmp(file_ns, o->kube.namespace) != 0) {
         rc = cli_usage_error("apply", "the file names namespace \"%s\" but --namespace says \"%s\"",
-                             file_ns, o->namespace);
+                             file_ns, o->kube.namespace);
         json_decref(obj);
         return rc;
     }
 
-    if (cli_kube_open(&k, o->kubeconfig, o->context, &err) != 0) {
+    if (cli_kube_open(&k, o->kube.kubeconfig, o->kube.context, &err) != 0) {
         fprintf(stderr, "lode apply: %s\n", err.msg);
         rc = CLI_USAGE;
         goto close;
     }
     char *ns = util_strdup(file_ns != NULL        ? file_ns
-                           : o->namespace != NULL ? o->namespace
+                           : o->kube.namespace != NULL ? o->kube.namespace
                                                   : cli_kube_namespace(&k));
     json_object_set_new(meta, "namespace", json_string(ns));
     struct kube_resource res = api_in(&api_backuppolicies, ns);
@@ -444,16 +442,14 @@ close:
 int cmd_apply(int argc, char **argv)
 {
     struct cmd_apply_opts o = {.output = CLI_OUTPUT_TEXT};
-    int c;
+    int c, k;
     static const struct option opts[] = {
         {"filename", required_argument, NULL, 'f'},
-        {"namespace", required_argument, NULL, 'n'},
-        {"kubeconfig", required_argument, NULL, 'k'},
-        {"context", required_argument, NULL, 'c'},
         {"output", required_argument, NULL, 'o'},
         {"zoneinfo", required_argument, NULL, 'z'},
         {"dry-run", optional_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},
+        KUBE_OPTIONS,
         {NULL, 0, NULL, 0},
     };
 
@@ -465,17 +461,6 @@ int cmd_apply(int argc, char **argv)
             if (o.file != NULL)
                 return cli_usage_error("apply", "give one -f FILE");
             o.file = optarg;
-            break;
-        case 'n':
-            if (optarg[0] == '\0')
-                return cli_usage_error("apply", "--namespace is empty");
-            o.namespace = optarg;
-            break;
-        case 'k':
-            o.kubeconfig = optarg;
-            break;
-        case 'c':
-            o.context = optarg;
             break;
         case 'o':
             if (cli_parse_output(optarg, &o.output) != 0)
@@ -509,6 +494,10 @@ int cmd_apply(int argc, char **argv)
             cmd_apply_usage(stdout);
             return CLI_OK;
         default:
+            if ((k = cli_kube_opt(&o.kube, "apply", c, optarg)) > 0)
+                break;
+            if (k < 0)
+                return CLI_USAGE;
             return cli_usage_error("apply", "unknown or incomplete option \"%s\"",
                                    argv[optind - 1]);
         }

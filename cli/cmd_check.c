@@ -27,8 +27,8 @@
 #include <openssl/sha.h>
 
 #include "cli.h"
-#include "restore.h"
-#include "storage.h"
+#include "agent/restore.h"
+#include "agent/storage.h"
 
 #define CK_INFLIGHT 4
 #define CK_TAIL     (64u * 1024)
@@ -69,7 +69,7 @@ static void cmd_check_usage(FILE *f)
             "                    repository's size)\n"
             "%s\n"
             "Exit codes: 0 no damage; 1 damage found or a wrong key; 2 usage or I/O error.\n",
-            storage_usage);
+            cli_storage_usage);
 }
 
 static void ck_damage(struct ck *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -488,7 +488,7 @@ int cmd_check(int argc, char **argv)
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (storage_opt(&so, c, optarg))
+        if (cli_storage_opt(&so, c, optarg))
             continue;
         switch (c) {
         case 'r':

@@ -21,7 +21,7 @@
 #include "binding/binding.h"
 #include "cli.h"
 #include "retention/retention.h"
-#include "storage.h"
+#include "agent/storage.h"
 
 static void cmd_forget_usage(FILE *f)
 {
@@ -50,7 +50,7 @@ static void cmd_forget_usage(FILE *f)
             "  --zoneinfo DIR    the tz database (default $LODE_ZONEINFO, else %s)\n"
             "%s\n"
             "Exit codes: 0 ok, 1 invalid policy or snapshot list, 2 usage or I/O error.\n",
-            TZ_DEFAULT_DIR, storage_usage);
+            TZ_DEFAULT_DIR, cli_storage_usage);
 }
 
 /*
@@ -468,7 +468,7 @@ int cmd_forget(int argc, char **argv)
             cmd_forget_usage(stdout);
             return CLI_OK;
         default:
-            if (storage_opt(&sopts, c, optarg))
+            if (cli_storage_opt(&sopts, c, optarg))
                 break;
             cmd_forget_usage(stderr);
             return CLI_USAGE;

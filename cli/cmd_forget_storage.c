@@ -28,7 +28,7 @@
 #include "binding/binding.h"
 #include "cli.h"
 #include "prune/prune.h"
-#include "storage.h"
+#include "agent/storage.h"
 
 /* The keys of one deletion pass and what became of them. */
 struct forget_del {
@@ -116,7 +116,7 @@ static int forget_load_policy(const char *arg, const struct tz_db *db, struct po
     int rc;
 
     policy_diags_init(&diags);
-    rc = storage_policy_load(arg, db, NULL, pol, &diags, &err);
+    rc = cli_policy_load(arg, db, NULL, pol, &diags, &err);
     if (rc != 0) {
         if (diags.n > 0)
             cli_print_diags(stderr, strcmp(arg, "-") == 0 ? "<stdin>" : arg, &diags);

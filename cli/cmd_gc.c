@@ -43,7 +43,7 @@
 #include <uv.h>
 
 #include "cli.h"
-#include "gc_cli.h"
+#include "agent/gc_run.h"
 
 static void cmd_gc_usage(FILE *f)
 {
@@ -67,7 +67,7 @@ static void cmd_gc_usage(FILE *f)
             "%s\n"
             "Exit codes: 0 ok, 1 a source could not be collected (nothing of it was deleted),\n"
             "2 usage or I/O error.\n",
-            storage_usage);
+            cli_storage_usage);
 }
 
 /* ---- step 4: one source ---- */
@@ -454,7 +454,7 @@ int cmd_gc(int argc, char **argv)
             rc = CLI_OK;
             goto out;
         default:
-            if (storage_opt(&sopts, c, optarg))
+            if (cli_storage_opt(&sopts, c, optarg))
                 break;
             cmd_gc_usage(stderr);
             rc = CLI_USAGE;

@@ -15,7 +15,7 @@
 #include <openssl/crypto.h>
 
 #include "cli.h"
-#include "storage.h"
+#include "agent/storage.h"
 
 static void cmd_init_usage(FILE *f)
 {
@@ -30,7 +30,7 @@ static void cmd_init_usage(FILE *f)
             "%s\n"
             "Exit codes: 0 created, 1 a repository already exists there, 2 usage, key or\n"
             "storage error.\n",
-            storage_usage);
+            cli_storage_usage);
 }
 
 int cmd_init(int argc, char **argv)
@@ -55,7 +55,7 @@ int cmd_init(int argc, char **argv)
 
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (storage_opt(&so, c, optarg))
+        if (cli_storage_opt(&so, c, optarg))
             continue;
         if (c == 'g') {
             generate = true;

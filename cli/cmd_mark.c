@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "storage.h"
+#include "agent/storage.h"
 
 static void cmd_mark_usage(FILE *f)
 {
@@ -34,7 +34,7 @@ static void cmd_mark_usage(FILE *f)
             "\"changed\"}\n"
             "%s\n"
             "Exit codes: 0 ok, 1 no such snapshot, 2 usage or I/O error.\n",
-            storage_usage);
+            cli_storage_usage);
 }
 
 /* Finds the one snapshot with this id; prints why not and returns the exit code. */
@@ -118,7 +118,7 @@ int cmd_mark(int argc, char **argv)
             cmd_mark_usage(stdout);
             return CLI_OK;
         default:
-            if (storage_opt(&sopts, c, optarg))
+            if (cli_storage_opt(&sopts, c, optarg))
                 break;
             cmd_mark_usage(stderr);
             return CLI_USAGE;
@@ -137,7 +137,7 @@ int cmd_mark(int argc, char **argv)
         return cli_usage_error("mark", "--host: %s", err.msg);
     if (policy_arg != NULL) {
         policy_diags_init(&diags);
-        rc = storage_policy_name(policy_arg, &ns, &pname, &diags, &err);
+        rc = cli_policy_name(policy_arg, &ns, &pname, &diags, &err);
         if (rc != 0) {
             cli_print_diags(stderr, policy_arg, &diags);
             policy_diags_free(&diags);

@@ -26,8 +26,8 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "restore.h"
-#include "storage.h"
+#include "agent/restore.h"
+#include "agent/storage.h"
 
 #define RX_META_MAX (4ull << 30) /* a file list or chunk set larger than this is refused */
 
@@ -50,7 +50,7 @@ static void cmd_restore_usage(FILE *f)
             "Exit codes: 0 restored; 1 no such snapshot or --include path, a wrong key, or\n"
             "damaged data (each damaged object and file named; the rest is restored);\n"
             "2 usage, a non-empty target without --overwrite, or an I/O error.\n",
-            storage_usage);
+            cli_storage_usage);
 }
 
 /* ---- --include ---- */
@@ -415,7 +415,7 @@ int cmd_restore(int argc, char **argv)
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (storage_opt(&so, c, optarg))
+        if (cli_storage_opt(&so, c, optarg))
             continue;
         switch (c) {
         case 't':

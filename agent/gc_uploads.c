@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gc_cli.h"
+#include "gc_run.h"
 
 struct gc_upload {
     char *key, *id;

@@ -65,24 +65,6 @@ struct storage {
     bool have_config, unlocked;
 };
 
-/*
- * The getopt_long entries of the shared flags, and the one call that fills o from
- * them: returns true when c was one of them. Commands list STORAGE_OPTIONS among
- * their options (the short codes 0x101..0x103 are reserved for them).
- */
-#define STORAGE_OPT_REPO     0x101
-#define STORAGE_OPT_CACERT   0x102
-#define STORAGE_OPT_KEY_FILE 0x103
-#define STORAGE_OPTIONS                                                                            \
-    {"repo", required_argument, NULL, STORAGE_OPT_REPO},                                           \
-        {"cacert", required_argument, NULL, STORAGE_OPT_CACERT},                                   \
-    {                                                                                              \
-        "key-file", required_argument, NULL, STORAGE_OPT_KEY_FILE                                  \
-    }
-bool storage_opt(struct storage_opts *o, int c, const char *arg);
-/* The usage lines of the shared flags, for a command's --help. */
-extern const char storage_usage[];
-
 /* Builds the S3 configuration and client; no request is sent. */
 int storage_open(struct storage *st, const struct storage_opts *o, struct util_err *err);
 void storage_close(struct storage *st);
@@ -123,25 +105,5 @@ int storage_get_manifest(struct storage *st, const struct repo_source *src, cons
  */
 int storage_get_manifests(struct storage *st, const struct repo_catalog *cat,
                           struct repo_manifest **out, struct util_err *err);
-
-/* ---- policies ---- */
-
-/*
- * The namespace and name a --policy argument names, without loading more than a
- * file: ns and name get owned strings. UTIL_EINVAL when the argument is neither an
- * existing file nor NS/NAME with valid names; an invalid file is UTIL_EINVAL with
- * every error in diags (printed by the caller as `lode validate` does).
- */
-int storage_policy_name(const char *arg, char **ns, char **name, struct policy_diags *diags,
-                        struct util_err *err);
-
-/*
- * The whole policy, validated: from the file, else from $LODE_POLICY_DOCUMENT when
- * it holds this NS/NAME, else from the API (kubeconfig NULL: the usual search).
- * UTIL_EINVAL with diags for an invalid policy; UTIL_ENOENT when the API has no
- * such policy; UTIL_EIO when it cannot be read.
- */
-int storage_policy_load(const char *arg, const struct tz_db *db, const char *kubeconfig,
-                        struct policy *out, struct policy_diags *diags, struct util_err *err);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * lode gc's listing and reading (gc_cli.h): the sources, each source's manifests
+ * lode gc's listing and reading (gc_run.h): the sources, each source's manifests
  * and run records, the bodies of run records and chunk sets, and the storage's
  * time. Nothing here deletes.
  */
@@ -9,7 +9,7 @@
 
 #include <uv.h>
 
-#include "gc_cli.h"
+#include "gc_run.h"
 
 /* ---- step 1: the sources ---- */
 
