@@ -85,7 +85,7 @@ static void rx_finish_file(struct rx *x, struct rx_file *f)
         if (!f->failed)
             rx_damage(x, "%s: %" PRIu64 " of %" PRIu64 " bytes could be written", f->f.path,
                       f->written, f->f.size);
-        fprintf(stderr, "lode restore: not restored: %s\n", f->f.path);
+        rx_say(x, "not restored: %s", f->f.path);
         rs_file_discard(&f->tf);
     } else if (rs_file_commit(&x->t, &f->f, &f->tf, &e) != 0) {
         rx_io_error(x, e.msg);
@@ -423,7 +423,7 @@ void rx_add_file(struct rx *x, const struct repo_file *rec)
             char hex[2 * REPO_HASH_LEN + 1];
             repo_hex(rec->chunks[i], REPO_HASH_LEN, hex);
             rx_damage(x, "%s lacks chunk %s of %s", x->chunks_key, hex, rec->path);
-            fprintf(stderr, "lode restore: not restored: %s\n", rec->path);
+            rx_say(x, "not restored: %s", rec->path);
             return;
         }
         sum += c->plain;
@@ -431,7 +431,7 @@ void rx_add_file(struct rx *x, const struct repo_file *rec)
     if (sum != rec->size) {
         rx_damage(x, "%s: its chunks hold %" PRIu64 " bytes, the file list says %" PRIu64,
                   rec->path, sum, rec->size);
-        fprintf(stderr, "lode restore: not restored: %s\n", rec->path);
+        rx_say(x, "not restored: %s", rec->path);
         return;
     }
     if (rec->nchunks == 0) { /* nothing to fetch: in place now */

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "storage.h"
+#include "agent.h"
 
 int storage_open(struct storage *st, const struct storage_opts *o, struct util_err *err)
 {
@@ -250,4 +250,28 @@ int storage_get_manifests(struct storage *st, const struct repo_catalog *cat,
     }
     *out = g.m;
     return 0;
+}
+
+int storage_open_keyed(struct storage *st, const struct storage_opts *so, struct util_err *err)
+{
+    char *pass = NULL;
+    size_t len = 0;
+    int rc;
+
+    if ((rc = storage_open(st, so, err)) != 0)
+        return rc;
+    /* The key is looked for first, so that UTIL_EINVAL below means a wrong one. */
+    if ((rc = storage_read_key(so, &pass, &len, err)) != 0)
+        goto fail;
+    memset(pass, 0, len);
+    free(pass);
+    if ((rc = storage_load_config(st, so, true, err)) != 0) {
+        if (rc == UTIL_EINVAL && err != NULL)
+            rc = err->code = AGENT_EKEY;
+        goto fail;
+    }
+    return 0;
+fail:
+    storage_close(st);
+    return rc;
 }

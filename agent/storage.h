@@ -37,8 +37,8 @@
  * the key, one scrypt derivation (32 MiB, about 0.1 s); a catalog is one LIST
  * request per 1,000 keys under snapshots/ and holds about 100 bytes per snapshot.
  */
-#ifndef LODE_CLI_STORAGE_H
-#define LODE_CLI_STORAGE_H
+#ifndef LODE_AGENT_STORAGE_H
+#define LODE_AGENT_STORAGE_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -78,6 +78,14 @@ void storage_close(struct storage *st);
  */
 int storage_load_config(struct storage *st, const struct storage_opts *o, bool need_key,
                         struct util_err *err);
+
+/*
+ * Opens the repository for a job that reads sealed objects (restore, check):
+ * storage_open, the key, and config.json unlocked. Returns 0; AGENT_EKEY for a key
+ * that does not open config.json or a config.json that does not decode; another
+ * code for anything else (no repository, no key, I/O). On failure st is closed.
+ */
+int storage_open_keyed(struct storage *st, const struct storage_opts *so, struct util_err *err);
 
 /* The repository key from o->key_file or $LODE_KEY_FILE (init needs it alone). */
 int storage_read_key(const struct storage_opts *o, char **pass, size_t *len, struct util_err *err);

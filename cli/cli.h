@@ -83,6 +83,13 @@ int cli_policy_name(const char *arg, char **ns, char **name, struct policy_diags
 int cli_policy_load(const char *arg, const struct tz_db *db, const char *kubeconfig,
                         struct policy *out, struct policy_diags *diags, struct util_err *err);
 
+/*
+ * The exit code of an engine's outcome (agent/agent.h): 0 for 0; CLI_INVALID for a
+ * wrong key, damaged data, or a snapshot or path that is not there; CLI_USAGE for
+ * anything else (usage, I/O, storage).
+ */
+int cli_exit_code(int rc);
+
 /* Parses the value of --output; prints a usage error and returns -1 when unknown. */
 int cli_parse_output(const char *value, enum cli_output *out);
 

@@ -27,8 +27,7 @@
 #include <openssl/sha.h>
 
 #include "cli.h"
-#include "agent/restore.h"
-#include "agent/storage.h"
+#include "agent/agent.h"
 
 #define CK_INFLIGHT 4
 #define CK_TAIL     (64u * 1024)
@@ -503,8 +502,10 @@ int cmd_check(int argc, char **argv)
     }
     if (optind != argc)
         return cli_usage_error("check", "unexpected argument %s", argv[optind]);
-    if ((rc = rx_open_repo(&st, &so, "check")) != CLI_OK)
-        return rc;
+    if ((rc = storage_open_keyed(&st, &so, &e)) != 0) {
+        fprintf(stderr, "lode check: %s\n", e.msg);
+        return cli_exit_code(rc);
+    }
     k.st = &st;
     k.keys = &st.config.keys;
 
