@@ -1,11 +1,18 @@
 /*
- * gc_cli: the pieces of `lode gc` (docs/gc.md). cmd_gc.c runs the collection;
- * gc_read.c finds the sources, lists their manifests and run records, reads run
- * records and chunk sets (GC_GETS at a time) and takes the storage's time;
- * gc_uploads.c aborts unfinished multipart uploads. The rule itself is internal/gc's.
+ * gc_run: the collection of `lode gc` (docs/gc.md) around internal/gc's rule.
+ * gc_collect.c runs it (gcrun_run: steps 0 to 5) and deletes; gc_read.c finds the
+ * sources, lists their manifests and run records, reads run records and chunk sets
+ * (GC_GETS at a time) and takes the storage's time; gc_uploads.c aborts unfinished
+ * multipart uploads. What a source loses is planned without I/O (struct gc_plan)
+ * from what was listed and read, so the plan can be tested on a layout in memory.
+ *
+ * Output: with text set, the run prints its progress on stdout (the storage time and
+ * window, one line per source, the uploads it aborts); sources it skips and keys it
+ * cannot delete are "lode gc: ..." lines on stderr. The totals (struct gc_totals)
+ * are the caller's to print.
  */
-#ifndef LODE_CLI_GC_H
-#define LODE_CLI_GC_H
+#ifndef LODE_AGENT_GC_RUN_H
+#define LODE_AGENT_GC_RUN_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -52,6 +59,7 @@ struct gc_totals {
 
 struct gc_ctx {
     struct storage st;
+    bool opened; /* st is open: gcrun_close closes it */
     bool dry_run, text;
     int64_t now;       /* G */
     int64_t policy_mr; /* the policies' largest maxRuntime */
@@ -61,28 +69,61 @@ struct gc_ctx {
     struct gc_totals t;
 };
 
+/*
+ * Runs the collection on g (dry_run, text and policy_mr set by the caller; the rest
+ * zero) against the repository of so. Returns 0 when it ran: g->t says what
+ * happened (failed deletions, skipped sources, unlisted uploads). Returns a negative
+ * code with err when nothing was deleted: the repository cannot be opened, its key
+ * does not open it, or its sources cannot be found.
+ */
+int gcrun_run(struct gc_ctx *g, const struct storage_opts *so, struct util_err *err);
+/* Frees the sources and closes the storage (after gcrun_run, whatever it returned). */
+void gcrun_close(struct gc_ctx *g);
+
+/*
+ * One deletion pass of a source (packs, meta objects or run records): which of its
+ * objects the rule lets go. Pure: the caller feeds what was listed.
+ */
+struct gc_plan {
+    const struct gc_source *s;
+    const struct gc_idset *ids;     /* the protected snapshots (gc_protected_ids) */
+    const struct gc_packset *packs; /* the packs their chunk sets use, sealed */
+    enum repo_kind kind;            /* REPO_KEY_PACK, REPO_KEY_FILES (meta) or REPO_KEY_RUN */
+    int64_t cutoff;                 /* G - W */
+    char **del;                     /* the keys to delete, in the order they came */
+    uint64_t *sizes;
+    size_t ndel, capdel, capsizes;
+    size_t total, kept; /* the objects of this kind judged, and those kept */
+};
+/* A listed object under data/ (kind PACK) or meta/ (kind FILES: .files and .chunks);
+ * a key that is not one of the source's of that kind is never deleted nor counted. */
+void gcrun_plan_object(struct gc_plan *p, const char *key, int64_t mtime, uint64_t size);
+/* Kind RUN: the source's run records (those gone meanwhile left out). */
+void gcrun_plan_runs(struct gc_plan *p);
+void gcrun_plan_free(struct gc_plan *p);
+
 /* Prints why a source is skipped ("nothing of this source is deleted"). */
-void gcli_warn(struct gc_ctx *g, const struct repo_source *s, const char *msg);
+void gcrun_warn(struct gc_ctx *g, const struct repo_source *s, const char *msg);
 /* Step 0: G, from the LastModified of GC_RECORD_KEY, written now. */
-int gcli_server_time(struct gc_ctx *g, struct util_err *err);
+int gcrun_server_time(struct gc_ctx *g, struct util_err *err);
 /* Step 1: every source named under snapshots/, runs/, data/ and meta/, sorted, unique. */
-int gcli_find_sources(struct gc_ctx *g, struct util_err *err);
+int gcrun_find_sources(struct gc_ctx *g, struct util_err *err);
 /* Step 2: a source's manifests and run records, and the run records whose bodies W needs;
  * on failure the source is marked skip (and named). Raises g->policy_mr. */
-int gcli_list_source(struct gc_ctx *g, struct gc_source *s);
+int gcrun_list_source(struct gc_ctx *g, struct gc_source *s);
 /* The bodies of n run records of s (a record gone meanwhile is marked gone). */
-int gcli_read_runs(struct gc_ctx *g, const struct gc_source *s, struct gc_runrec **recs, size_t n,
+int gcrun_read_runs(struct gc_ctx *g, const struct gc_source *s, struct gc_runrec **recs, size_t n,
                    struct util_err *err);
 /* The packs the chunk sets of ids use, into packs; a missing chunk set is an error. */
-int gcli_read_chunksets(struct gc_ctx *g, const struct gc_source *s, const struct gc_idset *ids,
+int gcrun_read_chunksets(struct gc_ctx *g, const struct gc_source *s, const struct gc_idset *ids,
                         struct gc_packset *packs, struct util_err *err);
 /* The source's run records as internal/gc sees them (ids borrowed; gone ones left out). */
-struct gc_run *gcli_runs_view(const struct gc_source *s, size_t *n);
+struct gc_run *gcrun_runs_view(const struct gc_source *s, size_t *n);
 /* Step 5: aborts (or, dry, lists) the unfinished uploads under meta/ begun before the
  * cutoff; counts them in g->t. */
-void gcli_abort_uploads(struct gc_ctx *g);
+void gcrun_abort_uploads(struct gc_ctx *g);
 /* key is one of s's keys, of this kind: parsed, never matched as text. */
-bool gcli_key_of(const struct gc_source *s, const char *key, enum repo_kind kind,
+bool gcrun_key_of(const struct gc_source *s, const char *key, enum repo_kind kind,
                  struct repo_key *k);
 
 #endif
