@@ -10,6 +10,7 @@
  *               sealing on the thread pool, packs, paced uploads, the manifest
  *   restore.h   one snapshot back onto disk: the target written safely, regular files
  *               fetched in batches of ranged GETs
+ *   check.h     whether the repository is whole, its data read with read_data
  *   gc_run.h    the collection around internal/gc's rule: sources, run records,
  *               chunk sets, the plan of what to delete, the deletion
  *
@@ -32,6 +33,7 @@
 #include <errno.h>
 
 #include "backup.h"
+#include "check.h"
 #include "gc_run.h"
 #include "restore.h"
 #include "storage.h"
