@@ -11,6 +11,7 @@
  *   restore.h   one snapshot back onto disk: the target written safely, regular files
  *               fetched in batches of ranged GETs
  *   check.h     whether the repository is whole, its data read with read_data
+ *   forget.h    deleting what retention forgets (internal/prune's keys)
  *   gc_run.h    the collection around internal/gc's rule: sources, run records,
  *               chunk sets, the plan of what to delete, the deletion
  *
@@ -34,6 +35,7 @@
 
 #include "backup.h"
 #include "check.h"
+#include "forget.h"
 #include "gc_run.h"
 #include "restore.h"
 #include "storage.h"
