@@ -120,7 +120,7 @@ int gcrun_find_sources(struct gc_ctx *g, struct util_err *err)
 
 /* The key is one of this source's, of this kind: parsed, never matched as text. */
 bool gcrun_key_of(const struct gc_source *s, const char *key, enum repo_kind kind,
-                 struct repo_key *k)
+                  struct repo_key *k)
 {
     return repo_key_parse(key, k, NULL) == 0 && k->kind == kind &&
            strcmp(k->src.ns, s->src.ns) == 0 && strcmp(k->src.policy, s->src.policy) == 0 &&
@@ -274,7 +274,7 @@ static int gc_run_got(size_t i, const struct s3_result *res, void *arg, struct u
 
 /* Reads the bodies of n run records of s, GC_GETS at a time. */
 int gcrun_read_runs(struct gc_ctx *g, const struct gc_source *s, struct gc_runrec **recs, size_t n,
-                   struct util_err *err)
+                    struct util_err *err)
 {
     struct gc_runs_read rr = {.recs = recs, .keys = util_calloc(n ? n : 1, sizeof(char *))};
     for (size_t i = 0; i < n; i++) {
@@ -379,7 +379,7 @@ static int gc_set_got(size_t i, const struct s3_result *res, void *arg, struct u
 }
 
 int gcrun_read_chunksets(struct gc_ctx *g, const struct gc_source *s, const struct gc_idset *ids,
-                        struct gc_packset *packs, struct util_err *err)
+                         struct gc_packset *packs, struct util_err *err)
 {
     struct gc_sets_read sr = {.ids = ids,
                               .keys = util_calloc(ids->n ? ids->n : 1, sizeof(char *)),

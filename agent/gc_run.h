@@ -113,10 +113,10 @@ int gcrun_find_sources(struct gc_ctx *g, struct util_err *err);
 int gcrun_list_source(struct gc_ctx *g, struct gc_source *s);
 /* The bodies of n run records of s (a record gone meanwhile is marked gone). */
 int gcrun_read_runs(struct gc_ctx *g, const struct gc_source *s, struct gc_runrec **recs, size_t n,
-                   struct util_err *err);
+                    struct util_err *err);
 /* The packs the chunk sets of ids use, into packs; a missing chunk set is an error. */
 int gcrun_read_chunksets(struct gc_ctx *g, const struct gc_source *s, const struct gc_idset *ids,
-                        struct gc_packset *packs, struct util_err *err);
+                         struct gc_packset *packs, struct util_err *err);
 /* The source's run records as internal/gc sees them (ids borrowed; gone ones left out). */
 struct gc_run *gcrun_runs_view(const struct gc_source *s, size_t *n);
 /* Step 5: aborts (or, dry, lists) the unfinished uploads under meta/ begun before the
@@ -124,6 +124,6 @@ struct gc_run *gcrun_runs_view(const struct gc_source *s, size_t *n);
 void gcrun_abort_uploads(struct gc_ctx *g);
 /* key is one of s's keys, of this kind: parsed, never matched as text. */
 bool gcrun_key_of(const struct gc_source *s, const char *key, enum repo_kind kind,
-                 struct repo_key *k);
+                  struct repo_key *k);
 
 #endif

@@ -148,9 +148,8 @@ void rx_progress(struct rx *x)
     if (now < x->next_progress)
         return;
     if (x->next_progress > 0)
-        rx_say(x, "%" PRIu64 " of %" PRIu64 " files, %.0f of %.0f MiB",
-               x->nfiles_done, x->want_files, (double)x->bytes / 1048576.0,
-               (double)x->want_bytes / 1048576.0);
+        rx_say(x, "%" PRIu64 " of %" PRIu64 " files, %.0f of %.0f MiB", x->nfiles_done,
+               x->want_files, (double)x->bytes / 1048576.0, (double)x->want_bytes / 1048576.0);
     x->next_progress = now + 10;
 }
 

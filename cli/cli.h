@@ -1,6 +1,10 @@
 /*
  * The `lode` command: one function per subcommand, each in its own file
- * (cmd_<name>.c), and the helpers they share (common.c).
+ * (cmd_<name>.c; lode forget's repository mode is cmd_forget_storage.c), the
+ * answers several of them give (answers.c, apply_object.c, status.c), the flags
+ * they share (options.c, policy_arg.c) and small helpers (common.c). The work on a
+ * repository is agent/'s (agent/agent.h): a command calls an engine and maps its
+ * outcome to output and an exit code (cli_exit_code).
  *
  * Exit codes (docs/commands.md, docs/policy.md): 0 ok, 1 the input is invalid or a check failed,
  * 2 usage or I/O error. JSON output (--output json) is the stable contract for
@@ -72,7 +76,7 @@ extern const char cli_storage_usage[];
  * every error in diags (printed by the caller as `lode validate` does).
  */
 int cli_policy_name(const char *arg, char **ns, char **name, struct policy_diags *diags,
-                        struct util_err *err);
+                    struct util_err *err);
 
 /*
  * The whole policy, validated: from the file, else from $LODE_POLICY_DOCUMENT when
@@ -81,7 +85,7 @@ int cli_policy_name(const char *arg, char **ns, char **name, struct policy_diags
  * such policy; UTIL_EIO when it cannot be read.
  */
 int cli_policy_load(const char *arg, const struct tz_db *db, const char *kubeconfig,
-                        struct policy *out, struct policy_diags *diags, struct util_err *err);
+                    struct policy *out, struct policy_diags *diags, struct util_err *err);
 
 /*
  * The exit code of an engine's outcome (agent/agent.h): 0 for 0; CLI_INVALID for a
@@ -119,7 +123,7 @@ void cli_print_json(json_t *v);
 json_t *cli_json_time(int64_t t);
 
 /*
- * The answers behind the commands' JSON output, built once here so that every
+ * The answers behind the commands' JSON output, built once (answers.c) so that every
  * caller (the command, `lode ui`) gives the same answer to the same question.
  */
 
@@ -175,7 +179,7 @@ json_t *cli_schedule_json(const struct policy *pol, const char *host, const stru
 void cli_schedule_free(struct cli_schedule *s);
 
 /*
- * The object `lode apply` sends for a policy's YAML text: validated, converted
+ * The object `lode apply` sends (apply_object.c) for a policy's YAML text: validated, converted
  * to JSON as written (no defaults added), and validated again in that form.
  * Returns 0, UTIL_EINVAL with every error in diags, or another code with err.
  */
@@ -190,7 +194,8 @@ void cli_forget_print_rules(const struct policy *pol, const struct tz_zone *zone
 void cli_forget_print_table(const struct tz_zone *zone, const struct ret_snapshot_list *list,
                             const struct ret_decision *d);
 
-/* lode forget against a repository (cmd_forget_storage.c); flags parsed by cmd_forget. */
+/* lode forget against a repository (cmd_forget_storage.c); flags parsed by cmd_forget,
+ * whose tables (cli_forget_print_*) it prints. */
 struct storage_opts;
 struct cmd_forget_storage_args {
     const char *policy;   /* FILE or NS/NAME */

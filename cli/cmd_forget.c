@@ -226,29 +226,6 @@ static void cmd_forget_print_text(const struct policy *pol, const struct tz_zone
     cli_forget_print_table(zone, list, d);
 }
 
-json_t *cli_forget_json(const struct ret_snapshot_list *list, const struct ret_decision *d)
-{
-    json_t *root = json_object();
-    json_t *keep = json_array();
-    json_t *forget = json_array();
-
-    for (size_t i = 0; i < list->n; i++) {
-        const char *id = list->v[d[i].index].id;
-        if (d[i].keep) {
-            json_t *reasons = json_array();
-            for (unsigned r = 0; r < RET_REASON_COUNT; r++)
-                if (d[i].reasons & (1u << r))
-                    json_array_append_new(reasons, json_string(ret_reason_name(r)));
-            json_array_append_new(keep, json_pack("{s:s, s:o}", "id", id, "reasons", reasons));
-        } else {
-            json_array_append_new(forget, json_pack("{s:s}", "id", id));
-        }
-    }
-    json_object_set_new(root, "keep", keep);
-    json_object_set_new(root, "forget", forget);
-    return root;
-}
-
 /* A JSON string as jansson writes it: ", \ and control bytes escaped, the rest as is. */
 static void cmd_forget_put_string(struct cmd_forget_out *o, const char *s)
 {

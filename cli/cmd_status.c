@@ -260,7 +260,9 @@ static int cmd_status_run(const struct cmd_status_opts *o)
         rc = CLI_USAGE;
         goto close;
     }
-    const char *ns = o->all ? NULL : o->kube.namespace != NULL ? o->kube.namespace : cli_kube_namespace(&k);
+    const char *ns = o->all                      ? NULL
+                     : o->kube.namespace != NULL ? o->kube.namespace
+                                                 : cli_kube_namespace(&k);
     struct cli_status_query q = {ns, o->policy};
     if (cli_status_load(&st, &k, db, &q, (int64_t)time(NULL), &err) != 0) {
         fprintf(stderr, "lode status: %s\n", err.msg);

@@ -43,7 +43,9 @@ struct cli_kube_opts {
 #define KUBE_OPTIONS                                                                               \
     {"namespace", required_argument, NULL, 'n'},                                                   \
         {"kubeconfig", required_argument, NULL, KUBE_OPT_KUBECONFIG},                              \
-        {"context", required_argument, NULL, KUBE_OPT_CONTEXT}
+    {                                                                                              \
+        "context", required_argument, NULL, KUBE_OPT_CONTEXT                                       \
+    }
 /*
  * 1 when c is one of the cluster flags (o filled), 0 when it is not, -1 when its
  * value is invalid (an empty --namespace; printed as "lode CMD: ...", a usage error).

@@ -41,7 +41,7 @@ static int cli_policy_split_name(const char *arg, char **ns, char **name, struct
 }
 
 static int cli_policy_file(const char *arg, const struct tz_db *db, struct policy *out,
-                               struct policy_diags *diags, struct util_err *err)
+                           struct policy_diags *diags, struct util_err *err)
 {
     char *data = NULL;
     size_t len = 0;
@@ -57,7 +57,7 @@ static int cli_policy_file(const char *arg, const struct tz_db *db, struct polic
 }
 
 int cli_policy_name(const char *arg, char **ns, char **name, struct policy_diags *diags,
-                        struct util_err *err)
+                    struct util_err *err)
 {
     struct policy pol;
     int rc;
@@ -74,7 +74,7 @@ int cli_policy_name(const char *arg, char **ns, char **name, struct policy_diags
 
 /* The policy from $LODE_POLICY_DOCUMENT: 1 when it holds ns/name (out filled), 0 when not. */
 static int cli_policy_env(const char *ns, const char *name, const struct tz_db *db,
-                              struct policy *out, struct policy_diags *diags, struct util_err *err)
+                          struct policy *out, struct policy_diags *diags, struct util_err *err)
 {
     const char *doc = getenv("LODE_POLICY_DOCUMENT");
     json_error_t je;
@@ -106,8 +106,8 @@ static int cli_policy_env(const char *ns, const char *name, const struct tz_db *
 }
 
 static int cli_policy_api(const char *ns, const char *name, const struct tz_db *db,
-                              const char *kubeconfig, struct policy *out,
-                              struct policy_diags *diags, struct util_err *err)
+                          const char *kubeconfig, struct policy *out, struct policy_diags *diags,
+                          struct util_err *err)
 {
     struct cli_kube k;
     struct cli_kube_reply r = {0};
@@ -147,7 +147,7 @@ out:
 }
 
 int cli_policy_load(const char *arg, const struct tz_db *db, const char *kubeconfig,
-                        struct policy *out, struct policy_diags *diags, struct util_err *err)
+                    struct policy *out, struct policy_diags *diags, struct util_err *err)
 {
     char *ns = NULL, *name = NULL;
     int rc;

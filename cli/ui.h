@@ -60,7 +60,7 @@
 struct ui_ctx {
     const struct tz_db *db;
     struct cli_kube_opts kube_opts; /* --namespace, --kubeconfig, --context */
-    bool kube_open;         /* the client below is usable */
+    bool kube_open;                 /* the client below is usable */
     struct cli_kube kube;
     char kube_error[512]; /* why the cluster cannot be reached, when not kube_open */
     int64_t (*now)(void); /* the clock; a test may replace it */
