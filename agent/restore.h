@@ -115,6 +115,35 @@ int rs_target_finish(struct rs_target *t, void (*fail_cb)(const char *msg, void 
  * Costs: the fetched ranges being fetched or opened (16 MiB in all), one decompressed blob per
  * worker, two descriptors per file of the batch.
  */
+#define RX_GAP         (1u << 20)     /* unneeded bytes read through rather than skipped */
+#define RX_RANGE_MAX   (4u << 20)     /* at most this much in one GET */
+#define RX_BATCH_BYTES (256ull << 20) /* plain bytes a batch of files gathers */
+
+/* One chunk to put somewhere. */
+struct rx_piece {
+    const struct repo_chunk *c; /* in the chunk set */
+    uint32_t file;              /* in the batch */
+    uint64_t at;                /* offset in the file */
+};
+
+/* One ranged GET: pieces [first, first + n) of one pack. */
+struct rx_range {
+    uint32_t pack;
+    uint64_t start, end;
+    size_t first, n;
+};
+
+/*
+ * The ranged GETs of a batch (pure): sorts pieces by pack and offset, then joins
+ * neighbours of one pack into one range while the gap between them is at most
+ * RX_GAP and the range at most RX_RANGE_MAX. Returns how many ranges *ranges
+ * (grown as needed, capacity *cap) holds.
+ */
+size_t rx_plan_ranges(struct rx_piece *pieces, size_t n, struct rx_range **ranges, size_t *cap);
+/* Whether a batch of nfiles files and bytes plain bytes is full before a file of add
+ * bytes: max_files files, or RX_BATCH_BYTES bytes (a batch always takes one file). */
+bool rx_batch_full(size_t nfiles, uint64_t bytes, uint64_t add, size_t max_files);
+
 struct rx_batch; /* restore_batch.c */
 
 struct rx {
