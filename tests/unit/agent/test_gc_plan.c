@@ -179,8 +179,8 @@ static void test_a_run_newer_than_the_cutoff_protects_its_parent(void **state)
      * (docs/gc.md, condition (c)), so neither its meta objects nor its record go. */
     gc_idset_free(&l.ids);
     const char *names[] = {l.a};
-    struct gc_run runs[] = {{.id = l.c, .time = NEW, .read = true, .max_runtime = 3600,
-                             .parent = l.b}};
+    struct gc_run runs[] = {
+        {.id = l.c, .time = NEW, .read = true, .max_runtime = 3600, .parent = l.b}};
     assert_int_equal(gc_protected_ids(names, 1, runs, 1, CUTOFF, &l.ids, &err), 0);
     struct gc_plan pm = plan_of(&l, REPO_KEY_FILES);
     struct gc_plan pr = plan_of(&l, REPO_KEY_RUN);
