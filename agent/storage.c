@@ -275,3 +275,50 @@ fail:
     storage_close(st);
     return rc;
 }
+
+int storage_create(struct storage *st, const struct repo_config *c, struct util_err *err)
+{
+    char *json = repo_config_encode(c);
+    struct s3_body body = {.data = json, .len = strlen(json), .content_type = "application/json"};
+    struct s3_opts o = {.if_none_match = true};
+    int rc = s3_sync_put(st->s3, "config.json", &body, &o, NULL, err);
+    /* The document holds the wrapped master key: not left in freed memory. */
+    memset(json, 0, body.len);
+    free(json);
+    return rc;
+}
+
+int storage_mark_suspicious(struct storage *st, const struct repo_snapshot *snap, bool suspicious,
+                            bool *changed, struct util_err *err)
+{
+    struct repo_key k = {.kind = REPO_KEY_SUSPICIOUS, .src = snap->src};
+    struct util_err e = {0};
+    char *key;
+    int rc = 0;
+
+    *changed = false;
+    if (suspicious == snap->suspicious)
+        return 0;
+    memcpy(k.id, snap->id, sizeof(k.id));
+    key = repo_key_build(&k);
+    if (suspicious) {
+        struct s3_body body = {.data = "", .len = 0};
+        struct s3_opts o = {.if_none_match = true};
+        rc = s3_sync_put(st->s3, key, &body, &o, NULL, &e);
+        if (rc == S3_EEXISTS) { /* marked since the listing */
+            rc = 0;
+        } else if (rc != 0) {
+            util_err_set(err, rc, "cannot write %s: %s", key, e.msg);
+        } else {
+            *changed = true;
+        }
+    } else {
+        rc = s3_sync_delete(st->s3, key, &e);
+        if (rc != 0)
+            util_err_set(err, rc, "cannot delete %s: %s", key, e.msg);
+        else
+            *changed = true;
+    }
+    free(key);
+    return rc;
+}

@@ -87,6 +87,17 @@ int storage_load_config(struct storage *st, const struct storage_opts *o, bool n
  */
 int storage_open_keyed(struct storage *st, const struct storage_opts *so, struct util_err *err);
 
+/* Writes config.json of a new repository (conditionally): S3_EEXISTS when one exists
+ * already, and then nothing was changed. */
+int storage_create(struct storage *st, const struct repo_config *c, struct util_err *err);
+
+/*
+ * Sets (suspicious) or clears a snapshot's .suspicious mark (docs/anomaly.md):
+ * *changed is false when it was so already (or became so since the listing).
+ */
+int storage_mark_suspicious(struct storage *st, const struct repo_snapshot *snap, bool suspicious,
+                            bool *changed, struct util_err *err);
+
 /* The repository key from o->key_file or $LODE_KEY_FILE (init needs it alone). */
 int storage_read_key(const struct storage_opts *o, char **pass, size_t *len, struct util_err *err);
 

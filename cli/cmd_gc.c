@@ -45,7 +45,7 @@ static void cmd_gc_usage(FILE *f)
  * object, and "error" (null when gc succeeded), at most 4096 bytes as a container's
  * termination message may hold. A file that cannot be written is reported, not fatal.
  */
-static void gc_termlog(const char *path, const struct gc_ctx *g, const char *error)
+static void cmd_gc_termlog(const char *path, const struct gc_ctx *g, const char *error)
 {
     char msg[1024];
     snprintf(msg, sizeof(msg), "%s", error != NULL ? error : "");
@@ -174,7 +174,7 @@ int cmd_gc(int argc, char **argv)
     }
 report:
     if (termlog != NULL)
-        gc_termlog(termlog, g, failure[0] != '\0' ? failure : NULL);
+        cmd_gc_termlog(termlog, g, failure[0] != '\0' ? failure : NULL);
 
 out:
     gcrun_close(g);

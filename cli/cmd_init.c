@@ -45,9 +45,7 @@ int cmd_init(int argc, char **argv)
     struct storage st;
     struct repo_config cfg;
     struct util_err err = {0};
-    struct s3_opts po = {.if_none_match = true};
-    struct s3_body body = {0};
-    char *pass = NULL, *json = NULL;
+    char *pass = NULL;
     size_t passlen = 0;
     int c, rc;
     bool generate = false;
@@ -121,12 +119,8 @@ int cmd_init(int argc, char **argv)
         rc = CLI_USAGE;
         goto out;
     }
-    json = repo_config_encode(&cfg);
+    rc = storage_create(&st, &cfg, &err);
     memset(&cfg, 0, sizeof(cfg));
-    body.data = json;
-    body.len = strlen(json);
-    body.content_type = "application/json";
-    rc = s3_sync_put(st.s3, "config.json", &body, &po, NULL, &err);
     if (rc == S3_EEXISTS) {
         fprintf(stderr, "lode init: a repository already exists at %s; nothing was changed\n",
                 st.url);
@@ -144,7 +138,6 @@ int cmd_init(int argc, char **argv)
         rc = CLI_OK;
     }
 out:
-    free(json);
     storage_close(&st);
     if (made != NULL)
         unlink(made); /* no repository uses it */
