@@ -1,8 +1,8 @@
 /*
- * backup_output: what `lode backup` prints (text or SPEC section 8's JSON) and the
- * termination log the controller reads back into the Backup's status: the same
- * JSON, compact, at most 4096 bytes (Kubernetes' limit), errors cut to fit, plus
- * "anomaly" (the detector's rules and numbers) for a suspicious snapshot.
+ * backup_output: what `lode backup` prints (text, or the JSON docs/commands.md gives
+ * under "Storage commands") and the termination log the controller reads back into
+ * the Backup's status: the same JSON, compact, at most 4096 bytes (Kubernetes' limit), errors cut
+ * to fit, plus "anomaly" (the detector's rules and numbers) for a suspicious snapshot.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -53,7 +53,7 @@ static json_t *backup_json(const struct backup *b, const struct backup_result *r
         json_object_set_new(root, "error", cli_json_string_lossy(r->error ? r->error : ""));
     }
     json_object_set_new(root, "errors", backup_errors_json(b, nerrs, msg_max));
-    /* Only in the termination log (the printed JSON is SPEC section 8's, exactly): the
+    /* Only in the termination log (the printed JSON is docs/commands.md's, exactly): the
      * rules that fired, for the Backup's Suspicious condition. */
     if (termlog && r->written && r->suspicious && r->anomaly[0] != '\0')
         json_object_set_new(root, "anomaly", cli_json_string_lossy(r->anomaly));
