@@ -1,8 +1,9 @@
 /*
  * storage: what every storage command (init, backup, snapshots, restore, check,
  * forget, mark, gc) does before its own work: find the repository, connect, read
- * and unlock config.json, list the catalog, and name or load the policy.
- * docs/repository.md is the user's side of these rules.
+ * and unlock config.json, list the catalog; and the small writes of init (config.json)
+ * and mark (.suspicious). docs/repository.md is the user's side of these rules. The
+ * flags that fill struct storage_opts, and --policy, are cli/'s (cli/cli.h).
  *
  *   The repository   --repo s3:http(s)://HOST[:PORT]/BUCKET[/PREFIX], else
  *                    $LODE_REPOSITORY; credentials from AWS_ACCESS_KEY_ID,
@@ -14,24 +15,16 @@
  *   The key          --key-file FILE, else $LODE_KEY_FILE: the file's bytes, one
  *                    trailing newline dropped. Only commands that open sealed
  *                    objects need it; listing the catalog does not.
- *   The policy       --policy FILE (a BackupPolicy YAML: its namespace, "default"
- *                    without one, and name) or --policy NS/NAME. An argument that
- *                    names an existing file is a file. NS/NAME without a file is
- *                    loaded, when a command needs the whole policy, from
- *                    $LODE_POLICY_DOCUMENT (the BackupPolicy as JSON, which the
- *                    controller puts into the backup Job) when its namespace and
- *                    name match, else from the Kubernetes API (the kubeconfig
- *                    search of cli/kubeutil.h). Either way the policy validator
- *                    checks it.
  *
  * Lifecycle: storage_open() (connect, nothing read yet), storage_load_config()
- * (config.json; with the key, unlocked), the command's work through st->s3 (the
- * s3_sync_* wrappers, or s3_sync_client()/s3_sync_loop() for several operations
- * at once), storage_close().
+ * (config.json; with the key, unlocked; storage_open_keyed does both), the job's work through
+ * st->s3 (the s3_sync_* wrappers, or s3_sync_client()/s3_sync_loop() for several operations at
+ * once), storage_close().
  *
  * Exit codes are the caller's: these functions return 0 or a negative code with a
  * message a user can act on in err (S3_* codes from internal/s3, UTIL_ENOENT for
- * "no repository here", UTIL_EINVAL for a wrong key or a bad name).
+ * "no repository here", UTIL_EINVAL for a wrong key or a bad name, AGENT_EKEY from
+ * storage_open_keyed).
  *
  * Costs: opening costs nothing on the network; config.json is one GET and, with
  * the key, one scrypt derivation (32 MiB, about 0.1 s); a catalog is one LIST

@@ -70,6 +70,18 @@ extern const char cli_storage_usage[];
 /* ---- policies (cli/policy_arg.c) ---- */
 
 /*
+ * --policy FILE (a BackupPolicy YAML: its namespace, "default"
+ * without one, and name) or --policy NS/NAME. An argument that
+ * names an existing file is a file. NS/NAME without a file is
+ * loaded, when a command needs the whole policy, from
+ * $LODE_POLICY_DOCUMENT (the BackupPolicy as JSON, which the
+ * controller puts into the backup Job) when its namespace and
+ * name match, else from the Kubernetes API (the kubeconfig
+ * search of cli/kubeutil.h). Either way the policy validator
+ * checks it.
+ */
+
+/*
  * The namespace and name a --policy argument names, without loading more than a
  * file: ns and name get owned strings. UTIL_EINVAL when the argument is neither an
  * existing file nor NS/NAME with valid names; an invalid file is UTIL_EINVAL with
