@@ -1,6 +1,6 @@
 /*
  * backup: the parts of `lode backup` (docs/repository.md, "Backing up"), shared by
- * cmd_backup.c (flags, policy, limits), backup_run.c (the order of the steps:
+ * cli/cmd_backup.c (flags, policy, limits), backup_run.c (the order of the steps:
  * run record, parent, walk, meta/, marks, manifest), backup_walk.c (the
  * directory walk merged with the parent's file list, reading and chunking) and
  * backup_store.c (sealing on the thread pool, packs, paced uploads).
@@ -13,7 +13,7 @@
  * chunk), BACKUP_PACKS packs of 16 MiB in all, closed or being filled (one
  * uploading while the next fills), plus the read buffer (9 MiB). The key
  * derivation (scrypt, 32 MiB) is over and its memory unmapped before any of these
- * exist (cmd_backup.c); the file list's parts (one uploading, one filling: about
+ * exist (cli/cmd_backup.c); the file list's parts (one uploading, one filling: about
  * 12 MiB at most), and the chunk set grows with the files.
  */
 #ifndef LODE_AGENT_BACKUP_H
