@@ -171,7 +171,7 @@ void backup_list_abort(struct backup *b);
 /* Frees what the list's upload held; after storage_close, like backup_store_release. */
 void backup_list_release(struct backup *b);
 
-/* ---- backup_output.c ---- */
+/* ---- the outcome of a run (backup_run) ---- */
 
 struct backup_result {
     bool written;
@@ -180,10 +180,6 @@ struct backup_result {
     char anomaly[1024]; /* the rules that fired, with their numbers, when suspicious */
     const char *error;  /* why no snapshot, or NULL */
 };
-
-/* Prints the outcome (JSON or text) and writes the termination log when asked. */
-void backup_print(const struct backup *b, const struct backup_result *r, bool json,
-                  const char *termlog);
 
 /* ---- backup_run.c ---- */
 

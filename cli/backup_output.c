@@ -94,8 +94,8 @@ static void backup_termlog(const char *path, const struct backup *b, const struc
     free(s);
 }
 
-void backup_print(const struct backup *b, const struct backup_result *r, bool json,
-                  const char *termlog)
+void cli_backup_print(const struct backup *b, const struct backup_result *r, bool json,
+                      const char *termlog)
 {
     if (json) {
         json_t *j = backup_json(b, r, b->nerrs, SIZE_MAX, false);

@@ -206,6 +206,13 @@ void cli_forget_print_rules(const struct policy *pol, const struct tz_zone *zone
 void cli_forget_print_table(const struct tz_zone *zone, const struct ret_snapshot_list *list,
                             const struct ret_decision *d);
 
+/* lode backup's outcome (backup_output.c): printed (JSON or text), and written to the
+ * termination log when asked. */
+struct backup;
+struct backup_result;
+void cli_backup_print(const struct backup *b, const struct backup_result *r, bool json,
+                      const char *termlog);
+
 /* lode forget against a repository (cmd_forget_storage.c); flags parsed by cmd_forget,
  * whose tables (cli_forget_print_*) it prints. */
 struct storage_opts;

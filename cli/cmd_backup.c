@@ -193,7 +193,7 @@ static int cmd_backup_fail_early(const struct cmd_backup_opts *o, const char *ms
 {
     struct backup none = {0};
     struct backup_result r = {.error = msg};
-    backup_print(&none, &r, o->output == CLI_OUTPUT_JSON, o->termlog);
+    cli_backup_print(&none, &r, o->output == CLI_OUTPUT_JSON, o->termlog);
     return CLI_INVALID;
 }
 
@@ -328,7 +328,7 @@ int cmd_backup(int argc, char **argv)
     backup_run(&b, &pol, max_runtime, &r);
     if (!r.written && b.timed_out)
         r.error = "stopped at maxRuntime before the snapshot was written";
-    backup_print(&b, &r, o.output == CLI_OUTPUT_JSON, o.termlog);
+    cli_backup_print(&b, &r, o.output == CLI_OUTPUT_JSON, o.termlog);
     rc = !r.written ? CLI_INVALID : b.nerrs > 0 ? 3 : CLI_OK;
 
     backup_store_close(&b);
