@@ -1,7 +1,8 @@
 # Lodestore build.
 #
 # Sources are discovered, not listed: every internal/<module>/*.c goes into
-# build/liblode.a, every cli/*.c into build/lode, every tests/unit/<module>/test_*.c
+# build/liblode.a, every agent/*.c into build/libagent.a (the backup, restore and gc
+# engines), every cli/*.c into build/lode, every tests/unit/<module>/test_*.c
 # becomes one cmocka binary, every tests/fuzz/fuzz_*.c one libFuzzer target. Adding a
 # file needs no edit here.
 #
@@ -41,7 +42,7 @@ VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.0.
 WARN    := -std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wvla -Wformat=2 -Wno-unused-parameter
 CFLAGS  ?= -O2 -g
-CPPFLAGS += -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iinternal
+CPPFLAGS += -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iinternal -I.
 
 ifeq ($(SAN),)
 BUILD   := build
@@ -56,6 +57,8 @@ ALL_CFLAGS = $(WARN) $(CFLAGS) $(SANFLAGS) $(PKG_CFLAGS)
 
 LIB_SRC   := $(sort $(wildcard internal/*/*.c))
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+AGENT_SRC := $(sort $(wildcard agent/*.c))
+AGENT_OBJ := $(AGENT_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_SRC   := $(sort $(wildcard cli/*.c))
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 CTL_SRC   := $(sort $(wildcard controller/*.c))
@@ -93,8 +96,13 @@ $(BUILD)/liblode.a: $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/lode: $(CLI_OBJ) $(BUILD)/obj/gen/ui_assets.o $(BUILD)/liblode.a
-	$(CC) $(ALL_CFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/obj/gen/ui_assets.o $(BUILD)/liblode.a \
+$(BUILD)/libagent.a: $(AGENT_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/lode: $(CLI_OBJ) $(BUILD)/obj/gen/ui_assets.o $(BUILD)/libagent.a $(BUILD)/liblode.a
+	$(CC) $(ALL_CFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/obj/gen/ui_assets.o $(BUILD)/libagent.a $(BUILD)/liblode.a \
 		$(PKG_LIBS) -lm
 
 # The page of `lode ui` (web/, TypeScript built by Vite) is built into build/web when
@@ -120,13 +128,14 @@ $(BUILD)/obj/gen/ui_assets.o: $(BUILD)/gen/ui_assets.c cli/ui.h
 $(BUILD)/lode-controller: $(CTL_OBJ) $(BUILD)/liblode.a
 	$(CC) $(ALL_CFLAGS) -o $@ $(CTL_OBJ) $(BUILD)/liblode.a $(PKG_LIBS) -lm
 
-# A unit test links the library, the test helpers and cmocka. The controller's
-# objects other than main.c are linked too, so its reconcile logic can be tested.
+# A unit test links the libraries, the test helpers and cmocka. The controller's
+# objects other than main.c are linked too, so its reconcile logic can be tested;
+# libagent.a, so the backup, restore and gc engines can be.
 CTL_TESTABLE_OBJ := $(filter-out $(BUILD)/obj/controller/main.o,$(CTL_OBJ))
-$(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/liblode.a $(TEST_HELPER_OBJ) $(CTL_TESTABLE_OBJ) | $(SETUP_FIRST)
+$(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libagent.a $(BUILD)/liblode.a $(TEST_HELPER_OBJ) $(CTL_TESTABLE_OBJ) | $(SETUP_FIRST)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Icontroller -Itests/unit $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ $< \
-		$(TEST_HELPER_OBJ) $(CTL_TESTABLE_OBJ) $(BUILD)/liblode.a $(CMOCKA_LIBS) $(PKG_LIBS) -lm
+		$(TEST_HELPER_OBJ) $(CTL_TESTABLE_OBJ) $(BUILD)/libagent.a $(BUILD)/liblode.a $(CMOCKA_LIBS) $(PKG_LIBS) -lm
 
 # make test: everything, as tests/all.sh describes (sanitised unit and CLI tests,
 # valgrind, the fuzz targets over their seeds, the end-to-end tests on the local
@@ -192,4 +201,4 @@ clean:
 # The local control plane (etcd, kube-apiserver, KCM, KWOK, versitygw) lives in tests/env.
 -include tests/env/env.mk
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(CTL_OBJ:.o=.d) $(TEST_HELPER_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(AGENT_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(CTL_OBJ:.o=.d) $(TEST_HELPER_OBJ:.o=.d)

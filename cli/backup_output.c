@@ -1,15 +1,15 @@
 /*
- * backup_output: what `lode backup` prints (text or SPEC section 8's JSON) and the
- * termination log the controller reads back into the Backup's status: the same
- * JSON, compact, at most 4096 bytes (Kubernetes' limit), errors cut to fit, plus
- * "anomaly" (the detector's rules and numbers) for a suspicious snapshot.
+ * backup_output: what `lode backup` prints (text, or the JSON docs/commands.md gives
+ * under "Storage commands") and the termination log the controller reads back into
+ * the Backup's status: the same JSON, compact, at most 4096 bytes (Kubernetes' limit), errors cut
+ * to fit, plus "anomaly" (the detector's rules and numbers) for a suspicious snapshot.
  */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backup.h"
+#include "agent/backup.h"
 #include "cli.h"
 
 #define BACKUP_TERMLOG_MAX 4096
@@ -53,7 +53,7 @@ static json_t *backup_json(const struct backup *b, const struct backup_result *r
         json_object_set_new(root, "error", cli_json_string_lossy(r->error ? r->error : ""));
     }
     json_object_set_new(root, "errors", backup_errors_json(b, nerrs, msg_max));
-    /* Only in the termination log (the printed JSON is SPEC section 8's, exactly): the
+    /* Only in the termination log (the printed JSON is docs/commands.md's, exactly): the
      * rules that fired, for the Backup's Suspicious condition. */
     if (termlog && r->written && r->suspicious && r->anomaly[0] != '\0')
         json_object_set_new(root, "anomaly", cli_json_string_lossy(r->anomaly));
@@ -94,8 +94,8 @@ static void backup_termlog(const char *path, const struct backup *b, const struc
     free(s);
 }
 
-void backup_print(const struct backup *b, const struct backup_result *r, bool json,
-                  const char *termlog)
+void cli_backup_print(const struct backup *b, const struct backup_result *r, bool json,
+                      const char *termlog)
 {
     if (json) {
         json_t *j = backup_json(b, r, b->nerrs, SIZE_MAX, false);

@@ -1,6 +1,10 @@
 /*
  * The `lode` command: one function per subcommand, each in its own file
- * (cmd_<name>.c), and the helpers they share (common.c).
+ * (cmd_<name>.c; lode forget's repository mode is cmd_forget_storage.c), the
+ * answers several of them give (answers.c, apply_object.c, status.c), the flags
+ * they share (options.c, policy_arg.c) and small helpers (common.c). The work on a
+ * repository is agent/'s (agent/agent.h): a command calls an engine and maps its
+ * outcome to output and an exit code (cli_exit_code).
  *
  * Exit codes (docs/commands.md, docs/policy.md): 0 ok, 1 the input is invalid or a check failed,
  * 2 usage or I/O error. JSON output (--output json) is the stable contract for
@@ -13,6 +17,8 @@
 #include <stdio.h>
 
 #include <jansson.h>
+
+#include "agent/storage.h"
 
 #include "binding/binding.h"
 #include "policy/policy.h"
@@ -40,6 +46,65 @@ int cmd_restore(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_mark(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
+
+/* ---- shared flags (cli/options.c) ---- */
+
+/*
+ * The getopt_long entries of the shared flags, and the one call that fills o from
+ * them (cli/options.c): returns true when c was one of them. Commands list STORAGE_OPTIONS among
+ * their options (the short codes 0x101..0x103 are reserved for them).
+ */
+#define STORAGE_OPT_REPO     0x101
+#define STORAGE_OPT_CACERT   0x102
+#define STORAGE_OPT_KEY_FILE 0x103
+#define STORAGE_OPTIONS                                                                            \
+    {"repo", required_argument, NULL, STORAGE_OPT_REPO},                                           \
+        {"cacert", required_argument, NULL, STORAGE_OPT_CACERT},                                   \
+    {                                                                                              \
+        "key-file", required_argument, NULL, STORAGE_OPT_KEY_FILE                                  \
+    }
+bool cli_storage_opt(struct storage_opts *o, int c, const char *arg);
+/* The usage lines of the shared flags, for a command's --help. */
+extern const char cli_storage_usage[];
+
+/* ---- policies (cli/policy_arg.c) ---- */
+
+/*
+ * --policy FILE (a BackupPolicy YAML: its namespace, "default"
+ * without one, and name) or --policy NS/NAME. An argument that
+ * names an existing file is a file. NS/NAME without a file is
+ * loaded, when a command needs the whole policy, from
+ * $LODE_POLICY_DOCUMENT (the BackupPolicy as JSON, which the
+ * controller puts into the backup Job) when its namespace and
+ * name match, else from the Kubernetes API (the kubeconfig
+ * search of cli/kubeutil.h). Either way the policy validator
+ * checks it.
+ */
+
+/*
+ * The namespace and name a --policy argument names, without loading more than a
+ * file: ns and name get owned strings. UTIL_EINVAL when the argument is neither an
+ * existing file nor NS/NAME with valid names; an invalid file is UTIL_EINVAL with
+ * every error in diags (printed by the caller as `lode validate` does).
+ */
+int cli_policy_name(const char *arg, char **ns, char **name, struct policy_diags *diags,
+                    struct util_err *err);
+
+/*
+ * The whole policy, validated: from the file, else from $LODE_POLICY_DOCUMENT when
+ * it holds this NS/NAME, else from the API (kubeconfig NULL: the usual search).
+ * UTIL_EINVAL with diags for an invalid policy; UTIL_ENOENT when the API has no
+ * such policy; UTIL_EIO when it cannot be read.
+ */
+int cli_policy_load(const char *arg, const struct tz_db *db, const char *kubeconfig,
+                    struct policy *out, struct policy_diags *diags, struct util_err *err);
+
+/*
+ * The exit code of an engine's outcome (agent/agent.h): 0 for 0; CLI_INVALID for a
+ * wrong key, damaged data, or a snapshot or path that is not there; CLI_USAGE for
+ * anything else (usage, I/O, storage).
+ */
+int cli_exit_code(int rc);
 
 /* Parses the value of --output; prints a usage error and returns -1 when unknown. */
 int cli_parse_output(const char *value, enum cli_output *out);
@@ -70,7 +135,7 @@ void cli_print_json(json_t *v);
 json_t *cli_json_time(int64_t t);
 
 /*
- * The answers behind the commands' JSON output, built once here so that every
+ * The answers behind the commands' JSON output, built once (answers.c) so that every
  * caller (the command, `lode ui`) gives the same answer to the same question.
  */
 
@@ -126,7 +191,7 @@ json_t *cli_schedule_json(const struct policy *pol, const char *host, const stru
 void cli_schedule_free(struct cli_schedule *s);
 
 /*
- * The object `lode apply` sends for a policy's YAML text: validated, converted
+ * The object `lode apply` sends (apply_object.c) for a policy's YAML text: validated, converted
  * to JSON as written (no defaults added), and validated again in that form.
  * Returns 0, UTIL_EINVAL with every error in diags, or another code with err.
  */
@@ -141,7 +206,15 @@ void cli_forget_print_rules(const struct policy *pol, const struct tz_zone *zone
 void cli_forget_print_table(const struct tz_zone *zone, const struct ret_snapshot_list *list,
                             const struct ret_decision *d);
 
-/* lode forget against a repository (cmd_forget_storage.c); flags parsed by cmd_forget. */
+/* lode backup's outcome (backup_output.c): printed (JSON or text), and written to the
+ * termination log when asked. */
+struct backup;
+struct backup_result;
+void cli_backup_print(const struct backup *b, const struct backup_result *r, bool json,
+                      const char *termlog);
+
+/* lode forget against a repository (cmd_forget_storage.c); flags parsed by cmd_forget,
+ * whose tables (cli_forget_print_*) it prints. */
 struct storage_opts;
 struct cmd_forget_storage_args {
     const char *policy;   /* FILE or NS/NAME */

@@ -22,9 +22,9 @@
 #include <stdint.h>
 
 #include "anomaly/anomaly.h"
-#include "backup.h"
+#include "agent/backup.h"
 #include "cli.h"
-#include "storage.h"
+#include "agent/storage.h"
 
 #ifndef LODE_VERSION
 #define LODE_VERSION "0.0.0-dev"
@@ -62,7 +62,7 @@ static void cmd_backup_usage(FILE *f)
         "Exit codes: 0 snapshot written, 3 snapshot written but incomplete (files that\n"
         "could not be read are listed), 1 no snapshot (stopped at maxRuntime, by\n"
         "SIGTERM, or a storage failure), 2 usage error.\n",
-        storage_usage);
+        cli_storage_usage);
 }
 
 /* ---- limits ---- */
@@ -193,7 +193,7 @@ static int cmd_backup_fail_early(const struct cmd_backup_opts *o, const char *ms
 {
     struct backup none = {0};
     struct backup_result r = {.error = msg};
-    backup_print(&none, &r, o->output == CLI_OUTPUT_JSON, o->termlog);
+    cli_backup_print(&none, &r, o->output == CLI_OUTPUT_JSON, o->termlog);
     return CLI_INVALID;
 }
 
@@ -226,7 +226,7 @@ int cmd_backup(int argc, char **argv)
 
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-        if (storage_opt(&o.so, c, optarg))
+        if (cli_storage_opt(&o.so, c, optarg))
             continue;
         switch (c) {
         case 'p':
@@ -266,7 +266,7 @@ int cmd_backup(int argc, char **argv)
         return cli_usage_error("backup", "%s", err.msg);
 
     policy_diags_init(&diags);
-    if ((rc = storage_policy_load(o.policy, NULL, o.kubeconfig, &pol, &diags, &err)) != 0) {
+    if ((rc = cli_policy_load(o.policy, NULL, o.kubeconfig, &pol, &diags, &err)) != 0) {
         cli_print_diags(stderr, o.policy, &diags);
         rc = rc == UTIL_EINVAL && diags.n == 0 ? CLI_USAGE : CLI_INVALID;
         policy_diags_free(&diags);
@@ -328,7 +328,7 @@ int cmd_backup(int argc, char **argv)
     backup_run(&b, &pol, max_runtime, &r);
     if (!r.written && b.timed_out)
         r.error = "stopped at maxRuntime before the snapshot was written";
-    backup_print(&b, &r, o.output == CLI_OUTPUT_JSON, o.termlog);
+    cli_backup_print(&b, &r, o.output == CLI_OUTPUT_JSON, o.termlog);
     rc = !r.written ? CLI_INVALID : b.nerrs > 0 ? 3 : CLI_OK;
 
     backup_store_close(&b);

@@ -21,7 +21,7 @@
 #include "binding/binding.h"
 #include "cli.h"
 #include "retention/retention.h"
-#include "storage.h"
+#include "agent/storage.h"
 
 static void cmd_forget_usage(FILE *f)
 {
@@ -50,7 +50,7 @@ static void cmd_forget_usage(FILE *f)
             "  --zoneinfo DIR    the tz database (default $LODE_ZONEINFO, else %s)\n"
             "%s\n"
             "Exit codes: 0 ok, 1 invalid policy or snapshot list, 2 usage or I/O error.\n",
-            TZ_DEFAULT_DIR, storage_usage);
+            TZ_DEFAULT_DIR, cli_storage_usage);
 }
 
 /*
@@ -224,29 +224,6 @@ static void cmd_forget_print_text(const struct policy *pol, const struct tz_zone
 {
     cli_forget_print_rules(pol, zone);
     cli_forget_print_table(zone, list, d);
-}
-
-json_t *cli_forget_json(const struct ret_snapshot_list *list, const struct ret_decision *d)
-{
-    json_t *root = json_object();
-    json_t *keep = json_array();
-    json_t *forget = json_array();
-
-    for (size_t i = 0; i < list->n; i++) {
-        const char *id = list->v[d[i].index].id;
-        if (d[i].keep) {
-            json_t *reasons = json_array();
-            for (unsigned r = 0; r < RET_REASON_COUNT; r++)
-                if (d[i].reasons & (1u << r))
-                    json_array_append_new(reasons, json_string(ret_reason_name(r)));
-            json_array_append_new(keep, json_pack("{s:s, s:o}", "id", id, "reasons", reasons));
-        } else {
-            json_array_append_new(forget, json_pack("{s:s}", "id", id));
-        }
-    }
-    json_object_set_new(root, "keep", keep);
-    json_object_set_new(root, "forget", forget);
-    return root;
 }
 
 /* A JSON string as jansson writes it: ", \ and control bytes escaped, the rest as is. */
@@ -468,7 +445,7 @@ int cmd_forget(int argc, char **argv)
             cmd_forget_usage(stdout);
             return CLI_OK;
         default:
-            if (storage_opt(&sopts, c, optarg))
+            if (cli_storage_opt(&sopts, c, optarg))
                 break;
             cmd_forget_usage(stderr);
             return CLI_USAGE;

@@ -4,7 +4,7 @@
  * One LIST of snapshots/<ns>/<policy>/ (or .../<host>/ with --host) gives every
  * snapshot of the policy, its time (the manifest's LastModified) and its marks,
  * without reading an object. The retention engine decides per host, in the
- * schedule's zone. The forgotten snapshots' manifests are deleted with
+ * schedule's zone. The forgotten snapshots' manifests are deleted (agent/forget.h) with
  * DeleteObjects, at most 1,000 keys a request, each key's result checked; then,
  * only for manifests that are gone, their .incomplete marks (a mark deleted first
  * would make a snapshot whose manifest survived look complete). .suspicious marks
@@ -28,65 +28,7 @@
 #include "binding/binding.h"
 #include "cli.h"
 #include "prune/prune.h"
-#include "storage.h"
-
-/* The keys of one deletion pass and what became of them. */
-struct forget_del {
-    const char *const *keys;
-    size_t n;
-    size_t deleted;
-    bool *gone; /* per key: deleted (or already absent) */
-    size_t failed;
-};
-
-static int forget_cmp_key(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* The position of key in d->keys (sorted), or -1. */
-static ssize_t forget_find(const struct forget_del *d, const char *key)
-{
-    const char *const *hit =
-        d->n ? bsearch(&key, d->keys, d->n, sizeof(*d->keys), forget_cmp_key) : NULL;
-    return hit ? (ssize_t)(hit - d->keys) : -1;
-}
-
-static void forget_deleted_cb(const char *key, int error, const char *code, const char *message,
-                              void *arg)
-{
-    struct forget_del *d = arg;
-    ssize_t i = forget_find(d, key);
-
-    if (error == 0) {
-        d->deleted++;
-        if (i >= 0)
-            d->gone[i] = true;
-        return;
-    }
-    d->failed++;
-    fprintf(stderr, "lode forget: cannot delete %s: %s%s%s\n", key, code, code[0] ? ": " : "",
-            message);
-}
-
-/* Deletes keys (sorted by the caller); returns 0 when every one is gone, else -1 (printed). */
-static int forget_delete(struct storage *st, struct forget_del *d, unsigned *requests)
-{
-    struct util_err err = {0};
-    struct s3_info info = {0};
-    int rc;
-
-    d->gone = util_calloc(d->n ? d->n : 1, sizeof(*d->gone));
-    if (d->n == 0)
-        return 0;
-    rc = s3_sync_delete_objects(st->s3, d->keys, d->n, NULL, forget_deleted_cb, d, &info, &err);
-    *requests += info.requests;
-    if (rc != 0 && d->failed == 0) {
-        fprintf(stderr, "lode forget: deleting from %s: %s\n", st->url, err.msg);
-        d->failed = d->n - d->deleted;
-    }
-    return d->failed ? -1 : 0;
-}
+#include "agent/forget.h"
 
 static json_t *forget_host_json(const char *host, const struct ret_snapshot *snaps, size_t n,
                                 const struct ret_decision *d)
@@ -116,7 +58,7 @@ static int forget_load_policy(const char *arg, const struct tz_db *db, struct po
     int rc;
 
     policy_diags_init(&diags);
-    rc = storage_policy_load(arg, db, NULL, pol, &diags, &err);
+    rc = cli_policy_load(arg, db, NULL, pol, &diags, &err);
     if (rc != 0) {
         if (diags.n > 0)
             cli_print_diags(stderr, strcmp(arg, "-") == 0 ? "<stdin>" : arg, &diags);
@@ -137,7 +79,6 @@ int cmd_forget_storage(const struct cmd_forget_storage_args *a)
     struct prune_plan plan = {0};
     struct util_err err = {0};
     json_t *hosts = NULL;
-    unsigned requests = 0;
     bool opened = false;
     int rc;
 
@@ -193,28 +134,18 @@ int cmd_forget_storage(const struct cmd_forget_storage_args *a)
 
     rc = CLI_OK;
     if (!a->dry_run && plan.nmanifests > 0) {
-        struct forget_del dm = {.keys = (const char *const *)plan.manifests, .n = plan.nmanifests};
-        struct forget_del dk = {0};
-        const char **live = util_calloc(plan.nmarks ? plan.nmarks : 1, sizeof(*live));
-
-        if (forget_delete(&st, &dm, &requests) != 0)
-            rc = CLI_USAGE;
-        dk.keys = live;
-        dk.n = prune_marks_after(&plan, dm.gone, live);
-        if (forget_delete(&st, &dk, &requests) != 0)
+        struct forget_outcome fo;
+        if (forget_apply(&st, &plan, &fo) != 0)
             rc = CLI_USAGE;
         if (a->output == CLI_OUTPUT_TEXT)
             printf("deleted %zu manifest%s and %zu .incomplete mark%s in %u request%s\n",
-                   dm.deleted, dm.deleted == 1 ? "" : "s", dk.deleted, dk.deleted == 1 ? "" : "s",
-                   requests, requests == 1 ? "" : "s");
+                   fo.manifests_deleted, fo.manifests_deleted == 1 ? "" : "s", fo.marks_deleted,
+                   fo.marks_deleted == 1 ? "" : "s", fo.requests, fo.requests == 1 ? "" : "s");
         if (rc != CLI_OK)
             fprintf(stderr,
                     "lode forget: %zu of %zu manifests and %zu of %zu marks could not "
                     "be deleted; run forget again\n",
-                    dm.failed, plan.nmanifests, dk.failed, dk.n);
-        free(dm.gone);
-        free(dk.gone);
-        free(live);
+                    fo.manifests_failed, fo.manifests, fo.marks_failed, fo.marks);
     } else if (a->output == CLI_OUTPUT_TEXT) {
         printf("%s\n", a->dry_run ? "dry run: nothing was deleted" : "nothing to delete");
     }

@@ -15,7 +15,7 @@
 #include <openssl/crypto.h>
 
 #include "cli.h"
-#include "storage.h"
+#include "agent/storage.h"
 
 static void cmd_init_usage(FILE *f)
 {
@@ -30,7 +30,7 @@ static void cmd_init_usage(FILE *f)
             "%s\n"
             "Exit codes: 0 created, 1 a repository already exists there, 2 usage, key or\n"
             "storage error.\n",
-            storage_usage);
+            cli_storage_usage);
 }
 
 int cmd_init(int argc, char **argv)
@@ -45,9 +45,7 @@ int cmd_init(int argc, char **argv)
     struct storage st;
     struct repo_config cfg;
     struct util_err err = {0};
-    struct s3_opts po = {.if_none_match = true};
-    struct s3_body body = {0};
-    char *pass = NULL, *json = NULL;
+    char *pass = NULL;
     size_t passlen = 0;
     int c, rc;
     bool generate = false;
@@ -55,7 +53,7 @@ int cmd_init(int argc, char **argv)
 
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (storage_opt(&so, c, optarg))
+        if (cli_storage_opt(&so, c, optarg))
             continue;
         if (c == 'g') {
             generate = true;
@@ -121,12 +119,8 @@ int cmd_init(int argc, char **argv)
         rc = CLI_USAGE;
         goto out;
     }
-    json = repo_config_encode(&cfg);
+    rc = storage_create(&st, &cfg, &err);
     memset(&cfg, 0, sizeof(cfg));
-    body.data = json;
-    body.len = strlen(json);
-    body.content_type = "application/json";
-    rc = s3_sync_put(st.s3, "config.json", &body, &po, NULL, &err);
     if (rc == S3_EEXISTS) {
         fprintf(stderr, "lode init: a repository already exists at %s; nothing was changed\n",
                 st.url);
@@ -144,7 +138,6 @@ int cmd_init(int argc, char **argv)
         rc = CLI_OK;
     }
 out:
-    free(json);
     storage_close(&st);
     if (made != NULL)
         unlink(made); /* no repository uses it */

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "storage.h"
+#include "agent/storage.h"
 
 static void cmd_mark_usage(FILE *f)
 {
@@ -34,7 +34,7 @@ static void cmd_mark_usage(FILE *f)
             "\"changed\"}\n"
             "%s\n"
             "Exit codes: 0 ok, 1 no such snapshot, 2 usage or I/O error.\n",
-            storage_usage);
+            cli_storage_usage);
 }
 
 /* Finds the one snapshot with this id; prints why not and returns the exit code. */
@@ -91,7 +91,7 @@ int cmd_mark(int argc, char **argv)
     struct storage st;
     struct repo_snapshot snap;
     struct util_err err = {0};
-    char *ns = NULL, *pname = NULL, *key = NULL;
+    char *ns = NULL, *pname = NULL;
     bool changed = false, opened = false;
     int c, rc;
 
@@ -118,7 +118,7 @@ int cmd_mark(int argc, char **argv)
             cmd_mark_usage(stdout);
             return CLI_OK;
         default:
-            if (storage_opt(&sopts, c, optarg))
+            if (cli_storage_opt(&sopts, c, optarg))
                 break;
             cmd_mark_usage(stderr);
             return CLI_USAGE;
@@ -137,7 +137,7 @@ int cmd_mark(int argc, char **argv)
         return cli_usage_error("mark", "--host: %s", err.msg);
     if (policy_arg != NULL) {
         policy_diags_init(&diags);
-        rc = storage_policy_name(policy_arg, &ns, &pname, &diags, &err);
+        rc = cli_policy_name(policy_arg, &ns, &pname, &diags, &err);
         if (rc != 0) {
             cli_print_diags(stderr, policy_arg, &diags);
             policy_diags_free(&diags);
@@ -161,26 +161,10 @@ int cmd_mark(int argc, char **argv)
     if ((rc = cmd_mark_find(&st, id, ns, pname, host, &snap)) != CLI_OK)
         goto out;
 
-    struct repo_key k = {.kind = REPO_KEY_SUSPICIOUS, .src = snap.src};
-    memcpy(k.id, snap.id, sizeof(k.id));
-    key = repo_key_build(&k);
-    if (action == 's' && !snap.suspicious) {
-        struct s3_body body = {.data = "", .len = 0};
-        struct s3_opts o = {.if_none_match = true};
-        rc = s3_sync_put(st.s3, key, &body, &o, NULL, &err);
-        if (rc != 0 && rc != S3_EEXISTS) { /* EEXISTS: marked since the listing */
-            fprintf(stderr, "lode mark: cannot write %s: %s\n", key, err.msg);
-            rc = CLI_USAGE;
-            goto out;
-        }
-        changed = rc == 0;
-    } else if (action == 'c' && snap.suspicious) {
-        if (s3_sync_delete(st.s3, key, &err) != 0) {
-            fprintf(stderr, "lode mark: cannot delete %s: %s\n", key, err.msg);
-            rc = CLI_USAGE;
-            goto out;
-        }
-        changed = true;
+    if (storage_mark_suspicious(&st, &snap, action == 's', &changed, &err) != 0) {
+        fprintf(stderr, "lode mark: %s\n", err.msg);
+        rc = CLI_USAGE;
+        goto out;
     }
     rc = CLI_OK;
     if (output == CLI_OUTPUT_JSON) {
@@ -199,7 +183,6 @@ int cmd_mark(int argc, char **argv)
     }
 
 out:
-    free(key);
     free(ns);
     free(pname);
     if (opened)

@@ -42,57 +42,6 @@ static void cmd_schedule_usage(FILE *f)
             CLI_SCHEDULE_MAX_RUNS, TZ_DEFAULT_DIR);
 }
 
-static void cmd_schedule_skip_cb(int64_t local, int64_t transition, void *arg)
-{
-    struct cli_schedule *l = arg;
-    l->skips = util_grow(l->skips, &l->skips_cap, l->nskips + 1, sizeof(*l->skips));
-    l->skips[l->nskips++] = (struct cli_schedule_skip){local, transition};
-}
-
-/* "2026-03-29T03:30": the slot's wall clock, as the JSON contract writes it. */
-static json_t *cmd_schedule_json_wall(int64_t local)
-{
-    struct util_civil c;
-    char buf[40];
-    util_civil_from_seconds(local, &c);
-    snprintf(buf, sizeof(buf), "%04lld-%02u-%02uT%02u:%02u", (long long)c.year, c.month, c.day,
-             c.hour, c.minute);
-    return json_string(buf);
-}
-
-json_t *cli_schedule_json(const struct policy *pol, const char *host, const struct cli_schedule *l)
-{
-    json_t *root = json_object(), *runs = json_array(), *notes = json_array();
-    static const char *const note_names[] = {NULL, "shifted", "repeated"};
-
-    json_object_set_new(root, "policy", json_sprintf("%s/%s", pol->namespace, pol->name));
-    json_object_set_new(root, "host", json_string(host));
-    json_object_set_new(root, "timezone",
-                        json_string(pol->has_schedule ? pol->schedule.timezone : "UTC"));
-    json_object_set_new(root, "offsetSeconds", json_integer(l->offset));
-    json_object_set_new(root, "alertLimitSeconds",
-                        l->limit == SCHED_NO_LIMIT ? json_null() : json_integer(l->limit));
-    for (size_t i = 0; i < l->nruns; i++) {
-        const struct cli_schedule_run *r = &l->runs[i];
-        json_t *o = json_object();
-        const char *note = note_names[r->slot.note];
-        json_object_set_new(o, "slot", cmd_schedule_json_wall(r->slot.local));
-        json_object_set_new(o, "slotTime", cli_json_time(r->slot.at));
-        json_object_set_new(o, "runTime", cli_json_time(r->run_time));
-        json_object_set_new(o, "note", note ? json_string(note) : json_null());
-        json_array_append_new(runs, o);
-    }
-    for (size_t i = 0; i < l->nskips; i++) {
-        json_t *o = json_object();
-        json_object_set_new(o, "slot", cmd_schedule_json_wall(l->skips[i].local));
-        json_object_set_new(o, "note", json_string("skipped"));
-        json_array_append_new(notes, o);
-    }
-    json_object_set_new(root, "runs", runs);
-    json_object_set_new(root, "notes", notes);
-    return root;
-}
-
 /* "Sun 2026-03-29 04:00" for a wall-clock time (local seconds). */
 static void cmd_schedule_fmt_day_time(int64_t local, char *buf, size_t size)
 {
@@ -292,51 +241,6 @@ static int cmd_schedule_parse_time(const char *flag, const char *s, int64_t *out
         return -1;
     }
     return 0;
-}
-
-int cli_schedule_compute(struct cli_schedule *out, const struct policy *pol, const struct tz_db *db,
-                         const struct cli_schedule_query *q, struct util_err *err)
-{
-    struct sched_slot slot;
-    int64_t t = q->from;
-    int rc;
-
-    memset(out, 0, sizeof(*out));
-    if ((rc = binding_init(&out->bind, pol, db, err)) != 0)
-        return rc;
-    out->limit = binding_alert_limit(&out->bind, q->from);
-    if (!out->bind.has_sched)
-        return 0;
-    out->offset = binding_offset(&out->bind, q->host);
-    for (;;) {
-        if (!q->has_until ? out->nruns >= q->count : q->count > 0 && out->nruns >= q->count) {
-            out->truncated = q->has_until;
-            break;
-        }
-        if (sched_next(&out->bind.sched, t, &slot) != 0 || (q->has_until && slot.at > q->until))
-            break;
-        if (out->nruns == CLI_SCHEDULE_MAX_RUNS) {
-            cli_schedule_free(out);
-            return util_err_set(err, UTIL_ERANGE,
-                                "more than %d runs until the end of the range: ask for fewer",
-                                CLI_SCHEDULE_MAX_RUNS);
-        }
-        out->runs = util_grow(out->runs, &out->runs_cap, out->nruns + 1, sizeof(*out->runs));
-        out->runs[out->nruns++] = (struct cli_schedule_run){slot, slot.at + out->offset};
-        t = slot.at;
-    }
-    /* Skipped local times of the clock changes in the range shown. */
-    sched_skipped(&out->bind.sched, q->from, q->has_until && !out->truncated ? q->until : t,
-                  cmd_schedule_skip_cb, out);
-    return 0;
-}
-
-void cli_schedule_free(struct cli_schedule *s)
-{
-    free(s->runs);
-    free(s->skips);
-    binding_close(&s->bind);
-    memset(s, 0, sizeof(*s));
 }
 
 int cmd_schedule(int argc, char **argv)

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "storage.h"
+#include "agent/storage.h"
 
 static void cmd_snapshots_usage(FILE *f)
 {
@@ -24,7 +24,7 @@ static void cmd_snapshots_usage(FILE *f)
             "                    \"incomplete\",\"suspicious\",\"files\",\"bytes\"}]}\n"
             "%s\n"
             "Exit codes: 0 ok, 1 invalid policy file, 2 usage or storage error.\n",
-            storage_usage);
+            cli_storage_usage);
 }
 
 static void cmd_snapshots_text(const struct repo_catalog *cat, const struct repo_manifest *m)
@@ -91,7 +91,7 @@ int cmd_snapshots(int argc, char **argv)
 
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-        if (storage_opt(&so, c, optarg))
+        if (cli_storage_opt(&so, c, optarg))
             continue;
         switch (c) {
         case 'p':
@@ -117,7 +117,7 @@ int cmd_snapshots(int argc, char **argv)
         return cli_usage_error("snapshots", "%s", err.msg);
 
     policy_diags_init(&diags);
-    if (policy != NULL && storage_policy_name(policy, &ns, &name, &diags, &err) != 0) {
+    if (policy != NULL && cli_policy_name(policy, &ns, &name, &diags, &err) != 0) {
         cli_print_diags(stderr, policy, &diags);
         fprintf(stderr, "lode snapshots: %s\n", err.msg);
         rc = diags.n > 0 ? CLI_INVALID : CLI_USAGE;

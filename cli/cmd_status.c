@@ -50,11 +50,9 @@ static void cmd_status_usage(FILE *f)
 
 struct cmd_status_opts {
     const char *policy;
-    const char *namespace;
+    struct cli_kube_opts kube;
     bool all;
     bool utc;
-    const char *kubeconfig;
-    const char *context;
     const char *zoneinfo;
     enum cli_output output;
 };
@@ -257,12 +255,14 @@ static int cmd_status_run(const struct cmd_status_opts *o)
 
     if (cli_open_tzdb(&db, o->zoneinfo) != CLI_OK)
         return CLI_USAGE;
-    if (cli_kube_open(&k, o->kubeconfig, o->context, &err) != 0) {
+    if (cli_kube_open(&k, o->kube.kubeconfig, o->kube.context, &err) != 0) {
         fprintf(stderr, "lode status: %s\n", err.msg);
         rc = CLI_USAGE;
         goto close;
     }
-    const char *ns = o->all ? NULL : o->namespace != NULL ? o->namespace : cli_kube_namespace(&k);
+    const char *ns = o->all                      ? NULL
+                     : o->kube.namespace != NULL ? o->kube.namespace
+                                                 : cli_kube_namespace(&k);
     struct cli_status_query q = {ns, o->policy};
     if (cli_status_load(&st, &k, db, &q, (int64_t)time(NULL), &err) != 0) {
         fprintf(stderr, "lode status: %s\n", err.msg);
@@ -299,16 +299,14 @@ close:
 int cmd_status(int argc, char **argv)
 {
     struct cmd_status_opts o = {.output = CLI_OUTPUT_TEXT};
-    int c;
+    int c, k;
     static const struct option opts[] = {
-        {"namespace", required_argument, NULL, 'n'},
         {"all-namespaces", no_argument, NULL, 'A'},
         {"output", required_argument, NULL, 'o'},
         {"utc", no_argument, NULL, 'u'},
-        {"kubeconfig", required_argument, NULL, 'k'},
-        {"context", required_argument, NULL, 'c'},
         {"zoneinfo", required_argument, NULL, 'z'},
         {"help", no_argument, NULL, 'h'},
+        KUBE_OPTIONS,
         {NULL, 0, NULL, 0},
     };
 
@@ -316,11 +314,6 @@ int cmd_status(int argc, char **argv)
     opterr = 0;
     while ((c = getopt_long(argc, argv, "n:Ao:h", opts, NULL)) != -1) {
         switch (c) {
-        case 'n':
-            if (optarg[0] == '\0')
-                return cli_usage_error("status", "--namespace is empty");
-            o.namespace = optarg;
-            break;
         case 'A':
             o.all = true;
             break;
@@ -331,12 +324,6 @@ int cmd_status(int argc, char **argv)
         case 'u':
             o.utc = true;
             break;
-        case 'k':
-            o.kubeconfig = optarg;
-            break;
-        case 'c':
-            o.context = optarg;
-            break;
         case 'z':
             o.zoneinfo = optarg;
             break;
@@ -344,6 +331,10 @@ int cmd_status(int argc, char **argv)
             cmd_status_usage(stdout);
             return CLI_OK;
         default:
+            if ((k = cli_kube_opt(&o.kube, "status", c, optarg)) > 0)
+                break;
+            if (k < 0)
+                return CLI_USAGE;
             return cli_usage_error("status", "unknown or incomplete option \"%s\"",
                                    argv[optind - 1]);
         }
@@ -352,7 +343,7 @@ int cmd_status(int argc, char **argv)
         o.policy = argv[optind++];
     if (optind < argc)
         return cli_usage_error("status", "give at most one POLICY, not also \"%s\"", argv[optind]);
-    if (o.all && o.namespace != NULL)
+    if (o.all && o.kube.namespace != NULL)
         return cli_usage_error("status", "--namespace and --all-namespaces exclude each other");
     if (o.all && o.policy != NULL)
         return cli_usage_error("status", "a POLICY is looked up in one namespace: drop "

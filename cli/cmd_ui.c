@@ -82,12 +82,10 @@ int cmd_ui(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"listen", required_argument, NULL, 'l'},
-        {"namespace", required_argument, NULL, 'n'},
-        {"kubeconfig", required_argument, NULL, 'k'},
-        {"context", required_argument, NULL, 'c'},
         {"zoneinfo", required_argument, NULL, 'z'},
         {"help", no_argument, NULL, 'h'},
         STORAGE_OPTIONS,
+        KUBE_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     const char *listen = "127.0.0.1:7480", *zoneinfo = NULL;
@@ -99,7 +97,7 @@ int cmd_ui(int argc, char **argv)
     unsigned char raw[UI_TOKEN_BYTES];
     char host[256], token[UI_TOKEN_BYTES * 2 + 1];
     sigset_t set;
-    int c, sig, rc;
+    int c, k, sig, rc;
 
     optind = 1;
     opterr = 0;
@@ -107,17 +105,6 @@ int cmd_ui(int argc, char **argv)
         switch (c) {
         case 'l':
             listen = optarg;
-            break;
-        case 'n':
-            if (optarg[0] == '\0')
-                return cli_usage_error("ui", "--namespace is empty");
-            ctx.namespace = optarg;
-            break;
-        case 'k':
-            ctx.kubeconfig = optarg;
-            break;
-        case 'c':
-            ctx.context = optarg;
             break;
         case 'z':
             zoneinfo = optarg;
@@ -127,9 +114,13 @@ int cmd_ui(int argc, char **argv)
             return CLI_OK;
         case STORAGE_OPT_REPO:
         case STORAGE_OPT_CACERT:
-            storage_opt(&ctx.repo, c, optarg);
+            cli_storage_opt(&ctx.repo, c, optarg);
             break;
         default:
+            if ((k = cli_kube_opt(&ctx.kube_opts, "ui", c, optarg)) > 0)
+                break;
+            if (k < 0)
+                return CLI_USAGE;
             return cli_usage_error("ui", "unknown or incomplete option \"%s\"", argv[optind - 1]);
         }
     }

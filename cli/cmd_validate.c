@@ -34,43 +34,6 @@ static void cmd_validate_usage(FILE *f)
             TZ_DEFAULT_DIR);
 }
 
-/*
- * Bytes that are not UTF-8 (a file name can hold any) become U+FFFD, since
- * jansson refuses them and the output must still be produced.
- */
-json_t *cli_json_string_lossy(const char *s)
-{
-    json_t *j = json_string(s);
-    struct util_buf b;
-    const unsigned char *u = (const unsigned char *)s;
-
-    if (j != NULL)
-        return j;
-    util_buf_init(&b);
-    for (size_t i = 0; u[i] != '\0'; i++) {
-        if (u[i] < 0x80)
-            util_buf_append(&b, &u[i], 1);
-        else
-            util_buf_puts(&b, "\xef\xbf\xbd");
-    }
-    j = json_string(b.data != NULL ? b.data : "");
-    util_buf_free(&b);
-    return j;
-}
-
-json_t *cli_validate_json_file(const char *file, bool valid, const struct policy_diags *d)
-{
-    json_t *errors = json_array();
-    for (size_t i = 0; i < d->n; i++) {
-        const struct policy_diag *g = &d->v[i];
-        json_array_append_new(errors, json_pack("{s:i, s:i, s:o, s:o}", "line", g->line, "column",
-                                                g->column, "path", cli_json_string_lossy(g->path),
-                                                "message", cli_json_string_lossy(g->message)));
-    }
-    return json_pack("{s:o, s:b, s:o}", "file", cli_json_string_lossy(file), "valid", valid,
-                     "errors", errors);
-}
-
 /* Validates one file; returns CLI_OK, CLI_INVALID or CLI_USAGE (unreadable). */
 static int cmd_validate_file(const char *path, const struct tz_db *db, enum cli_output output,
                              json_t *files)

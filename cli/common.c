@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/agent.h"
 #include "cli.h"
 
 int cli_parse_output(const char *value, enum cli_output *out)
@@ -88,4 +89,18 @@ json_t *cli_json_time(int64_t t)
     char buf[UTIL_TIME_BUF];
     util_format_utc(t, buf, sizeof(buf));
     return json_string(buf);
+}
+
+int cli_exit_code(int rc)
+{
+    switch (rc) {
+    case 0:
+        return CLI_OK;
+    case AGENT_EKEY:
+    case AGENT_EDAMAGED:
+    case AGENT_EABSENT:
+        return CLI_INVALID;
+    default:
+        return CLI_USAGE;
+    }
 }

@@ -27,6 +27,31 @@
 #include "kube/kube.h"
 #include "util/util.h"
 
+/*
+ * The cluster flags every cluster command takes, parsed in one place: commands list
+ * KUBE_OPTIONS among their getopt_long options (with "n:" in the short ones; the
+ * codes 0x111..0x112 are reserved for the long-only ones) and pass each option to
+ * cli_kube_opt (cli/options.c) before calling it unknown.
+ */
+struct cli_kube_opts {
+    const char *namespace;  /* -n, --namespace; never ""; NULL: the context's */
+    const char *kubeconfig; /* --kubeconfig; NULL: the usual search */
+    const char *context;    /* --context; NULL: the current one */
+};
+#define KUBE_OPT_KUBECONFIG 0x111
+#define KUBE_OPT_CONTEXT    0x112
+#define KUBE_OPTIONS                                                                               \
+    {"namespace", required_argument, NULL, 'n'},                                                   \
+        {"kubeconfig", required_argument, NULL, KUBE_OPT_KUBECONFIG},                              \
+    {                                                                                              \
+        "context", required_argument, NULL, KUBE_OPT_CONTEXT                                       \
+    }
+/*
+ * 1 when c is one of the cluster flags (o filled), 0 when it is not, -1 when its
+ * value is invalid (an empty --namespace; printed as "lode CMD: ...", a usage error).
+ */
+int cli_kube_opt(struct cli_kube_opts *o, const char *cmd, int c, const char *arg);
+
 /* The field manager of server-side apply: the fields lode apply sets are owned by it. */
 #define CLI_KUBE_FIELD_MANAGER "lodestore-cli"
 

@@ -47,7 +47,7 @@
 #include <jansson.h>
 
 #include "kubeutil.h"
-#include "storage.h"
+#include "agent/storage.h"
 #include "tz/tz.h"
 #include "util/util.h"
 
@@ -59,10 +59,8 @@
 /* What the endpoints need; owned by cmd_ui.c, used by the server's one thread. */
 struct ui_ctx {
     const struct tz_db *db;
-    const char *kubeconfig; /* NULL: the usual search */
-    const char *context;    /* NULL: the current one */
-    const char *namespace;  /* NULL: the context's */
-    bool kube_open;         /* the client below is usable */
+    struct cli_kube_opts kube_opts; /* --namespace, --kubeconfig, --context */
+    bool kube_open;                 /* the client below is usable */
     struct cli_kube kube;
     char kube_error[512]; /* why the cluster cannot be reached, when not kube_open */
     int64_t (*now)(void); /* the clock; a test may replace it */

@@ -44,7 +44,7 @@ bool ui_kube(struct ui_ctx *ctx)
     struct util_err err = {0};
     if (ctx->kube_open)
         return true;
-    if (cli_kube_open(&ctx->kube, ctx->kubeconfig, ctx->context, &err) != 0) {
+    if (cli_kube_open(&ctx->kube, ctx->kube_opts.kubeconfig, ctx->kube_opts.context, &err) != 0) {
         cli_kube_close(&ctx->kube);
         snprintf(ctx->kube_error, sizeof(ctx->kube_error), "%s", err.msg);
         return false;
@@ -56,8 +56,8 @@ bool ui_kube(struct ui_ctx *ctx)
 
 const char *ui_namespace(struct ui_ctx *ctx)
 {
-    if (ctx->namespace != NULL)
-        return ctx->namespace;
+    if (ctx->kube_opts.namespace != NULL)
+        return ctx->kube_opts.namespace;
     return ctx->kube_open ? cli_kube_namespace(&ctx->kube) : "default";
 }
 

@@ -10,7 +10,7 @@ set -u
 cd "$(dirname "$0")/.."
 status=0
 banned='\b(strtok|strtok_r|sprintf|vsprintf|strcpy|strcat|gets|atoi|atol|atoll|localtime|localtime_r|gmtime|gmtime_r|mktime|timegm|tzset|asctime|ctime)[[:space:]]*\('
-files=$(git ls-files --cached --others --exclude-standard 'internal/*.c' 'internal/*.h' 'cli/*.c' 'cli/*.h' 'controller/*.c' 'controller/*.h' 'bench/*.c')
+files=$(git ls-files --cached --others --exclude-standard 'internal/*.c' 'internal/*.h' 'agent/*.c' 'agent/*.h' 'cli/*.c' 'cli/*.h' 'controller/*.c' 'controller/*.h' 'bench/*.c')
 if [ -n "$files" ]; then
     # Comments are stripped first so that a sentence may name a banned function.
     hits=$(for f in $files; do
@@ -24,6 +24,7 @@ if [ -n "$files" ]; then
     fi
 fi
 scripts/lint_layers.sh || status=1
+scripts/lint_cli.sh || status=1
 all=$(git ls-files --cached --others --exclude-standard '*.c' '*.h')
 if command -v clang-format >/dev/null; then
     bad=$(for f in $all; do clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || echo "$f"; done)

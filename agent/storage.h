@@ -1,8 +1,9 @@
 /*
  * storage: what every storage command (init, backup, snapshots, restore, check,
  * forget, mark, gc) does before its own work: find the repository, connect, read
- * and unlock config.json, list the catalog, and name or load the policy.
- * docs/repository.md is the user's side of these rules.
+ * and unlock config.json, list the catalog; and the small writes of init (config.json)
+ * and mark (.suspicious). docs/repository.md is the user's side of these rules. The
+ * flags that fill struct storage_opts, and --policy, are cli/'s (cli/cli.h).
  *
  *   The repository   --repo s3:http(s)://HOST[:PORT]/BUCKET[/PREFIX], else
  *                    $LODE_REPOSITORY; credentials from AWS_ACCESS_KEY_ID,
@@ -14,31 +15,23 @@
  *   The key          --key-file FILE, else $LODE_KEY_FILE: the file's bytes, one
  *                    trailing newline dropped. Only commands that open sealed
  *                    objects need it; listing the catalog does not.
- *   The policy       --policy FILE (a BackupPolicy YAML: its namespace, "default"
- *                    without one, and name) or --policy NS/NAME. An argument that
- *                    names an existing file is a file. NS/NAME without a file is
- *                    loaded, when a command needs the whole policy, from
- *                    $LODE_POLICY_DOCUMENT (the BackupPolicy as JSON, which the
- *                    controller puts into the backup Job) when its namespace and
- *                    name match, else from the Kubernetes API (the kubeconfig
- *                    search of cli/kubeutil.h). Either way the policy validator
- *                    checks it.
  *
  * Lifecycle: storage_open() (connect, nothing read yet), storage_load_config()
- * (config.json; with the key, unlocked), the command's work through st->s3 (the
- * s3_sync_* wrappers, or s3_sync_client()/s3_sync_loop() for several operations
- * at once), storage_close().
+ * (config.json; with the key, unlocked; storage_open_keyed does both), the job's work through
+ * st->s3 (the s3_sync_* wrappers, or s3_sync_client()/s3_sync_loop() for several operations at
+ * once), storage_close().
  *
  * Exit codes are the caller's: these functions return 0 or a negative code with a
  * message a user can act on in err (S3_* codes from internal/s3, UTIL_ENOENT for
- * "no repository here", UTIL_EINVAL for a wrong key or a bad name).
+ * "no repository here", UTIL_EINVAL for a wrong key or a bad name, AGENT_EKEY from
+ * storage_open_keyed).
  *
  * Costs: opening costs nothing on the network; config.json is one GET and, with
  * the key, one scrypt derivation (32 MiB, about 0.1 s); a catalog is one LIST
  * request per 1,000 keys under snapshots/ and holds about 100 bytes per snapshot.
  */
-#ifndef LODE_CLI_STORAGE_H
-#define LODE_CLI_STORAGE_H
+#ifndef LODE_AGENT_STORAGE_H
+#define LODE_AGENT_STORAGE_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -65,24 +58,6 @@ struct storage {
     bool have_config, unlocked;
 };
 
-/*
- * The getopt_long entries of the shared flags, and the one call that fills o from
- * them: returns true when c was one of them. Commands list STORAGE_OPTIONS among
- * their options (the short codes 0x101..0x103 are reserved for them).
- */
-#define STORAGE_OPT_REPO     0x101
-#define STORAGE_OPT_CACERT   0x102
-#define STORAGE_OPT_KEY_FILE 0x103
-#define STORAGE_OPTIONS                                                                            \
-    {"repo", required_argument, NULL, STORAGE_OPT_REPO},                                           \
-        {"cacert", required_argument, NULL, STORAGE_OPT_CACERT},                                   \
-    {                                                                                              \
-        "key-file", required_argument, NULL, STORAGE_OPT_KEY_FILE                                  \
-    }
-bool storage_opt(struct storage_opts *o, int c, const char *arg);
-/* The usage lines of the shared flags, for a command's --help. */
-extern const char storage_usage[];
-
 /* Builds the S3 configuration and client; no request is sent. */
 int storage_open(struct storage *st, const struct storage_opts *o, struct util_err *err);
 void storage_close(struct storage *st);
@@ -96,6 +71,25 @@ void storage_close(struct storage *st);
  */
 int storage_load_config(struct storage *st, const struct storage_opts *o, bool need_key,
                         struct util_err *err);
+
+/*
+ * Opens the repository for a job that reads sealed objects (restore, check):
+ * storage_open, the key, and config.json unlocked. Returns 0; AGENT_EKEY for a key
+ * that does not open config.json or a config.json that does not decode; another
+ * code for anything else (no repository, no key, I/O). On failure st is closed.
+ */
+int storage_open_keyed(struct storage *st, const struct storage_opts *so, struct util_err *err);
+
+/* Writes config.json of a new repository (conditionally): S3_EEXISTS when one exists
+ * already, and then nothing was changed. */
+int storage_create(struct storage *st, const struct repo_config *c, struct util_err *err);
+
+/*
+ * Sets (suspicious) or clears a snapshot's .suspicious mark (docs/anomaly.md):
+ * *changed is false when it was so already (or became so since the listing).
+ */
+int storage_mark_suspicious(struct storage *st, const struct repo_snapshot *snap, bool suspicious,
+                            bool *changed, struct util_err *err);
 
 /* The repository key from o->key_file or $LODE_KEY_FILE (init needs it alone). */
 int storage_read_key(const struct storage_opts *o, char **pass, size_t *len, struct util_err *err);
@@ -123,25 +117,5 @@ int storage_get_manifest(struct storage *st, const struct repo_source *src, cons
  */
 int storage_get_manifests(struct storage *st, const struct repo_catalog *cat,
                           struct repo_manifest **out, struct util_err *err);
-
-/* ---- policies ---- */
-
-/*
- * The namespace and name a --policy argument names, without loading more than a
- * file: ns and name get owned strings. UTIL_EINVAL when the argument is neither an
- * existing file nor NS/NAME with valid names; an invalid file is UTIL_EINVAL with
- * every error in diags (printed by the caller as `lode validate` does).
- */
-int storage_policy_name(const char *arg, char **ns, char **name, struct policy_diags *diags,
-                        struct util_err *err);
-
-/*
- * The whole policy, validated: from the file, else from $LODE_POLICY_DOCUMENT when
- * it holds this NS/NAME, else from the API (kubeconfig NULL: the usual search).
- * UTIL_EINVAL with diags for an invalid policy; UTIL_ENOENT when the API has no
- * such policy; UTIL_EIO when it cannot be read.
- */
-int storage_policy_load(const char *arg, const struct tz_db *db, const char *kubeconfig,
-                        struct policy *out, struct policy_diags *diags, struct util_err *err);
 
 #endif

@@ -533,9 +533,9 @@ void rs_file_discard(struct rs_tmpfile *tf)
     tf->named = false;
 }
 
-int rs_target_finish(struct rs_target *t, struct util_err *err)
+int rs_target_finish(struct rs_target *t, void (*fail_cb)(const char *msg, void *arg), void *arg)
 {
-    int first = 0;
+    int failed = 0;
     for (size_t i = t->ndirs; i-- > 0;) {
         const struct repo_file *f = &t->dirs[i];
         struct util_err e = {0};
@@ -555,10 +555,9 @@ int rs_target_finish(struct rs_target *t, struct util_err *err)
             close(fd);
         }
         if (rc != 0) {
-            fprintf(stderr, "lode restore: %s\n", e.msg);
-            if (first == 0)
-                first = util_err_set(err, rc, "%s", e.msg);
+            fail_cb(e.msg, arg);
+            failed++;
         }
     }
-    return first;
+    return failed;
 }

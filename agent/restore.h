@@ -30,8 +30,8 @@
  * target's settings, which do not change after rs_target_open. Everything else is for
  * one thread.
  */
-#ifndef LODE_CLI_RESTORE_H
-#define LODE_CLI_RESTORE_H
+#ifndef LODE_AGENT_RESTORE_H
+#define LODE_AGENT_RESTORE_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -93,11 +93,12 @@ int rs_file_commit(struct rs_target *t, const struct repo_file *f, struct rs_tmp
                    struct util_err *err);
 /* Removes the temporary file and closes tf. */
 void rs_file_discard(struct rs_tmpfile *tf);
-/* The directories' metadata, deepest first. */
-int rs_target_finish(struct rs_target *t, struct util_err *err);
+/* The directories' metadata, deepest first. Each directory that fails is told to
+ * fail_cb (a message naming it) and counted; returns the count. */
+int rs_target_finish(struct rs_target *t, void (*fail_cb)(const char *msg, void *arg), void *arg);
 
 /*
- * The restore itself (cmd_restore.c reads the snapshot, selects, and reports;
+ * The restore itself (restore_run.c reads the snapshot and selects;
  * restore_batch.c fetches regular files' contents).
  *
  * The batch: regular files are gathered in path order, up to a thousand files or
@@ -114,6 +115,35 @@ int rs_target_finish(struct rs_target *t, struct util_err *err);
  * Costs: the fetched ranges being fetched or opened (16 MiB in all), one decompressed blob per
  * worker, two descriptors per file of the batch.
  */
+#define RX_GAP         (1u << 20)     /* unneeded bytes read through rather than skipped */
+#define RX_RANGE_MAX   (4u << 20)     /* at most this much in one GET */
+#define RX_BATCH_BYTES (256ull << 20) /* plain bytes a batch of files gathers */
+
+/* One chunk to put somewhere. */
+struct rx_piece {
+    const struct repo_chunk *c; /* in the chunk set */
+    uint32_t file;              /* in the batch */
+    uint64_t at;                /* offset in the file */
+};
+
+/* One ranged GET: pieces [first, first + n) of one pack. */
+struct rx_range {
+    uint32_t pack;
+    uint64_t start, end;
+    size_t first, n;
+};
+
+/*
+ * The ranged GETs of a batch (pure): sorts pieces by pack and offset, then joins
+ * neighbours of one pack into one range while the gap between them is at most
+ * RX_GAP and the range at most RX_RANGE_MAX. Returns how many ranges *ranges
+ * (grown as needed, capacity *cap) holds.
+ */
+size_t rx_plan_ranges(struct rx_piece *pieces, size_t n, struct rx_range **ranges, size_t *cap);
+/* Whether a batch of nfiles files and bytes plain bytes is full before a file of add
+ * bytes: max_files files, or RX_BATCH_BYTES bytes (a batch always takes one file). */
+bool rx_batch_full(size_t nfiles, uint64_t bytes, uint64_t add, size_t max_files);
+
 struct rx_batch; /* restore_batch.c */
 
 struct rx {
@@ -139,14 +169,51 @@ struct rx {
     uint64_t want_files, want_bytes; /* what the restore will bring back */
     double next_progress;            /* when the next progress line is due */
     double sync_s;                   /* the final syncfs's time */
+    bool ran;                        /* the target was opened and the restore ran */
+    double seconds;                  /* the whole restore's time */
+    bool as_root;                    /* owners were restored */
+    uint64_t xattrs_skipped;         /* xattrs that could not be set */
+    /* Where the restore's lines go (damaged objects, files not restored, entries that
+     * could not be written, progress), one line each without a newline; NULL: nowhere.
+     * Set by the caller. */
+    void (*say_cb)(const char *line, void *arg);
+    void *say_arg;
 };
 
-/* Reporting (cmd_restore.c). A damaged object or a file not restored because of one:
- * "lode restore: damaged: ..." on stderr, counted. */
+/*
+ * "/a/b/" -> "/a/b" (an owned string); NULL for a relative path or one with "." or
+ * ".." components (an --include the restore refuses).
+ */
+char *rx_include_norm(const char *arg);
+
+/*
+ * Finds the snapshot id in the catalog (ids are unique across sources) and sets
+ * x->src and x->id. Returns 0; AGENT_EABSENT when no source has it; UTIL_EINVAL
+ * when id is not an id or names snapshots of two sources; another code when the
+ * catalog cannot be listed. What went wrong has been said through x->say_cb.
+ */
+int rx_find(struct rx *x, const char *id);
+
+/*
+ * Restores the snapshot x->id of x->src under target: only the paths under inc
+ * (normalised by rx_include_norm; none: everything) and the directories above them.
+ * Returns 0 when everything was restored; AGENT_EDAMAGED when damaged data was found
+ * (the rest is restored); AGENT_EABSENT when an include names nothing of the
+ * snapshot (nothing is written); UTIL_EINVAL for a target that is not empty without
+ * overwrite; UTIL_EIO when an entry could not be written; another code when the
+ * repository cannot be read. Every problem has been said through x->say_cb; the
+ * counters in x say what was restored. The caller frees x->files_key, x->chunks_key
+ * and the batch (rx_batch_free).
+ */
+int rx_restore(struct rx *x, const char *target, bool overwrite, char **inc, size_t ninc);
+
+/* Reporting (restore_run.c), through x->say_cb. A line. */
+void rx_say(struct rx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A damaged object or a file not restored because of one: "damaged: ...", counted. */
 void rx_damage(struct rx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* An entry that could not be written: msg on stderr, counted. */
+/* An entry that could not be written: msg, counted. */
 void rx_io_error(struct rx *x, const char *msg);
-/* A line on stderr every 10 s, so that a long restore shows it is moving. */
+/* A line every 10 s, so that a long restore shows it is moving. */
 void rx_progress(struct rx *x);
 
 /* The batch (restore_batch.c). How many files a batch may hold: enough descriptors for
@@ -160,14 +227,5 @@ void rx_add_file(struct rx *x, const struct repo_file *rec);
 void rx_batch_finish(struct rx *x);
 /* Frees the batch's arrays (at the end of the restore). */
 void rx_batch_free(struct rx *x);
-
-/*
- * Opens the repository for a command that reads sealed objects (restore, check):
- * connects, reads the key and unlocks config.json. Prints the error as "lode CMD:
- * ..." and returns the exit code: CLI_INVALID for a wrong key or a config.json that
- * does not decode, CLI_USAGE for anything else (no repository, no key, I/O).
- */
-struct storage_opts;
-int rx_open_repo(struct storage *st, const struct storage_opts *so, const char *cmd);
 
 #endif

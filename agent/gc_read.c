@@ -1,5 +1,5 @@
 /*
- * lode gc's listing and reading (gc_cli.h): the sources, each source's manifests
+ * lode gc's listing and reading (gc_run.h): the sources, each source's manifests
  * and run records, the bodies of run records and chunk sets, and the storage's
  * time. Nothing here deletes.
  */
@@ -9,7 +9,7 @@
 
 #include <uv.h>
 
-#include "gc_cli.h"
+#include "gc_run.h"
 
 /* ---- step 1: the sources ---- */
 
@@ -69,7 +69,7 @@ static int gc_src_cmp(const void *pa, const void *pb)
     return r ? r : strcmp(a->src.host, b->src.host);
 }
 
-int gcli_find_sources(struct gc_ctx *g, struct util_err *err)
+int gcrun_find_sources(struct gc_ctx *g, struct util_err *err)
 {
     static const enum repo_kind tops[] = {REPO_KEY_MANIFEST, REPO_KEY_RUN, REPO_KEY_PACK,
                                           REPO_KEY_FILES};
@@ -119,8 +119,8 @@ int gcli_find_sources(struct gc_ctx *g, struct util_err *err)
 /* ---- step 2: manifests and run records ---- */
 
 /* The key is one of this source's, of this kind: parsed, never matched as text. */
-bool gcli_key_of(const struct gc_source *s, const char *key, enum repo_kind kind,
-                 struct repo_key *k)
+bool gcrun_key_of(const struct gc_source *s, const char *key, enum repo_kind kind,
+                  struct repo_key *k)
 {
     return repo_key_parse(key, k, NULL) == 0 && k->kind == kind &&
            strcmp(k->src.ns, s->src.ns) == 0 && strcmp(k->src.policy, s->src.policy) == 0 &&
@@ -131,7 +131,7 @@ static int gc_manifest_cb(const struct s3_object *o, void *arg)
 {
     struct gc_source *s = arg;
     struct repo_key k;
-    if (!gcli_key_of(s, o->key, REPO_KEY_MANIFEST, &k))
+    if (!gcrun_key_of(s, o->key, REPO_KEY_MANIFEST, &k))
         return 0;
     s->manifests = util_grow(s->manifests, &s->capman, s->nman + 1, sizeof(*s->manifests));
     memcpy(s->manifests[s->nman++], k.id, REPO_ID_LEN + 1);
@@ -142,7 +142,7 @@ static int gc_run_cb(const struct s3_object *o, void *arg)
 {
     struct gc_source *s = arg;
     struct repo_key k;
-    if (!gcli_key_of(s, o->key, REPO_KEY_RUN, &k))
+    if (!gcrun_key_of(s, o->key, REPO_KEY_RUN, &k))
         return 0;
     s->runs = util_grow(s->runs, &s->capruns, s->nruns + 1, sizeof(*s->runs));
     struct gc_runrec *r = &s->runs[s->nruns++];
@@ -273,8 +273,8 @@ static int gc_run_got(size_t i, const struct s3_result *res, void *arg, struct u
 }
 
 /* Reads the bodies of n run records of s, GC_GETS at a time. */
-int gcli_read_runs(struct gc_ctx *g, const struct gc_source *s, struct gc_runrec **recs, size_t n,
-                   struct util_err *err)
+int gcrun_read_runs(struct gc_ctx *g, const struct gc_source *s, struct gc_runrec **recs, size_t n,
+                    struct util_err *err)
 {
     struct gc_runs_read rr = {.recs = recs, .keys = util_calloc(n ? n : 1, sizeof(char *))};
     for (size_t i = 0; i < n; i++) {
@@ -287,7 +287,7 @@ int gcli_read_runs(struct gc_ctx *g, const struct gc_source *s, struct gc_runrec
     return rc;
 }
 
-int gcli_list_source(struct gc_ctx *g, struct gc_source *s)
+int gcrun_list_source(struct gc_ctx *g, struct gc_source *s)
 {
     struct util_err e = {0}, err = {0};
     char *pm = repo_key_prefix(REPO_KEY_MANIFEST, s->src.ns, s->src.policy, s->src.host);
@@ -315,14 +315,14 @@ int gcli_list_source(struct gc_ctx *g, struct gc_source *s)
     }
     if (newest != NULL && gc_has_manifest(s, newest->id))
         want[nwant++] = newest;
-    rc = gcli_read_runs(g, s, want, nwant, &err);
+    rc = gcrun_read_runs(g, s, want, nwant, &err);
     free(want);
     if (rc == 0 && newest != NULL && newest->read && newest->max_runtime > g->policy_mr)
         g->policy_mr = newest->max_runtime;
 out:
     if (rc != 0) {
         s->skip = true;
-        gcli_warn(g, &s->src, err.msg);
+        gcrun_warn(g, &s->src, err.msg);
     }
     free(pm);
     free(pr);
@@ -330,7 +330,7 @@ out:
 }
 
 /* The source's run records as internal/gc sees them (borrowing ids); gone ones left out. */
-struct gc_run *gcli_runs_view(const struct gc_source *s, size_t *n)
+struct gc_run *gcrun_runs_view(const struct gc_source *s, size_t *n)
 {
     struct gc_run *v = util_calloc(s->nruns ? s->nruns : 1, sizeof(*v));
     *n = 0;
@@ -378,8 +378,8 @@ static int gc_set_got(size_t i, const struct s3_result *res, void *arg, struct u
     return 0;
 }
 
-int gcli_read_chunksets(struct gc_ctx *g, const struct gc_source *s, const struct gc_idset *ids,
-                        struct gc_packset *packs, struct util_err *err)
+int gcrun_read_chunksets(struct gc_ctx *g, const struct gc_source *s, const struct gc_idset *ids,
+                         struct gc_packset *packs, struct util_err *err)
 {
     struct gc_sets_read sr = {.ids = ids,
                               .keys = util_calloc(ids->n ? ids->n : 1, sizeof(char *)),
@@ -395,7 +395,7 @@ int gcli_read_chunksets(struct gc_ctx *g, const struct gc_source *s, const struc
     return rc;
 }
 
-void gcli_warn(struct gc_ctx *g, const struct repo_source *s, const char *msg)
+void gcrun_warn(struct gc_ctx *g, const struct repo_source *s, const char *msg)
 {
     (void)g;
     fprintf(stderr, "lode gc: %s/%s/%s: %s; nothing of this source is deleted\n", s->ns, s->policy,
@@ -403,7 +403,7 @@ void gcli_warn(struct gc_ctx *g, const struct repo_source *s, const char *msg)
 }
 
 /* Step 0: G from the LastModified of the record gc writes now. */
-int gcli_server_time(struct gc_ctx *g, struct util_err *err)
+int gcrun_server_time(struct gc_ctx *g, struct util_err *err)
 {
     struct util_err e = {0};
     struct s3_info info = {0};

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gc_cli.h"
+#include "gc_run.h"
 
 struct gc_upload {
     char *key, *id;
@@ -49,7 +49,7 @@ static int gc_upload_cb(const struct s3_upload *u, void *arg)
     return 0;
 }
 
-void gcli_abort_uploads(struct gc_ctx *g)
+void gcrun_abort_uploads(struct gc_ctx *g)
 {
     struct gc_uploads us = {.g = g};
     struct util_err err = {0};

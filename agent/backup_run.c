@@ -28,7 +28,6 @@
 
 #include "anomaly/anomaly.h"
 #include "backup.h"
-#include "cli.h"
 #include "storage.h"
 
 #define BACKUP_RECENT 7

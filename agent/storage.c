@@ -1,39 +1,12 @@
 /*
  * storage: opening a repository for the storage commands (storage.h has the rules).
  */
-#include <getopt.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "api/api.h"
-#include "kubeutil.h"
-#include "storage.h"
-
-const char storage_usage[] =
-    "  --repo URL        s3:http(s)://HOST[:PORT]/BUCKET[/PREFIX] (default $LODE_REPOSITORY);\n"
-    "                    credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and\n"
-    "                    AWS_REGION (default us-east-1)\n"
-    "  --cacert FILE     a CA to trust besides the system's (default $LODE_CACERT)\n"
-    "  --key-file FILE   the repository key (default $LODE_KEY_FILE)\n";
-
-bool storage_opt(struct storage_opts *o, int c, const char *arg)
-{
-    switch (c) {
-    case STORAGE_OPT_REPO:
-        o->repo = arg;
-        return true;
-    case STORAGE_OPT_CACERT:
-        o->cacert = arg;
-        return true;
-    case STORAGE_OPT_KEY_FILE:
-        o->key_file = arg;
-        return true;
-    default:
-        return false;
-    }
-}
+#include "agent.h"
 
 int storage_open(struct storage *st, const struct storage_opts *o, struct util_err *err)
 {
@@ -279,160 +252,73 @@ int storage_get_manifests(struct storage *st, const struct repo_catalog *cat,
     return 0;
 }
 
-/* ---- policies ---- */
-
-static bool storage_is_file(const char *arg)
+int storage_open_keyed(struct storage *st, const struct storage_opts *so, struct util_err *err)
 {
-    struct stat sb;
-    return strcmp(arg, "-") == 0 || stat(arg, &sb) == 0;
-}
-
-/* Splits NS/NAME; UTIL_EINVAL unless it is exactly two valid names. */
-static int storage_split_name(const char *arg, char **ns, char **name, struct util_err *err)
-{
-    const char *slash = strchr(arg, '/');
-    struct util_err e = {0};
-    char *a, *b;
-
-    if (slash == NULL || strchr(slash + 1, '/') != NULL)
-        return util_err_set(err, UTIL_EINVAL,
-                            "--policy \"%s\" is neither a file nor NAMESPACE/NAME", arg);
-    a = util_strndup(arg, (size_t)(slash - arg));
-    b = util_strdup(slash + 1);
-    if (repo_name_check(a, "the policy's namespace", &e) != 0 ||
-        repo_name_check(b, "the policy's name", &e) != 0) {
-        free(a);
-        free(b);
-        return util_err_set(err, UTIL_EINVAL, "--policy \"%s\": %s", arg, e.msg);
-    }
-    *ns = a;
-    *name = b;
-    return 0;
-}
-
-static int storage_policy_file(const char *arg, const struct tz_db *db, struct policy *out,
-                               struct policy_diags *diags, struct util_err *err)
-{
-    char *data = NULL;
+    char *pass = NULL;
     size_t len = 0;
     int rc;
 
-    if ((rc = util_read_file(arg, &data, &len, err)) != 0)
+    if ((rc = storage_open(st, so, err)) != 0)
         return rc;
-    rc = policy_parse_yaml(out, data, len, db, diags);
-    free(data);
-    if (rc != 0)
-        return util_err_set(err, UTIL_EINVAL, "the policy %s is invalid", arg);
+    /* The key is looked for first, so that UTIL_EINVAL below means a wrong one. */
+    if ((rc = storage_read_key(so, &pass, &len, err)) != 0)
+        goto fail;
+    memset(pass, 0, len);
+    free(pass);
+    if ((rc = storage_load_config(st, so, true, err)) != 0) {
+        if (rc == UTIL_EINVAL && err != NULL)
+            rc = err->code = AGENT_EKEY;
+        goto fail;
+    }
     return 0;
-}
-
-int storage_policy_name(const char *arg, char **ns, char **name, struct policy_diags *diags,
-                        struct util_err *err)
-{
-    struct policy pol;
-    int rc;
-
-    if (!storage_is_file(arg))
-        return storage_split_name(arg, ns, name, err);
-    if ((rc = storage_policy_file(arg, NULL, &pol, diags, err)) != 0)
-        return rc;
-    *ns = util_strdup(pol.namespace);
-    *name = util_strdup(pol.name);
-    policy_free(&pol);
-    return 0;
-}
-
-/* The policy from $LODE_POLICY_DOCUMENT: 1 when it holds ns/name (out filled), 0 when not. */
-static int storage_policy_env(const char *ns, const char *name, const struct tz_db *db,
-                              struct policy *out, struct policy_diags *diags, struct util_err *err)
-{
-    const char *doc = getenv("LODE_POLICY_DOCUMENT");
-    json_error_t je;
-    json_t *obj, *meta;
-    const char *dns, *dname;
-    int rc;
-
-    if (doc == NULL || doc[0] == '\0')
-        return 0;
-    obj = json_loads(doc, JSON_REJECT_DUPLICATES, &je);
-    if (obj == NULL)
-        return util_err_set(err, UTIL_EINVAL, "LODE_POLICY_DOCUMENT is not JSON: %s (column %d)",
-                            je.text, je.column);
-    meta = json_object_get(obj, "metadata");
-    dns = json_string_value(json_object_get(meta, "namespace"));
-    dname = json_string_value(json_object_get(meta, "name"));
-    if (dns == NULL)
-        dns = "default";
-    if (dname == NULL || strcmp(dns, ns) != 0 || strcmp(dname, name) != 0) {
-        json_decref(obj);
-        return 0;
-    }
-    rc = policy_parse_json(out, obj, db, diags);
-    json_decref(obj);
-    if (rc != 0)
-        return util_err_set(err, UTIL_EINVAL, "the policy %s/%s in LODE_POLICY_DOCUMENT is invalid",
-                            ns, name);
-    return 1;
-}
-
-static int storage_policy_api(const char *ns, const char *name, const struct tz_db *db,
-                              const char *kubeconfig, struct policy *out,
-                              struct policy_diags *diags, struct util_err *err)
-{
-    struct cli_kube k;
-    struct cli_kube_reply r = {0};
-    struct kube_resource res = api_in(&api_backuppolicies, ns);
-    struct util_err e = {0};
-    int rc;
-
-    if ((rc = cli_kube_open(&k, kubeconfig, NULL, &e)) != 0) {
-        cli_kube_close(&k);
-        return util_err_set(err, UTIL_EIO,
-                            "cannot read the policy %s/%s: %s (give --policy FILE, or "
-                            "LODE_POLICY_DOCUMENT)",
-                            ns, name, e.msg);
-    }
-    if ((rc = cli_kube_get(&k, &res, name, &r, &e)) != 0) {
-        rc = util_err_set(err, UTIL_EIO, "cannot read the policy %s/%s from %s: %s", ns, name,
-                          cli_kube_server(&k), e.msg);
-        goto out;
-    }
-    if (r.status == 404) {
-        rc = util_err_set(err, UTIL_ENOENT, "backuppolicy \"%s\" not found in namespace \"%s\"",
-                          name, ns);
-        goto out;
-    }
-    if (r.status < 200 || r.status >= 300) {
-        cli_kube_reply_error(&r, UTIL_EIO, &e);
-        rc = util_err_set(err, UTIL_EIO, "cannot read the policy %s/%s from %s: %s", ns, name,
-                          cli_kube_server(&k), e.msg);
-        goto out;
-    }
-    if (policy_parse_json(out, r.body, db, diags) != 0)
-        rc = util_err_set(err, UTIL_EINVAL, "the policy %s/%s is invalid", ns, name);
-out:
-    cli_kube_reply_free(&r);
-    cli_kube_close(&k);
+fail:
+    storage_close(st);
     return rc;
 }
 
-int storage_policy_load(const char *arg, const struct tz_db *db, const char *kubeconfig,
-                        struct policy *out, struct policy_diags *diags, struct util_err *err)
+int storage_create(struct storage *st, const struct repo_config *c, struct util_err *err)
 {
-    char *ns = NULL, *name = NULL;
-    int rc;
+    char *json = repo_config_encode(c);
+    struct s3_body body = {.data = json, .len = strlen(json), .content_type = "application/json"};
+    struct s3_opts o = {.if_none_match = true};
+    int rc = s3_sync_put(st->s3, "config.json", &body, &o, NULL, err);
+    /* The document holds the wrapped master key: not left in freed memory. */
+    memset(json, 0, body.len);
+    free(json);
+    return rc;
+}
 
-    memset(out, 0, sizeof(*out));
-    if (storage_is_file(arg))
-        return storage_policy_file(arg, db, out, diags, err);
-    if ((rc = storage_split_name(arg, &ns, &name, err)) != 0)
-        return rc;
-    rc = storage_policy_env(ns, name, db, out, diags, err);
-    if (rc == 1)
-        rc = 0;
-    else if (rc == 0)
-        rc = storage_policy_api(ns, name, db, kubeconfig, out, diags, err);
-    free(ns);
-    free(name);
+int storage_mark_suspicious(struct storage *st, const struct repo_snapshot *snap, bool suspicious,
+                            bool *changed, struct util_err *err)
+{
+    struct repo_key k = {.kind = REPO_KEY_SUSPICIOUS, .src = snap->src};
+    struct util_err e = {0};
+    char *key;
+    int rc = 0;
+
+    *changed = false;
+    if (suspicious == snap->suspicious)
+        return 0;
+    memcpy(k.id, snap->id, sizeof(k.id));
+    key = repo_key_build(&k);
+    if (suspicious) {
+        struct s3_body body = {.data = "", .len = 0};
+        struct s3_opts o = {.if_none_match = true};
+        rc = s3_sync_put(st->s3, key, &body, &o, NULL, &e);
+        if (rc == S3_EEXISTS) { /* marked since the listing */
+            rc = 0;
+        } else if (rc != 0) {
+            util_err_set(err, rc, "cannot write %s: %s", key, e.msg);
+        } else {
+            *changed = true;
+        }
+    } else {
+        rc = s3_sync_delete(st->s3, key, &e);
+        if (rc != 0)
+            util_err_set(err, rc, "cannot delete %s: %s", key, e.msg);
+        else
+            *changed = true;
+    }
+    free(key);
     return rc;
 }

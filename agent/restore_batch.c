@@ -15,23 +15,13 @@
 #include "restore.h"
 #include "storage.h"
 
-#define RX_INFLIGHT    4              /* ranged GETs at once */
-#define RX_GAP         (1u << 20)     /* unneeded bytes read through rather than skipped */
-#define RX_RANGE_MAX   (4u << 20)     /* at most this much in one GET */
-#define RX_BATCH_BYTES (256ull << 20) /* plain bytes a batch of files gathers */
+#define RX_INFLIGHT 4 /* ranged GETs at once */
 /* Fetched bytes held at once, fetching or being opened: a range stays in memory until its
  * blobs are written, and on 2 cores the workers lag the GETs, so without this bound the
  * ranges waiting for a worker added to the four being fetched. */
 #define RX_HELD_MAX (16u << 20)
 /* Locks for making a batch's files on the workers, shared by files index modulo this. */
 #define RX_LOCKS 64
-
-/* One chunk to put somewhere. */
-struct rx_piece {
-    const struct repo_chunk *c; /* in the chunk set */
-    uint32_t file;              /* in the batch */
-    uint64_t at;                /* offset in the file */
-};
 
 /* A regular file of the batch. Its file is made by the first worker that writes a piece
  * of it (under the batch's lock for the file): tf.fd and create_err are the workers'
@@ -44,13 +34,6 @@ struct rx_file {
     bool tried;       /* a worker tried to make it */
     int create_err;   /* errno of that try, 0 when made */
     bool failed, done, reported;
-};
-
-/* One ranged GET: pieces [first, first + n) of one pack. */
-struct rx_range {
-    uint32_t pack;
-    uint64_t start, end;
-    size_t first, n;
 };
 
 /* A batch: its files, their pieces, and once sealed the ranges that fetch them. */
@@ -85,7 +68,7 @@ static void rx_finish_file(struct rx *x, struct rx_file *f)
         if (!f->failed)
             rx_damage(x, "%s: %" PRIu64 " of %" PRIu64 " bytes could be written", f->f.path,
                       f->written, f->f.size);
-        fprintf(stderr, "lode restore: not restored: %s\n", f->f.path);
+        rx_say(x, "not restored: %s", f->f.path);
         rs_file_discard(&f->tf);
     } else if (rs_file_commit(&x->t, &f->f, &f->tf, &e) != 0) {
         rx_io_error(x, e.msg);
@@ -354,16 +337,15 @@ static int rx_piece_cmp(const void *pa, const void *pb)
     return a->at < b->at ? -1 : a->at > b->at;
 }
 
-/* Sorts the planned batch's pieces into ranges and lets rx_start fetch them. */
-static void rx_seal(struct rx *x, struct rx_batch *b)
+size_t rx_plan_ranges(struct rx_piece *pieces, size_t n, struct rx_range **ranges, size_t *cap)
 {
-    if (b->npieces > 1)
-        qsort(b->pieces, b->npieces, sizeof(*b->pieces), rx_piece_cmp);
-    b->nranges = b->next = 0;
-    for (size_t i = 0; i < b->npieces; i++) {
-        const struct repo_chunk *c = b->pieces[i].c;
+    size_t nranges = 0;
+    if (n > 1)
+        qsort(pieces, n, sizeof(*pieces), rx_piece_cmp);
+    for (size_t i = 0; i < n; i++) {
+        const struct repo_chunk *c = pieces[i].c;
         uint64_t end = (uint64_t)c->offset + c->stored;
-        struct rx_range *cur = b->nranges ? &b->ranges[b->nranges - 1] : NULL;
+        struct rx_range *cur = nranges ? &(*ranges)[nranges - 1] : NULL;
         if (cur != NULL && cur->pack == c->pack && c->offset <= cur->end + RX_GAP &&
             end - cur->start <= RX_RANGE_MAX) {
             if (end > cur->end)
@@ -371,10 +353,23 @@ static void rx_seal(struct rx *x, struct rx_batch *b)
             cur->n++;
             continue;
         }
-        b->ranges = util_grow(b->ranges, &b->capranges, b->nranges + 1, sizeof(*b->ranges));
-        b->ranges[b->nranges++] =
+        *ranges = util_grow(*ranges, cap, nranges + 1, sizeof(**ranges));
+        (*ranges)[nranges++] =
             (struct rx_range){.pack = c->pack, .start = c->offset, .end = end, .first = i, .n = 1};
     }
+    return nranges;
+}
+
+bool rx_batch_full(size_t nfiles, uint64_t bytes, uint64_t add, size_t max_files)
+{
+    return nfiles > 0 && (nfiles >= max_files || bytes + add > RX_BATCH_BYTES);
+}
+
+/* Sorts the planned batch's pieces into ranges and lets rx_start fetch them. */
+static void rx_seal(struct rx *x, struct rx_batch *b)
+{
+    b->next = 0;
+    b->nranges = rx_plan_ranges(b->pieces, b->npieces, &b->ranges, &b->capranges);
     b->sealed = true;
     rx_start(x);
 }
@@ -423,7 +418,7 @@ void rx_add_file(struct rx *x, const struct repo_file *rec)
             char hex[2 * REPO_HASH_LEN + 1];
             repo_hex(rec->chunks[i], REPO_HASH_LEN, hex);
             rx_damage(x, "%s lacks chunk %s of %s", x->chunks_key, hex, rec->path);
-            fprintf(stderr, "lode restore: not restored: %s\n", rec->path);
+            rx_say(x, "not restored: %s", rec->path);
             return;
         }
         sum += c->plain;
@@ -431,7 +426,7 @@ void rx_add_file(struct rx *x, const struct repo_file *rec)
     if (sum != rec->size) {
         rx_damage(x, "%s: its chunks hold %" PRIu64 " bytes, the file list says %" PRIu64,
                   rec->path, sum, rec->size);
-        fprintf(stderr, "lode restore: not restored: %s\n", rec->path);
+        rx_say(x, "not restored: %s", rec->path);
         return;
     }
     if (rec->nchunks == 0) { /* nothing to fetch: in place now */
@@ -454,7 +449,7 @@ void rx_add_file(struct rx *x, const struct repo_file *rec)
             }
     }
     struct rx_batch *b = x->plan;
-    if (b->nfiles > 0 && (b->nfiles >= x->max_files || b->bytes + sum > RX_BATCH_BYTES)) {
+    if (rx_batch_full(b->nfiles, b->bytes, sum, x->max_files)) {
         rx_flush(x);
         b = x->plan;
     }

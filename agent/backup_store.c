@@ -18,13 +18,6 @@
 #include "backup.h"
 
 #define BACKUP_PACE_MIN 16384 /* bytes: one TLS record */
-/* Plain bytes being sealed at once. A job holds its chunk, then zstd's context and
- * output and the sealed copy, about 3 to 4 x its size: with chunks of up to 8 MiB,
- * four jobs could hold over 96 MiB. On the 58,814-file tree the peak RSS was 69 MiB
- * with 8 MiB in all, 62 to 64 with 4 and 54 with 2, in the same wall time (two
- * cores: two jobs of the 1 MiB average chunk keep both busy). One job always runs,
- * whatever its size. */
-#define BACKUP_JOB_BYTES (2u << 20)
 
 struct backup_pack {
     struct backup_pack *next;
@@ -260,31 +253,34 @@ static void backup_job_done(uv_work_t *req, int status)
             if (!(j->flags & REPO_BLOB_ZSTD))
                 b->raw_changed_bytes += j->len;
         }
-        /* The table counts: a pack of tiny chunks is a third table (45 bytes a chunk). */
-        if (repo_pack_writer_size(&b->pw, b->nmembers) >= REPO_PACK_SIZE)
+        if (backup_pack_full(&b->pw, b->nmembers))
             backup_pack_close(b);
     }
     free(j->sealed);
     free(j);
 }
 
-/*
- * Whether a chunk of len bytes may be queued. At most BACKUP_PACKS packs are in
- * memory, closed ones (uploading or waiting) and the one being filled: when the
- * jobs in flight and this chunk may close the pack being filled (a job's
- * completion closes it without asking), the chunk waits until one closed pack
- * less is left. With BACKUP_PACKS 2 that is one pack uploading while the next
- * fills, 2 x 16 MiB; the last pack, closed by the flush, may make it three.
- */
-static bool backup_has_room(const struct backup *b, size_t len)
+bool backup_pack_full(const struct repo_pack_writer *pw, size_t nmembers)
 {
-    unsigned closed = backup_packs_waiting(b);
-    bool closes = repo_pack_writer_size(&b->pw, b->nmembers + b->jobs + 1) + b->job_bytes +
-                      (b->jobs + 1) * REPO_SEAL_EXTRA + len >=
+    /* The table counts: a pack of tiny chunks is a third table (45 bytes a chunk). */
+    return repo_pack_writer_size(pw, nmembers) >= REPO_PACK_SIZE;
+}
+
+bool backup_may_queue(const struct repo_pack_writer *pw, size_t nmembers, unsigned jobs,
+                      size_t job_bytes, unsigned closed, size_t len)
+{
+    bool closes = repo_pack_writer_size(pw, nmembers + jobs + 1) + job_bytes +
+                      (jobs + 1) * REPO_SEAL_EXTRA + len >=
                   REPO_PACK_SIZE;
-    if (b->jobs >= BACKUP_JOBS || (b->jobs > 0 && b->job_bytes + len > BACKUP_JOB_BYTES))
+    if (jobs >= BACKUP_JOBS || (jobs > 0 && job_bytes + len > BACKUP_JOB_BYTES))
         return false;
     return closes ? closed + 1 < BACKUP_PACKS : closed < BACKUP_PACKS;
+}
+
+static bool backup_has_room(const struct backup *b, size_t len)
+{
+    return backup_may_queue(&b->pw, b->nmembers, b->jobs, b->job_bytes, backup_packs_waiting(b),
+                            len);
 }
 
 /* Runs the loop until the pipeline has room for len bytes (or everything is done, with all). */

@@ -1,6 +1,6 @@
 /*
  * backup: the parts of `lode backup` (docs/repository.md, "Backing up"), shared by
- * cmd_backup.c (flags, policy, limits), backup_run.c (the order of the steps:
+ * cli/cmd_backup.c (flags, policy, limits), backup_run.c (the order of the steps:
  * run record, parent, walk, meta/, marks, manifest), backup_walk.c (the
  * directory walk merged with the parent's file list, reading and chunking) and
  * backup_store.c (sealing on the thread pool, packs, paced uploads).
@@ -13,11 +13,11 @@
  * chunk), BACKUP_PACKS packs of 16 MiB in all, closed or being filled (one
  * uploading while the next fills), plus the read buffer (9 MiB). The key
  * derivation (scrypt, 32 MiB) is over and its memory unmapped before any of these
- * exist (cmd_backup.c); the file list's parts (one uploading, one filling: about
+ * exist (cli/cmd_backup.c); the file list's parts (one uploading, one filling: about
  * 12 MiB at most), and the chunk set grows with the files.
  */
-#ifndef LODE_CLI_BACKUP_H
-#define LODE_CLI_BACKUP_H
+#ifndef LODE_AGENT_BACKUP_H
+#define LODE_AGENT_BACKUP_H
 
 #include <signal.h>
 #include <stdbool.h>
@@ -29,6 +29,13 @@
 
 #define BACKUP_JOBS  4 /* chunks being compressed and sealed at once */
 #define BACKUP_PACKS 2 /* packs in memory: closed ones and the one being filled */
+/* Plain bytes being sealed at once. A job holds its chunk, then zstd's context and
+ * output and the sealed copy, about 3 to 4 x its size: with chunks of up to 8 MiB,
+ * four jobs could hold over 96 MiB. On the 58,814-file tree the peak RSS was 69 MiB
+ * with 8 MiB in all, 62 to 64 with 4 and 54 with 2, in the same wall time (two
+ * cores: two jobs of the 1 MiB average chunk keep both busy). One job always runs,
+ * whatever its size. */
+#define BACKUP_JOB_BYTES (2u << 20)
 
 struct backup_pack; /* backup_store.c */
 struct backup_part; /* backup_list.c */
@@ -120,6 +127,26 @@ int backup_store_reuse(struct backup *b, const struct repo_file *pf, struct util
  * b->set, in the parent set's memory (which keeps none of its own entries after).
  */
 void backup_store_adopt_parent(struct backup *b);
+/*
+ * The pack closing rule (pure): the pack being filled, pw with nmembers table
+ * entries, is closed once its blobs and its table reach REPO_PACK_SIZE; the table
+ * counts, so a pack of tiny chunks closes before 16 MiB of data.
+ */
+bool backup_pack_full(const struct repo_pack_writer *pw, size_t nmembers);
+/*
+ * The admission rule (pure): whether a chunk of len bytes may be queued to be
+ * sealed while jobs seal jobs of job_bytes plain bytes are in flight, closed packs
+ * are in memory (uploading or waiting) and pw with nmembers entries is being
+ * filled. At most BACKUP_JOBS jobs and BACKUP_JOB_BYTES bytes (one larger chunk
+ * alone) are in flight, and at most BACKUP_PACKS packs are in memory, closed ones
+ * and the one being filled: when the jobs in flight and this chunk may close the
+ * pack being filled (a job's completion closes it without asking), the chunk waits
+ * until one closed pack less is left. With BACKUP_PACKS 2 that is one pack
+ * uploading while the next fills, 2 x 16 MiB; the last pack, closed by the flush,
+ * may make it three.
+ */
+bool backup_may_queue(const struct repo_pack_writer *pw, size_t nmembers, unsigned jobs,
+                      size_t job_bytes, unsigned closed, size_t len);
 /* Seals what is pending, uploads the last pack and waits for every upload. */
 bool backup_store_flush(struct backup *b);
 /* A PUT of a whole object through the paced client (meta/, marks, manifest). */
@@ -144,7 +171,7 @@ void backup_list_abort(struct backup *b);
 /* Frees what the list's upload held; after storage_close, like backup_store_release. */
 void backup_list_release(struct backup *b);
 
-/* ---- backup_output.c ---- */
+/* ---- the outcome of a run (backup_run) ---- */
 
 struct backup_result {
     bool written;
@@ -153,10 +180,6 @@ struct backup_result {
     char anomaly[1024]; /* the rules that fired, with their numbers, when suspicious */
     const char *error;  /* why no snapshot, or NULL */
 };
-
-/* Prints the outcome (JSON or text) and writes the termination log when asked. */
-void backup_print(const struct backup *b, const struct backup_result *r, bool json,
-                  const char *termlog);
 
 /* ---- backup_run.c ---- */
 

@@ -1,0 +1,503 @@
+/*
+ * check: is the repository whole? (docs/repository.md, "Checking"); the command is
+ * cli/cmd_check.c.
+ *
+ * Structure, always: config.json decodes and the key opens it; every run record
+ * parses; every snapshot's manifest decodes and authenticates, its file list and
+ * chunk set exist and decode, every chunk a file names is in the chunk set with the
+ * file's size adding up, and every chunk of the set is in the table of a listed pack
+ * at the place the set says. A pack's table is read from its tail (one ranged GET of
+ * 64 KiB, a second when the table is longer), so this reads about 45 bytes a chunk,
+ * not the data. With --read-data every pack is read whole: its SHA-256 must be its
+ * name and every blob must authenticate, decompress and hash to its chunk.
+ *
+ * Pack reads run four at a time. Memory: the pack tables (about 60 bytes a chunk),
+ * one snapshot's chunk set and one frame of its file list at a time, and with
+ * --read-data four packs.
+ *
+ * Every damaged object is named on stderr ("damaged: KEY: why"), once.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/sha.h>
+
+#include "agent.h"
+
+#define CK_INFLIGHT 4
+#define CK_TAIL     (64u * 1024)
+#define CK_PACK_MAX (64ull << 20) /* a pack larger than this is damage, not read */
+
+/* One listed pack and what was learnt of it. */
+struct ck_pack {
+    struct repo_source src;
+    uint8_t hash[REPO_HASH_LEN];
+    uint64_t size;
+    struct repo_chunk *table; /* sorted by hash; NULL when unreadable */
+    size_t n;
+    bool damaged, tried;
+    size_t need; /* the tail was too short: this many bytes are needed */
+};
+
+struct ck {
+    struct storage *st;
+    const struct repo_keys *keys;
+    bool read_data;
+    struct ck_pack *packs;
+    size_t npacks, cappacks;
+    size_t next, running;
+    unsigned damaged, unexpected;
+    bool failed; /* the repository could not be read: the answer is incomplete */
+    uint64_t read_bytes, chunks_read;
+};
+
+static void ck_damage(struct ck *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void ck_damage(struct ck *k, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "damaged: ");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    k->damaged++;
+}
+
+static char *ck_pack_key(const struct ck_pack *p)
+{
+    struct repo_key key = {.kind = REPO_KEY_PACK, .src = p->src};
+    memcpy(key.pack, p->hash, REPO_HASH_LEN);
+    return repo_key_build(&key);
+}
+
+static int ck_src_cmp(const struct repo_source *a, const struct repo_source *b)
+{
+    int c = strcmp(a->ns, b->ns);
+    if (c == 0)
+        c = strcmp(a->policy, b->policy);
+    if (c == 0)
+        c = strcmp(a->host, b->host);
+    return c;
+}
+
+static int ck_pack_cmp(const void *pa, const void *pb)
+{
+    const struct ck_pack *a = pa, *b = pb;
+    int c = ck_src_cmp(&a->src, &b->src);
+    return c != 0 ? c : memcmp(a->hash, b->hash, REPO_HASH_LEN);
+}
+
+static int ck_chunk_cmp(const void *pa, const void *pb)
+{
+    return memcmp(((const struct repo_chunk *)pa)->hash, ((const struct repo_chunk *)pb)->hash,
+                  REPO_HASH_LEN);
+}
+
+/* ---- listing ---- */
+
+static int ck_list_pack(const struct s3_object *o, void *arg)
+{
+    struct ck *k = arg;
+    struct repo_key key;
+    struct util_err e = {0};
+    if (repo_key_parse(o->key, &key, &e) != 0 || key.kind != REPO_KEY_PACK) {
+        fprintf(stderr, "note: unexpected object %s\n", o->key);
+        k->unexpected++;
+        return 0;
+    }
+    k->packs = util_grow(k->packs, &k->cappacks, k->npacks + 1, sizeof(*k->packs));
+    struct ck_pack *p = &k->packs[k->npacks++];
+    memset(p, 0, sizeof(*p));
+    p->src = key.src;
+    memcpy(p->hash, key.pack, REPO_HASH_LEN);
+    p->size = o->size;
+    return 0;
+}
+
+static struct ck_pack *ck_find_pack(struct ck *k, const struct repo_source *src,
+                                    const uint8_t hash[REPO_HASH_LEN])
+{
+    struct ck_pack key;
+    key.src = *src;
+    memcpy(key.hash, hash, REPO_HASH_LEN);
+    return k->npacks ? bsearch(&key, k->packs, k->npacks, sizeof(key), ck_pack_cmp) : NULL;
+}
+
+/* ---- packs ---- */
+
+/* A whole pack (--read-data): its name is its hash, its table opens, every blob opens. */
+static void ck_pack_whole(struct ck *k, struct ck_pack *p, const char *key, const uint8_t *data,
+                          size_t len)
+{
+    uint8_t digest[SHA256_DIGEST_LENGTH];
+    struct util_err e = {0};
+    uint8_t *plain = NULL;
+    size_t cap = 0;
+
+    SHA256(data, len, digest);
+    if (memcmp(digest, p->hash, REPO_HASH_LEN) != 0) {
+        ck_damage(k, "%s: its content does not hash to its name (changed bytes)", key);
+        p->damaged = true;
+    }
+    if (repo_pack_read_table(k->keys, data, len, &p->table, &p->n, &e) != 0) {
+        ck_damage(k, "%s: %s", key, e.msg);
+        p->damaged = true;
+        return;
+    }
+    for (size_t i = 0; i < p->n; i++) {
+        const struct repo_chunk *c = &p->table[i];
+        if (c->plain > cap) {
+            free(plain);
+            cap = c->plain;
+            plain = util_malloc(cap);
+        }
+        if (repo_blob_open(k->keys, c, data + c->offset, plain, &e) != 0) {
+            ck_damage(k, "%s: %s", key, e.msg);
+            p->damaged = true;
+        }
+        k->chunks_read++;
+    }
+    free(plain);
+}
+
+struct ck_get {
+    struct ck *k;
+    struct ck_pack *p;
+    char *key;
+    uint64_t start, len;
+};
+
+static void ck_start(struct ck *k);
+
+static void ck_got(const struct s3_result *res, void *arg)
+{
+    struct ck_get *g = arg;
+    struct ck *k = g->k;
+    struct ck_pack *p = g->p;
+    struct util_err e = {0};
+
+    k->running--;
+    p->tried = true;
+    if (res->error == S3_ENOTFOUND) {
+        ck_damage(k, "%s: listed but cannot be read (deleted meanwhile?)", g->key);
+        p->damaged = true;
+    } else if (res->error != 0) {
+        fprintf(stderr, "lode check: cannot read %s: %s\n", g->key, res->message);
+        k->failed = true;
+    } else if (res->body_len != g->len) {
+        ck_damage(k, "%s: %zu bytes read where %" PRIu64 " were listed", g->key, res->body_len,
+                  g->len);
+        p->damaged = true;
+    } else {
+        k->read_bytes += res->body_len;
+        if (k->read_data) {
+            ck_pack_whole(k, p, g->key, (const uint8_t *)res->body, res->body_len);
+        } else if (repo_pack_read_tail(k->keys, (const uint8_t *)res->body, res->body_len, p->size,
+                                       &p->need, &p->table, &p->n, &e) != 0) {
+            ck_damage(k, "%s: %s", g->key, e.msg);
+            p->damaged = true;
+        }
+        if (p->table != NULL && p->n > 1)
+            qsort(p->table, p->n, sizeof(*p->table), ck_chunk_cmp);
+    }
+    free(g->key);
+    free(g);
+    ck_start(k);
+}
+
+static void ck_start(struct ck *k)
+{
+    while (!k->failed && k->running < CK_INFLIGHT && k->next < k->npacks) {
+        struct ck_pack *p = &k->packs[k->next++];
+        struct ck_get *g = util_calloc(1, sizeof(*g));
+        struct util_err e = {0};
+        g->k = k;
+        g->p = p;
+        g->key = ck_pack_key(p);
+        if (p->size > CK_PACK_MAX) {
+            ck_damage(k, "%s: %" PRIu64 " bytes is more than a pack holds", g->key, p->size);
+            p->damaged = p->tried = true;
+            free(g->key);
+            free(g);
+            continue;
+        }
+        g->len = k->read_data || p->size <= CK_TAIL ? p->size : CK_TAIL;
+        g->start = p->size - g->len;
+        struct s3_opts o = {.range_start = g->start, .range_len = g->len, .max_bytes = g->len};
+        if (g->len == 0) {
+            o.range_start = o.range_len = 0;
+            o.max_bytes = 1;
+        }
+        if (s3_get(s3_sync_client(k->st->s3), g->key, &o, NULL, ck_got, g, NULL, &e) != 0) {
+            fprintf(stderr, "lode check: cannot read %s: %s\n", g->key, e.msg);
+            k->failed = true;
+            free(g->key);
+            free(g);
+            return;
+        }
+        k->running++;
+    }
+}
+
+/* Tables longer than the first tail: one more ranged GET each. */
+static void ck_long_tables(struct ck *k)
+{
+    for (size_t i = 0; i < k->npacks && !k->failed; i++) {
+        struct ck_pack *p = &k->packs[i];
+        if (p->need == 0)
+            continue;
+        struct s3_opts o = {
+            .range_start = p->size - p->need, .range_len = p->need, .max_bytes = p->need};
+        struct util_err e = {0};
+        char *key = ck_pack_key(p), *data = NULL;
+        size_t len = 0, need = p->need;
+        int rc = s3_sync_get(k->st->s3, key, &o, &data, &len, NULL, &e);
+        if (rc != 0) {
+            fprintf(stderr, "lode check: cannot read %s: %s\n", key, e.msg);
+            k->failed = true;
+        } else if (repo_pack_read_tail(k->keys, (const uint8_t *)data, len, p->size, &p->need,
+                                       &p->table, &p->n, &e) != 0 ||
+                   p->need != 0 || len != need) {
+            ck_damage(k, "%s: %s", key, e.msg[0] ? e.msg : "its table cannot be read");
+            p->damaged = true;
+            free(p->table);
+            p->table = NULL;
+        } else {
+            k->read_bytes += len;
+            if (p->n > 1)
+                qsort(p->table, p->n, sizeof(*p->table), ck_chunk_cmp);
+        }
+        free(data);
+        free(key);
+    }
+}
+
+/* ---- run records and snapshots ---- */
+
+struct ck_keys {
+    char **v;
+    size_t n, cap;
+};
+
+static int ck_list_key(const struct s3_object *o, void *arg)
+{
+    struct ck_keys *ks = arg;
+    ks->v = util_grow(ks->v, &ks->cap, ks->n + 1, sizeof(*ks->v));
+    ks->v[ks->n++] = util_strdup(o->key);
+    return 0;
+}
+
+static void ck_runs(struct ck *k, unsigned *nruns)
+{
+    struct ck_keys ks = {0};
+    struct util_err e = {0};
+    *nruns = 0;
+    if (s3_sync_list(k->st->s3, "runs/", NULL, ck_list_key, &ks, NULL, &e) != 0) {
+        fprintf(stderr, "lode check: cannot list runs/: %s\n", e.msg);
+        k->failed = true;
+    }
+    for (size_t i = 0; i < ks.n && !k->failed; i++) {
+        struct repo_key key;
+        struct repo_run run;
+        char *data = NULL;
+        size_t len = 0;
+        if (repo_key_parse(ks.v[i], &key, &e) != 0 || key.kind != REPO_KEY_RUN) {
+            fprintf(stderr, "note: unexpected object %s\n", ks.v[i]);
+            k->unexpected++;
+            continue;
+        }
+        int rc = s3_sync_get(k->st->s3, ks.v[i], NULL, &data, &len, NULL, &e);
+        if (rc == S3_ENOTFOUND) {
+            /* Deleted by garbage collection between the listing and now. */
+        } else if (rc != 0) {
+            fprintf(stderr, "lode check: cannot read %s: %s\n", ks.v[i], e.msg);
+            k->failed = true;
+        } else if (repo_run_decode(&run, data, len, &e) != 0) {
+            ck_damage(k, "%s: %s", ks.v[i], e.msg);
+        } else if (strcmp(run.id, key.id) != 0) {
+            ck_damage(k, "%s: it holds the run record of %s", ks.v[i], run.id);
+        } else {
+            (*nruns)++;
+        }
+        free(data);
+    }
+    for (size_t i = 0; i < ks.n; i++)
+        free(ks.v[i]);
+    free(ks.v);
+}
+
+/* GETs a meta object: 404 is damage (returns 1), other failures stop the check. */
+static int ck_get_meta(struct ck *k, const struct repo_snapshot *s, enum repo_kind kind,
+                       char **data, size_t *len, char **keyout)
+{
+    struct repo_key key = {.kind = kind, .src = s->src};
+    struct s3_opts o = {.max_bytes = 4ull << 30};
+    struct util_err e = {0};
+    memcpy(key.id, s->id, sizeof(key.id));
+    *keyout = repo_key_build(&key);
+    int rc = s3_sync_get(k->st->s3, *keyout, &o, data, len, NULL, &e);
+    if (rc == S3_ENOTFOUND) {
+        ck_damage(k, "%s is missing (needed by snapshot %s)", *keyout, s->id);
+        return 1;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "lode check: cannot read %s: %s\n", *keyout, e.msg);
+        k->failed = true;
+        return -1;
+    }
+    return 0;
+}
+
+/* One snapshot: returns true when it is whole. */
+static bool ck_snapshot(struct ck *k, const struct repo_snapshot *s)
+{
+    struct repo_manifest m;
+    struct repo_chunkset set;
+    struct repo_files_reader r;
+    struct repo_file f;
+    struct util_err e = {0};
+    char *chunks = NULL, *list = NULL, *ckey = NULL, *fkey = NULL;
+    size_t clen = 0, flen = 0;
+    unsigned before = k->damaged;
+    int rc;
+
+    repo_chunkset_init(&set);
+    rc = storage_get_manifest(k->st, &s->src, s->id, k->keys, &m, NULL, &e);
+    if (rc == S3_ENOTFOUND)
+        return true; /* forgotten between the listing and now */
+    if (rc != 0 && (rc == UTIL_EINVAL || rc == UTIL_EIO)) {
+        ck_damage(k, "%s", e.msg);
+    } else if (rc != 0) {
+        fprintf(stderr, "lode check: %s\n", e.msg);
+        k->failed = true;
+        return false;
+    } else {
+        if (strcmp(m.id, s->id) != 0 || ck_src_cmp(&m.src, &s->src) != 0)
+            ck_damage(k, "the manifest of %s/%s/%s/%s names %s/%s/%s/%s", s->src.ns, s->src.policy,
+                      s->src.host, s->id, m.src.ns, m.src.policy, m.src.host, m.id);
+        repo_manifest_free(&m);
+    }
+    if ((rc = ck_get_meta(k, s, REPO_KEY_CHUNKS, &chunks, &clen, &ckey)) < 0)
+        goto out;
+    if (rc == 0 &&
+        repo_chunkset_decode(&set, k->keys, s->id, (const uint8_t *)chunks, clen, &e) != 0) {
+        ck_damage(k, "%s: %s", ckey, e.msg);
+        rc = 1;
+    }
+    bool have_set = rc == 0;
+    /* Every chunk of the set is where the set says. */
+    for (size_t i = 0; have_set && i < set.n; i++) {
+        const struct repo_chunk *c = &set.v[i];
+        struct ck_pack *p = ck_find_pack(k, &s->src, set.packs[c->pack]);
+        char hex[2 * REPO_HASH_LEN + 1];
+        if (p == NULL) {
+            struct ck_pack tmp = {.src = s->src};
+            memcpy(tmp.hash, set.packs[c->pack], REPO_HASH_LEN);
+            char *pk = ck_pack_key(&tmp);
+            ck_damage(k, "%s is missing (needed by snapshot %s)", pk, s->id);
+            free(pk);
+            /* Once per pack: drop the rest of its chunks from this report. */
+            for (size_t j = i + 1; j < set.n; j++)
+                if (set.v[j].pack == c->pack)
+                    set.v[j].stored = 0;
+            continue;
+        }
+        if (c->stored == 0 || p->table == NULL)
+            continue; /* reported with its pack */
+        const struct repo_chunk *t = bsearch(c, p->table, p->n, sizeof(*c), ck_chunk_cmp);
+        if (t == NULL || t->offset != c->offset || t->stored != c->stored || t->plain != c->plain ||
+            t->flags != c->flags) {
+            char *pk = ck_pack_key(p);
+            repo_hex(c->hash, REPO_HASH_LEN, hex);
+            ck_damage(k, "%s: chunk %s of snapshot %s is %s", pk, hex, s->id,
+                      t == NULL ? "not in its table" : "elsewhere in its table");
+            free(pk);
+        }
+    }
+    if ((rc = ck_get_meta(k, s, REPO_KEY_FILES, &list, &flen, &fkey)) != 0)
+        goto out;
+    if (repo_files_reader_init(&r, k->keys, s->id, (const uint8_t *)list, flen, &e) != 0) {
+        ck_damage(k, "%s: %s", fkey, e.msg);
+        goto out;
+    }
+    unsigned missing = 0;
+    while ((rc = repo_files_reader_next(&r, &f, &e)) == 1) {
+        uint64_t sum = 0;
+        bool whole = true;
+        for (size_t i = 0; have_set && i < f.nchunks; i++) {
+            const struct repo_chunk *c = repo_chunkset_find(&set, f.chunks[i]);
+            if (c == NULL)
+                whole = false;
+            else
+                sum += c->plain;
+        }
+        if (have_set && (!whole || (f.type == REPO_FT_FILE && sum != f.size)) && missing++ < 10)
+            ck_damage(k, "%s: %s of snapshot %s %s", ckey, f.path, s->id,
+                      whole ? "does not add up to its size" : "names chunks the set lacks");
+        repo_file_free(&f);
+    }
+    if (missing > 10)
+        fprintf(stderr, "damaged: %s: %u more files of snapshot %s\n", ckey, missing - 10, s->id);
+    if (rc < 0)
+        ck_damage(k, "%s: %s", fkey, e.msg);
+    repo_files_reader_free(&r);
+out:
+    repo_chunkset_free(&set);
+    free(chunks);
+    free(list);
+    free(ckey);
+    free(fkey);
+    return k->damaged == before;
+}
+
+int ck_run(struct storage *st, bool read_data, struct ck_result *out)
+{
+    struct repo_catalog cat;
+    struct util_err e = {0};
+    struct ck k = {.st = st, .keys = &st->config.keys, .read_data = read_data};
+    unsigned nruns = 0, good = 0;
+    size_t nsnap = 0;
+    int rc = UTIL_EIO;
+
+    memset(out, 0, sizeof(*out));
+    /* The packs first: the snapshots are checked against their tables. */
+    if (s3_sync_list(st->s3, "data/", NULL, ck_list_pack, &k, NULL, &e) != 0) {
+        fprintf(stderr, "lode check: cannot list data/: %s\n", e.msg);
+        goto out;
+    }
+    if (k.npacks > 1)
+        qsort(k.packs, k.npacks, sizeof(*k.packs), ck_pack_cmp);
+    ck_start(&k);
+    while (k.running > 0)
+        uv_run(s3_sync_loop(st->s3), UV_RUN_ONCE);
+    if (!k.read_data)
+        ck_long_tables(&k);
+    if (k.failed)
+        goto out;
+    ck_runs(&k, &nruns);
+    if (storage_catalog(st, NULL, NULL, NULL, &cat, &e) != 0) {
+        fprintf(stderr, "lode check: %s\n", e.msg);
+        goto out;
+    }
+    for (size_t i = 0; i < cat.n && !k.failed; i++)
+        good += ck_snapshot(&k, &cat.v[i]);
+    nsnap = cat.n;
+    repo_catalog_free(&cat);
+    if (k.failed)
+        goto out;
+    *out = (struct ck_result){.snapshots = nsnap,
+                              .whole = good,
+                              .packs = k.npacks,
+                              .runs = nruns,
+                              .damaged = k.damaged,
+                              .read_bytes = k.read_bytes};
+    rc = k.damaged > 0 ? AGENT_EDAMAGED : 0;
+out:
+    for (size_t i = 0; i < k.npacks; i++)
+        free(k.packs[i].table);
+    free(k.packs);
+    return rc;
+}

@@ -1,0 +1,32 @@
+/*
+ * forget: deleting what retention forgets through storage (docs/retention.md,
+ * "Retention through storage"). The decision and the keys are internal/prune's, the
+ * same the controller deletes; this deletes them: the manifests with DeleteObjects
+ * (at most 1,000 keys a request, each key's result checked), then, only for the
+ * manifests that are gone, their .incomplete marks (a mark deleted first would make a
+ * snapshot whose manifest survived look complete).
+ *
+ * Costs: one DeleteObjects request per 1,000 manifests, one more per 1,000 marks.
+ */
+#ifndef LODE_AGENT_FORGET_H
+#define LODE_AGENT_FORGET_H
+
+#include <stddef.h>
+
+#include "prune/prune.h"
+#include "storage.h"
+
+struct forget_outcome {
+    size_t manifests, manifests_deleted, manifests_failed;
+    size_t marks, marks_deleted, marks_failed;
+    unsigned requests;
+};
+
+/*
+ * Deletes the plan's manifests, then the marks of those gone. Returns 0 when every
+ * key is gone, UTIL_EIO when some could not be deleted (each named on stderr as
+ * "lode forget: cannot delete KEY: ..."; out says how many).
+ */
+int forget_apply(struct storage *st, const struct prune_plan *plan, struct forget_outcome *out);
+
+#endif

@@ -1,0 +1,114 @@
+/*
+ * The backup's pack rules (agent/backup.h): when the pack being filled closes
+ * (backup_pack_full: its blobs and its table reach REPO_PACK_SIZE) and when a chunk
+ * may be queued to be sealed (backup_may_queue: the jobs and packs in memory), on a
+ * real pack writer.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "agent/agent.h"
+
+#define MIB (1024u * 1024u)
+
+static void test_pack_closes_at_the_size_with_its_table(void **state)
+{
+    struct repo_pack_writer pw;
+    uint8_t *blob = calloc(1, MIB);
+    size_t n = 0;
+
+    repo_pack_writer_init(&pw);
+    assert_false(backup_pack_full(&pw, 0));
+    /* Fifteen blobs of 1 MiB with their table are short of 16 MiB... */
+    while (n < 15) {
+        repo_pack_writer_put(&pw, blob, MIB);
+        n++;
+        assert_false(backup_pack_full(&pw, n));
+    }
+    /* ...the sixteenth makes the pack reach it: it closes. */
+    repo_pack_writer_put(&pw, blob, MIB);
+    n++;
+    assert_true(backup_pack_full(&pw, n));
+    assert_true(repo_pack_writer_size(&pw, n) >= REPO_PACK_SIZE);
+    repo_pack_writer_free(&pw);
+    free(blob);
+}
+
+static void test_a_pack_of_tiny_chunks_closes_before_16_mib_of_data(void **state)
+{
+    struct repo_pack_writer pw;
+    uint8_t blob[100] = {0};
+    size_t n = 0;
+
+    size_t before = 0;
+
+    repo_pack_writer_init(&pw);
+    while (!backup_pack_full(&pw, n)) {
+        before = repo_pack_writer_size(&pw, n);
+        repo_pack_writer_put(&pw, blob, sizeof(blob));
+        n++;
+    }
+    /* The table (45 bytes an entry) counts: the data alone is far from the size. */
+    assert_true(n * sizeof(blob) < REPO_PACK_SIZE * 3 / 4);
+    /* It closed at the first chunk that made it reach the size, not later. */
+    assert_true(n > 1 && before < REPO_PACK_SIZE);
+    assert_true(repo_pack_writer_size(&pw, n) >= REPO_PACK_SIZE);
+    repo_pack_writer_free(&pw);
+}
+
+static void test_may_queue_bounds_jobs_and_bytes(void **state)
+{
+    struct repo_pack_writer pw;
+    repo_pack_writer_init(&pw);
+
+    assert_true(backup_may_queue(&pw, 0, 0, 0, 0, MIB));
+    /* BACKUP_JOBS jobs in flight: the next waits. */
+    assert_false(backup_may_queue(&pw, 0, BACKUP_JOBS, 4096, 0, 1));
+    assert_true(backup_may_queue(&pw, 0, BACKUP_JOBS - 1, 4096, 0, 1));
+    /* Bytes in flight are bounded, but one larger chunk alone always runs. */
+    assert_false(backup_may_queue(&pw, 0, 1, BACKUP_JOB_BYTES - 100, 0, 1000));
+    assert_true(backup_may_queue(&pw, 0, 1, BACKUP_JOB_BYTES - 1000, 0, 1000));
+    assert_true(backup_may_queue(&pw, 0, 0, 0, 0, 8 * MIB));
+    repo_pack_writer_free(&pw);
+}
+
+static void test_may_queue_bounds_the_packs_in_memory(void **state)
+{
+    struct repo_pack_writer pw;
+    uint8_t *blob = calloc(1, MIB);
+    size_t n = 0;
+
+    repo_pack_writer_init(&pw);
+    /* An empty pack being filled: closed packs up to BACKUP_PACKS - 1 leave room. */
+    assert_true(backup_may_queue(&pw, 0, 0, 0, BACKUP_PACKS - 1, MIB));
+    assert_false(backup_may_queue(&pw, 0, 0, 0, BACKUP_PACKS, MIB));
+    /* A pack one chunk from closing: the chunk that may close it waits for a closed
+     * pack to go, so that no more than BACKUP_PACKS are in memory. */
+    while (n < 15) {
+        repo_pack_writer_put(&pw, blob, MIB);
+        n++;
+    }
+    assert_true(backup_may_queue(&pw, n, 0, 0, BACKUP_PACKS - 2, MIB));
+    assert_false(backup_may_queue(&pw, n, 0, 0, BACKUP_PACKS - 1, MIB));
+    /* A small chunk that does not close it still may go. */
+    assert_true(backup_may_queue(&pw, n, 0, 0, BACKUP_PACKS - 1, 1000));
+    repo_pack_writer_free(&pw);
+    free(blob);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pack_closes_at_the_size_with_its_table),
+        cmocka_unit_test(test_a_pack_of_tiny_chunks_closes_before_16_mib_of_data),
+        cmocka_unit_test(test_may_queue_bounds_jobs_and_bytes),
+        cmocka_unit_test(test_may_queue_bounds_the_packs_in_memory),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
