@@ -203,8 +203,6 @@ etcd_health() { curl -sf --max-time 2 "http://127.0.0.1:$etcd_port/health" | gre
 wait_for etcd ETCD "/health" etcd_health
 
 # --- kube-apiserver ----------------------------------------------------------
-# A real node's kubelet (real-nodes.sh) is reached (kubectl logs) at its InternalIP,
-# 127.0.0.1: no resolver knows the node's name.
 start kube-apiserver APISERVER "$k8s_dir/kube-apiserver" \
 	--etcd-servers "http://127.0.0.1:$etcd_port" \
 	--bind-address 127.0.0.1 --secure-port "$api_port" --advertise-address 127.0.0.1 \
@@ -216,7 +214,6 @@ start kube-apiserver APISERVER "$k8s_dir/kube-apiserver" \
 	--service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
 	--service-cluster-ip-range 10.0.0.0/24 \
 	--disable-admission-plugins ServiceAccount --allow-privileged=true \
-	--kubelet-preferred-address-types InternalIP \
 	--enable-priority-and-fairness=false --profiling=false
 
 # The S3 side is checked while the apiserver starts.

@@ -297,12 +297,14 @@ env_node_dir() {
 
 ENV_REAL_NODES_OURS=0
 env_real_nodes_start() {
-	if [[ -z ${REAL_NODES:-} ]]; then
-		bash "$ENV_HERE/real-nodes.sh" up "$1" || return 1
-		ENV_REAL_NODES_OURS=1
-		# shellcheck disable=SC1090
-		source "$ENV_STATE"
-	fi
+	[[ -z ${REAL_NODES:-} ]] || return 0
+	# Ours even when up fails half-way: env_real_nodes_stop stops what started.
+	ENV_REAL_NODES_OURS=1
+	bash "$ENV_HERE/real-nodes.sh" up "$1"
+	local rc=$?
+	# shellcheck disable=SC1090
+	source "$ENV_STATE"
+	return $rc
 }
 env_real_nodes_stop() {
 	[[ $ENV_REAL_NODES_OURS == 1 ]] || return 0

@@ -179,10 +179,10 @@ address: 127.0.0.1
 port: $3
 readOnlyPort: 0
 healthzPort: 0
-# Only on 127.0.0.1: the apiserver (kubectl logs, exec) calls it without a client
-# certificate, so anonymous requests are let in.
+# Its API (logs, exec) is closed: the kubelet refuses a loopback node IP, so the
+# apiserver could only reach it at the machine's own address, where it does not listen.
 authentication:
-  anonymous: {enabled: true}
+  anonymous: {enabled: false}
   webhook: {enabled: false}
 authorization:
   mode: AlwaysAllow
@@ -237,7 +237,7 @@ node_ready() { # NAME
 
 up() {
 	local n=${1:?real-nodes up N} prefix=${LODE_REAL_NODE_PREFIX:-lode-node} i name d port t
-	local kubelet_dir pause image names=()
+	local kubelet_dir pause image image_name names=()
 	need
 	# shellcheck disable=SC1090
 	source "$ENV_STATE"
@@ -245,6 +245,9 @@ up() {
 	bash "$ENV_HERE/build-tools.sh" kubelet >&2
 	pause=$(pause_archive)
 	image=$(bash "$ENV_HERE/build-image.sh" --oci-archive)
+	# The archive names the image localhost/lodestore:<key>, <key> its directory's suffix.
+	image_name=${image%/image.oci.tar}
+	image_name=localhost/lodestore:${image_name##*/lodestore-}
 	mkdir -p "$NODES_DIR"
 	if [[ ! -f $NODES_DIR/tunables ]]; then
 		for t in "${TUNABLES[@]}"; do
@@ -256,6 +259,9 @@ up() {
 	for ((i = 0; i < n; i++)); do
 		name=$prefix-$i
 		names+=("$name")
+		# Recorded before anything of the node starts, so that down (cluster-up's
+		# cleanup after a failure) finds whatever did.
+		record REAL_NODES "${names[*]}"
 		d=$NODES_DIR/$name
 		mkdir -p "$d/containerd" "$d/cni/ipam" "$d/kubelet/pod-logs"
 		containerd_config "$name" "$d" "$i" >"$d/containerd.toml"
@@ -267,21 +273,19 @@ up() {
 			env_die "real-nodes: containerd of $name does not answer; see $ENV_LOGS/containerd-$name.log"
 		ctr_of "$d" images import "$pause" >/dev/null
 		ctr_of "$d" images import "$image" >/dev/null
-		ctr_of "$d" images tag --force "$(ctr_of "$d" images ls -q | grep '^localhost/lodestore:' | head -n 1)" \
-			"$AGENT_IMAGE_NAME" >/dev/null
+		ctr_of "$d" images tag --force "$image_name" "$AGENT_IMAGE_NAME" >/dev/null
 		port=$(env_free_ports 1)
 		kubelet_config "$name" "$d" "$port" >"$d/kubelet.yaml"
 		kubeconfig >"$d/kubeconfig"
 		chmod 600 "$d/kubeconfig"
 		setsid "$kubelet_dir/kubelet" --config "$d/kubelet.yaml" --kubeconfig "$d/kubeconfig" \
 			--root-dir "$d/kubelet" --cert-dir "$d/kubelet/pki" --hostname-override "$name" \
-			--node-ip 127.0.0.1 --node-labels "lodestore.io/real-node=true,kubernetes.io/hostname=$name" \
+			--node-labels "lodestore.io/real-node=true,kubernetes.io/hostname=$name" \
 			</dev/null >"$ENV_LOGS/kubelet-$name.log" 2>&1 &
 		record "REAL_NODE_${i}_KUBELET_PID" "$!"
 		record "REAL_NODE_${i}_NAME" "$name"
 		env_log "real-nodes: started $name (containerd and kubelet on 127.0.0.1:$port)"
 	done
-	record REAL_NODES "${names[*]}"
 	for ((i = 0; i < n; i++)); do
 		name=$prefix-$i
 		if ! env_wait "$timeout_s" "node $name to be Ready" node_ready "$name"; then

@@ -1,5 +1,5 @@
-// Wrapper module: builds kube-apiserver, kube-controller-manager and kubectl
-// from k8s.io/kubernetes at one pinned release. k8s.io/kubernetes requires its
+// Wrapper module: builds kube-apiserver, kube-controller-manager, kubectl and
+// (for the real nodes) the kubelet from k8s.io/kubernetes at one pinned release. k8s.io/kubernetes requires its
 // staging modules at v0.0.0 and replaces them with ./staging paths that are not
 // in the module zip, so each one is replaced here by its published v0.36.3.
 // The godebug line is copied from k8s.io/kubernetes's own go.mod: only the main
