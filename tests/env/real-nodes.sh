@@ -138,6 +138,10 @@ oom_score = 0
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
   enable_selinux = false
+  # Pods get an OOM score no lower than containerd's own: lowering one needs
+  # CAP_SYS_RESOURCE, which some machines (this sandbox) do not grant even to root,
+  # and runc would then fail every sandbox.
+  restrict_oom_score_adj = true
   netns_mounts_under_state_dir = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
@@ -194,6 +198,7 @@ cgroupsPerQOS: true
 failCgroupV1: false
 failSwapOn: false
 podLogsDir: $2/kubelet/pod-logs
+volumePluginDir: $2/kubelet/volume-plugins
 registerNode: true
 staticPodPath: ""
 resolvConf: ""
@@ -249,6 +254,11 @@ up() {
 	image_name=${image%/image.oci.tar}
 	image_name=localhost/lodestore:${image_name##*/lodestore-}
 	mkdir -p "$NODES_DIR"
+	# The kubelet's device-plugin socket has a fixed path under /var/lib/kubelet; down
+	# removes that directory only if it was not there before.
+	if [[ ! -e /var/lib/kubelet && ! -f $NODES_DIR/var-lib-kubelet ]]; then
+		touch "$NODES_DIR/var-lib-kubelet"
+	fi
 	if [[ ! -f $NODES_DIR/tunables ]]; then
 		for t in "${TUNABLES[@]}"; do
 			echo "$t $(cat "/proc/sys/$t")"
@@ -376,6 +386,9 @@ down() {
 		fi
 		i=$((i + 1))
 	done
+	if [[ $status == 0 && -f $NODES_DIR/var-lib-kubelet ]]; then
+		rm -rf /var/lib/kubelet "$NODES_DIR/var-lib-kubelet"
+	fi
 	if [[ -f $NODES_DIR/tunables ]]; then
 		while read -r t v; do
 			[[ $(cat "/proc/sys/$t") == "$v" ]] || echo "$v" >"/proc/sys/$t"
