@@ -116,6 +116,7 @@ json_t *ctl_gc_job_json(const char *ns, const char *name, const char *uid, const
     json_t *pod =
         json_pack("{s:s, s:[o], s:[{s:s, s:{}}], s:o}", "restartPolicy", "Never", "containers",
                   container, "volumes", "name", "tmp", "emptyDir", "securityContext", pod_security);
+    ctl_pod_set_network(pod, opts);
     json_t *labels = json_pack("{s:s, s:s, s:s}", CTL_LABEL_MANAGED, CTL_MANAGER,
                                CTL_LABEL_COMPONENT, CTL_GC_COMPONENT, CTL_LABEL_REPOSITORY, name);
     json_t *meta =

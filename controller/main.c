@@ -30,6 +30,7 @@ static void usage(FILE *f)
         "  --namespace NS             watch one namespace (default: all)\n"
         "  --metrics-addr HOST:PORT   /metrics, /healthz, /readyz (default 127.0.0.1:8080)\n"
         "  --agent-image IMAGE        image of the backup Jobs (runs lode backup)\n"
+        "  --agent-host-network       the Jobs' pods use the node's network (hostNetwork)\n"
         "  --job-ttl DURATION         keep finished Jobs this long (default 1h)\n"
         "  --backup-history N         finished Backups kept per policy and host (default 5)\n"
         "  --qps N --burst N          client-side rate limit (default 20, 30)\n"
@@ -101,6 +102,7 @@ int main(int argc, char **argv)
         F_NAMESPACE,
         F_METRICS,
         F_AGENT,
+        F_HOSTNET,
         F_TTL,
         F_HISTORY,
         F_QPS,
@@ -124,6 +126,7 @@ int main(int argc, char **argv)
         {"namespace", required_argument, NULL, F_NAMESPACE},
         {"metrics-addr", required_argument, NULL, F_METRICS},
         {"agent-image", required_argument, NULL, F_AGENT},
+        {"agent-host-network", no_argument, NULL, F_HOSTNET},
         {"job-ttl", required_argument, NULL, F_TTL},
         {"backup-history", required_argument, NULL, F_HISTORY},
         {"qps", required_argument, NULL, F_QPS},
@@ -171,6 +174,9 @@ int main(int argc, char **argv)
         }
         case F_AGENT:
             o.agent_image = optarg;
+            break;
+        case F_HOSTNET:
+            o.agent_host_network = true;
             break;
         case F_TTL:
             if (parse_duration_flag("--job-ttl", optarg, &o.job_ttl) != 0)

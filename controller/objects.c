@@ -166,6 +166,16 @@ json_t *ctl_backup_json(const struct policy *p, const struct ctl_run *run)
                      run->host, "slot", run->slot, "trigger", ctl_trigger_name(run->trigger));
 }
 
+void ctl_pod_set_network(json_t *pod, const struct ctl_job_opts *opts)
+{
+    if (!opts->host_network)
+        return;
+    /* Without ClusterFirstWithHostNet a host-network pod would resolve names with the
+     * node's resolver, not the cluster's. */
+    json_object_set_new(pod, "hostNetwork", json_true());
+    json_object_set_new(pod, "dnsPolicy", json_string("ClusterFirstWithHostNet"));
+}
+
 json_t *ctl_job_json(const struct policy *p, const struct ctl_run *run,
                      const struct ctl_job_opts *opts)
 {
@@ -206,6 +216,7 @@ json_t *ctl_job_json(const struct policy *p, const struct ctl_run *run,
     json_t *pod = json_pack("{s:s, s:s, s:[{s:s}], s:[o], s:o}", "nodeName", run->host,
                             "restartPolicy", "Never", "tolerations", "operator", "Exists",
                             "containers", container, "volumes", volumes);
+    ctl_pod_set_network(pod, opts);
     json_t *meta =
         json_pack("{s:s, s:s, s:o, s:{s:s}}", "name", run->backup_name, "namespace", p->namespace,
                   "labels", ctl_labels(p, run), "annotations", CTL_ANNOT_HOST, run->host);

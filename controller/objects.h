@@ -99,7 +99,11 @@ struct ctl_run {
 struct ctl_job_opts {
     const char *agent_image;
     int64_t ttl_seconds; /* ttlSecondsAfterFinished */
+    bool host_network;   /* pods use the node's network (docs/operator.md, agentHostNetwork) */
 };
+
+/* Sets hostNetwork (and the DNS policy that goes with it) on pod when opts asks for it. */
+void ctl_pod_set_network(json_t *pod, const struct ctl_job_opts *opts);
 
 /*
  * A Backup's status, or a patch of it: each member is written when set (0, NULL and

@@ -20,6 +20,7 @@ pkgs=(
   jq curl openssl python3 python3-yaml ca-certificates
   chromium
   buildah debootstrap
+  containerd runc containernetworking-plugins
 )
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

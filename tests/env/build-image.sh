@@ -4,6 +4,10 @@
 #
 #   tests/env/build-image.sh            build or find; prints the image directory
 #   tests/env/build-image.sh --key      prints the cache key of the work tree, builds nothing
+#   tests/env/build-image.sh --oci-archive
+#                                       build or find; prints the path of the image as an
+#                                       OCI archive (image.oci.tar in its directory, named
+#                                       localhost/lodestore:<key>), what containerd imports
 #
 # How: Debian's buildah builds the Dockerfile with `--isolation chroot` (no daemon, no
 # namespaces beyond a mount namespace), `--pull-never`. The Dockerfile's FROM names
@@ -16,7 +20,7 @@
 #   image/base-bookworm.id   the base image's id, once committed
 #   image/lodestore-<key>/   rootfs/ (the image's files), config.json (the image's OCI
 #                            config: user, entrypoint, env), version, .build-seconds,
-#                            .complete (written last)
+#                            .complete (written last); image.oci.tar once asked for
 # <key> is the SHA-256 of the build's inputs: the base image id, the version passed in,
 # and the name, mode and content of every file of the build context (the files git
 # tracks or would track, less .dockerignore's), the Dockerfile included. The same inputs
@@ -216,6 +220,16 @@ main() {
 	else
 		build "$key" "$dir"
 		prune
+	fi
+	if [[ ${1:-} == --oci-archive ]]; then
+		# Written beside the image, under the lock; a partial archive never has the name.
+		if [[ ! -s $dir/image.oci.tar ]]; then
+			"${bah[@]}" push -q "localhost/lodestore:$key" \
+				"oci-archive:$dir/.image.oci.tar:localhost/lodestore:$key" >&2
+			mv "$dir/.image.oci.tar" "$dir/image.oci.tar"
+		fi
+		echo "$dir/image.oci.tar"
+		return
 	fi
 	echo "$dir"
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build (or find in the cache) the programs the local test environment runs.
 #
-#   tests/env/build-tools.sh [k8s|etcd|kwok|versitygw]...   (default: all four)
+#   tests/env/build-tools.sh [k8s|etcd|kwok|versitygw|kubelet]...   (default: the first four)
 #   tests/env/build-tools.sh --dir TOOL     prints the tool's cache directory
 #
 # Each tool family is its own Go module under tests/env/tools/<name>/ with a
@@ -14,6 +14,8 @@
 # takes tens of minutes on two cores (docs/testing.md has the measured figures),
 # so builds run under `nice` and one at a time (a lock serialises concurrent
 # callers). Each build logs to <cache>/logs/build-<tool>-<version>.log.
+# The kubelet, which only the real nodes need (real-nodes.sh), is built from the k8s
+# module too, after the control plane, so Go's build cache already holds most of it.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -30,11 +32,19 @@ export GOFLAGS="-trimpath -buildvcs=false -mod=readonly"
 # The module whose version names a tool's cache directory.
 module_of() {
 	case $1 in
-	k8s) echo k8s.io/kubernetes ;;
+	k8s | kubelet) echo k8s.io/kubernetes ;;
 	etcd) echo go.etcd.io/etcd/server/v3 ;;
 	kwok) echo sigs.k8s.io/kwok ;;
 	versitygw) echo github.com/versity/versitygw ;;
 	*) return 1 ;;
+	esac
+}
+
+# The Go module directory under tools/ a tool is built in.
+module_dir_of() {
+	case $1 in
+	kubelet) echo k8s ;;
+	*) echo "$1" ;;
 	esac
 }
 
@@ -44,6 +54,7 @@ packages_of() {
 	case $1 in
 	k8s) echo k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
 		k8s.io/kubernetes/cmd/kubectl ;;
+	kubelet) echo k8s.io/kubernetes/cmd/kubelet ;;
 	etcd) echo lodestore.invalid/envtools/etcd ;;
 	kwok) echo sigs.k8s.io/kwok/cmd/kwok ;;
 	versitygw) echo github.com/versity/versitygw/cmd/versitygw ;;
@@ -54,6 +65,7 @@ packages_of() {
 binaries_of() {
 	case $1 in
 	k8s) echo kube-apiserver kube-controller-manager kubectl ;;
+	kubelet) echo kubelet ;;
 	etcd) echo etcd ;;
 	kwok) echo kwok ;;
 	versitygw) echo versitygw ;;
@@ -66,7 +78,7 @@ binaries_of() {
 tool_version() {
 	local v
 	v=$(awk -v m="$(module_of "$1")" '$1 == "require" { $1 = ""; $0 = $0 } $1 == m { print $2; exit }' \
-		"$here/tools/$1/go.mod")
+		"$here/tools/$(module_dir_of "$1")/go.mod")
 	[[ -n $v ]] || {
 		echo "build-tools: no requirement of $(module_of "$1") in tools/$1/go.mod" >&2
 		return 1
@@ -81,7 +93,7 @@ tool_dir() {
 
 ldflags_of() {
 	local tool=$1 version=$2 flags="-s -w"
-	if [[ $tool == k8s ]]; then
+	if [[ $tool == k8s || $tool == kubelet ]]; then
 		# The names come from kubernetes' hack/lib/version.sh. Without them
 		# /version reports v0.0.0-master. The build date is the release's
 		# time on the module proxy, so two builds of one version agree.
@@ -121,7 +133,7 @@ build_one() {
 	echo "build-tools: building $tool $version (log: $log)"
 	start=$(date +%s)
 	# shellcheck disable=SC2046 # packages_of is a word list
-	if ! (cd "$here/tools/$tool" && nice -n 10 go build -v -ldflags "$(ldflags_of "$tool" "$version")" \
+	if ! (cd "$here/tools/$(module_dir_of "$tool")" && nice -n 10 go build -v -ldflags "$(ldflags_of "$tool" "$version")" \
 		-o "$tmp/" $(packages_of "$tool")) >"$log" 2>&1; then
 		rm -rf "$tmp"
 		echo "build-tools: building $tool $version failed; last lines of $log:" >&2

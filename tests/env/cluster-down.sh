@@ -44,6 +44,10 @@ stop() { # NAME PID BIN
 		env_log "cluster-down: stopped $name (pid $pid)"
 	fi
 }
+# The real nodes first: their kubelets, containers, mounts and cgroups (real-nodes.sh).
+if [[ -n ${REAL_NODES:-} ]]; then
+	bash "$ENV_HERE/real-nodes.sh" down || status=1
+fi
 stop chroot-kubelet "${CHROOT_KUBELET_PID:-}" "${CHROOT_KUBELET_BIN:-}"
 stop kwok "${KWOK_PID:-}" "${KWOK_BIN:-}"
 stop kube-controller-manager "${KCM_PID:-}" "${KCM_BIN:-}"

@@ -7,7 +7,10 @@
 #                             operator-rbac.yaml), RBAC authorization
 #   kube-controller-manager   job, garbage-collector, namespace, ttl-after-finished
 #   kwok                      fake nodes and pod lifecycles (Stage objects), for every
-#                             node not labelled lodestore.io/chroot-kubelet
+#                             node not labelled lodestore.io/chroot-kubelet or
+#                             lodestore.io/real-node
+#   real nodes (optional)     LODE_REAL_NODES=N: N nodes with containerd and a kubelet
+#                             each (real-nodes.sh), started last
 #   versitygw                 S3 over TLS with SigV4, posix backend, one bucket
 # and writes state.env, kubeconfig and s3.env under ${LODE_ENV_DIR:-/tmp/lodestore-env}
 # (common.sh describes the layout). A second run finds a healthy environment and
@@ -17,13 +20,25 @@
 # collector work; no trace of that probe is left.
 #
 # Environment: LODE_ENV_DIR, LODE_CACHE (binary cache), LODE_ENV_TIMEOUT
-# (seconds allowed for each readiness wait, default 120).
+# (seconds allowed for each readiness wait, default 120), LODE_REAL_NODES (default 0).
 set -euo pipefail
 set +m # no job control: a daemon started with & must not lead a process group (setsid would fork)
 # shellcheck source=tests/env/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 timeout_s=${LODE_ENV_TIMEOUT:-120}
+
+# Every recorded kubelet and containerd of the real nodes runs (true when there are none).
+real_nodes_alive() {
+	local i=0 name v
+	for name in ${REAL_NODES:-}; do
+		v=REAL_NODE_${i}_KUBELET_PID
+		env_pid_is "${!v}" "$REAL_NODE_KUBELET_BIN" || return 1
+		v=REAL_NODE_${i}_CONTAINERD_PID
+		env_pid_is "${!v}" "$REAL_NODE_CONTAINERD_BIN" || return 1
+		i=$((i + 1))
+	done
+}
 
 # healthy: every recorded process alive and answering. Used to decide reuse.
 healthy() {
@@ -35,6 +50,7 @@ healthy() {
 			env_pid_is "$KCM_PID" "$KCM_BIN" &&
 			env_pid_is "$KWOK_PID" "$KWOK_BIN" &&
 			env_pid_is "$S3_PID" "$S3_BIN" &&
+			real_nodes_alive &&
 			curl -sf --max-time 5 --cacert "$ENV_DIR/pki/ca.crt" -H "Authorization: Bearer $ADMIN_TOKEN" \
 				"https://127.0.0.1:$APISERVER_PORT/readyz" >/dev/null &&
 			curl -s --max-time 5 -o /dev/null --cacert "$ENV_DIR/pki/ca.crt" "https://127.0.0.1:$S3_PORT/"
@@ -276,7 +292,8 @@ kc apply --server-side -f "$ENV_DIR/kwok/stages.yaml" >>"$ENV_LOGS/cluster-up.lo
 # tests/env/chroot-kubelet.py plays the kubelet of those. KWOK's label selector never
 # matches a node without any label, so every node a test makes carries one.
 KWOK_WORKDIR=$ENV_DIR/kwok start kwok KWOK "$kwok_dir/kwok" \
-	--kubeconfig "$ENV_DIR/kubeconfig" --manage-nodes-with-label-selector '!lodestore.io/chroot-kubelet' \
+	--kubeconfig "$ENV_DIR/kubeconfig" \
+	--manage-nodes-with-label-selector '!lodestore.io/chroot-kubelet,!lodestore.io/real-node' \
 	--enable-crds Stage \
 	--cidr 10.0.0.1/24 --node-ip 10.0.0.1
 
@@ -312,6 +329,10 @@ alive_or_die KCM kube-controller-manager
 # The node goes last: KWOK finalizes pod deletions only on nodes it manages.
 kc delete job lodestore-env-probe --cascade=foreground --timeout "${timeout_s}s" >>"$ENV_LOGS/cluster-up.log"
 kc delete node lodestore-env-probe --timeout "${timeout_s}s" >>"$ENV_LOGS/cluster-up.log"
+
+if [[ ${LODE_REAL_NODES:-0} -gt 0 ]]; then
+	bash "$ENV_HERE/real-nodes.sh" up "$LODE_REAL_NODES"
+fi
 
 up_ok=1
 env_log "cluster-up: ready in $((SECONDS - start_time))s: apiserver https://127.0.0.1:$api_port, S3 https://127.0.0.1:$s3_port"

@@ -33,6 +33,12 @@
 #                               nodes labelled lodestore.io/chroot-kubelet=true
 #                               (env_create_nodes N P lodestore.io/chroot-kubelet=true)
 #                               run their pods in the image through the stand-in
+# Real nodes (tests/env/real-nodes.sh, docs/testing.md):
+#   env_real_nodes_start N      N nodes with containerd and a kubelet each, unless the
+#                               environment has real nodes already (LODE_REAL_NODES at
+#                               cluster-up); sets REAL_NODES (their names, labelled
+#                               lodestore.io/real-node=true); cluster-down stops them
+#   env_real_nodes_stop         stops the nodes env_real_nodes_start started, if it did
 # S3 helpers (SigV4 through curl --aws-sigv4, TLS verified against the test CA):
 #   env_s3 METHOD PATH [BODY-FILE [CURL ARGS...]]
 #                               signed request (the payload hash is signed too);
@@ -287,6 +293,24 @@ env_chroot_kubelet_stop() {
 }
 env_node_dir() {
 	echo "$CHROOT_KUBELET_STATE/nodes/$1"
+}
+
+ENV_REAL_NODES_OURS=0
+env_real_nodes_start() {
+	[[ -z ${REAL_NODES:-} ]] || return 0
+	# Ours even when up fails half-way: env_real_nodes_stop stops what started.
+	ENV_REAL_NODES_OURS=1
+	bash "$ENV_HERE/real-nodes.sh" up "$1"
+	local rc=$?
+	# shellcheck disable=SC1090
+	source "$ENV_STATE"
+	return $rc
+}
+env_real_nodes_stop() {
+	[[ $ENV_REAL_NODES_OURS == 1 ]] || return 0
+	bash "$ENV_HERE/real-nodes.sh" down
+	ENV_REAL_NODES_OURS=0
+	REAL_NODES=
 }
 
 env_repository() {

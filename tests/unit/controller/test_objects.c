@@ -7,6 +7,7 @@
 
 #include <cmocka.h>
 
+#include "gcplan.h"
 #include "objects.h"
 
 static bool is_dns_label(const char *s)
@@ -119,7 +120,7 @@ static void test_job_is_pinned_bounded_and_read_only(void **state)
                           "buid",
                           0,
                           NULL};
-    struct ctl_job_opts opts = {"lodestore:test", 3600};
+    struct ctl_job_opts opts = {"lodestore:test", 3600, false};
     json_t *job = ctl_job_json(&p, &run, &opts);
     json_t *spec = json_object_get(job, "spec");
     json_t *pod = job_pod(job);
@@ -131,6 +132,9 @@ static void test_job_is_pinned_bounded_and_read_only(void **state)
     assert_int_equal(json_integer_value(json_object_get(spec, "ttlSecondsAfterFinished")), 3600);
     assert_string_equal(json_string_value(json_object_get(pod, "nodeName")), "node-1");
     assert_string_equal(json_string_value(json_object_get(pod, "restartPolicy")), "Never");
+    /* The pod's own network unless asked otherwise. */
+    assert_null(json_object_get(pod, "hostNetwork"));
+    assert_null(json_object_get(pod, "dnsPolicy"));
 
     /* The agent backs up the policy's paths under the node's "/", mounted read-only. */
     char *args = json_dumps(json_object_get(c, "args"), JSON_COMPACT);
@@ -177,13 +181,34 @@ static void test_job_is_pinned_bounded_and_read_only(void **state)
     json_decref(job);
 }
 
+/* --agent-host-network: the backup Job's and the GC Job's pods on the node's network,
+ * resolving names through the cluster's DNS all the same. */
+static void test_job_host_network(void **state)
+{
+    (void)state;
+    char *paths[] = {"/etc", "/home"};
+    struct policy p;
+    make_policy(&p, paths);
+    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL};
+    struct ctl_job_opts opts = {"img", 60, true};
+    json_t *jobs[] = {ctl_job_json(&p, &run, &opts),
+                      ctl_gc_job_json("ns", "main", NULL, "gc-main-x", 3600, &opts)};
+    for (size_t i = 0; i < 2; i++) {
+        json_t *pod = job_pod(jobs[i]);
+        assert_true(json_is_true(json_object_get(pod, "hostNetwork")));
+        assert_string_equal(json_string_value(json_object_get(pod, "dnsPolicy")),
+                            "ClusterFirstWithHostNet");
+        json_decref(jobs[i]);
+    }
+}
+
 static void test_job_manual(void **state)
 {
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
     struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL};
-    struct ctl_job_opts opts = {"img", 60};
+    struct ctl_job_opts opts = {"img", 60, false};
     json_t *job = ctl_job_json(&p, &run, &opts);
     char *s = json_dumps(job, JSON_COMPACT);
     assert_null(strstr(s, "ownerReferences"));
@@ -212,7 +237,7 @@ static void test_policy_document(void **state)
     struct policy p;
     make_policy(&p, paths);
     struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, doc};
-    struct ctl_job_opts opts = {"img", 60};
+    struct ctl_job_opts opts = {"img", 60, false};
     json_t *job = ctl_job_json(&p, &run, &opts);
     json_t *c = job_container(job);
     json_t *env = by_name(json_object_get(c, "env"), "LODE_POLICY_DOCUMENT");
@@ -361,7 +386,7 @@ static void test_job_repository(void **state)
     struct policy p;
     make_policy(&p, paths);
     struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL};
-    struct ctl_job_opts opts = {"img", 60};
+    struct ctl_job_opts opts = {"img", 60, false};
     json_t *job = ctl_job_json(&p, &run, &opts);
     /* "-----BEGIN CERTIFICATE-----\n" in base64. */
     json_t *repo = json_loads(
@@ -442,7 +467,7 @@ static void test_job_repository_defaults_and_errors(void **state)
     struct policy p;
     make_policy(&p, paths);
     struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL};
-    struct ctl_job_opts opts = {"img", 60};
+    struct ctl_job_opts opts = {"img", 60, false};
     json_t *job = ctl_job_json(&p, &run, &opts);
     char *before = json_dumps(job, JSON_SORT_KEYS);
     struct util_err err = {0};
@@ -573,6 +598,7 @@ int main(void)
         cmocka_unit_test(test_labels),
         cmocka_unit_test(test_job_is_pinned_bounded_and_read_only),
         cmocka_unit_test(test_job_manual),
+        cmocka_unit_test(test_job_host_network),
         cmocka_unit_test(test_policy_document),
         cmocka_unit_test(test_backup_result),
         cmocka_unit_test(test_job_repository),
