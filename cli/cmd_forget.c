@@ -158,41 +158,19 @@ void cli_forget_print_table(const struct tz_zone *zone, const struct ret_snapsho
     o.len = 0;
     for (size_t i = 0; i < list->n; i++) {
         const struct ret_snapshot *s = &list->v[d[i].index];
-        struct util_civil c;
         char when[64];
         const char *sep = "";
 
-        util_civil_from_seconds(s->time + tz_offset_at(zone, s->time), &c);
-        int w;
-        if (c.year >= 0 && c.year <= 9999) {
-            /* the common case without printf, which cost a fifth of the command */
-            const char *abbr = tz_abbrev_at(zone, s->time);
-            size_t al = strnlen(abbr, 16);
-            unsigned y = (unsigned)c.year;
-            const unsigned f[5] = {c.month, c.day, c.hour, c.minute, c.second};
-            const char seps[5] = {'-', '-', ' ', ':', ':'};
-            char *q = when;
-            *q++ = ' ';
-            *q++ = ' ';
-            *q++ = (char)('0' + y / 1000);
-            *q++ = (char)('0' + y / 100 % 10);
-            *q++ = (char)('0' + y / 10 % 10);
-            *q++ = (char)('0' + y % 10);
-            for (int k = 0; k < 5; k++) {
-                *q++ = seps[k];
-                *q++ = (char)('0' + f[k] / 10 % 10);
-                *q++ = (char)('0' + f[k] % 10);
-            }
-            *q++ = ' ';
-            memcpy(q, abbr, al);
-            w = (int)(q - when) + (int)al;
-        } else {
-            w = snprintf(when, sizeof(when), "  %04lld-%02u-%02u %02u:%02u:%02u %s",
-                         (long long)c.year, c.month, c.day, c.hour, c.minute, c.second,
-                         tz_abbrev_at(zone, s->time));
-            if (w < 0 || w >= (int)sizeof(when) - 1)
-                w = (int)strlen(when);
-        }
+        /* Without printf, which cost a fifth of the command: "  " TEXT " " abbreviation. */
+        const char *abbr = tz_abbrev_at(zone, s->time);
+        size_t al = strnlen(abbr, 16);
+        int w = 2;
+        when[0] = when[1] = ' ';
+        w += (int)util_format_time(s->time, tz_offset_at(zone, s->time), UTIL_TIME_TEXT, when + 2,
+                                   UTIL_TIME_BUF);
+        when[w++] = ' ';
+        memcpy(when + w, abbr, al);
+        w += (int)al;
         while (w < 2 + 25) /* "  %-25s " */
             when[w++] = ' ';
         when[w++] = ' ';

@@ -46,11 +46,12 @@ static void cmd_schedule_usage(FILE *f)
 static void cmd_schedule_fmt_day_time(int64_t local, char *buf, size_t size)
 {
     static const char *const wd[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
-    struct util_civil c;
-    util_civil_from_seconds(local, &c);
-    snprintf(buf, size, "%s %04lld-%02u-%02u %02u:%02u",
-             wd[util_weekday_from_days(util_floor_div(local, 86400))], (long long)c.year, c.month,
-             c.day, c.hour, c.minute);
+    char text[UTIL_TIME_BUF];
+    size_t n = util_format_time(local, 0, UTIL_TIME_MINUTE, text, sizeof(text));
+    /* "2026-03-29T04:00" becomes "2026-03-29 04:00". */
+    if (n >= 6)
+        text[n - 6] = ' ';
+    snprintf(buf, size, "%s %s", wd[util_weekday_from_days(util_floor_div(local, 86400))], text);
 }
 
 /* "04:00" or "04:07:12" for a wall-clock time. */
@@ -67,18 +68,15 @@ static void cmd_schedule_fmt_clock(int64_t local, char *buf, size_t size)
 /* "2026-03-29" for a wall-clock time. */
 static void cmd_schedule_fmt_date(int64_t local, char *buf, size_t size)
 {
-    struct util_civil c;
-    util_civil_from_seconds(local, &c);
-    snprintf(buf, size, "%04lld-%02u-%02u", (long long)c.year, c.month, c.day);
+    util_format_time(local, 0, UTIL_TIME_DATE, buf, size);
 }
 
 /* "2026-03-29 01:00:00Z" */
 static void cmd_schedule_fmt_utc(int64_t t, char *buf, size_t size)
 {
-    struct util_civil c;
-    util_civil_from_seconds(t, &c);
-    snprintf(buf, size, "%04lld-%02u-%02u %02u:%02u:%02uZ", (long long)c.year, c.month, c.day,
-             c.hour, c.minute, c.second);
+    char text[UTIL_TIME_BUF];
+    util_format_time(t, 0, UTIL_TIME_TEXT, text, sizeof(text));
+    snprintf(buf, size, "%sZ", text);
 }
 
 /* "clocks jump from 03:00 EET to 04:00 EEST" or "clocks go back from 04:00 EEST to 03:00 EET". */

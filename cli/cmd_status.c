@@ -62,14 +62,13 @@ struct cmd_status_opts {
 static void cmd_status_fmt_time(const struct cli_status_policy *p, bool utc, int64_t t, char *buf,
                                 size_t size)
 {
-    struct util_civil c;
+    char text[UTIL_TIME_BUF];
     if (utc) {
         util_format_utc(t, buf, size);
         return;
     }
-    util_civil_from_seconds(t + tz_offset_at(p->bind.zone, t), &c);
-    snprintf(buf, size, "%04lld-%02u-%02u %02u:%02u:%02u %s", (long long)c.year, c.month, c.day,
-             c.hour, c.minute, c.second, tz_abbrev_at(p->bind.zone, t));
+    util_format_time(t, tz_offset_at(p->bind.zone, t), UTIL_TIME_TEXT, text, sizeof(text));
+    snprintf(buf, size, "%s %s", text, tz_abbrev_at(p->bind.zone, t));
 }
 
 /* An age for people: "45s", "12m30s", "9h12m", "2d3h". */

@@ -64,20 +64,14 @@ const char *ui_namespace(struct ui_ctx *ctx)
 /* "2026-03-29T04:07:12+03:00" for an instant in a zone. */
 json_t *ui_json_local(const struct tz_zone *zone, int64_t t)
 {
-    int32_t off = tz_offset_at(zone, t);
-    int32_t a = off < 0 ? -off : off;
-    struct util_civil c;
-    util_civil_from_seconds(t + off, &c);
-    return json_sprintf("%04lld-%02u-%02uT%02u:%02u:%02u%c%02d:%02d", (long long)c.year, c.month,
-                        c.day, c.hour, c.minute, c.second, off < 0 ? '-' : '+', a / 3600,
-                        a / 60 % 60);
+    char text[UTIL_TIME_BUF];
+    util_format_time(t, tz_offset_at(zone, t), UTIL_TIME_OFFSET, text, sizeof(text));
+    return json_string(text);
 }
 
 static void ui_fmt_date(int64_t local, char *buf, size_t size)
 {
-    struct util_civil c;
-    util_civil_from_seconds(local, &c);
-    snprintf(buf, size, "%04lld-%02u-%02u", (long long)c.year, c.month, c.day);
+    util_format_time(local, 0, UTIL_TIME_DATE, buf, size);
 }
 
 static void ui_fmt_clock(int64_t local, char *buf, size_t size)

@@ -48,10 +48,7 @@ static void ctl_event(struct ctl_actions *a, const char *ns, const char *backup,
 
 void ctl_slot_text(int64_t local, char out[CTL_SLOT_MAX])
 {
-    struct util_civil c;
-    util_civil_from_seconds(local, &c);
-    snprintf(out, CTL_SLOT_MAX, "%04lld-%02u-%02uT%02u:%02u", (long long)c.year, c.month, c.day,
-             c.hour, c.minute);
+    util_format_time(local, 0, UTIL_TIME_MINUTE, out, CTL_SLOT_MAX);
 }
 
 /* The status patch that makes a Backup final. */

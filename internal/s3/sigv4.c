@@ -169,28 +169,7 @@ void s3_sha256_hex(const void *data, size_t len, char hex[65])
 
 void s3_amz_date(int64_t t, char buf[17])
 {
-    struct util_civil c;
-    util_civil_from_seconds(t, &c);
-    if (c.year < 0 || c.year > 9999) {
-        snprintf(buf, 17, "%04lld%02u%02uT%02u%02u%02uZ", (long long)c.year, c.month, c.day, c.hour,
-                 c.minute, c.second);
-        return;
-    }
-    /* Digits by hand: snprintf cost more than the rest of a signature's formatting. */
-    unsigned v[6] = {(unsigned)c.year, c.month, c.day, c.hour, c.minute, c.second};
-    char *p = buf;
-    for (int i = 0; i < 6; i++) {
-        if (i == 0) {
-            *p++ = (char)('0' + v[0] / 1000);
-            *p++ = (char)('0' + v[0] / 100 % 10);
-        }
-        if (i == 3)
-            *p++ = 'T';
-        *p++ = (char)('0' + v[i] / 10 % 10);
-        *p++ = (char)('0' + v[i] % 10);
-    }
-    *p++ = 'Z';
-    *p = '\0';
+    util_format_time(t, 0, UTIL_TIME_BASIC, buf, 17);
 }
 
 void s3_uri_encode(struct util_buf *out, const char *s, size_t len, bool keep_slash)
