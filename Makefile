@@ -9,7 +9,8 @@
 #   make                      build build/lode
 #   make test                 unit tests (ASan+UBSan), CLI tests, valgrind, short fuzz
 #   make SAN=address,undefined  sanitizer build into build/san-address,undefined/
-#   make lint                 clang-format check and the banned-function check
+#   make lint                 banned functions, the layer rules of controller/ and cli/,
+#                             strict YAML (no repeated keys), clang-format
 #   make fuzz FUZZ_SECONDS=N  run every fuzz target for N seconds each
 #   make setup                install the Debian packages the project needs (idempotent)
 

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The project's lint: functions we ban, and clang-format.
+# The project's lint: functions we ban; the layer rules (lint_layers.sh: no controller/
+# file calls a file above it in ctl_int.h's list; lint_cli.sh: no engine code in cli/);
+# strict YAML (lint_yaml.sh: no repeated key in what the project ships); clang-format.
 #
 # Banned, because each has hurt C programs like this one: strtok (hidden state,
 # not reentrant), sprintf/strcpy/strcat/gets (no bound), atoi/atol (no error
