@@ -80,6 +80,11 @@ static int setup(void **state)
     fx_mkdir(f, "devices/odd/queue");
     fx_write(f, "devices/odd/queue/scheduler", "mq-deadline none\n");
     fx_link(f, "../../devices/odd", "dev/block/7:0");
+    /* a chosen name longer than any scheduler's */
+    fx_mkdir(f, "devices/long");
+    fx_mkdir(f, "devices/long/queue");
+    fx_write(f, "devices/long/queue/scheduler", "none [a-scheduler-name-of-forty-characters]\n");
+    fx_link(f, "../../devices/long", "dev/block/7:1");
     *state = f;
     return 0;
 }
@@ -119,6 +124,7 @@ static void test_unknown(void **state)
     lookup(f, 253, 0, UTIL_ENOENT, "unknown", "dm-0"); /* no scheduler anywhere */
     lookup(f, 0, 42, UTIL_ENOENT, "unknown", "0:42");  /* overlay, tmpfs: no device */
     lookup(f, 7, 0, UTIL_ENOENT, "unknown", "odd");    /* no chosen scheduler */
+    lookup(f, 7, 1, UTIL_ENOENT, "unknown", "long");   /* a name that does not fit */
 }
 
 static void test_ignores_priority(void **state)
