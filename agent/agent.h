@@ -14,6 +14,8 @@
  *   forget.h    deleting what retention forgets (internal/prune's keys)
  *   gc_run.h    the collection around internal/gc's rule: sources, run records,
  *               chunk sets, the plan of what to delete, the deletion
+ *   iosched.h   whether the policy's I/O priority can have an effect: the scheduler
+ *               of the devices a backup reads
  *
  * Errors: functions return 0 or a negative code and fill a struct util_err with a
  * message a user can act on. The codes are internal/util's (UTIL_E*), internal/s3's
@@ -37,6 +39,7 @@
 #include "check.h"
 #include "forget.h"
 #include "gc_run.h"
+#include "iosched.h"
 #include "restore.h"
 #include "storage.h"
 

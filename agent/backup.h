@@ -178,6 +178,7 @@ struct backup_result {
     int64_t time; /* the manifest's modification time */
     bool suspicious;
     char anomaly[1024]; /* the rules that fired, with their numbers, when suspicious */
+    char ioprio[512];   /* why the policy's I/O priority has no effect, or "" (iosched.h) */
     const char *error;  /* why no snapshot, or NULL */
 };
 

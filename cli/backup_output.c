@@ -57,6 +57,10 @@ static json_t *backup_json(const struct backup *b, const struct backup_result *r
      * rules that fired, for the Backup's Suspicious condition. */
     if (termlog && r->written && r->suspicious && r->anomaly[0] != '\0')
         json_object_set_new(root, "anomaly", cli_json_string_lossy(r->anomaly));
+    /* Also only there: an I/O priority the scheduler ignores, for the Backup's
+     * IOPriorityIneffective condition (the warning line on stderr says it to a person). */
+    if (termlog && r->ioprio[0] != '\0')
+        json_object_set_new(root, "ioPriority", cli_json_string_lossy(r->ioprio));
     return root;
 }
 

@@ -23,6 +23,7 @@
 
 #include "anomaly/anomaly.h"
 #include "agent/backup.h"
+#include "agent/iosched.h"
 #include "cli.h"
 #include "agent/storage.h"
 
@@ -310,6 +311,11 @@ int cmd_backup(int argc, char **argv)
         b.paths[i] = cmd_backup_path_clean(pol.paths[i]);
     b.npaths = pol.npaths;
     qsort(b.paths, b.npaths, sizeof(char *), cmd_backup_paths_cmp);
+    /* An I/O priority that the devices' scheduler ignores is said, not refused: the
+     * backup runs as it would without it (docs/operator.md, "The I/O scheduler"). */
+    if (pol.limits.ionice_class != POLICY_IONICE_DEFAULT &&
+        iosched_check("/sys", o.root, b.paths, b.npaths, r.ioprio, sizeof(r.ioprio)) > 0)
+        fprintf(stderr, "lode backup: warning: %s\n", r.ioprio);
     if (repo_source_set(&b.src, pol.namespace, pol.name, o.host, &err) != 0 ||
         storage_open(&st, &o.so, &err) != 0) {
         cmd_backup_paths_free(b.paths, b.npaths);

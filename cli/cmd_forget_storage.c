@@ -23,6 +23,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "binding/binding.h"
@@ -55,6 +56,7 @@ static int forget_load_policy(const char *arg, const struct tz_db *db, struct po
 {
     struct policy_diags diags;
     struct util_err err = {0};
+    struct stat sb;
     int rc;
 
     policy_diags_init(&diags);
@@ -63,6 +65,15 @@ static int forget_load_policy(const char *arg, const struct tz_db *db, struct po
         if (diags.n > 0)
             cli_print_diags(stderr, strcmp(arg, "-") == 0 ? "<stdin>" : arg, &diags);
         fprintf(stderr, "lode forget: %s\n", err.msg);
+        /* NS/NAME that the cluster does not know: most often a deleted policy, whose
+         * snapshots stay (docs/retention.md, "Snapshots of a deleted policy"). */
+        if (rc == UTIL_ENOENT && stat(arg, &sb) != 0)
+            fprintf(stderr,
+                    "lode forget: if %s was deleted, its snapshots are still in the repository; "
+                    "to prune them, give --policy FILE: a BackupPolicy whose metadata names %s "
+                    "and whose retention is the rules to apply (its last YAML will do), with "
+                    "--dry-run first (docs/retention.md, \"Snapshots of a deleted policy\")\n",
+                    arg, arg);
         rc = rc == UTIL_EINVAL || rc == UTIL_ENOENT ? CLI_INVALID : CLI_USAGE;
     }
     policy_diags_free(&diags);

@@ -487,6 +487,9 @@ void ctl_backup_result(json_t *patch, const json_t *pods, int64_t now, struct ct
         if (json_is_string(json_object_get(doc, "anomaly")))
             snprintf(out->why, sizeof(out->why), "%s",
                      json_string_value(json_object_get(doc, "anomaly")));
+        if (json_is_string(json_object_get(doc, "ioPriority")))
+            snprintf(out->ioprio, sizeof(out->ioprio), "%s",
+                     json_string_value(json_object_get(doc, "ioPriority")));
         ctl_unread(doc, out);
         json_decref(doc);
     }
@@ -531,6 +534,11 @@ void ctl_backup_result(json_t *patch, const json_t *pods, int64_t now, struct ct
             free(m);
         }
     }
+    /* Only when the agent said so: a policy without an I/O priority has nothing to say. */
+    if (out->ioprio[0] != '\0')
+        json_array_append_new(conds,
+                              ctl_result_condition("IOPriorityIneffective", true,
+                                                   "SchedulerIgnoresPriority", out->ioprio, ts));
     json_object_set_new(st, "conditions", conds);
 }
 

@@ -165,6 +165,7 @@ struct ctl_result {
     char id[80];      /* its id, cut to fit */
     char why[512];    /* a suspicious snapshot's rules and numbers, when the agent gave them */
     char unread[400]; /* an incomplete snapshot's unread files: how many, and the first */
+    char ioprio[512]; /* why the policy's I/O priority had no effect (device, scheduler), or "" */
 };
 
 /*
@@ -173,9 +174,10 @@ struct ctl_result {
  * The termination message of the "backup" container of the newest pod, when it is
  * {"snapshot": {...}}, becomes status.snapshot (id, policy, host, time, incomplete,
  * suspicious, files, bytes, newBytes, uploadedBytes) and the conditions
- * SnapshotReported=True, Suspicious and Incomplete. An incomplete snapshot makes the run
- * Succeeded with reason `incomplete` (and a message naming the first unread file), also
- * when the Job failed because the container exited CTL_EXIT_INCOMPLETE: the snapshot
+ * SnapshotReported=True, Suspicious and Incomplete; its "ioPriority" (why the policy's
+ * I/O priority had no effect) becomes IOPriorityIneffective=True and out->ioprio. An incomplete
+ * snapshot makes the run Succeeded with reason `incomplete` (and a message naming the first unread
+ * file), also when the Job failed because the container exited CTL_EXIT_INCOMPLETE: the snapshot
  * exists, so retention runs after it (ctl_backup_wants_retention), but it is no good
  * success for the overdue clock (binding_backup_success). When there is none or it does
  * not parse, the condition SnapshotReported=False says so (NoResult, UnparsableResult)

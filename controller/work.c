@@ -293,6 +293,12 @@ static void ctl_result_pods_cb(const struct kube_result *res, void *arg)
             ctl_op_fail(ev, UTIL_EINVAL, err.msg);
     }
     free(msg);
+    if (r.ioprio[0] != '\0' && pr != NULL) {
+        struct ctl_op *ev = ctl_op_new(c, pr, CTL_ACT_EVENT, op->ns, op->name);
+        if (ctl_event_create(c, e, op->ns, op->name, "Warning", "IOPriorityIneffective", r.ioprio,
+                             ev, &err) != 0)
+            ctl_op_fail(ev, UTIL_EINVAL, err.msg);
+    }
     struct kube_resource rb = api_in(&api_backups, op->ns);
     json_t *patch = op->status;
     op->status = NULL;

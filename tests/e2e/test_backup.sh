@@ -252,6 +252,28 @@ check_contains "--max-runtime 2s: says why" "$(cat "$T_TMP/err")" "maxRuntime"
 el=$(jq -n "$end - $start")
 jq -e -n "$el < 3.5" >/dev/null && pass "--max-runtime 2s: stopped after $el s" || fail "--max-runtime 2s took $el s"
 check_eq "--termination-log: the same JSON" "$(jq -c .snapshot "$T_TMP/termlog")" null
+# The policy's I/O priority (best-effort 6) against the scheduler of the device of
+# $slow, read as docs/operator.md ("The I/O scheduler") says: none, mq-deadline and
+# kyber ignore it, and the agent says so on stderr and in the termination log only.
+dev=$(stat -c '%Hd:%Ld' "$slow/data")
+sched=$(cat "/sys/dev/block/$dev/queue/scheduler" 2>/dev/null ||
+	cat "/sys/dev/block/$dev/../queue/scheduler" 2>/dev/null)
+[[ $sched == *"["* ]] && sched=${sched#*[} && sched=${sched%%]*}
+case $sched in
+none | mq-deadline | kyber)
+	check_contains "ioniceClass on a device with $sched: a warning on stderr" "$(cat "$T_TMP/err")" \
+		"lode backup: warning: the I/O priority has no effect on /data: its device "
+	check_contains "ioniceClass on a device with $sched: in the termination log" \
+		"$(jq -r .ioPriority "$T_TMP/termlog")" "uses the $sched scheduler"
+	;;
+*)
+	check_eq "ioniceClass on a device with ${sched:-no scheduler}: no warning" \
+		"$(grep -c 'I/O priority has no effect' "$T_TMP/err")" 0
+	check_eq "ioniceClass on a device with ${sched:-no scheduler}: not in the termination log" \
+		"$(jq -c .ioPriority "$T_TMP/termlog")" null
+	;;
+esac
+check_eq "the printed JSON has no ioPriority (the contract's keys only)" "$(jq -c 'has("ioPriority")' "$T_TMP/out")" false
 run snapshots --policy e2e/slow --output json
 check_eq "--max-runtime: no new snapshot" "$(jqo '.snapshots | length')" "$before"
 

@@ -150,6 +150,25 @@ OUT=$(LODE_POLICY_DOCUMENT=$doc LODE_REPOSITORY=$REPO "$LODE" forget --policy op
 check_eq "forget --policy NS/NAME (from LODE_POLICY_DOCUMENT): the same answer" \
 	"$(jq -c '.hosts[0] | {keep, forget}' <<<"$OUT" 2>&1)" "$want"
 
+# A deleted policy (docs/retention.md, "Snapshots of a deleted policy"): the cluster has
+# no ops/web, its snapshots stay. By name it is refused with what to do; a file that
+# names it, with the retention to apply, prunes it (a dry run first).
+run forget --policy ops/web --host node --dry-run
+check_eq "forget --policy NS/NAME not in the cluster: exit 1" "$RC" 1
+check_contains "forget, policy not in the cluster: says so" "$ERR" 'backuppolicy "web" not found in namespace "ops"'
+check_contains "forget, policy not in the cluster: says what to do" "$ERR" \
+	"if ops/web was deleted, its snapshots are still in the repository; to prune them, give --policy FILE"
+check_eq "forget, policy not in the cluster: nothing deleted" "$(files snapshots/ops/web/node | md5sum)" "$before"
+ORPHAN=$(policy orphan ops web '  retention: {keepLast: 5}')
+want_orphan=$("$LODE" forget --policy "$ORPHAN" --snapshots "$T_TMP/r100.json" --output json | jq -c .)
+run forget --policy "$ORPHAN" --host node --dry-run --output json
+check_eq "forget --policy FILE naming the deleted policy, keepLast 5: exit 0" "$RC" 0
+check_eq "forget, deleted policy by file: 5 last + 2 suspicious kept, 93 forgotten" \
+	"$(jq -c '[(.hosts[0].keep | length), (.hosts[0].forget | length)]' <<<"$OUT")" '[7,93]'
+check_eq "forget, deleted policy by file: the same decision as --snapshots on the same times" \
+	"$(jq -c '.hosts[0] | {keep, forget}' <<<"$OUT")" "$want_orphan"
+check_eq "forget, deleted policy by file, --dry-run: nothing deleted" "$(files snapshots/ops/web/node | md5sum)" "$before"
+
 run forget --policy "$WEB" --dry-run --output json
 check_eq "forget without --host: each host of the policy decided on its own" \
 	"$(jq -c '[.hosts[] | [.host, (.keep | length), (.forget | length)]]' <<<"$OUT")" \

@@ -312,6 +312,31 @@ static void test_backup_result(void **state)
                "suspicious: deletion-spike: 60 of 100 files deleted: check what changed"));
     assert_string_equal(
         json_string_value(json_object_get(cond(patch, "SnapshotReported"), "status")), "True");
+    /* No ioPriority from the agent: no IOPriorityIneffective condition. */
+    assert_string_equal(r.ioprio, "");
+    assert_null(cond(patch, "IOPriorityIneffective"));
+    json_decref(patch);
+    json_decref(pods);
+
+    /* The agent said the I/O priority has no effect: the condition carries its words. */
+    patch = ctl_backup_status_json(&s);
+    pods = pods_with("{\"snapshot\":{\"id\":\"ab13\",\"policy\":\"ops/etc\",\"host\":"
+                     "\"node-1\",\"time\":\"2026-03-29T02:30:00Z\",\"incomplete\":false,"
+                     "\"suspicious\":false,\"files\":1,\"bytes\":1,\"newBytes\":1,"
+                     "\"uploadedBytes\":1},\"ioPriority\":\"the I/O priority has no effect on "
+                     "/etc: its device nvme0n1p2 uses the none scheduler\"}",
+                     "2026-03-29T02:30:00Z");
+    ctl_backup_result(patch, pods, 1774751400, &r);
+    assert_true(r.reported);
+    assert_string_equal(r.ioprio,
+                        "the I/O priority has no effect on /etc: its device nvme0n1p2 uses the "
+                        "none scheduler");
+    const json_t *io = cond(patch, "IOPriorityIneffective");
+    assert_non_null(io);
+    assert_string_equal(json_string_value(json_object_get(io, "status")), "True");
+    assert_string_equal(json_string_value(json_object_get(io, "reason")),
+                        "SchedulerIgnoresPriority");
+    assert_string_equal(json_string_value(json_object_get(io, "message")), r.ioprio);
     json_decref(patch);
     json_decref(pods);
 
