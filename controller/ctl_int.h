@@ -93,6 +93,9 @@ struct ctl_pair {
     int64_t enrolled;       /* when the host enrolled (ctl_policy_enrolled), 0 unselected */
     /* The last reconcile's view, for status and metrics. */
     bool selected, running, overdue, has_success;
+    /* The last result said the I/O priority had no effect: its Event was sent once, and is
+     * sent again only after a result without it (one Event, not one per run). */
+    bool ioprio_warned;
     int64_t last_success, overdue_start, next_run;
     uint64_t missed;
 };

@@ -293,7 +293,10 @@ static void ctl_result_pods_cb(const struct kube_result *res, void *arg)
             ctl_op_fail(ev, UTIL_EINVAL, err.msg);
     }
     free(msg);
-    if (r.ioprio[0] != '\0' && pr != NULL) {
+    bool ioprio_warn = pr != NULL && r.ioprio[0] != '\0' && !pr->ioprio_warned;
+    if (pr != NULL)
+        pr->ioprio_warned = r.ioprio[0] != '\0';
+    if (ioprio_warn) {
         struct ctl_op *ev = ctl_op_new(c, pr, CTL_ACT_EVENT, op->ns, op->name);
         if (ctl_event_create(c, e, op->ns, op->name, "Warning", "IOPriorityIneffective", r.ioprio,
                              ev, &err) != 0)

@@ -107,11 +107,16 @@ for chart in charts/*/; do
     for opts in "" "--set metrics.serviceMonitor.enabled=true --set metrics.prometheusRule.enabled=true --set watchNamespace=lint"; do
         label="helm template ${chart%/} ${opts:-(the defaults)}"
         # shellcheck disable=SC2086
-        out=$("$helm_bin" template lint "$chart" $opts 2>&1) || {
-            echo "lint: $label failed: $out"
+        # Only the rendering is read: helm's notes (a linked crds/ directory) go to stderr,
+        # which is shown only when the rendering fails.
+        errf=$(mktemp)
+        out=$("$helm_bin" template lint "$chart" $opts 2>"$errf") || {
+            echo "lint: $label failed: $(cat "$errf")"
+            rm -f "$errf"
             status=1
             continue
         }
+        rm -f "$errf"
         LABEL="$label, rendered" strict_read - <<<"$out" || status=1
     done
 done
