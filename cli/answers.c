@@ -46,14 +46,14 @@ json_t *cli_validate_json_file(const char *file, bool valid, const struct policy
                      "errors", errors);
 }
 
-json_t *cli_forget_json(const struct ret_snapshot_list *list, const struct ret_decision *d)
+json_t *cli_forget_json(const struct ret_snapshot *snaps, size_t n, const struct ret_decision *d)
 {
     json_t *root = json_object();
     json_t *keep = json_array();
     json_t *forget = json_array();
 
-    for (size_t i = 0; i < list->n; i++) {
-        const char *id = list->v[d[i].index].id;
+    for (size_t i = 0; i < n; i++) {
+        const char *id = snaps[d[i].index].id;
         if (d[i].keep) {
             json_t *reasons = json_array();
             for (unsigned r = 0; r < RET_REASON_COUNT; r++)

@@ -198,8 +198,11 @@ void cli_schedule_free(struct cli_schedule *s);
 int cli_apply_object(const char *data, size_t len, const struct tz_db *db, json_t **obj,
                      struct policy_diags *diags, struct util_err *err);
 
-/* The JSON of `lode forget --output json`: {"keep":[{"id","reasons"}],"forget":[{"id"}]}. */
-json_t *cli_forget_json(const struct ret_snapshot_list *list, const struct ret_decision *d);
+/*
+ * The JSON of `lode forget --output json` for the n snapshots snaps and their decisions d
+ * (retention.h): {"keep":[{"id","reasons"}],"forget":[{"id"}]}; the storage form adds "host".
+ */
+json_t *cli_forget_json(const struct ret_snapshot *snaps, size_t n, const struct ret_decision *d);
 
 /* lode forget's human output: the rules line, and one host's table of decisions. */
 void cli_forget_print_rules(const struct policy *pol, const struct tz_zone *zone);

@@ -31,24 +31,15 @@
 #include "prune/prune.h"
 #include "agent/forget.h"
 
+/* One host of `lode forget --output json`'s storage form: the offline answer and its host. */
 static json_t *forget_host_json(const char *host, const struct ret_snapshot *snaps, size_t n,
                                 const struct ret_decision *d)
 {
-    json_t *keep = json_array(), *forget = json_array();
-    for (size_t i = 0; i < n; i++) {
-        const char *id = snaps[d[i].index].id;
-        if (d[i].keep) {
-            json_t *reasons = json_array();
-            for (unsigned r = 0; r < RET_REASON_COUNT; r++)
-                if (d[i].reasons & (1u << r))
-                    json_array_append_new(reasons, json_string(ret_reason_name(r)));
-            json_array_append_new(keep, json_pack("{s:s, s:o}", "id", id, "reasons", reasons));
-        } else {
-            json_array_append_new(forget, json_pack("{s:s}", "id", id));
-        }
-    }
-    return json_pack("{s:o, s:o, s:o}", "host", cli_json_string_lossy(host), "keep", keep, "forget",
-                     forget);
+    json_t *o = json_pack("{s:o}", "host", cli_json_string_lossy(host));
+    json_t *plan = cli_forget_json(snaps, n, d);
+    json_object_update(o, plan); /* host first, as before */
+    json_decref(plan);
+    return o;
 }
 
 /* Loads the policy; prints what is wrong and returns the exit code on failure. */

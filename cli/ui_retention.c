@@ -159,7 +159,7 @@ void ui_retention_handle(struct ui_ctx *ctx, const json_t *body, struct ui_reply
         ui_reply_error(out, 400, "%s", err.msg);
         goto free_list;
     }
-    doc = cli_forget_json(&list, d);
+    doc = cli_forget_json(list.v, list.n, d);
     items = json_array();
     for (size_t i = 0; i < list.n; i++) {
         const struct ret_snapshot *s = &list.v[d[i].index];
