@@ -111,7 +111,7 @@ int cmd_init(int argc, char **argv)
         return CLI_USAGE;
     }
     rc = generate ? repo_config_create_generated(&cfg, pass, passlen, &err)
-                  : repo_config_create(&cfg, pass, passlen, REPO_SCRYPT_N, &err);
+                  : repo_config_create(&cfg, pass, passlen, REPO_SCRYPT_DEFAULT, &err);
     memset(pass, 0, passlen);
     free(pass);
     if (rc != 0) {

@@ -135,10 +135,40 @@ int repo_unseal_inplace(const struct repo_keys *k, const void *aad, size_t aadle
 
 #define REPO_WRAP_AAD "lodestore master key"
 
+/*
+ * The scrypt costs a config.json may carry (docs/repository.md, "The repository key"). A
+ * fixed list, not a range: whoever can write the bucket could otherwise choose what every
+ * backup, restore and gc of the fleet allocates (N = 2^20, r = 32, p = 16 is 4 GiB). Each
+ * costs 128 * N * r bytes (32 MiB here) and time in proportion to N * r * p.
+ */
+static const struct repo_scrypt_params repo_scrypt_sets[] = {
+    [REPO_SCRYPT_15_8_1] = {"scrypt-15-8-1", 32768, 8, 1},
+    [REPO_SCRYPT_15_8_3] = {"scrypt-15-8-3", 32768, 8, 3},
+};
+
+const struct repo_scrypt_params *repo_scrypt_params(enum repo_scrypt_set set)
+{
+    return &repo_scrypt_sets[set];
+}
+
+/* The named set with exactly these parameters, or NULL. */
+static const struct repo_scrypt_params *repo_scrypt_find(uint64_t n, uint64_t r, uint64_t p)
+{
+    for (size_t i = 0; i < sizeof(repo_scrypt_sets) / sizeof(repo_scrypt_sets[0]); i++)
+        if (repo_scrypt_sets[i].n == n && repo_scrypt_sets[i].r == r && repo_scrypt_sets[i].p == p)
+            return &repo_scrypt_sets[i];
+    return NULL;
+}
+
 static int repo_scrypt(const struct repo_config *c, const char *pass, size_t passlen,
                        uint8_t kek[32], struct util_err *err)
 {
-    uint64_t maxmem = 128 * c->scrypt_n * c->scrypt_r * c->scrypt_p + (1u << 20);
+    /* Checked again here, whatever filled c: nothing outside the list is ever derived. */
+    if (repo_scrypt_find(c->scrypt_n, c->scrypt_r, c->scrypt_p) == NULL)
+        return util_err_set(err, UTIL_EINVAL, "scrypt cost N=%llu, r=%u, p=%u is not one lode uses",
+                            (unsigned long long)c->scrypt_n, c->scrypt_r, c->scrypt_p);
+    /* OpenSSL needs 128 * r * (N + p) bytes and a little more for its work area. */
+    uint64_t maxmem = 128ull * c->scrypt_r * (c->scrypt_n + c->scrypt_p) + (1u << 20);
     if (EVP_PBE_scrypt(pass, passlen, c->salt, sizeof(c->salt), c->scrypt_n, c->scrypt_r,
                        c->scrypt_p, maxmem, kek, 32) != 1)
         return util_err_set(err, UTIL_EIO, "scrypt failed (N=%llu, r=%u, p=%u)",
@@ -223,8 +253,8 @@ int repo_config_create_generated(struct repo_config *c, const char *key, size_t 
     return rc;
 }
 
-int repo_config_create(struct repo_config *c, const char *pass, size_t passlen, uint64_t scrypt_n,
-                       struct util_err *err)
+int repo_config_create(struct repo_config *c, const char *pass, size_t passlen,
+                       enum repo_scrypt_set set, struct util_err *err)
 {
     uint8_t master[32], kek[32];
     int rc;
@@ -233,9 +263,9 @@ int repo_config_create(struct repo_config *c, const char *pass, size_t passlen, 
         return util_err_set(err, UTIL_EINVAL, "the repository key is empty");
     repo_config_init(c);
     c->kdf = REPO_KDF_SCRYPT;
-    c->scrypt_n = scrypt_n;
-    c->scrypt_r = 8;
-    c->scrypt_p = 1;
+    c->scrypt_n = repo_scrypt_sets[set].n;
+    c->scrypt_r = repo_scrypt_sets[set].r;
+    c->scrypt_p = repo_scrypt_sets[set].p;
     repo_random(master, sizeof(master));
     if ((rc = repo_scrypt(c, pass, passlen, kek, err)) != 0)
         goto out;
@@ -298,12 +328,53 @@ char *repo_config_encode(const struct repo_config *c)
     return r;
 }
 
+/*
+ * config.json's "kdf", into c: the keyed hash of a generated key, or scrypt at one of
+ * the named costs (repo_scrypt_sets). Any other cost is refused here, before anything
+ * is allocated for it; *salt points into kdfo.
+ */
+static int repo_config_decode_kdf(struct repo_config *c, json_t *kdfo, const char **salt,
+                                  struct util_err *err)
+{
+    const char *algo = json_string_value(json_object_get(kdfo, "algorithm")), *kdf = "";
+    const struct repo_scrypt_params *set;
+    json_int_t n = 0, r = 0, p = 0;
+    json_error_t jerr;
+
+    if (algo != NULL && strcmp(algo, "hmac-sha256") == 0) {
+        c->kdf = REPO_KDF_GENERATED;
+        if (json_unpack_ex(kdfo, &jerr, JSON_STRICT, "{s:s, s:s}", "algorithm", &kdf, "salt",
+                           salt) != 0)
+            return util_err_set(err, UTIL_EINVAL, "config.json: kdf: %s", jerr.text);
+        return 0;
+    }
+    c->kdf = REPO_KDF_SCRYPT;
+    if (json_unpack_ex(kdfo, &jerr, JSON_STRICT, "{s:s, s:I, s:I, s:I, s:s}", "algorithm", &kdf,
+                       "N", &n, "r", &r, "p", &p, "salt", salt) != 0)
+        return util_err_set(err, UTIL_EINVAL, "config.json: kdf: %s", jerr.text);
+    if (strcmp(kdf, "scrypt") != 0)
+        return util_err_set(err, UTIL_EINVAL,
+                            "config.json: kdf \"%.40s\" is not an algorithm this lode knows", kdf);
+    if (n < 0 || r < 0 || p < 0 ||
+        (set = repo_scrypt_find((uint64_t)n, (uint64_t)r, (uint64_t)p)) == NULL)
+        return util_err_set(err, UTIL_EINVAL,
+                            "config.json: scrypt cost N=%lld, r=%lld, p=%lld is not one lode "
+                            "accepts (only N=32768, r=8 with p=1 or p=3: docs/repository.md, "
+                            "\"The repository key\"); refused before deriving anything, so an "
+                            "edited config.json cannot make every command allocate its cost",
+                            (long long)n, (long long)r, (long long)p);
+    c->scrypt_n = set->n;
+    c->scrypt_r = set->r;
+    c->scrypt_p = set->p;
+    return 0;
+}
+
 int repo_config_decode(struct repo_config *c, const char *json, size_t len, struct util_err *err)
 {
     json_error_t jerr;
     json_t *o = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
-    const char *algo, *comp, *hash, *cipher, *kdf = "", *salt, *wrap, *sealed, *check;
-    json_int_t fmt, mn, avg, mx, n = 0, r = 0, p = 0;
+    const char *algo, *comp, *hash, *cipher, *salt = NULL, *wrap, *sealed, *check;
+    json_int_t fmt, mn, avg, mx;
     json_t *kdfo;
     int rc = UTIL_EINVAL;
 
@@ -320,22 +391,9 @@ int repo_config_decode(struct repo_config *c, const char *json, size_t len, stru
         util_err_set(err, UTIL_EINVAL, "config.json: %s", jerr.text);
         goto out;
     }
-    /* The kdf's members depend on its algorithm: scrypt's cost, or none. */
-    const char *kdf_algo = json_string_value(json_object_get(kdfo, "algorithm"));
-    int kdf_rc;
-    if (kdf_algo != NULL && strcmp(kdf_algo, "hmac-sha256") == 0) {
-        kdf_rc = json_unpack_ex(kdfo, &jerr, JSON_STRICT, "{s:s, s:s}", "algorithm", &kdf, "salt",
-                                &salt);
-        c->kdf = REPO_KDF_GENERATED;
-    } else {
-        kdf_rc = json_unpack_ex(kdfo, &jerr, JSON_STRICT, "{s:s, s:I, s:I, s:I, s:s}", "algorithm",
-                                &kdf, "N", &n, "r", &r, "p", &p, "salt", &salt);
-        c->kdf = REPO_KDF_SCRYPT;
-    }
-    if (kdf_rc != 0) {
-        util_err_set(err, UTIL_EINVAL, "config.json: kdf: %s", jerr.text);
+    if ((rc = repo_config_decode_kdf(c, kdfo, &salt, err)) != 0)
         goto out;
-    }
+    rc = UTIL_EINVAL;
     if (fmt != REPO_FORMAT) {
         util_err_set(err, UTIL_EINVAL,
                      "config.json: repository format %lld is not supported by this lode (it "
@@ -344,19 +402,13 @@ int repo_config_decode(struct repo_config *c, const char *json, size_t len, stru
         goto out;
     }
     if (strcmp(algo, "fastcdc-gear64") != 0 || strcmp(hash, "sha256") != 0 ||
-        strcmp(cipher, "aes-256-gcm") != 0 ||
-        (c->kdf == REPO_KDF_SCRYPT && strcmp(kdf, "scrypt") != 0) ||
-        strcmp(wrap, "aes-256-gcm") != 0 || strncmp(comp, "zstd-", 5) != 0 ||
-        strlen(comp) >= sizeof(c->compression)) {
+        strcmp(cipher, "aes-256-gcm") != 0 || strcmp(wrap, "aes-256-gcm") != 0 ||
+        strncmp(comp, "zstd-", 5) != 0 || strlen(comp) >= sizeof(c->compression)) {
         util_err_set(err, UTIL_EINVAL, "config.json: an algorithm is not one this lode knows");
         goto out;
     }
-    bool scrypt_bad = c->kdf == REPO_KDF_SCRYPT && (n < 2 || n > (1 << 20) || (n & (n - 1)) != 0 ||
-                                                    r < 1 || r > 32 || p < 1 || p > 16);
-    if (mn < 64 || avg < mn || mx < avg || mx > (64 << 20) || (avg & (avg - 1)) != 0 ||
-        scrypt_bad) {
-        util_err_set(err, UTIL_EINVAL,
-                     "config.json: a chunker or scrypt parameter is out of range");
+    if (mn < 64 || avg < mn || mx < avg || mx > (64 << 20) || (avg & (avg - 1)) != 0) {
+        util_err_set(err, UTIL_EINVAL, "config.json: a chunker parameter is out of range");
         goto out;
     }
     uint64_t level;
@@ -377,9 +429,6 @@ int repo_config_decode(struct repo_config *c, const char *json, size_t len, stru
     c->chunk_avg = (uint32_t)avg;
     c->chunk_max = (uint32_t)mx;
     memcpy(c->compression, comp, strlen(comp) + 1);
-    c->scrypt_n = (uint64_t)n;
-    c->scrypt_r = (uint32_t)r;
-    c->scrypt_p = (uint32_t)p;
     rc = 0;
 out:
     json_decref(o);

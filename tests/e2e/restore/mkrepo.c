@@ -246,7 +246,7 @@ int main(int argc, char **argv)
         die("key", &e);
     int rc = s3_sync_get(s3, "config.json", NULL, &data, &len, NULL, &e);
     if (rc == S3_ENOTFOUND) {
-        if (repo_config_create(&cfg, pass, passlen, REPO_SCRYPT_N, &e) != 0)
+        if (repo_config_create(&cfg, pass, passlen, REPO_SCRYPT_DEFAULT, &e) != 0)
             die("config", &e);
         char *js = repo_config_encode(&cfg);
         put("config.json", js, strlen(js), true);

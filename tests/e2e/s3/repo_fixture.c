@@ -7,7 +7,7 @@
  *
  * The repository is $LODE_REPOSITORY with the AWS_* credentials and $LODE_CACERT, as
  * lode reads them. One command a line:
- *   init                              create config.json (scrypt N = 1024) from KEYFILE
+ *   init                              create config.json (scrypt-15-8-1, the cheapest cost lode accepts) from KEYFILE
  *   open                              read config.json and unlock it with KEYFILE
  *   pack NS P H NAME SIZE             data/NS/P/H/<sha256(NAME)>.pack of SIZE bytes
  *   snap NS P H ID PARENT|- MAXRT [incomplete] [suspicious] [nomanifest] [PACKNAME...]
@@ -89,7 +89,7 @@ int main(int argc, char **argv)
         if (n == 0)
             continue;
         if (strcmp(f[0], "init") == 0) {
-            if (repo_config_create(&cfg, pass, passlen, 1024, &err) != 0)
+            if (repo_config_create(&cfg, pass, passlen, REPO_SCRYPT_15_8_1, &err) != 0)
                 die("init", err.msg);
             char *doc = repo_config_encode(&cfg);
             put("config.json", doc, strlen(doc));

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -34,7 +36,7 @@ static void test_config_round_trip_and_wrong_key(void **state)
 {
     struct repo_config c, d;
     struct util_err err = {0};
-    assert_int_equal(repo_config_create(&c, "secret", 6, 1024, &err), 0);
+    assert_int_equal(repo_config_create(&c, "secret", 6, REPO_SCRYPT_15_8_1, &err), 0);
     char *json = repo_config_encode(&c);
     assert_non_null(strstr(json, "\"cipher\": \"aes-256-gcm\""));
     assert_null(strstr(json, "secret"));
@@ -48,7 +50,83 @@ static void test_config_round_trip_and_wrong_key(void **state)
     assert_int_equal(repo_config_unlock(&d, "secreT", 6, &err), UTIL_EINVAL);
     assert_non_null(strstr(err.msg, "wrong key"));
     free(json);
-    assert_int_equal(repo_config_create(&c, "", 0, 1024, &err), UTIL_EINVAL);
+    assert_int_equal(repo_config_create(&c, "", 0, REPO_SCRYPT_15_8_1, &err), UTIL_EINVAL);
+}
+
+static double test_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * A config.json whose scrypt cost was raised to N = 2^20 (1 GiB with r = 8; with r = 32
+ * and p = 16, 4 GiB) is refused before anything is derived: the opening that storage.c
+ * does (decode, then unlock) ends in well under a second and the process's peak memory
+ * grows by less than 64 MiB. Without the list, the unlock would allocate the cost.
+ */
+static void test_config_costly_kdf_refused(void **state)
+{
+    struct repo_config c, d;
+    struct util_err err = {0};
+    struct rusage before, after;
+    char key[REPO_GENERATED_KEY_TEXT];
+    static const char *const costs[] = {"\"N\": 1048576, \"r\": 8, \"p\": 1",
+                                        "\"N\": 1048576, \"r\": 32, \"p\": 16",
+                                        "\"N\": 32768, \"r\": 8, \"p\": 16"};
+    /* A document with scrypt's members, made without paying for scrypt. */
+    repo_key_generate(key);
+    assert_int_equal(repo_config_create_generated(&c, key, 44, &err), 0);
+    char *json = repo_config_encode(&c);
+    char *at = strstr(json, "\"algorithm\": \"hmac-sha256\",");
+    assert_non_null(at);
+    for (size_t i = 0; i < sizeof(costs) / sizeof(costs[0]); i++) {
+        char *doc = util_asprintf("%.*s\"algorithm\": \"scrypt\", %s,%s", (int)(at - json), json,
+                                  costs[i], at + strlen("\"algorithm\": \"hmac-sha256\","));
+        assert_int_equal(getrusage(RUSAGE_SELF, &before), 0);
+        double t0 = test_now();
+        int rc = repo_config_decode(&d, doc, strlen(doc), &err);
+        if (rc == 0)
+            rc = repo_config_unlock(&d, "secret", 6, &err);
+        double took = test_now() - t0;
+        assert_int_equal(getrusage(RUSAGE_SELF, &after), 0);
+        assert_int_equal(rc, UTIL_EINVAL);
+        if (strstr(err.msg, "is not one lode accepts") == NULL)
+            fail_msg("cost %zu: message \"%s\"", i, err.msg);
+        if (took > 0.25)
+            fail_msg("cost %zu: refused after %.3f s", i, took);
+        if (after.ru_maxrss - before.ru_maxrss >= 64 * 1024) /* KiB */
+            fail_msg("cost %zu: peak memory grew by %ld KiB", i,
+                     after.ru_maxrss - before.ru_maxrss);
+        free(doc);
+    }
+    free(json);
+}
+
+/* The default for new repositories is the stronger set, and both sets open. */
+static void test_config_scrypt_sets(void **state)
+{
+    struct repo_config c, d;
+    struct util_err err = {0};
+    const struct repo_scrypt_params *def = repo_scrypt_params(REPO_SCRYPT_DEFAULT);
+    assert_string_equal(def->name, "scrypt-15-8-3");
+    assert_int_equal(def->n, 32768);
+    assert_int_equal(def->r, 8);
+    assert_int_equal(def->p, 3);
+    assert_int_equal(repo_config_create(&c, "secret", 6, REPO_SCRYPT_DEFAULT, &err), 0);
+    char *json = repo_config_encode(&c);
+    assert_non_null(strstr(json, "\"N\": 32768,"));
+    assert_non_null(strstr(json, "\"p\": 3,"));
+    assert_int_equal(repo_config_decode(&d, json, strlen(json), &err), 0);
+    assert_int_equal(d.scrypt_p, 3);
+    assert_int_equal(repo_config_unlock(&d, "secret", 6, &err), 0);
+    assert_memory_equal(d.keys.data, c.keys.data, sizeof(c.keys.data));
+    free(json);
+    /* A config that no decoder made (a caller's bug) is refused too, not derived. */
+    d.scrypt_n = 1u << 20;
+    assert_int_equal(repo_config_unlock(&d, "secret", 6, &err), UTIL_EINVAL);
+    assert_non_null(strstr(err.msg, "not one lode uses"));
 }
 
 static void test_config_generated_key(void **state)
@@ -93,7 +171,7 @@ static void test_config_generated_key(void **state)
     assert_non_null(strstr(err.msg, "kdf"));
     free(mixed);
     free(json);
-    assert_int_equal(repo_config_create(&c, "secret", 6, 1024, &err), 0);
+    assert_int_equal(repo_config_create(&c, "secret", 6, REPO_SCRYPT_15_8_1, &err), 0);
     json = repo_config_encode(&c);
     assert_int_equal(repo_config_decode(&d, json, strlen(json), &err), 0);
     assert_int_equal(d.kdf, REPO_KDF_SCRYPT);
@@ -105,7 +183,7 @@ static void test_config_rejects(void **state)
 {
     struct repo_config c;
     struct util_err err = {0};
-    assert_int_equal(repo_config_create(&c, "k", 1, 1024, &err), 0);
+    assert_int_equal(repo_config_create(&c, "k", 1, REPO_SCRYPT_15_8_1, &err), 0);
     char *json = repo_config_encode(&c);
     static const struct {
         const char *from, *to, *msg;
@@ -113,7 +191,12 @@ static void test_config_rejects(void **state)
         {"\"format\": 1", "\"format\": 2", "format 2"},
         {"\"aes-256-gcm\"", "\"aes-128-cbc\"", "algorithm"},
         {"\"min\": 524288", "\"min\": 1", "out of range"},
-        {"\"N\": 1024", "\"N\": 1000", "out of range"},
+        {"\"N\": 32768", "\"N\": 1048576", "N=1048576, r=8, p=1 is not one lode accepts"},
+        {"\"N\": 32768", "\"N\": 1024", "is not one lode accepts"},
+        {"\"r\": 8", "\"r\": 32", "r=32"},
+        {"\"p\": 1", "\"p\": 16", "p=16"},
+        {"\"p\": 1", "\"p\": -1", "not one lode accepts"},
+        {"\"algorithm\": \"scrypt\"", "\"algorithm\": \"argon2\"", "argon2"},
         {"\"zstd-1\"", "\"zstd-x\"", "zstd-1..19"},
         {"\"keyCheck\": \"", "\"keyCheck\": \"zz", "malformed"},
         {"\"format\": 1,", "\"format\": 1, \"extra\": 1,", "extra"},
@@ -1204,6 +1287,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_round_trip_and_wrong_key),
         cmocka_unit_test(test_config_rejects),
+        cmocka_unit_test(test_config_costly_kdf_refused),
+        cmocka_unit_test(test_config_scrypt_sets),
         cmocka_unit_test(test_config_generated_key),
         cmocka_unit_test(test_key_file),
         cmocka_unit_test(test_seal_every_byte),
