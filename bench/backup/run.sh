@@ -62,6 +62,7 @@ trap 'unmount_restores; bench_vgw_stop; [[ -n ${VGW_LOG:-} ]] && cp "$VGW_LOG" "
 RESTIC_PASSWORD=$(cat "$work/restic.pass")
 export RESTIC_PASSWORD
 [[ -f $work/lode.key ]] || head -c 32 /dev/urandom | base64 >"$work/lode.key"
+chmod 600 "$work/lode.key"
 export LODE_KEY_FILE=$work/lode.key
 
 main=${BENCH_MAIN:-1}

@@ -39,6 +39,7 @@ trap 'bench_vgw_stop; [[ -n ${VGW_LOG:-} ]] && cp "$VGW_LOG" "$out/access.log"; 
 # Fixed: restic's history is kept between runs (below).
 export RESTIC_PASSWORD=bench-password
 head -c 32 /dev/urandom | base64 >"$work/lode.key"
+chmod 600 "$work/lode.key"
 export LODE_KEY_FILE=$work/lode.key
 
 bench_machine | tee "$out/machine.txt"

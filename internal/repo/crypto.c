@@ -3,9 +3,13 @@
  * unwrapped; the working keys are HMAC-SHA256(master, label), so one master key
  * gives independent keys for data, the chunker's table and the key check.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <jansson.h>
 #include <openssl/crypto.h>
@@ -464,23 +468,68 @@ out:
     return rc;
 }
 
+/*
+ * The key file's permissions, as ssh checks a private key's: a regular file owned by
+ * the user reading it may not be readable, writable or executable by group or others
+ * (docs/repository.md, "The key file"). A file owned by someone else (a Kubernetes
+ * Secret's file, root's, read through fsGroup) is its owner's decision and not checked;
+ * nor is a pipe (--key-file <(...)).
+ */
+static int repo_key_file_mode(const char *path, const struct stat *st, struct util_err *err)
+{
+    if (!S_ISREG(st->st_mode) || st->st_uid != geteuid() || (st->st_mode & 077) == 0)
+        return 0;
+    return util_err_set(err, UTIL_EINVAL,
+                        "the key file %s is open to others (mode %04o): anyone who can read it "
+                        "can read every backup; run chmod 600 %s",
+                        path, (unsigned)(st->st_mode & 07777), path);
+}
+
 int repo_key_file_read(const char *path, char **pass, size_t *len, struct util_err *err)
 {
-    char *data;
-    size_t n;
-    int rc = util_read_file(path, &data, &n, err);
-    if (rc != 0)
-        return rc;
-    if (n > 0 && data[n - 1] == '\n')
-        n--;
-    if (n > 0 && data[n - 1] == '\r')
-        n--;
-    if (n == 0) {
-        free(data);
-        return util_err_set(err, UTIL_EINVAL, "the key file %s is empty", path);
+    struct util_buf b;
+    struct stat st;
+    char chunk[4096];
+    ssize_t got;
+    int fd, rc = 0;
+
+    /* Checked on the descriptor that is read, so a rename between the two cannot swap it. */
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return util_err_set(err, UTIL_EIO, "%s: cannot open: %s", path, strerror(errno));
+    if (fstat(fd, &st) != 0) {
+        rc = util_err_set(err, UTIL_EIO, "%s: cannot stat: %s", path, strerror(errno));
+        goto close_fd;
     }
-    data[n] = '\0';
-    *pass = data;
-    *len = n;
-    return 0;
+    if ((rc = repo_key_file_mode(path, &st, err)) != 0)
+        goto close_fd;
+    util_buf_init(&b);
+    while ((got = read(fd, chunk, sizeof(chunk))) != 0) {
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            rc = util_err_set(err, UTIL_EIO, "%s: cannot read: %s", path, strerror(errno));
+            break;
+        }
+        util_buf_append(&b, chunk, (size_t)got);
+    }
+    OPENSSL_cleanse(chunk, sizeof(chunk));
+    if (rc == 0) {
+        size_t n = b.len;
+        if (n > 0 && b.data[n - 1] == '\n')
+            n--;
+        if (n > 0 && b.data[n - 1] == '\r')
+            n--;
+        if (n == 0)
+            rc = util_err_set(err, UTIL_EINVAL, "the key file %s is empty", path);
+        else {
+            b.data[n] = '\0'; /* within the buffer, which is always terminated */
+            *len = n;
+            *pass = util_buf_steal(&b);
+        }
+    }
+    if (rc != 0)
+        util_buf_free(&b);
+close_fd:
+    close(fd);
+    return rc;
 }

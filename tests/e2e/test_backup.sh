@@ -388,6 +388,7 @@ fi
 
 # ---- keys and policies ----
 head -c 32 /dev/urandom | base64 >"$T_TMP/wrong"
+chmod 600 "$T_TMP/wrong" # lode refuses a key file open to others
 run backup --policy "$pol" --host node-a --root "$src" --key-file "$T_TMP/wrong" --output json \
 	--termination-log "$T_TMP/termlog"
 check_eq "wrong key: exit 1" "$RC" 1

@@ -98,6 +98,7 @@ EOF
 env_lode_s3
 export LODE_REPOSITORY=s3:${S3_ENDPOINT%/}/$S3_BUCKET/e2e/$NS/main
 printf 'e2e-main' >"$T_TMP/key"
+chmod 600 "$T_TMP/key" # lode refuses a key file open to others (docs/repository.md)
 export LODE_KEY_FILE=$T_TMP/key
 DATA=$ENV_DIR/s3/data/$S3_BUCKET/e2e/$NS/main
 INC=$(date -u +%Y%m%dT%H%M%SZ)-00000000000000a1

@@ -141,6 +141,7 @@ kc -n "$NS" get backuprepository main -o json |
 env_lode_s3
 export LODE_REPOSITORY=s3:${S3_ENDPOINT%/}/$S3_BUCKET/e2e/$NS/main
 printf 'e2e-main' >"$T_TMP/key"
+chmod 600 "$T_TMP/key" # lode refuses a key file open to others (docs/repository.md)
 export LODE_KEY_FILE=$T_TMP/key
 DATA=$ENV_DIR/s3/data/$S3_BUCKET/e2e/$NS/main
 H=$NS-n-0

@@ -50,6 +50,7 @@ REPO=s3:$S3_ENDPOINT/$S3_BUCKET/$prefix
 PREPO=s3:$PROXY/$S3_BUCKET/$prefix
 DATA=$ENV_DIR/s3/data/$S3_BUCKET/$prefix
 printf 'correct horse battery staple\n' >"$T_TMP/key"
+chmod 600 "$T_TMP/key" # lode refuses a key file open to others (docs/repository.md)
 export LODE_KEY_FILE=$T_TMP/key
 
 fixture() { LODE_REPOSITORY=$REPO "$out/repo_fixture" "$T_TMP/key"; }

@@ -29,6 +29,7 @@ export LODE_KEY_FILE=$T_TMP/key
 objects=$ENV_DIR/s3/data/$S3_BUCKET/$prefix
 printf 'correct horse battery staple\n' >"$LODE_KEY_FILE"
 printf 'not the key\n' >"$T_TMP/wrong-key"
+chmod 600 "$LODE_KEY_FILE" "$T_TMP/wrong-key" # lode refuses a key file open to others
 
 run() { # NAME: runs the rest, keeps stdout/stderr/exit in OUT ERR RC
 	local name=$1

@@ -61,6 +61,7 @@ env_lode_s3
 export LODE_KEY_FILE=$T_TMP/key
 REPO=s3:$S3_ENDPOINT/$S3_BUCKET/$NS
 head -c 32 /dev/urandom | base64 >"$LODE_KEY_FILE"
+chmod 600 "$LODE_KEY_FILE" # lode refuses a key file open to others (docs/repository.md)
 mkdir -p "$T_TMP/root/etc"
 "$LODE" init --repo "$REPO" >/dev/null
 sed 's/alerts: {maxAge: 1h}/alerts: {maxAge: 1h}\n  retention: {keepLast: 2}/' "$T_TMP/fleet.yaml" >"$T_TMP/fleet-ret.yaml"

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -237,6 +238,40 @@ static void test_key_file(void **state)
     close(fd);
     assert_int_equal(repo_key_file_read(path, &pass, &len, &err), UTIL_EINVAL);
     assert_non_null(strstr(err.msg, "empty"));
+    /* Open to group or others: refused, as ssh refuses such a private key, naming the fix;
+     * mkstemp made it 0600, which is read. */
+    fd = open(path, O_WRONLY | O_TRUNC);
+    assert_int_equal(write(fd, "hunter2\n", 8), 8);
+    close(fd);
+    static const mode_t open_modes[] = {0644, 0640, 0604, 0620, 0602, 0610};
+    for (size_t i = 0; i < sizeof(open_modes) / sizeof(open_modes[0]); i++) {
+        assert_int_equal(chmod(path, open_modes[i]), 0);
+        assert_int_equal(repo_key_file_read(path, &pass, &len, &err), UTIL_EINVAL);
+        assert_non_null(strstr(err.msg, "open to others"));
+        assert_non_null(strstr(err.msg, "chmod 600"));
+    }
+    assert_int_equal(chmod(path, 0400), 0);
+    assert_int_equal(repo_key_file_read(path, &pass, &len, &err), 0);
+    assert_string_equal(pass, "hunter2");
+    free(pass);
+    /* Another owner's file is that owner's decision (a Secret's file read through fsGroup). */
+    if (geteuid() == 0) {
+        assert_int_equal(chmod(path, 0644), 0);
+        assert_int_equal(chown(path, 4321, 4321), 0);
+        assert_int_equal(repo_key_file_read(path, &pass, &len, &err), 0);
+        free(pass);
+    }
+    /* A pipe is not a file anyone else can open later. */
+    int pfd[2];
+    assert_int_equal(pipe(pfd), 0);
+    assert_int_equal(write(pfd[1], "piped\n", 6), 6);
+    close(pfd[1]);
+    char fdpath[40];
+    snprintf(fdpath, sizeof(fdpath), "/dev/fd/%d", pfd[0]);
+    assert_int_equal(repo_key_file_read(fdpath, &pass, &len, &err), 0);
+    assert_string_equal(pass, "piped");
+    free(pass);
+    close(pfd[0]);
     unlink(path);
     assert_int_equal(repo_key_file_read(path, &pass, &len, &err), UTIL_EIO);
 }
