@@ -22,6 +22,13 @@
  * Owners are restored only when running as root; as another user the files belong
  * to that user, and xattrs outside the "user." namespace are skipped and counted.
  *
+ * What a snapshot could use to gain privilege where it is restored is withheld unless
+ * asked for (struct rs_opts; docs/repository.md, "What a restore withholds"): set-user-ID
+ * and set-group-ID bits are cleared, device nodes are not made, and security.* and
+ * trusted.* xattrs (file capabilities, SELinux labels) are not set; each is counted.
+ * Modes are set through descriptors, or by name without following a final symlink, so
+ * an entry swapped for a symlink under --overwrite never moves a mode outside the target.
+ *
  * Costs: one descriptor per level of the directory being filled (the last parent
  * is kept open between calls, which is the common case in path order), two
  * descriptors per file in flight, and one copy of each directory's record.
@@ -41,11 +48,20 @@
 
 struct storage;
 
+/* What the caller allows (lode restore's flags). */
+struct rs_opts {
+    bool overwrite;     /* existing entries may be replaced (--overwrite) */
+    bool setid;         /* set-id bits are restored (--setid) */
+    bool devices;       /* device nodes are made, as root (--devices) */
+    bool system_xattrs; /* security.* and trusted.* xattrs are set, as root (--system-xattrs) */
+};
+
 struct rs_target {
-    int root;       /* the target directory */
-    bool as_root;   /* owners are restored */
-    bool overwrite; /* existing entries may be replaced */
-    bool tmpfile;   /* regular files are made with O_TMPFILE */
+    int root;                           /* the target directory */
+    bool as_root;                       /* owners are restored */
+    bool overwrite;                     /* existing entries may be replaced */
+    bool setid, devices, system_xattrs; /* as in struct rs_opts */
+    bool tmpfile;                       /* regular files are made with O_TMPFILE */
     bool link_fd;   /* ... and linked with AT_EMPTY_PATH (else through /proc/self/fd) */
     char *dir_path; /* the parent kept open ("" is the target itself) */
     int dir_fd;
@@ -55,6 +71,9 @@ struct rs_target {
     struct repo_file *dirs;
     size_t ndirs, capdirs;
     uint64_t xattrs_skipped;
+    /* Withheld by the options: entries whose set-id bits were cleared, security.* and
+     * trusted.* xattrs not set, device nodes not made. */
+    uint64_t setid_withheld, xattrs_withheld, devices_withheld;
 };
 
 /* A regular file being written, unnamed or under its temporary name. */
@@ -67,15 +86,17 @@ struct rs_tmpfile {
 
 /*
  * Creates the target (with missing parents) or opens it; one that holds anything is
- * refused unless overwrite (UTIL_EINVAL with a message naming it).
+ * refused unless o->overwrite (UTIL_EINVAL with a message naming it).
  */
-int rs_target_open(struct rs_target *t, const char *dir, bool overwrite, struct util_err *err);
+int rs_target_open(struct rs_target *t, const char *dir, const struct rs_opts *o,
+                   struct util_err *err);
 void rs_target_close(struct rs_target *t);
 
 /* A directory: made (0700 until the end) or kept, and remembered for rs_target_finish. */
 int rs_make_dir(struct rs_target *t, const struct repo_file *f, struct util_err *err);
-/* A symlink, FIFO or device, whole with its metadata (a device only as root; a socket is
- * not made). *skipped is set when nothing was made for a reason that is not an error. */
+/* A symlink, FIFO, socket or device, whole with its metadata (a device only as root and
+ * with o->devices). *skipped is set when nothing was made for a reason that is not an
+ * error (a device withheld). */
 int rs_make_special(struct rs_target *t, const struct repo_file *f, bool *skipped,
                     struct util_err *err);
 /* A regular file's temporary file, empty and 0600: rs_file_prepare then rs_file_create. */
@@ -173,6 +194,7 @@ struct rx {
     double seconds;                  /* the whole restore's time */
     bool as_root;                    /* owners were restored */
     uint64_t xattrs_skipped;         /* xattrs that could not be set */
+    uint64_t setid_withheld, xattrs_withheld, devices_withheld; /* struct rs_target's */
     /* Where the restore's lines go (damaged objects, files not restored, entries that
      * could not be written, progress), one line each without a newline; NULL: nowhere.
      * Set by the caller. */
@@ -205,7 +227,7 @@ int rx_find(struct rx *x, const char *id);
  * counters in x say what was restored. The caller frees x->files_key, x->chunks_key
  * and the batch (rx_batch_free).
  */
-int rx_restore(struct rx *x, const char *target, bool overwrite, char **inc, size_t ninc);
+int rx_restore(struct rx *x, const char *target, const struct rs_opts *o, char **inc, size_t ninc);
 
 /* Reporting (restore_run.c), through x->say_cb. A line. */
 void rx_say(struct rx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -103,7 +103,8 @@ static bool rs_is_empty_lost_found(int root, const char *name)
     return empty;
 }
 
-int rs_target_open(struct rs_target *t, const char *dir, bool overwrite, struct util_err *err)
+int rs_target_open(struct rs_target *t, const char *dir, const struct rs_opts *o,
+                   struct util_err *err)
 {
     DIR *d;
     struct dirent *e;
@@ -117,9 +118,12 @@ int rs_target_open(struct rs_target *t, const char *dir, bool overwrite, struct 
         return util_err_set(err, UTIL_EIO, "cannot open the target %s: %s", dir, strerror(errno));
     t->as_root = geteuid() == 0;
     t->pid = (long)getpid();
-    t->overwrite = overwrite;
+    t->overwrite = o->overwrite;
+    t->setid = o->setid;
+    t->devices = o->devices;
+    t->system_xattrs = o->system_xattrs;
     t->dir_path = util_strdup("");
-    if (!overwrite) {
+    if (!o->overwrite) {
         if ((fd = dup(t->root)) < 0 || (d = fdopendir(fd)) == NULL) {
             rc = util_err_set(err, UTIL_EIO, "cannot read the target %s: %s", dir, strerror(errno));
             if (fd >= 0)
@@ -246,15 +250,40 @@ static bool rs_xattr_skippable(int e)
     return e == EPERM || e == EACCES || e == ENOTSUP || e == EOPNOTSUPP;
 }
 
+/*
+ * Whether an xattr is set, counting it when not: as another user only user.* can be;
+ * security.* (file capabilities, SELinux labels) and trusted.* only when asked for.
+ */
+static bool rs_xattr_wanted(struct rs_target *t, const char *name)
+{
+    if (!t->as_root && strncmp(name, "user.", 5) != 0) {
+        t->xattrs_skipped++;
+        return false;
+    }
+    if (!t->system_xattrs &&
+        (strncmp(name, "security.", 9) == 0 || strncmp(name, "trusted.", 8) == 0)) {
+        t->xattrs_withheld++;
+        return false;
+    }
+    return true;
+}
+
+/* The mode to set: the record's, without its set-id bits unless asked for (counted). */
+static mode_t rs_mode(struct rs_target *t, const struct repo_file *f)
+{
+    if (t->setid || (f->mode & 06000) == 0)
+        return (mode_t)f->mode;
+    t->setid_withheld++;
+    return (mode_t)(f->mode & ~06000u);
+}
+
 static int rs_set_xattrs(struct rs_target *t, int fd, const struct repo_file *f,
                          struct util_err *err)
 {
     for (size_t i = 0; i < f->nxattrs; i++) {
         const struct repo_xattr *x = &f->xattrs[i];
-        if (!t->as_root && strncmp(x->name, "user.", 5) != 0) {
-            t->xattrs_skipped++;
+        if (!rs_xattr_wanted(t, x->name))
             continue;
-        }
         if (fsetxattr(fd, x->name, x->value, x->len, 0) != 0) {
             if (rs_xattr_skippable(errno)) {
                 t->xattrs_skipped++;
@@ -279,7 +308,7 @@ static int rs_set_meta_fd(struct rs_target *t, int fd, const struct repo_file *f
                             strerror(errno));
     if ((rc = rs_set_xattrs(t, fd, f, err)) != 0)
         return rc;
-    if (fchmod(fd, f->mode) != 0)
+    if (fchmod(fd, rs_mode(t, f)) != 0)
         return util_err_set(err, UTIL_EIO, "%s: cannot set the mode: %s", f->path, strerror(errno));
     if (futimens(fd, ts) != 0)
         return util_err_set(err, UTIL_EIO, "%s: cannot set the times: %s", f->path,
@@ -329,16 +358,29 @@ int rs_make_dir(struct rs_target *t, const struct repo_file *f, struct util_err 
         if ((rc = rs_parent(t, f->path, &dfd, &name, err)) != 0)
             return rc;
         if (mkdirat(dfd, name, 0700) != 0) {
-            if (errno != EEXIST || fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-                return util_err_set(err, UTIL_EIO, "cannot create %s in the target: %s", f->path,
-                                    strerror(errno));
-            if (S_ISDIR(st.st_mode)) {
-                /* Kept; writable by us until the end. */
-                if ((st.st_mode & 0700) != 0700 &&
-                    fchmodat(dfd, name, (st.st_mode & 07777) | 0700, 0) != 0)
-                    return util_err_set(err, UTIL_EIO, "cannot make %s writable: %s", f->path,
-                                        strerror(errno));
+            int e = errno, fd = -1;
+            /* A directory already there is kept: opened without following a symlink and
+             * changed through its descriptor, so an entry swapped for a symlink between
+             * a check and a chmod cannot move the mode onto whatever it points to. */
+            if (e == EEXIST)
+                fd = openat(dfd, name, RS_DIR_FLAGS);
+            if (fd >= 0) {
+                char proc[40];
+                snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+                rc = 0;
+                /* An O_PATH descriptor (a directory we cannot read yet) takes no fchmod;
+                 * its /proc name reaches the same inode, never a symlink's target. */
+                if (fstat(fd, &st) != 0 ||
+                    ((st.st_mode & 0700) != 0700 && chmod(proc, (st.st_mode & 07777) | 0700) != 0))
+                    rc = util_err_set(err, UTIL_EIO, "cannot make %s writable: %s", f->path,
+                                      strerror(errno));
+                close(fd);
+                if (rc != 0)
+                    return rc;
                 rs_sweep(dfd, name);
+            } else if (e != EEXIST || (errno != ENOTDIR && errno != ELOOP)) {
+                return util_err_set(err, UTIL_EIO, "cannot create %s in the target: %s", f->path,
+                                    strerror(e != EEXIST ? e : errno));
             } else if (unlinkat(dfd, name, 0) != 0 || mkdirat(dfd, name, 0700) != 0) {
                 return util_err_set(err, UTIL_EIO, "cannot replace %s by a directory: %s", f->path,
                                     strerror(errno));
@@ -360,8 +402,9 @@ int rs_make_special(struct rs_target *t, const struct repo_file *f, bool *skippe
     int dfd, rc, made;
 
     *skipped = false;
-    if (f->type == REPO_FT_SOCKET ||
-        ((f->type == REPO_FT_CHAR || f->type == REPO_FT_BLOCK) && !t->as_root)) {
+    if ((f->type == REPO_FT_CHAR || f->type == REPO_FT_BLOCK) && (!t->as_root || !t->devices)) {
+        if (t->as_root)
+            t->devices_withheld++;
         *skipped = true;
         return 0;
     }
@@ -376,6 +419,11 @@ int rs_make_special(struct rs_target *t, const struct repo_file *f, bool *skippe
         break;
     case REPO_FT_FIFO:
         made = mkfifoat(dfd, tmp, 0600);
+        break;
+    case REPO_FT_SOCKET:
+        /* The entry only, as the node had it: no process listens on it until one binds
+         * it again, as after any reboot. Any user may make one. */
+        made = mknodat(dfd, tmp, S_IFSOCK | 0600, 0);
         break;
     default:
         made =
@@ -395,13 +443,15 @@ int rs_make_special(struct rs_target *t, const struct repo_file *f, bool *skippe
         char *p = util_asprintf("/proc/self/fd/%d/%s", dfd, tmp);
         for (size_t i = 0; i < f->nxattrs; i++) {
             const struct repo_xattr *x = &f->xattrs[i];
-            if ((!t->as_root && strncmp(x->name, "user.", 5) != 0) ||
-                (lsetxattr(p, x->name, x->value, x->len, 0) != 0 && rs_xattr_skippable(errno)))
+            if (rs_xattr_wanted(t, x->name) && lsetxattr(p, x->name, x->value, x->len, 0) != 0 &&
+                rs_xattr_skippable(errno))
                 t->xattrs_skipped++;
         }
         free(p);
     }
-    if (f->type != REPO_FT_SYMLINK && fchmodat(dfd, tmp, f->mode, 0) != 0) {
+    /* Not following a final symlink: should the temporary entry be swapped for one, the
+     * chmod fails rather than change what it points to. */
+    if (f->type != REPO_FT_SYMLINK && fchmodat(dfd, tmp, rs_mode(t, f), AT_SYMLINK_NOFOLLOW) != 0) {
         rc = util_err_set(err, UTIL_EIO, "%s: cannot set the mode: %s", f->path, strerror(errno));
         goto fail;
     }

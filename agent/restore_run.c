@@ -186,11 +186,13 @@ static int rx_run(struct rx *x, const uint8_t *list, size_t len, char **inc, siz
             rx_add_file(x, &f);
         } else {
             bool skipped;
-            if (rs_make_special(&x->t, &f, &skipped, &e) != 0)
+            if (rs_make_special(&x->t, &f, &skipped, &e) != 0) {
                 rx_io_error(x, e.msg);
-            else if (skipped)
+            } else if (skipped) { /* a device node: named, never dropped silently */
                 x->nskipped++;
-            else if (f.type == REPO_FT_SYMLINK)
+                rx_say(x, "not restored: %s (a device node; %s)", f.path,
+                       x->t.as_root ? "--devices makes it" : "only root can make it");
+            } else if (f.type == REPO_FT_SYMLINK)
                 x->nlinks++;
             else
                 x->nspecial++;
@@ -287,7 +289,7 @@ int rx_find(struct rx *x, const char *id)
     return found == 1 ? 0 : UTIL_EINVAL;
 }
 
-int rx_restore(struct rx *x, const char *target, bool overwrite, char **inc, size_t ninc)
+int rx_restore(struct rx *x, const char *target, const struct rs_opts *o, char **inc, size_t ninc)
 {
     struct repo_manifest m;
     struct util_err e = {0};
@@ -319,7 +321,7 @@ int rx_restore(struct rx *x, const char *target, bool overwrite, char **inc, siz
     if ((rc = rx_check_includes(x, (const uint8_t *)list, listlen, inc, ninc, &x->want_files,
                                 &x->want_bytes)) != 0)
         goto out;
-    if ((rc = rs_target_open(&x->t, target, overwrite, &e)) != 0) {
+    if ((rc = rs_target_open(&x->t, target, o, &e)) != 0) {
         rx_say(x, "%s", e.msg);
         goto out;
     }
@@ -329,6 +331,9 @@ int rx_restore(struct rx *x, const char *target, bool overwrite, char **inc, siz
     x->seconds = rx_now() - t0;
     x->as_root = x->t.as_root;
     x->xattrs_skipped = x->t.xattrs_skipped;
+    x->setid_withheld = x->t.setid_withheld;
+    x->xattrs_withheld = x->t.xattrs_withheld;
+    x->devices_withheld = x->t.devices_withheld;
     rs_target_close(&x->t);
 out:
     free(list);

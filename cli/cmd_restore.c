@@ -22,6 +22,7 @@ static void cmd_restore_usage(FILE *f)
 {
     fprintf(f,
             "usage: lode restore ID --target DIR [--include PATH]... [--overwrite]\n"
+            "                    [--setid] [--devices] [--system-xattrs]\n"
             "                    [--repo URL] [--cacert FILE] [--key-file FILE]\n\n"
             "Restores snapshot ID (see lode snapshots) under DIR: each path lands where it\n"
             "was on the node under DIR (/etc/hosts -> DIR/etc/hosts), with its mode, times\n"
@@ -33,6 +34,13 @@ static void cmd_restore_usage(FILE *f)
             "                    may be repeated\n"
             "  --overwrite       restore into a directory that is not empty, replacing\n"
             "                    files in the way\n"
+            "  --setid           restore set-user-ID and set-group-ID bits (cleared unless\n"
+            "                    given)\n"
+            "  --devices         make device nodes (as root; not made unless given)\n"
+            "  --system-xattrs   set security.* and trusted.* xattrs: file capabilities,\n"
+            "                    SELinux labels (as root; not set unless given)\n"
+            "                    What is withheld is counted; docs/repository.md, \"What a\n"
+            "                    restore withholds\", says when to give these.\n"
             "%s\n"
             "Exit codes: 0 restored; 1 no such snapshot or --include path, a wrong key, or\n"
             "damaged data (each damaged object and file named; the rest is restored);\n"
@@ -55,8 +63,15 @@ static void cmd_restore_print(const struct rx *x, const char *target)
            x->seconds > 0 ? (double)x->bytes / 1e6 / x->seconds : 0.0, x->gets,
            (double)x->fetched / 1048576.0, x->sync_s);
     if (x->nskipped > 0)
-        printf("not made: %" PRIu64 " sockets%s\n", x->nskipped,
-               x->as_root ? "" : " and devices (devices need root)");
+        printf("not made: %" PRIu64 " device nodes (%s)\n", x->nskipped,
+               x->as_root ? "--devices makes them" : "only root can make them");
+    if (x->setid_withheld > 0)
+        printf("withheld: set-id bits of %" PRIu64 " entries (--setid restores them)\n",
+               x->setid_withheld);
+    if (x->xattrs_withheld > 0)
+        printf("withheld: %" PRIu64 " security.* and trusted.* xattrs (--system-xattrs sets "
+               "them)\n",
+               x->xattrs_withheld);
     if (x->xattrs_skipped > 0)
         printf("not set: %" PRIu64 " xattrs (outside user.* without root, or unsupported here)\n",
                x->xattrs_skipped);
@@ -69,6 +84,9 @@ int cmd_restore(int argc, char **argv)
     static const struct option opts[] = {{"target", required_argument, NULL, 't'},
                                          {"include", required_argument, NULL, 'i'},
                                          {"overwrite", no_argument, NULL, 'w'},
+                                         {"setid", no_argument, NULL, 's'},
+                                         {"devices", no_argument, NULL, 'd'},
+                                         {"system-xattrs", no_argument, NULL, 'x'},
                                          {"help", no_argument, NULL, 'h'},
                                          STORAGE_OPTIONS,
                                          {0, 0, 0, 0}};
@@ -77,7 +95,7 @@ int cmd_restore(int argc, char **argv)
     struct util_err e = {0};
     struct rx x;
     const char *target = NULL;
-    bool overwrite = false;
+    struct rs_opts ro = {0};
     char **inc = NULL;
     size_t ninc = 0, capinc = 0;
     int c, rc;
@@ -105,7 +123,16 @@ int cmd_restore(int argc, char **argv)
             break;
         }
         case 'w':
-            overwrite = true;
+            ro.overwrite = true;
+            break;
+        case 's':
+            ro.setid = true;
+            break;
+        case 'd':
+            ro.devices = true;
+            break;
+        case 'x':
+            ro.system_xattrs = true;
             break;
         case 'h':
             cmd_restore_usage(stdout);
@@ -135,7 +162,7 @@ int cmd_restore(int argc, char **argv)
     x.keys = &st.config.keys;
     x.say_cb = cmd_restore_say_cb;
     if ((rc = rx_find(&x, argv[optind])) == 0) {
-        rc = rx_restore(&x, target, overwrite, inc, ninc);
+        rc = rx_restore(&x, target, &ro, inc, ninc);
         if (x.ran) /* the summary, whatever came after the target was opened */
             cmd_restore_print(&x, target);
     }
