@@ -21,7 +21,16 @@
 
 #include "agent.h"
 
-#define RX_META_MAX (4ull << 30) /* a file list or chunk set larger than this is refused */
+/*
+ * Nothing is held whole before it is authenticated (docs/repository.md, "Restoring"): the
+ * file list is read through ranged GETs, a window (REPO_FILES_WINDOW) at a time, each
+ * frame authenticated before the next is fetched; the chunk set, one sealed object, is
+ * fetched only up to the size its entries can have, which the authenticated list bounds:
+ * its 16-byte header, at most one pack and one 49-byte entry per chunk the list
+ * references, and the seal. A chunk set claiming more is damage, not 4 GiB of memory.
+ */
+#define RX_CHUNKSET_HEAD  (16 + REPO_SEAL_EXTRA)
+#define RX_CHUNKSET_ENTRY (REPO_HASH_LEN + 49)
 
 /* ---- --include ---- */
 
@@ -115,23 +124,80 @@ void rx_io_error(struct rx *x, const char *msg)
 
 /* ---- reading the snapshot ---- */
 
-/* GETs one meta object; 404 is damage (AGENT_EDAMAGED), anything else I/O. */
-static int rx_get_meta(struct rx *x, enum repo_kind kind, char **data, size_t *len, char **keyout)
+static char *rx_meta_key(struct rx *x, enum repo_kind kind)
 {
     struct repo_key k = {.kind = kind, .src = x->src};
-    struct s3_opts o = {.max_bytes = RX_META_MAX};
-    struct util_err e = {0};
     memcpy(k.id, x->id, sizeof(k.id));
-    char *key = repo_key_build(&k);
-    int rc = s3_sync_get(x->st->s3, key, &o, data, len, NULL, &e);
+    return repo_key_build(&k);
+}
+
+/* The chunk set, of at most max bytes; 404 or a larger object is damage (AGENT_EDAMAGED),
+ * anything else I/O. */
+static int rx_get_chunkset(struct rx *x, uint64_t max, char **data, size_t *len)
+{
+    struct s3_opts o = {.max_bytes = max};
+    struct util_err e = {0};
+    int rc = s3_sync_get(x->st->s3, x->chunks_key, &o, data, len, NULL, &e);
     if (rc == S3_ENOTFOUND) {
-        rx_damage(x, "%s is missing", key);
+        rx_damage(x, "%s is missing", x->chunks_key);
+        rc = AGENT_EDAMAGED;
+    } else if (rc == S3_ETOOBIG) {
+        rx_damage(x, "%s is larger than the file list allows (%" PRIu64 " bytes at most): not read",
+                  x->chunks_key, max);
         rc = AGENT_EDAMAGED;
     } else if (rc != 0) {
-        rx_say(x, "cannot read %s: %s", key, e.msg);
+        rx_say(x, "cannot read %s: %s", x->chunks_key, e.msg);
     }
-    *keyout = key;
     return rc;
+}
+
+struct rx_window {
+    uint8_t *buf;
+    size_t len, got;
+};
+
+static int rx_window_sink(const char *data, size_t len, void *arg)
+{
+    struct rx_window *w = arg;
+    if (len > w->len - w->got)
+        return 1; /* more than the range asked for */
+    memcpy(w->buf + w->got, data, len);
+    w->got += len;
+    return 0;
+}
+
+/* The file list reader's ranged GETs, straight into its window. */
+static int rx_list_fetch(void *arg, uint64_t off, size_t len, uint8_t *buf, struct util_err *err)
+{
+    struct rx *x = arg;
+    struct s3_opts o = {.range_start = off, .range_len = len};
+    struct rx_window w = {.buf = buf, .len = len};
+    int rc = s3_sync_get_to(x->st->s3, x->files_key, &o, rx_window_sink, &w, NULL, err);
+    if (rc == 0 && w.got != len)
+        rc = util_err_set(err, UTIL_EIO, "a ranged GET gave %zu bytes, not %zu", w.got, len);
+    return rc;
+}
+
+/* Opens the file list for reading through ranged GETs; 404 or a list that does not
+ * start as one is damage (AGENT_EDAMAGED), anything else I/O. */
+static int rx_list_open(struct rx *x, struct repo_files_reader *r)
+{
+    struct s3_info info = {0};
+    struct util_err e = {0};
+    int rc = s3_sync_head(x->st->s3, x->files_key, &info, &e);
+    if (rc == S3_ENOTFOUND) {
+        rx_damage(x, "%s is missing", x->files_key);
+        return AGENT_EDAMAGED;
+    }
+    if (rc != 0) {
+        rx_say(x, "cannot read %s: %s", x->files_key, e.msg);
+        return rc;
+    }
+    if (repo_files_reader_open(r, x->keys, x->id, info.size, 0, rx_list_fetch, x, &e) != 0) {
+        rx_damage(x, "%s: %s", x->files_key, e.msg);
+        return AGENT_EDAMAGED;
+    }
+    return 0;
 }
 
 static double rx_now(void)
@@ -159,18 +225,15 @@ static void rx_target_fail_cb(const char *msg, void *arg)
 }
 
 /* The restore itself, once the snapshot is found and the target open. */
-static int rx_run(struct rx *x, const uint8_t *list, size_t len, char **inc, size_t ninc)
+static int rx_run(struct rx *x, char **inc, size_t ninc)
 {
     struct repo_files_reader r;
     struct repo_file f;
     struct util_err e = {0};
     int rc;
 
-    if (repo_files_reader_init(&r, x->keys, x->id, list, len, &e) != 0) {
-        rx_damage(x, "%s: %s", x->files_key, e.msg);
-        return AGENT_EDAMAGED;
-    }
-    rc = 0;
+    if ((rc = rx_list_open(x, &r)) != 0)
+        return rc;
     while (!x->fatal && (rc = repo_files_reader_next(&r, &f, &e)) == 1) {
         bool sel = rx_selected(inc, ninc, f.path);
         if (!sel && !(f.type == REPO_FT_DIR && rx_ancestor(inc, ninc, f.path))) {
@@ -212,23 +275,23 @@ static int rx_run(struct rx *x, const uint8_t *list, size_t len, char **inc, siz
     return 0;
 }
 
-/* Checks every include against the list before anything is written. */
-static int rx_check_includes(struct rx *x, const uint8_t *list, size_t len, char **inc, size_t ninc,
-                             uint64_t *files, uint64_t *bytes)
+/* Checks every include against the list before anything is written, and counts the
+ * chunks the whole list references (*refs), which bound its chunk set's size. */
+static int rx_check_includes(struct rx *x, char **inc, size_t ninc, uint64_t *files,
+                             uint64_t *bytes, uint64_t *refs)
 {
     struct repo_files_reader r;
     struct repo_file f;
     struct util_err e = {0};
-    bool *hit = util_calloc(ninc + 1, sizeof(bool));
+    bool *hit;
     int rc;
 
-    *files = *bytes = 0;
-    if (repo_files_reader_init(&r, x->keys, x->id, list, len, &e) != 0) {
-        rx_damage(x, "%s: %s", x->files_key, e.msg);
-        free(hit);
-        return AGENT_EDAMAGED;
-    }
+    *files = *bytes = *refs = 0;
+    if ((rc = rx_list_open(x, &r)) != 0)
+        return rc;
+    hit = util_calloc(ninc + 1, sizeof(bool));
     while ((rc = repo_files_reader_next(&r, &f, &e)) == 1) {
+        *refs += f.nchunks;
         for (size_t i = 0; i < ninc; i++)
             if (rx_under(f.path, inc[i]))
                 hit[i] = true;
@@ -293,8 +356,9 @@ int rx_restore(struct rx *x, const char *target, const struct rs_opts *o, char *
 {
     struct repo_manifest m;
     struct util_err e = {0};
-    char *list = NULL, *chunks = NULL;
-    size_t listlen = 0, chunkslen = 0;
+    char *chunks = NULL;
+    size_t chunkslen = 0;
+    uint64_t refs = 0;
     double t0 = rx_now();
     int rc;
 
@@ -308,25 +372,27 @@ int rx_restore(struct rx *x, const char *target, const struct rs_opts *o, char *
                "taken",
                x->id, m.nerrs);
     repo_manifest_free(&m);
-    if ((rc = rx_get_meta(x, REPO_KEY_CHUNKS, &chunks, &chunkslen, &x->chunks_key)) != 0)
+    x->files_key = rx_meta_key(x, REPO_KEY_FILES);
+    x->chunks_key = rx_meta_key(x, REPO_KEY_CHUNKS);
+    if ((rc = rx_check_includes(x, inc, ninc, &x->want_files, &x->want_bytes, &refs)) != 0)
         goto out;
-    if (repo_chunkset_decode(&x->set, x->keys, x->id, (const uint8_t *)chunks, chunkslen, &e) !=
-        0) {
+    if ((rc = rx_get_chunkset(x, RX_CHUNKSET_HEAD + RX_CHUNKSET_ENTRY * refs, &chunks,
+                              &chunkslen)) != 0)
+        goto out;
+    /* Decoded in the fetched object's memory, which the set takes (freed on error). */
+    rc = repo_chunkset_open(&x->set, x->keys, x->id, (uint8_t *)chunks, chunkslen, &e);
+    chunks = NULL;
+    if (rc != 0) {
         rx_damage(x, "%s: %s", x->chunks_key, e.msg);
         rc = AGENT_EDAMAGED;
         goto out;
     }
-    if ((rc = rx_get_meta(x, REPO_KEY_FILES, &list, &listlen, &x->files_key)) != 0)
-        goto out;
-    if ((rc = rx_check_includes(x, (const uint8_t *)list, listlen, inc, ninc, &x->want_files,
-                                &x->want_bytes)) != 0)
-        goto out;
     if ((rc = rs_target_open(&x->t, target, o, &e)) != 0) {
         rx_say(x, "%s", e.msg);
         goto out;
     }
     x->max_files = rx_max_files();
-    rc = rx_run(x, (const uint8_t *)list, listlen, inc, ninc);
+    rc = rx_run(x, inc, ninc);
     x->ran = true;
     x->seconds = rx_now() - t0;
     x->as_root = x->t.as_root;
@@ -336,7 +402,6 @@ int rx_restore(struct rx *x, const char *target, const struct rs_opts *o, char *
     x->devices_withheld = x->t.devices_withheld;
     rs_target_close(&x->t);
 out:
-    free(list);
     free(chunks);
     repo_chunkset_free(&x->set);
     if (rc == 0 && (x->fatal || x->ioerrors > 0))

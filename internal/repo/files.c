@@ -451,6 +451,11 @@ static int repo_files_next_frame(struct repo_files_reader *r, struct util_err *e
     if (n < REPO_SEAL_EXTRA || n > r->len - r->pos)
         return util_err_set(err, UTIL_EIO, "file list of %s: frame %u is cut short", r->id,
                             r->frame);
+    /* No frame a writer makes is longer (FRAME_MAX plain bytes, compressed): refused before
+     * its bytes are fetched or held, which are not authenticated until all are in. */
+    if (n > ZSTD_compressBound(FRAME_MAX) + REPO_SEAL_EXTRA)
+        return util_err_set(err, UTIL_EIO, "file list of %s: frame %u claims %u bytes", r->id,
+                            r->frame, n);
     if ((p = repo_files_bytes(r, r->pos, n, err)) == NULL)
         return UTIL_EIO;
     z = util_malloc(n - REPO_SEAL_EXTRA + 1);
