@@ -13,6 +13,11 @@
  * parent's chunks without being read; other files are read, chunked (FastCDC) and
  * handed to backup_store. Fifos, sockets and devices are recorded, never opened.
  * A file that vanishes or cannot be read is listed as an error and left out.
+ *
+ * Hard links: an entry that is not a directory and has more than one link is
+ * remembered by device and inode with its path, once it is in the list; a later entry
+ * with the same inode names that path (struct repo_file's link), and keeps its own
+ * chunks. Costs: one map entry and path per such inode, for the whole walk.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -30,6 +35,7 @@
 
 #include "backup.h"
 #include "chunker/chunker.h"
+#include "util/map.h"
 
 /* The chunker needs up to CHUNKER_MAX bytes ahead; the rest saves read calls. */
 #define WALK_BUF  (CHUNKER_MAX + (1u << 20))
@@ -50,7 +56,14 @@ struct walk {
     struct util_buf path;
     struct walk_level *lv;
     size_t nlv, caplv;
+    struct util_map links; /* "DEV:INO" -> the first path listed with it (owned) */
 };
+
+/* The key of an inode in w->links. */
+static void walk_inode_key(const struct stat *sb, char out[48])
+{
+    snprintf(out, 48, "%llx:%llx", (unsigned long long)sb->st_dev, (unsigned long long)sb->st_ino);
+}
 
 void backup_add_error(struct backup *b, const char *path, const char *fmt, ...)
 {
@@ -344,8 +357,21 @@ static bool walk_entry(struct walk *w, int dirfd, const char *name, dev_t dev)
         walk_push(w, fd, sb.st_dev);
         goto out;
     }
+    /* A later link to an inode already listed names its first path; the first one is
+     * remembered once it is in the list. */
+    char ikey[48];
+    const char *first = NULL;
+    free(f.link); /* a reused parent record's: this walk decides */
+    f.link = NULL;
+    if (sb.st_nlink > 1) {
+        walk_inode_key(&sb, ikey);
+        if ((first = util_map_get(&w->links, ikey)) != NULL)
+            f.link = util_strdup(first);
+    }
     if (repo_files_writer_add(&b->list, &f, &err) != 0)
         backup_add_error(b, f.path, "%s", err.msg);
+    else if (sb.st_nlink > 1 && first == NULL)
+        util_map_set(&w->links, ikey, util_strdup(f.path));
 out:
     repo_file_free(&f);
     return ok;
@@ -416,6 +442,7 @@ bool backup_walk(struct backup *b)
     }
     w.buf = util_malloc(WALK_BUF);
     util_buf_init(&w.path);
+    util_map_init(&w.links);
     for (size_t i = 0; ok && i < b->npaths; i++) {
         const char *p = b->paths[i], *name;
         struct stat sb;
@@ -457,6 +484,11 @@ bool backup_walk(struct backup *b)
     while (w.nlv > 0)
         walk_pop(&w);
     free(w.lv);
+    const char *k;
+    void *v;
+    for (size_t i = 0; util_map_next(&w.links, &i, &k, &v);)
+        free(v);
+    util_map_close(&w.links);
     util_buf_free(&w.path);
     free(w.buf);
     close(rootfd);

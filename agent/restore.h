@@ -99,6 +99,10 @@ int rs_make_dir(struct rs_target *t, const struct repo_file *f, struct util_err 
  * error (a device withheld). */
 int rs_make_special(struct rs_target *t, const struct repo_file *f, bool *skipped,
                     struct util_err *err);
+/* A hard link (f->link set): f's name made a link to the entry f->link names, which this
+ * restore made and which must be of f's type; through a temporary name, so an entry
+ * already there (--overwrite) is replaced in one rename. */
+int rs_make_link(struct rs_target *t, const struct repo_file *f, struct util_err *err);
 /* A regular file's temporary file, empty and 0600: rs_file_prepare then rs_file_create. */
 int rs_file_open(struct rs_target *t, const struct repo_file *f, struct rs_tmpfile *tf,
                  struct util_err *err);
@@ -187,6 +191,11 @@ struct rx {
     unsigned damaged;  /* damaged objects and files not restored because of them */
     unsigned ioerrors; /* entries that could not be written */
     uint64_t nfiles_done, ndirs, nlinks, nspecial, nskipped, bytes, fetched, gets;
+    /* Hard links whose first entry is restored too: made once every file is in place
+     * (a file is put in place when its last chunk is written, after its record). */
+    struct repo_file *hardlinks; /* path, type and link of each */
+    size_t nhardlinks, caphardlinks;
+    uint64_t nhardlinks_done;
     uint64_t want_files, want_bytes; /* what the restore will bring back */
     double next_progress;            /* when the next progress line is due */
     double sync_s;                   /* the final syncfs's time */

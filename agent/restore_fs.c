@@ -469,6 +469,70 @@ fail:
     return rc;
 }
 
+/* The S_IFMT of a record's type. */
+static mode_t rs_ifmt(enum repo_ftype type)
+{
+    switch (type) {
+    case REPO_FT_FILE:
+        return S_IFREG;
+    case REPO_FT_DIR:
+        return S_IFDIR;
+    case REPO_FT_SYMLINK:
+        return S_IFLNK;
+    case REPO_FT_FIFO:
+        return S_IFIFO;
+    case REPO_FT_SOCKET:
+        return S_IFSOCK;
+    case REPO_FT_CHAR:
+        return S_IFCHR;
+    default:
+        return S_IFBLK;
+    }
+}
+
+int rs_make_link(struct rs_target *t, const struct repo_file *f, struct util_err *err)
+{
+    char tmp[48];
+    const char *name, *tname;
+    struct stat st;
+    int dfd, tfd, rc;
+
+    if (strcmp(f->path, "/") == 0 || f->link == NULL || f->link[0] == '\0')
+        return util_err_set(err, UTIL_EINVAL, "%s is not a hard link", f->path);
+    /* The entry linked to: its directory opened like any parent, never through a symlink
+     * (kept aside: the next rs_parent may close it). */
+    if ((rc = rs_parent(t, f->link, &tfd, &tname, err)) != 0)
+        return rc;
+    if ((tfd = fcntl(tfd, F_DUPFD_CLOEXEC, 0)) < 0)
+        return util_err_set(err, UTIL_EIO, "%s: %s", f->path, strerror(errno));
+    if (fstatat(tfd, tname, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        rc = util_err_set(err, UTIL_EIO, "%s: cannot link to %s: %s", f->path, f->link,
+                          errno == ENOENT ? "it was not restored" : strerror(errno));
+        goto close_target;
+    }
+    if ((st.st_mode & S_IFMT) != rs_ifmt(f->type)) {
+        rc = util_err_set(err, UTIL_EIO, "%s: cannot link to %s: it is not what the snapshot says",
+                          f->path, f->link);
+        goto close_target;
+    }
+    if ((rc = rs_parent(t, f->path, &dfd, &name, err)) != 0)
+        goto close_target;
+    rs_tmp_name(t, tmp);
+    /* linkat without AT_SYMLINK_FOLLOW links a symlink itself, as the node had it. */
+    if (linkat(tfd, tname, dfd, tmp, 0) != 0) {
+        rc = util_err_set(err, UTIL_EIO, "%s: cannot link to %s: %s", f->path, f->link,
+                          strerror(errno));
+        goto close_target;
+    }
+    if (renameat(dfd, tmp, dfd, name) != 0) {
+        rc = util_err_set(err, UTIL_EIO, "cannot put %s in place: %s", f->path, strerror(errno));
+        unlinkat(dfd, tmp, 0);
+    }
+close_target:
+    close(tfd);
+    return rc;
+}
+
 int rs_file_prepare(struct rs_target *t, const struct repo_file *f, struct rs_tmpfile *tf,
                     struct util_err *err)
 {

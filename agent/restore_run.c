@@ -240,7 +240,16 @@ static int rx_run(struct rx *x, char **inc, size_t ninc)
             repo_file_free(&f);
             continue;
         }
-        if (f.type == REPO_FT_DIR) {
+        if (f.link != NULL && f.link[0] != '\0' && rx_selected(inc, ninc, f.link)) {
+            /* A hard link to an entry this restore makes: linked once all are in place. */
+            x->hardlinks =
+                util_grow(x->hardlinks, &x->caphardlinks, x->nhardlinks + 1, sizeof(*x->hardlinks));
+            struct repo_file *h = &x->hardlinks[x->nhardlinks++];
+            memset(h, 0, sizeof(*h));
+            h->path = util_strdup(f.path);
+            h->link = util_strdup(f.link);
+            h->type = f.type;
+        } else if (f.type == REPO_FT_DIR) {
             if (rs_make_dir(&x->t, &f, &e) != 0)
                 rx_io_error(x, e.msg);
             else
@@ -266,6 +275,16 @@ static int rx_run(struct rx *x, char **inc, size_t ninc)
         rx_damage(x, "%s: %s", x->files_key, e.msg);
     repo_files_reader_free(&r);
     rx_batch_finish(x);
+    for (size_t i = 0; i < x->nhardlinks; i++) {
+        if (!x->fatal && rs_make_link(&x->t, &x->hardlinks[i], &e) != 0)
+            rx_io_error(x, e.msg);
+        else if (!x->fatal)
+            x->nhardlinks_done++;
+        repo_file_free(&x->hardlinks[i]);
+    }
+    free(x->hardlinks);
+    x->hardlinks = NULL;
+    x->nhardlinks = x->caphardlinks = 0;
     if (!x->fatal)
         x->ioerrors += rs_target_finish(&x->t, rx_target_fail_cb, x);
     double t0 = rx_now();
@@ -295,7 +314,9 @@ static int rx_check_includes(struct rx *x, char **inc, size_t ninc, uint64_t *fi
         for (size_t i = 0; i < ninc; i++)
             if (rx_under(f.path, inc[i]))
                 hit[i] = true;
-        if (f.type == REPO_FT_FILE && rx_selected(inc, ninc, f.path)) {
+        /* Hard links made from a restored entry are counted as links, not files. */
+        if (f.type == REPO_FT_FILE && rx_selected(inc, ninc, f.path) &&
+            !(f.link != NULL && f.link[0] != '\0' && rx_selected(inc, ninc, f.link))) {
             (*files)++;
             *bytes += f.size;
         }

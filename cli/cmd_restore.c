@@ -56,11 +56,12 @@ static void cmd_restore_say_cb(const char *line, void *arg)
 static void cmd_restore_print(const struct rx *x, const char *target)
 {
     printf("restored %s (%s/%s/%s) into %s: %" PRIu64 " of %" PRIu64 " files (%.1f MiB), %" PRIu64
-           " directories, %" PRIu64 " symlinks, %" PRIu64 " other in %.1f s (%.1f MB/s, %" PRIu64
+           " directories, %" PRIu64 " symlinks, %" PRIu64 " hard links, %" PRIu64
+           " other in %.1f s (%.1f MB/s, %" PRIu64
            " ranged GETs, %.1f MiB read, %.1f s of it flushing to disk)\n",
            x->id, x->src.ns, x->src.policy, x->src.host, target, x->nfiles_done, x->want_files,
-           (double)x->bytes / 1048576.0, x->ndirs, x->nlinks, x->nspecial, x->seconds,
-           x->seconds > 0 ? (double)x->bytes / 1e6 / x->seconds : 0.0, x->gets,
+           (double)x->bytes / 1048576.0, x->ndirs, x->nlinks, x->nhardlinks_done, x->nspecial,
+           x->seconds, x->seconds > 0 ? (double)x->bytes / 1e6 / x->seconds : 0.0, x->gets,
            (double)x->fetched / 1048576.0, x->sync_s);
     if (x->nskipped > 0)
         printf("not made: %" PRIu64 " device nodes (%s)\n", x->nskipped,

@@ -65,6 +65,7 @@ static void repo_file_put(struct util_buf *b, const struct repo_file *f)
     put_varint(b, f->ino);
     put_varint(b, f->rdev);
     put_bytes(b, f->target ? f->target : "", f->target ? strlen(f->target) : 0);
+    put_bytes(b, f->link ? f->link : "", f->link ? strlen(f->link) : 0);
     put_varint(b, f->nxattrs);
     for (size_t i = 0; i < f->nxattrs; i++) {
         put_bytes(b, f->xattrs[i].name, strlen(f->xattrs[i].name));
@@ -143,6 +144,16 @@ static bool repo_type_ok(uint8_t t)
            t == REPO_FT_SOCKET || t == REPO_FT_CHAR || t == REPO_FT_BLOCK;
 }
 
+/* A hard link names an earlier entry (so a restore has made it already), and a directory
+ * is never one. */
+static bool repo_file_link_ok(const struct repo_file *f)
+{
+    if (f->link == NULL || f->link[0] == '\0')
+        return true;
+    return f->type != REPO_FT_DIR && strlen(f->link) <= REPO_PATH_MAX && repo_path_ok(f->link) &&
+           repo_path_cmp(f->link, f->path) < 0;
+}
+
 static int repo_file_get(struct rd *r, struct repo_file *f)
 {
     uint64_t v;
@@ -183,6 +194,9 @@ static int repo_file_get(struct rd *r, struct repo_file *f)
         goto bad;
     if (f->type != REPO_FT_SYMLINK && f->target[0] != '\0')
         goto bad;
+    f->link = get_bytes(r, REPO_PATH_MAX, NULL, true);
+    if (r->bad || !repo_file_link_ok(f))
+        goto bad;
     v = get_varint(r);
     if (r->bad || v > XATTR_MAX || v > r->n - r->i)
         goto bad;
@@ -218,6 +232,7 @@ void repo_file_free(struct repo_file *f)
 {
     free(f->path);
     free(f->target);
+    free(f->link);
     for (size_t i = 0; i < f->nxattrs; i++) {
         free(f->xattrs[i].name);
         free(f->xattrs[i].value);
@@ -232,6 +247,7 @@ void repo_file_copy(struct repo_file *dst, const struct repo_file *src)
     *dst = *src;
     dst->path = util_strdup(src->path);
     dst->target = src->target ? util_strdup(src->target) : NULL;
+    dst->link = src->link ? util_strdup(src->link) : NULL;
     dst->xattrs = NULL;
     if (src->nxattrs) {
         dst->xattrs = util_calloc(src->nxattrs, sizeof(*dst->xattrs));
@@ -315,6 +331,10 @@ int repo_files_writer_add(struct repo_files_writer *w, const struct repo_file *f
                             f->path);
     if (w->last && repo_path_cmp(w->last, f->path) >= 0)
         return util_err_set(err, UTIL_EINVAL, "file list: \"%.200s\" is out of order", f->path);
+    if (!repo_file_link_ok(f))
+        return util_err_set(err, UTIL_EINVAL,
+                            "file list: \"%.200s\" is a hard link to a later path or a directory",
+                            f->path);
     free(w->last);
     w->last = util_strdup(f->path);
     repo_file_put(&w->frame, f);

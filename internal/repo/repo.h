@@ -380,6 +380,14 @@ struct repo_file {
     uint32_t mtime_nsec, ctime_nsec;
     uint64_t ino, rdev;
     char *target; /* symlinks */
+    /*
+     * Hard links: the path of this snapshot's first entry (in list order) that is the
+     * same inode, for an entry that is not the first; NULL or "" otherwise (and always
+     * for a directory). A property of the tree, not of the snapshot, so an unchanged
+     * tree encodes the same bytes. A regular file keeps its own chunks too, so it can be
+     * restored without the entry it links to.
+     */
+    char *link;
     struct repo_xattr *xattrs;
     size_t nxattrs;
     uint8_t (*chunks)[REPO_HASH_LEN]; /* regular files, in order */

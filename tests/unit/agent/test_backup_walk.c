@@ -283,11 +283,58 @@ static void test_walk_refuses_a_missing_root(void **state)
     assert_non_null(strstr(x->b.fatal_msg, "cannot open --root"));
 }
 
+/* Hard links, across directories and of a FIFO: the first path of an inode is recorded
+ * plainly, every later one names it and keeps its own chunks. */
+static void test_walk_records_hard_links(void **state)
+{
+    struct fx *x = *state;
+    struct repo_file v[32];
+    char *paths[] = {"/links"};
+    char dir[128], a[192], b[192];
+    static const struct {
+        const char *path, *link;
+    } want[] = {
+        {"/links", ""},           {"/links/a", ""},
+        {"/links/fifo", ""},      {"/links/fifo2", "/links/fifo"},
+        {"/links/sub", ""},       {"/links/sub/b", "/links/a"},
+        {"/links/z", "/links/a"},
+    };
+
+    mkdir_in(x->dir, "links");
+    snprintf(dir, sizeof(dir), "%s/links", x->dir);
+    put(dir, "a", "linked bytes", 12);
+    mkdir_in(dir, "sub");
+    snprintf(a, sizeof(a), "%s/a", dir);
+    snprintf(b, sizeof(b), "%s/sub/b", dir);
+    assert_int_equal(link(a, b), 0);
+    snprintf(b, sizeof(b), "%s/z", dir);
+    assert_int_equal(link(a, b), 0);
+    snprintf(a, sizeof(a), "%s/fifo", dir);
+    snprintf(b, sizeof(b), "%s/fifo2", dir);
+    assert_int_equal(mkfifo(a, 0600), 0);
+    assert_int_equal(link(a, b), 0);
+    x->b.paths = paths;
+    x->b.npaths = 1;
+    assert_true(backup_walk(&x->b));
+    assert_int_equal(x->b.nerrs, 0);
+    size_t n = read_list(x, v, 32);
+    assert_int_equal(n, sizeof(want) / sizeof(want[0]));
+    for (size_t i = 0; i < n; i++) {
+        assert_string_equal(v[i].path, want[i].path);
+        assert_string_equal(v[i].link, want[i].link);
+    }
+    /* Each file keeps its chunks, so one restored without the other is whole. */
+    assert_int_equal(v[5].nchunks, 1);
+    assert_memory_equal(v[1].chunks[0], v[5].chunks[0], REPO_HASH_LEN);
+    free_list(v, n);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_walk_records_the_tree_in_path_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_walk_nested_and_missing_paths, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_walk_records_hard_links, setup, teardown),
         cmocka_unit_test_setup_teardown(test_walk_stops_when_asked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_walk_refuses_a_missing_root, setup, teardown),
     };

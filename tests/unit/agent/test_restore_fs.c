@@ -294,6 +294,64 @@ static void test_privileges_restored_when_asked(void **state)
     assert_int_equal(sb.st_mode & 07777, 0666);
 }
 
+/* A hard link shares the inode of the entry it names, across directories and over an
+ * entry already there; one whose entry was not made, or is of another type, is refused. */
+static void test_hard_links_share_the_inode(void **state)
+{
+    struct fx *x = *state;
+    struct rs_target t;
+    struct rs_tmpfile tf;
+    struct util_err err = {0};
+    struct stat s1, s2;
+    char p1[192], p2[192];
+    bool skipped;
+    int failed = 0;
+
+    assert_int_equal(mkdir(x->target, 0755), 0);
+    snprintf(p2, sizeof(p2), "%s/d", x->target);
+    assert_int_equal(mkdir(p2, 0755), 0);
+    snprintf(p2, sizeof(p2), "%s/d/b", x->target);
+    close(open(p2, O_CREAT | O_WRONLY, 0600)); /* in the way: replaced */
+    assert_int_equal(rs_target_open(&t, x->target, &(struct rs_opts){.overwrite = true}, &err), 0);
+    struct repo_file a = rec("/a", REPO_FT_FILE, 0640);
+    assert_int_equal(rs_file_open(&t, &a, &tf, &err), 0);
+    assert_int_equal(write(tf.fd, "ab", 2), 2);
+    assert_int_equal(rs_file_commit(&t, &a, &tf, &err), 0);
+    struct repo_file d = rec("/d", REPO_FT_DIR, 0755);
+    assert_int_equal(rs_make_dir(&t, &d, &err), 0);
+    struct repo_file b = rec("/d/b", REPO_FT_FILE, 0640);
+    b.link = "/a";
+    assert_int_equal(rs_make_link(&t, &b, &err), 0);
+    struct repo_file p = rec("/d/p", REPO_FT_FIFO, 0600);
+    assert_int_equal(rs_make_special(&t, &p, &skipped, &err), 0);
+    struct repo_file q = rec("/d/q", REPO_FT_FIFO, 0600);
+    q.link = "/d/p";
+    assert_int_equal(rs_make_link(&t, &q, &err), 0);
+    struct repo_file missing = rec("/d/r", REPO_FT_FILE, 0600);
+    missing.link = "/a-never-made";
+    assert_int_equal(rs_make_link(&t, &missing, &err), UTIL_EIO);
+    assert_non_null(strstr(err.msg, "was not restored"));
+    struct repo_file other = rec("/d/s", REPO_FT_FIFO, 0600);
+    other.link = "/a";
+    assert_int_equal(rs_make_link(&t, &other, &err), UTIL_EIO);
+    assert_non_null(strstr(err.msg, "not what the snapshot says"));
+    assert_int_equal(rs_target_finish(&t, count_fail_cb, &failed), 0);
+    rs_target_close(&t);
+    snprintf(p1, sizeof(p1), "%s/a", x->target);
+    assert_int_equal(lstat(p1, &s1), 0);
+    assert_int_equal(lstat(p2, &s2), 0);
+    assert_int_equal(s1.st_ino, s2.st_ino);
+    assert_int_equal(s1.st_nlink, 2);
+    assert_int_equal(s2.st_size, 2);
+    snprintf(p1, sizeof(p1), "%s/d/p", x->target);
+    snprintf(p2, sizeof(p2), "%s/d/q", x->target);
+    assert_int_equal(lstat(p1, &s1), 0);
+    assert_int_equal(lstat(p2, &s2), 0);
+    assert_int_equal(s1.st_ino, s2.st_ino);
+    snprintf(p2, sizeof(p2), "%s/d/r", x->target);
+    assert_int_not_equal(lstat(p2, &s2), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -305,6 +363,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_privileges_are_withheld_unless_asked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_privileges_restored_when_asked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hard_links_share_the_inode, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1164,6 +1164,70 @@ static void test_file_list_order_and_paths(void **state)
     repo_files_writer_free(&w);
 }
 
+/* Hard links (struct repo_file's link) round-trip; a link to a later path or from a
+ * directory is refused by the writer. */
+static void test_file_list_hard_links(void **state)
+{
+    struct repo_keys k = test_keys(5);
+    struct repo_files_writer w;
+    struct repo_files_reader r;
+    struct repo_file f;
+    struct util_err err = {0};
+    static const struct {
+        const char *path, *link;
+        enum repo_ftype type;
+    } in[] = {{"/a/file", NULL, REPO_FT_FILE},
+              {"/a/fifo", NULL, REPO_FT_FIFO},
+              {"/b/file", "/a/file", REPO_FT_FILE},
+              {"/b/fifo", "/a/fifo", REPO_FT_FIFO},
+              {"/c", "", REPO_FT_FILE}};
+    uint8_t *data;
+    size_t len, i = 0;
+
+    repo_files_writer_init(&w, &k, ID1);
+    /* Sorted as the list is: "/a/fifo" < "/a/file". */
+    static const size_t order[] = {1, 0, 3, 2, 4};
+    for (size_t j = 0; j < 5; j++) {
+        make_file(&f, in[order[j]].path, 0);
+        f.type = in[order[j]].type;
+        if (f.type != REPO_FT_FILE) {
+            free(f.chunks);
+            f.chunks = NULL;
+            f.nchunks = 0;
+            f.size = 0;
+        }
+        f.link = in[order[j]].link ? util_strdup(in[order[j]].link) : NULL;
+        assert_int_equal(repo_files_writer_add(&w, &f, &err), 0);
+        repo_file_free(&f);
+    }
+    make_file(&f, "/d", 0);
+    f.type = REPO_FT_FILE;
+    f.link = util_strdup("/e");
+    assert_int_equal(repo_files_writer_add(&w, &f, &err), UTIL_EINVAL);
+    assert_non_null(strstr(err.msg, "hard link"));
+    repo_file_free(&f);
+    make_file(&f, "/d", 0);
+    f.type = REPO_FT_DIR;
+    free(f.chunks);
+    f.chunks = NULL;
+    f.nchunks = 0;
+    f.link = util_strdup("/a/file");
+    assert_int_equal(repo_files_writer_add(&w, &f, &err), UTIL_EINVAL);
+    repo_file_free(&f);
+    repo_files_writer_finish(&w, &data, &len);
+    assert_int_equal(repo_files_reader_init(&r, &k, ID1, data, len, &err), 0);
+    while (repo_files_reader_next(&r, &f, &err) == 1) {
+        const char *want = in[order[i]].link;
+        assert_string_equal(f.path, in[order[i]].path);
+        assert_string_equal(f.link, want ? want : "");
+        repo_file_free(&f);
+        i++;
+    }
+    assert_int_equal(i, 5);
+    repo_files_reader_free(&r);
+    free(data);
+}
+
 static void test_empty_file_list(void **state)
 {
     struct repo_keys k = test_keys(5);
@@ -1341,6 +1405,7 @@ int main(void)
         cmocka_unit_test(test_file_list_taken_in_parts),
         cmocka_unit_test(test_file_list_fetched),
         cmocka_unit_test(test_file_list_order_and_paths),
+        cmocka_unit_test(test_file_list_hard_links),
         cmocka_unit_test(test_empty_file_list),
         cmocka_unit_test(test_merge),
         cmocka_unit_test(test_unchanged_rules),
