@@ -30,9 +30,11 @@
  * between threads except the read-only configuration. The main thread only waits
  * for SIGINT or SIGTERM.
  *
- * Security (docs/ui.md): listens on 127.0.0.1 by default; every request must carry
- * the random token printed at start (a cookie set when the printed URL is opened,
- * or an `Authorization: Bearer` header); a Host header that is not the listen
+ * Security (docs/ui.md): listens on 127.0.0.1 by default; every API request must
+ * carry the random token printed at start in an `Authorization: Bearer` header (the
+ * page keeps it in its tab's sessionStorage; never a cookie, which a browser would send
+ * to every port of the host); the page itself holds no data and is served without
+ * it; a Host header that is not the listen
  * address is refused (DNS rebinding); a POST must be JSON and, when a browser
  * sends an Origin or Sec-Fetch-Site, same-origin; every response carries a strict
  * Content-Security-Policy and the page makes no third-party request.

@@ -7,6 +7,14 @@
  * (DNS rebinding: a hostile page whose name resolves to 127.0.0.1 sends its own
  * name), then the token, then for a POST the content type and the origin. A
  * refused request gets a short text/plain answer and nothing else is read.
+ *
+ * The token travels only in an Authorization header, never in a cookie: a browser
+ * sends a host's cookies to every port of it, so a cookie would hand the token to
+ * whatever else listens on 127.0.0.1 (docs/ui.md). The page keeps the token in its
+ * tab's sessionStorage, which is its origin's alone (scheme, host and port), and sends
+ * it on each API request. The page itself (index.html and its assets) holds no data
+ * and is served to anyone who passes the Host check, so that it can start and read the
+ * token from its address.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -47,7 +55,6 @@ struct ui_server {
     struct ui_ctx *ctx;
     unsigned port;
     char token[UI_TOKEN_BYTES * 2 + 1];
-    char cookie_name[32]; /* lode_ui_PORT: one cookie per server on the same host */
     char hosts[3][300];   /* the Host values accepted */
     char origins[3][320]; /* "http://" + each of them */
     size_t nhosts;
@@ -174,9 +181,7 @@ static bool ui_http_token_eq(const struct ui_server *s, const char *t)
 static bool ui_http_authorised(const struct ui_server *s, struct MHD_Connection *c)
 {
     const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-    if (auth != NULL && strncmp(auth, "Bearer ", 7) == 0 && ui_http_token_eq(s, auth + 7))
-        return true;
-    return ui_http_token_eq(s, MHD_lookup_connection_value(c, MHD_COOKIE_KIND, s->cookie_name));
+    return auth != NULL && strncmp(auth, "Bearer ", 7) == 0 && ui_http_token_eq(s, auth + 7);
 }
 
 /*
@@ -247,25 +252,6 @@ static enum MHD_Result ui_http_page(struct MHD_Connection *c, const char *url)
     return ui_http_send(c, 200, a->type, a->data, a->len, MHD_RESPMEM_PERSISTENT, NULL, cache);
 }
 
-/* GET /?token=T: sets the cookie and sends the browser to the clean URL. */
-static enum MHD_Result ui_http_login(struct ui_server *s, struct MHD_Connection *c)
-{
-    struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
-    char cookie[160];
-    enum MHD_Result ret;
-    if (r == NULL)
-        return MHD_NO;
-    snprintf(cookie, sizeof(cookie), "%s=%s; Path=/; HttpOnly; SameSite=Strict", s->cookie_name,
-             s->token);
-    ui_http_common_headers(r);
-    MHD_add_response_header(r, "Set-Cookie", cookie);
-    MHD_add_response_header(r, "Location", "/");
-    MHD_add_response_header(r, "Cache-Control", "no-store");
-    ret = MHD_queue_response(c, 303, r);
-    MHD_destroy_response(r);
-    return ret;
-}
-
 /* ---- the handler ---- */
 
 static enum MHD_Result ui_http_api(struct ui_server *s, struct MHD_Connection *c,
@@ -311,9 +297,16 @@ static enum MHD_Result ui_http_handler_cb(void *cls, struct MHD_Connection *c, c
                                 "rebinding protection): use the URL lode ui printed\n");
         if (!post && strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
             return ui_http_text(c, 405, "405 only GET, HEAD and POST are served\n");
-        if (!post && strcmp(url, "/") == 0 &&
-            ui_http_token_eq(s, MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token")))
-            return ui_http_login(s, c);
+        /* The page, without the token (it holds no data); an address with a token that
+         * is not this server's (an old URL) is told so rather than loaded. */
+        if (!post && strncmp(url, "/api/", 5) != 0) {
+            const char *t = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token");
+            if (t != NULL && !ui_http_token_eq(s, t))
+                return ui_http_text(c, 401,
+                                    "401 this is not the token of this lode ui (a URL of an "
+                                    "earlier run?): open the URL that lode ui printed\n");
+            return ui_http_page(c, url);
+        }
         if (!ui_http_authorised(s, c))
             return ui_http_text(c, 401,
                                 "401 no valid token: open the URL that lode ui printed (it "
@@ -405,7 +398,6 @@ int ui_server_start(struct ui_server **out, struct ui_ctx *ctx, const struct ui_
     }
     info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
     s->port = info != NULL && info->port != 0 ? info->port : o->port;
-    snprintf(s->cookie_name, sizeof(s->cookie_name), "lode_ui_%u", s->port);
     /* The names a browser may use for the listen address. */
     snprintf(s->hosts[s->nhosts++], sizeof(s->hosts[0]), "%s%s%s:%u", v6 ? "[" : "", o->host,
              v6 ? "]" : "", s->port);

@@ -9,6 +9,7 @@
 // docs/benchmarks.md).
 //   node tests/ui/page.mjs URL
 import fs from "node:fs";
+import http from "node:http";
 import path from "node:path";
 import { ARTIFACTS, check, consoleClean, eq, fail, finish, launch, openPage, pass, require, shot, step } from "./browser.mjs";
 
@@ -100,6 +101,36 @@ await step("load", async () => {
   const label = await page.locator(".cm-content").getAttribute("aria-label");
   eq("the editor is labelled YAML", label, "YAML");
   await shot(page, "editor");
+});
+
+// The token is bound to the page's port (docs/ui.md): no cookie holds it (a browser
+// sends a host's cookies to every port), another port of 127.0.0.1 visited in the same
+// browser receives nothing of it, and the page finds it again after a reload.
+await step("the token stays with its port", async () => {
+  const token = new URL(URL_).searchParams.get("token");
+  const cookies = await page.context().cookies();
+  eq("no cookie is set", cookies.map((c) => `${c.name} on port-less ${c.domain}`), []);
+  const heard = [];
+  const other = http.createServer((req, res) => {
+    heard.push(`${req.url} cookie=${req.headers.cookie ?? ""} authorization=${req.headers.authorization ?? ""}`);
+    res.setHeader("Content-Type", "text/html");
+    res.end("<!doctype html><title>another server on 127.0.0.1</title>");
+  });
+  await new Promise((ok) => other.listen(0, "127.0.0.1", ok));
+  const port = other.address().port;
+  const tab = await page.context().newPage();
+  await tab.goto(`http://127.0.0.1:${port}/`);
+  const stored = await tab.evaluate(() => sessionStorage.getItem("lode-ui-token"));
+  await tab.close();
+  await new Promise((ok) => other.close(ok));
+  check("another port of 127.0.0.1 was visited", heard.length > 0, heard.join("; "));
+  eq("... and was sent nothing of the token", heard.filter((h) => h.includes(token)), []);
+  eq("... and cannot read it from its storage", stored, null);
+  await page.reload();
+  await page.waitForSelector("html[data-ready=true]");
+  await page.waitForFunction(() => document.getElementById("cluster").textContent.length > 0);
+  const line = await page.locator("#cluster").innerText();
+  check("after a reload the page still reaches its API", !line.includes("not answering"), line);
 });
 
 await step("form -> YAML", async () => {
@@ -368,7 +399,9 @@ await step("schedule preview: 50 hosts x 14 days", async () => {
     const out = [];
     for (let i = 0; i < 7; i++) {
       const t0 = performance.now();
-      const res = await fetch("/api/schedule", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ yaml: y, hosts, days: 14 }) });
+      // With the page's own token, from its tab's storage, as the page sends it.
+      const auth = `Bearer ${sessionStorage.getItem("lode-ui-token")}`;
+      const res = await fetch("/api/schedule", { method: "POST", headers: { "Content-Type": "application/json", Authorization: auth }, body: JSON.stringify({ yaml: y, hosts, days: 14 }) });
       const j = await res.json();
       out.push({ server: j.serverMicros / 1000, cpu: j.serverCpuMicros / 1000, wall: performance.now() - t0, runs: j.hosts.reduce((s, h) => s + h.runs.length, 0) });
     }

@@ -1,5 +1,23 @@
-// The JSON endpoints of `lode ui` (docs/ui.md). The token travels in the
-// HttpOnly cookie the printed URL set; every POST is JSON from this origin.
+// The JSON endpoints of `lode ui` (docs/ui.md). The token comes in the printed URL
+// (?token=), is kept in this tab's sessionStorage (this origin's alone: scheme, host
+// and port; a cookie would go to every port of the host) and travels in an
+// Authorization header; every POST is JSON from this origin.
+
+const TOKEN_KEY = "lode-ui-token";
+
+// On load: the token from the address, kept, and the address cleaned (so it is not in
+// a bookmark or a screenshot); a reload finds it in sessionStorage.
+const fromUrl = new URLSearchParams(location.search).get("token");
+if (fromUrl !== null) {
+  sessionStorage.setItem(TOKEN_KEY, fromUrl);
+  history.replaceState(null, "", location.pathname + location.hash);
+}
+
+function headers(extra: Record<string, string> = {}): Record<string, string> {
+  const t = sessionStorage.getItem(TOKEN_KEY);
+  if (t === null) throw new ApiError(401, "no token in this tab: open the URL that lode ui printed", null);
+  return { ...extra, Authorization: `Bearer ${t}` };
+}
 
 export interface Diag {
   line: number;
@@ -36,15 +54,15 @@ async function answer(r: Response): Promise<any> {
 }
 
 export async function get(path: string): Promise<any> {
-  return answer(await fetch(path, { credentials: "same-origin", cache: "no-store" }));
+  return answer(await fetch(path, { credentials: "omit", cache: "no-store", headers: headers() }));
 }
 
 export async function post(path: string, body: unknown): Promise<any> {
   return answer(
     await fetch(path, {
       method: "POST",
-      credentials: "same-origin",
-      headers: { "Content-Type": "application/json" },
+      credentials: "omit",
+      headers: headers({ "Content-Type": "application/json" }),
       body: JSON.stringify(body),
     }),
   );
