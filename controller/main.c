@@ -28,7 +28,8 @@ static void usage(FILE *f)
         "~/.kube/config)\n"
         "  --context NAME             kubeconfig context (default: current)\n"
         "  --namespace NS             watch one namespace (default: all)\n"
-        "  --metrics-addr HOST:PORT   /metrics, /healthz, /readyz (default 127.0.0.1:8080)\n"
+        "  --metrics-addr HOST:PORT   /metrics, /healthz, /readyz (default 127.0.0.1:8080;\n"
+        "                             the chart gives the pod's IP: docs/operator.md)\n"
         "  --agent-image IMAGE        image of the backup Jobs (runs lode backup)\n"
         "  --agent-host-network       the Jobs' pods use the node's network (hostNetwork)\n"
         "  --job-ttl DURATION         keep finished Jobs this long (default 1h)\n"
@@ -167,7 +168,12 @@ int main(int argc, char **argv)
                 return 2;
             }
             free(metrics_host);
-            metrics_host = util_strndup(optarg, (size_t)(colon - optarg));
+            /* "[fd00::1]:8080" as well as "fd00::1:8080" (the chart's $(POD_IP) of an
+             * IPv6 pod): the port is after the last colon either way. */
+            if (optarg[0] == '[' && colon > optarg + 1 && colon[-1] == ']')
+                metrics_host = util_strndup(optarg + 1, (size_t)(colon - optarg - 2));
+            else
+                metrics_host = util_strndup(optarg, (size_t)(colon - optarg));
             o.metrics_host = metrics_host;
             o.metrics_port = (int)n;
             break;
