@@ -1073,6 +1073,42 @@ static int test_fetch_cb(void *arg, uint64_t off, size_t len, uint8_t *buf, stru
     return 0;
 }
 
+/* A forged list of 4 GiB: its magic, then a frame claiming nearly all of it. */
+struct test_forged {
+    uint64_t len;
+    size_t most;
+};
+
+static int test_forged_cb(void *arg, uint64_t off, size_t len, uint8_t *buf, struct util_err *err)
+{
+    struct test_forged *t = arg;
+    static const uint8_t head[12] = {'L', 'O', 'D',  'E',  'F',  'I',
+                                     'L', '1', 0xf0, 0xff, 0xff, 0xff};
+    if (len > t->most)
+        t->most = len;
+    memset(buf, 0, len);
+    for (uint64_t i = off; i < off + len && i < sizeof(head); i++)
+        buf[i - off] = head[i];
+    return 0;
+}
+
+/* The reader refuses a frame longer than any writer makes before fetching it: what it
+ * holds before authenticating is a window, not the 4 GiB the frame claims. */
+static void test_file_list_forged_frame(void **state)
+{
+    struct repo_keys k = test_keys(5);
+    struct repo_files_reader r;
+    struct repo_file f;
+    struct util_err err = {0};
+    struct test_forged t = {.len = 12 + 0xfffffff0ull};
+
+    assert_int_equal(repo_files_reader_open(&r, &k, ID1, t.len, 0, test_forged_cb, &t, &err), 0);
+    assert_int_equal(repo_files_reader_next(&r, &f, &err), UTIL_EIO);
+    assert_non_null(strstr(err.msg, "claims"));
+    assert_true(t.most <= REPO_FILES_WINDOW);
+    repo_files_reader_free(&r);
+}
+
 /* A list read through ranged fetches gives the same records as the whole list,
  * a window at a time; a failed fetch is an error naming the list, not a short list. */
 static void test_file_list_fetched(void **state)
@@ -1404,6 +1440,7 @@ int main(void)
         cmocka_unit_test(test_file_list_round_trip),
         cmocka_unit_test(test_file_list_taken_in_parts),
         cmocka_unit_test(test_file_list_fetched),
+        cmocka_unit_test(test_file_list_forged_frame),
         cmocka_unit_test(test_file_list_order_and_paths),
         cmocka_unit_test(test_file_list_hard_links),
         cmocka_unit_test(test_empty_file_list),
