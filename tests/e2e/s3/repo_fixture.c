@@ -7,7 +7,7 @@
  *
  * The repository is $LODE_REPOSITORY with the AWS_* credentials and $LODE_CACERT, as
  * lode reads them. One command a line:
- *   init                              create config.json (scrypt-15-8-1, the cheapest cost lode accepts) from KEYFILE
+ *   init                              create config.json (scrypt-15-8-1) from KEYFILE
  *   open                              read config.json and unlock it with KEYFILE
  *   pack NS P H NAME SIZE             data/NS/P/H/<sha256(NAME)>.pack of SIZE bytes
  *   snap NS P H ID PARENT|- MAXRT [incomplete] [suspicious] [nomanifest] [PACKNAME...]
