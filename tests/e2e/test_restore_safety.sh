@@ -14,6 +14,8 @@
 # - restoring as root withholds set-id bits, device nodes and security.*/trusted.*
 #   xattrs unless --setid, --devices, --system-xattrs, and says what it withheld;
 # - a chunk set grown in the bucket is reported as damaged, not read into memory.
+# LODE_ENV_DIR may name another environment holding only versitygw (state.env giving
+# S3_ENV, s3.env as cluster-up writes it): nothing here needs the API server.
 # The test runs as root (device nodes, trusted.* xattrs, owners).
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -87,8 +89,9 @@ else
 	fail "... under 64 MiB of peak memory" "peak $RSS_KB KiB"
 fi
 jq '.kdf.N = 1048576 | .kdf.r = 32 | .kdf.p = 16' "$T_TMP/config.json" >"$config"
-run backup-costly "$LODE" snapshots
-check_eq "lode snapshots (no key) still lists a repository with a refused cost" "$RC" 0
+run snapshots-costly "$LODE" snapshots
+check_eq "lode snapshots (no key) refuses that config.json too (exit 2)" "$RC" 2
+check_contains "... with the reason" "$ERR" "is not one lode accepts"
 cp "$T_TMP/config.json" "$config"
 
 # ---- the tree ----
@@ -165,12 +168,15 @@ check_eq "... brings the link back as a whole file" "$(cat "$r/data/c/four") $(s
 # ---- a chunk set grown in the bucket ----
 chunks=$(find "$objects/meta" -name "$id.chunks")
 cp "$chunks" "$T_TMP/chunks.orig"
-truncate -s 200M "$chunks"
+# Sparse: versitygw serves 512 MiB of zeros, which a restore that read it would hold.
+truncate -s 512M "$chunks"
 timed grown "$LODE" restore "$id" --target "$T_TMP/r4"
-check_eq "a chunk set of 200 MiB for a tiny list: restore says damaged (exit 1)" "$RC" 1
+check_eq "a chunk set of 512 MiB for a tiny list: restore says damaged (exit 1)" "$RC" 1
 check_contains "... naming it" "$ERR" "is larger than the file list allows"
-if ((RSS_KB < 64 * 1024)); then
-	pass "... without reading it (peak $RSS_KB KiB)"
+# The peak is the process's own (scrypt's 32 MiB, and the sanitizers' share in a
+# sanitized build: about 76 MiB for lode check above), far under the object.
+if ((RSS_KB < 160 * 1024)); then
+	pass "... without reading it (peak $RSS_KB KiB, the object 512 MiB)"
 else
 	fail "... without reading it" "peak $RSS_KB KiB"
 fi
