@@ -27,10 +27,14 @@
  * frame authenticated before the next is fetched; the chunk set, one sealed object, is
  * fetched only up to the size its entries can have, which the authenticated list bounds:
  * its 16-byte header, at most one pack and one 49-byte entry per chunk the list
- * references, and the seal. A chunk set claiming more is damage, not 4 GiB of memory.
+ * references, and the seal. A set also holds the chunks of files whose reading failed
+ * part way (stored, then the file left out of the list), so the bound is never under
+ * RX_CHUNKSET_FLOOR (over a million such chunks). A chunk set claiming more is damage,
+ * not 4 GiB of memory.
  */
 #define RX_CHUNKSET_HEAD  (16 + REPO_SEAL_EXTRA)
 #define RX_CHUNKSET_ENTRY (REPO_HASH_LEN + 49)
+#define RX_CHUNKSET_FLOOR (64ull << 20)
 
 /* ---- --include ---- */
 
@@ -179,12 +183,17 @@ static int rx_list_fetch(void *arg, uint64_t off, size_t len, uint8_t *buf, stru
 }
 
 /* Opens the file list for reading through ranged GETs; 404 or a list that does not
- * start as one is damage (AGENT_EDAMAGED), anything else I/O. */
+ * start as one is damage (AGENT_EDAMAGED), anything else I/O. Its length comes from a
+ * GET of its first bytes (Content-Range), whose body is checked like any other, rather
+ * than from a HEAD, which has no body to show that its headers arrived whole. */
 static int rx_list_open(struct rx *x, struct repo_files_reader *r)
 {
     struct s3_info info = {0};
     struct util_err e = {0};
-    int rc = s3_sync_head(x->st->s3, x->files_key, &info, &e);
+    uint8_t head[8];
+    struct rx_window w = {.buf = head, .len = sizeof(head)};
+    struct s3_opts o = {.range_start = 0, .range_len = sizeof(head)};
+    int rc = s3_sync_get_to(x->st->s3, x->files_key, &o, rx_window_sink, &w, &info, &e);
     if (rc == S3_ENOTFOUND) {
         rx_damage(x, "%s is missing", x->files_key);
         return AGENT_EDAMAGED;
@@ -397,7 +406,8 @@ int rx_restore(struct rx *x, const char *target, const struct rs_opts *o, char *
     x->chunks_key = rx_meta_key(x, REPO_KEY_CHUNKS);
     if ((rc = rx_check_includes(x, inc, ninc, &x->want_files, &x->want_bytes, &refs)) != 0)
         goto out;
-    if ((rc = rx_get_chunkset(x, RX_CHUNKSET_HEAD + RX_CHUNKSET_ENTRY * refs, &chunks,
+    uint64_t max = RX_CHUNKSET_HEAD + RX_CHUNKSET_ENTRY * refs;
+    if ((rc = rx_get_chunkset(x, max > RX_CHUNKSET_FLOOR ? max : RX_CHUNKSET_FLOOR, &chunks,
                               &chunkslen)) != 0)
         goto out;
     /* Decoded in the fetched object's memory, which the set takes (freed on error). */

@@ -242,7 +242,7 @@ if env_build_tool faultproxy 2>"$T_TMP/cc-proxy.log"; then
 	env_fault clear
 	env_fault 503/2 # the client tries 6 times: 4 faults in a row are retried
 	env_fault reset_mid/2
-	run faults "$LODE" restore "$id" --target "$T_TMP/rf1" --repo "$via"
+	run faults "$LODE" restore "$id" --setid --system-xattrs --target "$T_TMP/rf1" --repo "$via"
 	check_eq "503s and replies broken mid-body are retried: the restore completes" \
 		"$RC:$(treesum "$T_TMP/rf1/data" 2>/dev/null)" "0:$want"
 	env_fault clear
