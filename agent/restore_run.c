@@ -28,13 +28,13 @@
  * fetched only up to the size its entries can have, which the authenticated list bounds:
  * its 16-byte header, at most one pack and one 49-byte entry per chunk the list
  * references, and the seal. A set also holds the chunks of files whose reading failed
- * part way (stored, then the file left out of the list), so the bound is never under
- * RX_CHUNKSET_FLOOR (over a million such chunks). A chunk set claiming more is damage,
- * not 4 GiB of memory.
+ * part way (stored, then the file left out of the list), so RX_CHUNKSET_SLACK is added
+ * (about 200,000 such chunks: 100 GB or more of files that failed). A chunk set claiming
+ * more is damage, not 4 GiB of memory.
  */
 #define RX_CHUNKSET_HEAD  (16 + REPO_SEAL_EXTRA)
 #define RX_CHUNKSET_ENTRY (REPO_HASH_LEN + 49)
-#define RX_CHUNKSET_FLOOR (64ull << 20)
+#define RX_CHUNKSET_SLACK (16ull << 20)
 
 /* ---- --include ---- */
 
@@ -406,9 +406,8 @@ int rx_restore(struct rx *x, const char *target, const struct rs_opts *o, char *
     x->chunks_key = rx_meta_key(x, REPO_KEY_CHUNKS);
     if ((rc = rx_check_includes(x, inc, ninc, &x->want_files, &x->want_bytes, &refs)) != 0)
         goto out;
-    uint64_t max = RX_CHUNKSET_HEAD + RX_CHUNKSET_ENTRY * refs;
-    if ((rc = rx_get_chunkset(x, max > RX_CHUNKSET_FLOOR ? max : RX_CHUNKSET_FLOOR, &chunks,
-                              &chunkslen)) != 0)
+    if ((rc = rx_get_chunkset(x, RX_CHUNKSET_HEAD + RX_CHUNKSET_ENTRY * refs + RX_CHUNKSET_SLACK,
+                              &chunks, &chunkslen)) != 0)
         goto out;
     /* Decoded in the fetched object's memory, which the set takes (freed on error). */
     rc = repo_chunkset_open(&x->set, x->keys, x->id, (uint8_t *)chunks, chunkslen, &e);
