@@ -332,6 +332,16 @@ check_eq "resources: requests and a memory limit" \
 check_eq "the identity for the Lease comes from the pod name" \
 	"$(jq -r '.spec.template.spec.containers[0].env[] | select(.name == "POD_NAME") | .valueFrom.fieldRef.fieldPath' <<<"$d")" \
 	metadata.name
+# /metrics and the probes listen on the pod's IP only (metrics.bindAddress, docs/operator.md).
+check_eq "the metrics address is the pod's IP, from the downward API" \
+	"$(jq -r '.spec.template.spec.containers[0].env[] | select(.name == "POD_IP") | .valueFrom.fieldRef.fieldPath' <<<"$d")" \
+	status.podIP
+check_eq "metrics.bindAddress names another address (IPv6 in brackets)" \
+	"$(helm template "$REL" "$CHART" -n "$NS" --set metrics.bindAddress=fd00::7 | grep -o -- '--metrics-addr=[^"]*')" \
+	"--metrics-addr=[fd00::7]:8080"
+out=$(helm template "$REL" "$CHART" -n "$NS" --set metrics.bindAddress=127.0.0.1 2>&1)
+check_eq "a loopback metrics.bindAddress is refused (the kubelet probes the pod's IP)" \
+	"$? $(grep -c "bindAddress" <<<"$out")" "1 1"
 
 # ---- packaging keeps the CRDs the symlink points at ----
 helm package "$CHART" -d "$T_TMP/pkg" >/dev/null 2>"$T_TMP/err" || fail "helm package" "$(cat "$T_TMP/err")"
