@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "meta.h"
 
 #define RX_META_MAX (4ull << 30) /* a file list or chunk set larger than this is refused */
 
@@ -115,22 +116,15 @@ void rx_io_error(struct rx *x, const char *msg)
 
 /* ---- reading the snapshot ---- */
 
-/* GETs one meta object; 404 is damage (AGENT_EDAMAGED), anything else I/O. */
-static int rx_get_meta(struct rx *x, enum repo_kind kind, char **data, size_t *len, char **keyout)
+/* A metadata read's failure: a missing or damaged object is damage (AGENT_EDAMAGED),
+ * anything else I/O. */
+static int rx_meta_fail(struct rx *x, const char *what, int rc, const char *msg)
 {
-    struct repo_key k = {.kind = kind, .src = x->src};
-    struct s3_opts o = {.max_bytes = RX_META_MAX};
-    struct util_err e = {0};
-    memcpy(k.id, x->id, sizeof(k.id));
-    char *key = repo_key_build(&k);
-    int rc = s3_sync_get(x->st->s3, key, &o, data, len, NULL, &e);
-    if (rc == S3_ENOTFOUND) {
-        rx_damage(x, "%s is missing", key);
-        rc = AGENT_EDAMAGED;
-    } else if (rc != 0) {
-        rx_say(x, "cannot read %s: %s", key, e.msg);
+    if (rc == S3_ENOTFOUND || rc == UTIL_EIO || rc == UTIL_EINVAL) {
+        rx_damage(x, "%s: %s", what, msg);
+        return AGENT_EDAMAGED;
     }
-    *keyout = key;
+    rx_say(x, "cannot read %s: %s", what, msg);
     return rc;
 }
 
@@ -166,10 +160,7 @@ static int rx_run(struct rx *x, const uint8_t *list, size_t len, char **inc, siz
     struct util_err e = {0};
     int rc;
 
-    if (repo_files_reader_init(&r, x->keys, x->id, list, len, &e) != 0) {
-        rx_damage(x, "%s: %s", x->files_key, e.msg);
-        return AGENT_EDAMAGED;
-    }
+    repo_files_reader_init(&r, list, len);
     rc = 0;
     while (!x->fatal && (rc = repo_files_reader_next(&r, &f, &e)) == 1) {
         bool sel = rx_selected(inc, ninc, f.path);
@@ -221,11 +212,7 @@ static int rx_check_includes(struct rx *x, const uint8_t *list, size_t len, char
     int rc;
 
     *files = *bytes = 0;
-    if (repo_files_reader_init(&r, x->keys, x->id, list, len, &e) != 0) {
-        rx_damage(x, "%s: %s", x->files_key, e.msg);
-        free(hit);
-        return AGENT_EDAMAGED;
-    }
+    repo_files_reader_init(&r, list, len);
     while ((rc = repo_files_reader_next(&r, &f, &e)) == 1) {
         for (size_t i = 0; i < ninc; i++)
             if (rx_under(f.path, inc[i]))
@@ -270,8 +257,11 @@ int rx_find(struct rx *x, const char *id)
     }
     for (size_t i = 0; i < cat.n; i++) {
         if (strcmp(cat.v[i].id, id) == 0) {
-            if (found++ == 0)
+            if (found++ == 0) {
                 x->src = cat.v[i].src;
+                x->listed_incomplete = cat.v[i].incomplete;
+                x->listed_suspicious = cat.v[i].suspicious;
+            }
             else
                 rx_say(x, "%s names a snapshot of %s/%s/%s and of %s/%s/%s", id, x->src.ns,
                        x->src.policy, x->src.host, cat.v[i].src.ns, cat.v[i].src.policy,
@@ -291,31 +281,42 @@ int rx_restore(struct rx *x, const char *target, bool overwrite, char **inc, siz
 {
     struct repo_manifest m;
     struct util_err e = {0};
-    char *list = NULL, *chunks = NULL;
-    size_t listlen = 0, chunkslen = 0;
+    struct meta_src ms;
+    uint8_t *list = NULL;
+    size_t listlen = 0;
     double t0 = rx_now();
+    char note[512];
     int rc;
 
+    meta_src_init(&ms, x->st, &x->src);
     if ((rc = storage_get_manifest(x->st, &x->src, x->id, x->keys, &m, NULL, &e)) != 0) {
         rx_say(x, "%s", e.msg);
         return rc == S3_ENOTFOUND || rc == UTIL_EINVAL || rc == UTIL_EIO ? AGENT_EDAMAGED : rc;
     }
+    /* The marks as listed must be the ones lode wrote for this snapshot. */
+    if ((rc = meta_check_marks(x->st, x->keys, &m, x->listed_incomplete, x->listed_suspicious,
+                               note, sizeof(note), &e)) != 0) {
+        rx_say(x, "%s", e.msg);
+        repo_manifest_free(&m);
+        return rc == UTIL_EIO ? AGENT_EDAMAGED : rc;
+    }
+    if (note[0])
+        rx_say(x, "note: %s", note);
     if (m.incomplete)
         rx_say(x,
                "note: snapshot %s is incomplete: %zu path(s) could not be read when it was "
                "taken",
                x->id, m.nerrs);
-    repo_manifest_free(&m);
-    if ((rc = rx_get_meta(x, REPO_KEY_CHUNKS, &chunks, &chunkslen, &x->chunks_key)) != 0)
-        goto out;
-    if (repo_chunkset_decode(&x->set, x->keys, x->id, (const uint8_t *)chunks, chunkslen, &e) !=
-        0) {
-        rx_damage(x, "%s: %s", x->chunks_key, e.msg);
-        rc = AGENT_EDAMAGED;
+    x->chunks_key = util_asprintf("the chunk set of snapshot %s", x->id);
+    x->files_key = util_asprintf("the file list of snapshot %s", x->id);
+    if ((rc = meta_load_chunkset(&ms, x->keys, &m.chunks_root, &x->set, &e)) != 0) {
+        rc = rx_meta_fail(x, x->chunks_key, rc, e.msg);
         goto out;
     }
-    if ((rc = rx_get_meta(x, REPO_KEY_FILES, &list, &listlen, &x->files_key)) != 0)
+    if ((rc = meta_load_files(&ms, x->keys, &m.files_root, &list, &listlen, &e)) != 0) {
+        rc = rx_meta_fail(x, x->files_key, rc, e.msg);
         goto out;
+    }
     if ((rc = rx_check_includes(x, (const uint8_t *)list, listlen, inc, ninc, &x->want_files,
                                 &x->want_bytes)) != 0)
         goto out;
@@ -331,8 +332,9 @@ int rx_restore(struct rx *x, const char *target, bool overwrite, char **inc, siz
     x->xattrs_skipped = x->t.xattrs_skipped;
     rs_target_close(&x->t);
 out:
+    repo_manifest_free(&m);
+    meta_src_free(&ms);
     free(list);
-    free(chunks);
     repo_chunkset_free(&x->set);
     if (rc == 0 && (x->fatal || x->ioerrors > 0))
         rc = UTIL_EIO;

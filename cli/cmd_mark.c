@@ -153,7 +153,8 @@ int cmd_mark(int argc, char **argv)
         goto out;
     }
     opened = true;
-    if (storage_load_config(&st, &sopts, false, &err) != 0) {
+    /* Setting a mark needs the key: the mark carries a tag only it can make. */
+    if (storage_load_config(&st, &sopts, action == 's', &err) != 0) {
         fprintf(stderr, "lode mark: %s\n", err.msg);
         rc = CLI_USAGE;
         goto out;
@@ -161,7 +162,8 @@ int cmd_mark(int argc, char **argv)
     if ((rc = cmd_mark_find(&st, id, ns, pname, host, &snap)) != CLI_OK)
         goto out;
 
-    if (storage_mark_suspicious(&st, &snap, action == 's', &changed, &err) != 0) {
+    if (storage_mark_suspicious(&st, action == 's' ? &st.config.keys : NULL, &snap, action == 's',
+                                &changed, &err) != 0) {
         fprintf(stderr, "lode mark: %s\n", err.msg);
         rc = CLI_USAGE;
         goto out;

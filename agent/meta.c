@@ -1,0 +1,155 @@
+/*
+ * meta: fetching metadata chunks through a window of their pack (meta.h), loading
+ * a snapshot's trees, and checking its marks.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "meta.h"
+
+void meta_src_init(struct meta_src *m, struct storage *st, const struct repo_source *src)
+{
+    memset(m, 0, sizeof(*m));
+    m->st = st;
+    m->src = *src;
+}
+
+void meta_src_free(struct meta_src *m)
+{
+    free(m->win);
+    m->win = NULL;
+    m->wlen = 0;
+}
+
+char *meta_pack_key(const struct repo_source *src, const char *run, uint32_t seq)
+{
+    struct repo_key k = {.kind = REPO_KEY_META, .src = *src, .seq = seq};
+    snprintf(k.id, sizeof(k.id), "%s", run);
+    return repo_key_build(&k);
+}
+
+struct meta_sink {
+    uint8_t *buf;
+    size_t cap, got;
+};
+
+static int meta_sink_cb(const char *data, size_t len, void *arg)
+{
+    struct meta_sink *s = arg;
+    if (len > s->cap - s->got)
+        return 1; /* more than the range asked for */
+    memcpy(s->buf + s->got, data, len);
+    s->got += len;
+    return 0;
+}
+
+int meta_fetch_cb(void *arg, const struct repo_mref *ref, uint8_t *sealed, struct util_err *err)
+{
+    struct meta_src *m = arg;
+    struct util_err e = {0};
+    bool same = m->win != NULL && strcmp(m->run, ref->run) == 0 && m->seq == ref->seq;
+    int rc;
+
+    if (!same || ref->offset < m->woff || ref->offset - m->woff > m->wlen ||
+        ref->stored > m->wlen - (ref->offset - m->woff)) {
+        /* A new window from this chunk on: the next chunks of the tree follow it. */
+        size_t want = ref->stored > META_WINDOW ? ref->stored : META_WINDOW;
+        struct meta_sink s = {.buf = util_realloc(m->win, want), .cap = want};
+        struct s3_opts o = {.range_start = ref->offset, .range_len = want};
+        char *key = meta_pack_key(&m->src, ref->run, ref->seq);
+        m->win = s.buf;
+        m->wlen = 0;
+        m->gets++;
+        rc = s3_sync_get_to(m->st->s3, key, &o, meta_sink_cb, &s, NULL, &e);
+        if (rc == S3_ENOTFOUND)
+            util_err_set(err, rc, "%s is missing", key);
+        else if (rc != 0)
+            util_err_set(err, rc, "cannot read %s: %s", key, e.msg);
+        else if (s.got < ref->stored)
+            rc = util_err_set(err, UTIL_EIO, "%s is shorter than its index says (damaged)", key);
+        free(key);
+        if (rc != 0)
+            return rc;
+        m->woff = ref->offset;
+        m->wlen = s.got;
+        snprintf(m->run, sizeof(m->run), "%s", ref->run);
+        m->seq = ref->seq;
+    }
+    memcpy(sealed, m->win + (ref->offset - m->woff), ref->stored);
+    return 0;
+}
+
+int meta_load_chunkset(struct meta_src *m, const struct repo_keys *k, const struct repo_root *root,
+                       struct repo_chunkset *s, struct util_err *err)
+{
+    struct repo_tree_reader r;
+    repo_tree_reader_init(&r, k, REPO_TREE_CHUNKS, root, meta_fetch_cb, m);
+    int rc = repo_chunkset_read(s, &r, err);
+    repo_tree_reader_free(&r);
+    return rc;
+}
+
+int meta_load_files(struct meta_src *m, const struct repo_keys *k, const struct repo_root *root,
+                    uint8_t **data, size_t *len, struct util_err *err)
+{
+    struct repo_tree_reader r;
+    struct util_buf b;
+    util_buf_init(&b);
+    repo_tree_reader_init(&r, k, REPO_TREE_FILES, root, meta_fetch_cb, m);
+    int rc = repo_tree_read_all(&r, &b, err);
+    repo_tree_reader_free(&r);
+    if (rc != 0) {
+        util_buf_free(&b);
+        return rc;
+    }
+    *len = b.len;
+    *data = (uint8_t *)util_buf_steal(&b);
+    return 0;
+}
+
+/* One listed mark: GET it and check its tag. */
+static int meta_check_mark(struct storage *st, const struct repo_keys *k,
+                           const struct repo_manifest *m, enum repo_kind kind,
+                           struct util_err *err)
+{
+    struct repo_key rk = {.kind = kind, .src = m->src};
+    struct util_err e = {0};
+    char *key, *data = NULL;
+    size_t len = 0;
+    int rc;
+    snprintf(rk.id, sizeof(rk.id), "%s", m->id);
+    key = repo_key_build(&rk);
+    rc = s3_sync_get(st->s3, key, NULL, &data, &len, NULL, &e);
+    if (rc != 0)
+        util_err_set(err, rc, "cannot read %s: %s", key, e.msg);
+    else if ((rc = repo_mark_check(k, &m->src, m->id, kind, data, len, &e)) != 0)
+        util_err_set(err, rc, "%s: %s", key, e.msg);
+    free(data);
+    free(key);
+    return rc;
+}
+
+int meta_check_marks(struct storage *st, const struct repo_keys *k, const struct repo_manifest *m,
+                     bool incomplete, bool suspicious, char *note, size_t notesize,
+                     struct util_err *err)
+{
+    int rc;
+    note[0] = '\0';
+    if (m->incomplete && !incomplete)
+        return util_err_set(err, UTIL_EIO,
+                            "snapshot %s: its manifest records an .incomplete mark that is not "
+                            "in the bucket (deleted)",
+                            m->id);
+    if (incomplete && (rc = meta_check_mark(st, k, m, REPO_KEY_INCOMPLETE, err)) != 0)
+        return rc;
+    if (suspicious && (rc = meta_check_mark(st, k, m, REPO_KEY_SUSPICIOUS, err)) != 0)
+        return rc;
+    if (m->suspicious && !suspicious)
+        snprintf(note, notesize,
+                 "snapshot %s: the anomaly detector marked it suspicious when it was written; "
+                 "the mark has since been removed (lode mark --clear, or deleted in the bucket)",
+                 m->id);
+    return 0;
+}

@@ -1,0 +1,55 @@
+/*
+ * meta: reading a snapshot's metadata trees from its source's metadata packs
+ * (docs/repository.md, "Metadata"), for the backup's parent, restore, check and gc.
+ *
+ * A metadata chunk is fetched with a ranged GET of a window (META_WINDOW bytes from
+ * the chunk on, or the chunk if larger) of its pack: the chunks of a tree were
+ * written in order, so reading a tree is about one GET per 4 MiB of it, not one per
+ * chunk. Memory: the window, plus what the caller keeps.
+ */
+#ifndef LODE_AGENT_META_H
+#define LODE_AGENT_META_H
+
+#include <stdint.h>
+
+#include "repo/repo.h"
+#include "storage.h"
+
+#define META_WINDOW (4u << 20)
+
+struct meta_src {
+    struct storage *st;
+    struct repo_source src;
+    uint8_t *win; /* bytes [woff, woff + wlen) of the pack run.seq */
+    size_t wlen;
+    uint64_t woff;
+    char run[REPO_ID_LEN + 1];
+    uint32_t seq;
+    uint64_t gets; /* ranged GETs made */
+};
+
+void meta_src_init(struct meta_src *m, struct storage *st, const struct repo_source *src);
+void meta_src_free(struct meta_src *m);
+/* repo_mfetch_cb over the source's packs (arg: the struct meta_src); a missing pack
+ * is S3_ENOTFOUND, "KEY is missing". */
+int meta_fetch_cb(void *arg, const struct repo_mref *ref, uint8_t *sealed, struct util_err *err);
+/* The key of a metadata pack; the caller frees it. */
+char *meta_pack_key(const struct repo_source *src, const char *run, uint32_t seq);
+/* A snapshot's chunk set, read whole (sorted by hash). */
+int meta_load_chunkset(struct meta_src *m, const struct repo_keys *k, const struct repo_root *root,
+                       struct repo_chunkset *s, struct util_err *err);
+/* A snapshot's file list's records, concatenated (*data allocated; held once). */
+int meta_load_files(struct meta_src *m, const struct repo_keys *k, const struct repo_root *root,
+                    uint8_t **data, size_t *len, struct util_err *err);
+/*
+ * The marks of a snapshot as listed (incomplete, suspicious) against its
+ * authenticated manifest: each listed mark must carry lode's tag for this source,
+ * id and kind; a manifest that records .incomplete needs the mark. Returns 0, or
+ * UTIL_EIO with what is wrong; *note gets a sentence worth saying that is not
+ * damage (a recorded .suspicious mark that was cleared), else "".
+ */
+int meta_check_marks(struct storage *st, const struct repo_keys *k, const struct repo_manifest *m,
+                     bool incomplete, bool suspicious, char *note, size_t notesize,
+                     struct util_err *err);
+
+#endif
