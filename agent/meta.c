@@ -18,9 +18,9 @@ void meta_src_init(struct meta_src *m, struct storage *st, const struct repo_sou
 
 void meta_src_free(struct meta_src *m)
 {
-    free(m->win);
-    m->win = NULL;
-    m->wlen = 0;
+    for (size_t i = 0; i < m->nwin; i++)
+        util_buf_free(&m->win[i].data);
+    m->nwin = 0;
 }
 
 char *meta_pack_key(const struct repo_source *src, const char *run, uint32_t seq)
@@ -31,53 +31,95 @@ char *meta_pack_key(const struct repo_source *src, const char *run, uint32_t seq
 }
 
 struct meta_sink {
-    uint8_t *buf;
-    size_t cap, got;
+    struct util_buf *buf;
+    size_t cap;
 };
 
 static int meta_sink_cb(const char *data, size_t len, void *arg)
 {
     struct meta_sink *s = arg;
-    if (len > s->cap - s->got)
+    if (len > s->cap - s->buf->len)
         return 1; /* more than the range asked for */
-    memcpy(s->buf + s->got, data, len);
-    s->got += len;
+    util_buf_append(s->buf, data, len);
     return 0;
+}
+
+/* The window of ref's pack that holds it, or NULL. */
+static struct meta_window *meta_window_find(struct meta_src *m, const struct repo_mref *ref)
+{
+    for (size_t i = 0; i < m->nwin; i++) {
+        struct meta_window *w = &m->win[i];
+        if (w->seq == ref->seq && strcmp(w->run, ref->run) == 0 && ref->offset >= w->off &&
+            ref->offset - w->off <= w->data.len &&
+            ref->stored <= w->data.len - (ref->offset - w->off))
+            return w;
+    }
+    return NULL;
+}
+
+/* Drops ref's pack's window and the least recently used ones until a new window fits. */
+static void meta_window_room(struct meta_src *m, const struct repo_mref *ref)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < m->nwin;) {
+        struct meta_window *w = &m->win[i];
+        if (w->seq == ref->seq && strcmp(w->run, ref->run) == 0) {
+            util_buf_free(&w->data);
+            m->win[i] = m->win[--m->nwin];
+            continue;
+        }
+        total += w->data.len;
+        i++;
+    }
+    while (m->nwin > 0 && (m->nwin == META_WINDOWS || total + META_WINDOW > META_CACHE)) {
+        size_t lru = 0;
+        for (size_t i = 1; i < m->nwin; i++)
+            if (m->win[i].used < m->win[lru].used)
+                lru = i;
+        total -= m->win[lru].data.len;
+        util_buf_free(&m->win[lru].data);
+        m->win[lru] = m->win[--m->nwin];
+    }
 }
 
 int meta_fetch_cb(void *arg, const struct repo_mref *ref, uint8_t *sealed, struct util_err *err)
 {
     struct meta_src *m = arg;
+    struct meta_window *w = meta_window_find(m, ref);
     struct util_err e = {0};
-    bool same = m->win != NULL && strcmp(m->run, ref->run) == 0 && m->seq == ref->seq;
     int rc;
 
-    if (!same || ref->offset < m->woff || ref->offset - m->woff > m->wlen ||
-        ref->stored > m->wlen - (ref->offset - m->woff)) {
+    if (w == NULL) {
         /* A new window from this chunk on: the next chunks of the tree follow it. */
         size_t want = ref->stored > META_WINDOW ? ref->stored : META_WINDOW;
-        struct meta_sink s = {.buf = util_realloc(m->win, want), .cap = want};
+        meta_window_room(m, ref);
+        w = &m->win[m->nwin];
+        memset(w, 0, sizeof(*w));
+        util_buf_init(&w->data);
+        struct meta_sink s = {.buf = &w->data, .cap = want};
         struct s3_opts o = {.range_start = ref->offset, .range_len = want};
         char *key = meta_pack_key(&m->src, ref->run, ref->seq);
-        m->win = s.buf;
-        m->wlen = 0;
         m->gets++;
         rc = s3_sync_get_to(m->st->s3, key, &o, meta_sink_cb, &s, NULL, &e);
         if (rc == S3_ENOTFOUND)
             util_err_set(err, rc, "%s is missing", key);
         else if (rc != 0)
             util_err_set(err, rc, "cannot read %s: %s", key, e.msg);
-        else if (s.got < ref->stored)
+        else if (w->data.len < ref->stored)
             rc = util_err_set(err, UTIL_EIO, "%s is shorter than its index says (damaged)", key);
         free(key);
-        if (rc != 0)
+        if (rc != 0) {
+            util_buf_free(&w->data);
             return rc;
-        m->woff = ref->offset;
-        m->wlen = s.got;
-        snprintf(m->run, sizeof(m->run), "%s", ref->run);
-        m->seq = ref->seq;
+        }
+        m->bytes += w->data.len;
+        snprintf(w->run, sizeof(w->run), "%s", ref->run);
+        w->seq = ref->seq;
+        w->off = ref->offset;
+        m->nwin++;
     }
-    memcpy(sealed, m->win + (ref->offset - m->woff), ref->stored);
+    w->used = ++m->clock;
+    memcpy(sealed, (const uint8_t *)w->data.data + (ref->offset - w->off), ref->stored);
     return 0;
 }
 

@@ -5,7 +5,12 @@
  * A metadata chunk is fetched with a ranged GET of a window (META_WINDOW bytes from
  * the chunk on, or the chunk if larger) of its pack: the chunks of a tree were
  * written in order, so reading a tree is about one GET per 4 MiB of it, not one per
- * chunk. Memory: the window, plus what the caller keeps.
+ * chunk. A tree whose unchanged stretches are in an old run's pack and whose changes
+ * are in newer, small ones goes back and forth between them: a window is kept per
+ * pack (at most META_WINDOWS, META_CACHE bytes in all, the least recently used
+ * dropped first), so going back to a pack does not fetch it again. Memory: at most
+ * META_CACHE bytes (a window larger than that when one chunk is), plus what the
+ * caller keeps.
  */
 #ifndef LODE_AGENT_META_H
 #define LODE_AGENT_META_H
@@ -15,17 +20,26 @@
 #include "repo/repo.h"
 #include "storage.h"
 
-#define META_WINDOW (4u << 20)
+#define META_WINDOW  (4u << 20)
+#define META_CACHE   (8u << 20)
+#define META_WINDOWS 8
+
+/* Bytes [off, off + len) of the metadata pack run.seq. */
+struct meta_window {
+    char run[REPO_ID_LEN + 1];
+    uint32_t seq;
+    uint64_t off;
+    struct util_buf data;
+    uint64_t used; /* when it was last used: a counter */
+};
 
 struct meta_src {
     struct storage *st;
     struct repo_source src;
-    uint8_t *win; /* bytes [woff, woff + wlen) of the pack run.seq */
-    size_t wlen;
-    uint64_t woff;
-    char run[REPO_ID_LEN + 1];
-    uint32_t seq;
-    uint64_t gets; /* ranged GETs made */
+    struct meta_window win[META_WINDOWS];
+    size_t nwin;
+    uint64_t clock;
+    uint64_t gets, bytes; /* ranged GETs made and the bytes they gave */
 };
 
 void meta_src_init(struct meta_src *m, struct storage *st, const struct repo_source *src);
