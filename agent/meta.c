@@ -57,28 +57,34 @@ static struct meta_window *meta_window_find(struct meta_src *m, const struct rep
     return NULL;
 }
 
-/* Drops ref's pack's window and the least recently used ones until a new window fits. */
-static void meta_window_room(struct meta_src *m, const struct repo_mref *ref)
+/* Drops the window of pack run.seq, if any. */
+static void meta_window_drop(struct meta_src *m, const char *run, uint32_t seq)
 {
-    size_t total = 0;
-    for (size_t i = 0; i < m->nwin;) {
-        struct meta_window *w = &m->win[i];
-        if (w->seq == ref->seq && strcmp(w->run, ref->run) == 0) {
-            util_buf_free(&w->data);
+    for (size_t i = 0; i < m->nwin; i++) {
+        if (m->win[i].seq == seq && strcmp(m->win[i].run, run) == 0) {
+            util_buf_free(&m->win[i].data);
             m->win[i] = m->win[--m->nwin];
-            continue;
+            return;
         }
-        total += w->data.len;
-        i++;
     }
-    while (m->nwin > 0 && (m->nwin == META_WINDOWS || total + META_WINDOW > META_CACHE)) {
-        size_t lru = 0;
-        for (size_t i = 1; i < m->nwin; i++)
-            if (m->win[i].used < m->win[lru].used)
+}
+
+/* Drops the least recently used windows but the newest (last) until the others and it
+ * fit in META_CACHE (and their number in META_WINDOWS). */
+static void meta_window_trim(struct meta_src *m)
+{
+    for (;;) {
+        size_t total = 0, lru = SIZE_MAX;
+        for (size_t i = 0; i < m->nwin; i++) {
+            total += m->win[i].data.len;
+            if (i + 1 < m->nwin && (lru == SIZE_MAX || m->win[i].used < m->win[lru].used))
                 lru = i;
-        total -= m->win[lru].data.len;
+        }
+        if (lru == SIZE_MAX || (total <= META_CACHE && m->nwin <= META_WINDOWS))
+            return;
         util_buf_free(&m->win[lru].data);
-        m->win[lru] = m->win[--m->nwin];
+        m->win[lru] = m->win[m->nwin - 1];
+        m->nwin--;
     }
 }
 
@@ -90,14 +96,21 @@ int meta_fetch_cb(void *arg, const struct repo_mref *ref, uint8_t *sealed, struc
     int rc;
 
     if (w == NULL) {
-        /* A new window from this chunk on: the next chunks of the tree follow it. */
-        size_t want = ref->stored > META_WINDOW ? ref->stored : META_WINDOW;
-        meta_window_room(m, ref);
+        /* A pack that fits in the cache is read whole, from its start (a parent of up
+         * to about 170,000 files: one GET for both its trees); past that, a window
+         * from this chunk on, where the next chunks of the tree follow. */
+        uint64_t start = (uint64_t)ref->offset + ref->stored <= META_CACHE ? 0 : ref->offset;
+        size_t want = start == 0 ? META_CACHE
+                      : ref->stored > META_WINDOW ? ref->stored
+                                                  : META_WINDOW;
+        meta_window_drop(m, ref->run, ref->seq);
+        if (m->nwin == META_WINDOWS)
+            meta_window_trim(m); /* makes room: the newest is not kept from going */
         w = &m->win[m->nwin];
         memset(w, 0, sizeof(*w));
         util_buf_init(&w->data);
         struct meta_sink s = {.buf = &w->data, .cap = want};
-        struct s3_opts o = {.range_start = ref->offset, .range_len = want};
+        struct s3_opts o = {.range_start = start, .range_len = want};
         char *key = meta_pack_key(&m->src, ref->run, ref->seq);
         m->gets++;
         rc = s3_sync_get_to(m->st->s3, key, &o, meta_sink_cb, &s, NULL, &e);
@@ -105,7 +118,7 @@ int meta_fetch_cb(void *arg, const struct repo_mref *ref, uint8_t *sealed, struc
             util_err_set(err, rc, "%s is missing", key);
         else if (rc != 0)
             util_err_set(err, rc, "cannot read %s: %s", key, e.msg);
-        else if (w->data.len < ref->stored)
+        else if (w->data.len < ref->offset - start + ref->stored)
             rc = util_err_set(err, UTIL_EIO, "%s is shorter than its index says (damaged)", key);
         free(key);
         if (rc != 0) {
@@ -115,8 +128,10 @@ int meta_fetch_cb(void *arg, const struct repo_mref *ref, uint8_t *sealed, struc
         m->bytes += w->data.len;
         snprintf(w->run, sizeof(w->run), "%s", ref->run);
         w->seq = ref->seq;
-        w->off = ref->offset;
+        w->off = start;
         m->nwin++;
+        meta_window_trim(m);
+        w = &m->win[m->nwin - 1];
     }
     w->used = ++m->clock;
     memcpy(sealed, (const uint8_t *)w->data.data + (ref->offset - w->off), ref->stored);

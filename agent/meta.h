@@ -2,15 +2,16 @@
  * meta: reading a snapshot's metadata trees from its source's metadata packs
  * (docs/repository.md, "Metadata"), for the backup's parent, restore, check and gc.
  *
- * A metadata chunk is fetched with a ranged GET of a window (META_WINDOW bytes from
- * the chunk on, or the chunk if larger) of its pack: the chunks of a tree were
- * written in order, so reading a tree is about one GET per 4 MiB of it, not one per
- * chunk. A tree whose unchanged stretches are in an old run's pack and whose changes
- * are in newer, small ones goes back and forth between them: a window is kept per
- * pack (at most META_WINDOWS, META_CACHE bytes in all, the least recently used
- * dropped first), so going back to a pack does not fetch it again. Memory: at most
- * META_CACHE bytes (a window larger than that when one chunk is), plus what the
- * caller keeps.
+ * A metadata chunk is fetched with a ranged GET of a window of its pack: the whole
+ * pack when the chunk lies in its first META_CACHE bytes (a GET past the end gives
+ * what is there: a pack of up to 16 MiB, a first backup's of up to about 170,000
+ * files, is one GET for both trees), else META_WINDOW bytes from the chunk on (the
+ * next chunks of a tree follow it). A tree whose unchanged stretches are in an old
+ * run's pack and whose changes are in newer, small ones goes back and forth between
+ * them: a window is kept per pack (at most META_WINDOWS, META_CACHE bytes in all
+ * but the newest, the least recently used dropped first), so going back to a pack
+ * does not fetch it again. Memory: at most META_CACHE bytes between fetches (twice
+ * that while a new window arrives), plus what the caller keeps.
  */
 #ifndef LODE_AGENT_META_H
 #define LODE_AGENT_META_H
@@ -21,7 +22,7 @@
 #include "storage.h"
 
 #define META_WINDOW  (4u << 20)
-#define META_CACHE   (8u << 20)
+#define META_CACHE   (16u << 20)
 #define META_WINDOWS 8
 
 /* Bytes [off, off + len) of the metadata pack run.seq. */
