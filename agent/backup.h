@@ -161,7 +161,8 @@ void backup_list_init(struct backup *b);
 /* repo_mstore_cb: a chunk the table knows is reused, else sealed into the pack. */
 int backup_meta_store_cb(void *arg, const uint8_t hash[REPO_HASH_LEN], const uint8_t *plain,
                          size_t len, struct repo_mref *ref, struct util_err *err);
-/* repo_mvisit_cb for the parent's trees: notes each chunk's place (arg: the backup). */
+/* repo_mvisit_cb for the parent's trees, once a chunk opened: notes its place (arg: the
+ * backup), so a damaged chunk of the parent is never reused. */
 bool backup_meta_seen_cb(void *arg, const struct repo_mref *ref, unsigned level);
 /* PUTs the metadata pack once it is full; false when the backup must stop. Called
  * before each entry. */

@@ -3,12 +3,13 @@
  * open (docs/repository.md, "Backing up"), in the order that keeps garbage
  * collection safe without locks:
  *
- *   2. the catalog of the source, the parent = its newest good snapshot;
- *   3. the run record runs/<source>/<id>.json, whose server modification time is
- *      the time in the id (rewritten once under the right id when the local
- *      clock disagrees with the server's);
- *   4. the parent check (its manifest still exists and authenticates), then its
- *      chunk set and, as the walk goes, its file list;
+ *   2. the catalog of the source, the parent = its newest good snapshot, and the
+ *      parent's manifest (authenticated: the roots of its trees);
+ *   3. the run record runs/<source>/<id>.json, naming the parent and (sealed) its
+ *      trees, whose server modification time is the time in the id (rewritten once
+ *      under the right id when the local clock disagrees with the server's);
+ *   4. the parent check (its manifest still exists), then its chunk set and, as
+ *      the walk goes, its file list;
  *   5. the walk, new chunks into packs (backup_walk.c, backup_store.c), new
  *      metadata chunks into metadata packs (backup_list.c);
  *   6. the rest of the file list and the chunk set, and the last metadata pack;
@@ -57,7 +58,8 @@ static int backup_run_mark(struct backup *b, enum repo_kind kind, struct util_er
  * first PUT uses the local clock; when the server's second differs, the record
  * is written again under the right id and the first one deleted.
  */
-static int backup_run_record(struct backup *b, const char *parent, int64_t max_runtime,
+static int backup_run_record(struct backup *b, const char *parent,
+                             const struct repo_manifest *pm, int64_t max_runtime,
                              struct util_err *err)
 {
     struct repo_run r = {0};
@@ -75,7 +77,14 @@ static int backup_run_record(struct backup *b, const char *parent, int64_t max_r
         snprintf(r.parent, sizeof(r.parent), "%s", parent);
         r.max_runtime = max_runtime;
         snprintf(r.agent, sizeof(r.agent), "%s", b->agent);
-        json = repo_run_encode(&r);
+        if (pm != NULL) {
+            /* gc protects what the parent's trees name through this record, even
+             * once the parent is forgotten (docs/gc.md). */
+            r.has_roots = true;
+            r.parent_files = pm->files_root;
+            r.parent_chunks = pm->chunks_root;
+        }
+        json = repo_run_encode(&r, b->keys);
         key = backup_run_key(b, REPO_KEY_RUN);
         if ((rc = backup_put(b, key, json, strlen(json), true, err)) != 0 ||
             (rc = s3_sync_head(b->st->s3, key, &info, err)) != 0)
@@ -105,45 +114,66 @@ struct backup_run_parent {
     bool loaded; /* reader, tree and set hold memory */
 };
 
-/*
- * The parent's chunk set (whole) and file list (a leaf at a time as the walk goes:
- * memory is one chunk a level, not the list); every metadata chunk read is noted
- * (backup_meta_seen_cb) so this run reuses it. A parent whose manifest does not
- * authenticate or whose trees cannot be read is dropped.
- */
-static void backup_run_parent_load(struct backup *b, struct backup_run_parent *p)
+/* The parent's manifest (authenticated), read before the run record names its trees; a
+ * parent whose manifest cannot be read is dropped (p->id emptied). */
+static void backup_run_parent_manifest(struct backup *b, struct backup_run_parent *p,
+                                       struct repo_manifest *pm)
 {
     struct util_err err = {0};
-    struct repo_manifest pm;
+    if (p->id[0] == '\0')
+        return;
+    if (storage_get_manifest(b->st, &b->src, p->id, b->keys, pm, NULL, &err) != 0) {
+        fprintf(stderr, "lode backup: the parent %s: %s: backing up without one\n", p->id,
+                err.msg);
+        p->id[0] = '\0';
+    }
+}
+
+/*
+ * After the run record: the parent's manifest must still exist (a HEAD; gone: no
+ * parent), then its chunk set (whole) and file list (a leaf at a time as the walk
+ * goes: memory is one chunk a level, not the list); every metadata chunk that opens
+ * is noted (backup_meta_seen_cb) so this run reuses it. A parent whose trees cannot
+ * be read is dropped.
+ */
+static void backup_run_parent_load(struct backup *b, struct backup_run_parent *p,
+                                   const struct repo_manifest *pm)
+{
+    struct util_err err = {0};
+    struct s3_info info = {0};
+    struct repo_key k = {.kind = REPO_KEY_MANIFEST, .src = b->src};
     struct repo_tree_reader cr;
+    char *key;
     int rc;
 
     if (p->id[0] == '\0')
         return;
-    if (storage_get_manifest(b->st, &b->src, p->id, b->keys, &pm, NULL, &err) != 0) {
-        fprintf(stderr, "lode backup: the parent %s: %s: backing up without one\n", p->id,
-                err.msg);
+    snprintf(k.id, sizeof(k.id), "%s", p->id);
+    key = repo_key_build(&k);
+    rc = s3_sync_head(b->st->s3, key, &info, &err);
+    free(key);
+    if (rc != 0) {
+        fprintf(stderr, "lode backup: the parent %s is gone (%s): backing up without one\n",
+                p->id, err.msg);
         return;
     }
     meta_src_init(&p->ms, b->st, &b->src);
-    repo_tree_reader_init(&cr, b->keys, REPO_TREE_CHUNKS, &pm.chunks_root, meta_fetch_cb, &p->ms);
-    cr.visit = backup_meta_seen_cb;
-    cr.visit_arg = b;
+    repo_tree_reader_init(&cr, b->keys, REPO_TREE_CHUNKS, &pm->chunks_root, meta_fetch_cb, &p->ms);
+    cr.loaded = backup_meta_seen_cb;
+    cr.loaded_arg = b;
     rc = repo_chunkset_read(&p->set, &cr, &err);
     repo_tree_reader_free(&cr);
     if (rc != 0) {
         fprintf(stderr, "lode backup: the parent's chunk set: %s: backing up without a parent\n",
                 err.msg);
         meta_src_free(&p->ms);
-        repo_manifest_free(&pm);
         return;
     }
-    repo_tree_reader_init(&p->tree, b->keys, REPO_TREE_FILES, &pm.files_root, meta_fetch_cb,
+    repo_tree_reader_init(&p->tree, b->keys, REPO_TREE_FILES, &pm->files_root, meta_fetch_cb,
                           &p->ms);
-    p->tree.visit = backup_meta_seen_cb;
-    p->tree.visit_arg = b;
+    p->tree.loaded = backup_meta_seen_cb;
+    p->tree.loaded_arg = b;
     repo_files_reader_tree(&p->reader, &p->tree);
-    repo_manifest_free(&pm);
     p->have = p->loaded = true;
     b->parent_set = &p->set;
     b->parent_files = &p->reader;
@@ -222,7 +252,7 @@ void backup_run(struct backup *b, const struct policy *pol, int64_t max_runtime,
 {
     struct repo_catalog cat;
     struct backup_run_parent parent = {0};
-    struct repo_manifest m = {0};
+    struct repo_manifest m = {0}, pm = {0};
     struct util_err err = {0};
     struct s3_info info = {0};
     char *key = NULL, *json = NULL;
@@ -237,13 +267,15 @@ void backup_run(struct backup *b, const struct policy *pol, int64_t max_runtime,
             break;
         }
     }
-    if ((rc = backup_run_record(b, parent.id, max_runtime, &err)) != 0) {
+    backup_run_parent_manifest(b, &parent, &pm);
+    if ((rc = backup_run_record(b, parent.id, parent.id[0] ? &pm : NULL, max_runtime, &err)) !=
+        0) {
         struct util_err e = err;
         util_err_set(&err, rc, "cannot write the run record: %.400s", e.msg);
         goto fail;
     }
     backup_list_init(b);
-    backup_run_parent_load(b, &parent);
+    backup_run_parent_load(b, &parent, &pm);
     repo_merge_init(&b->merge, b->parent_files);
 
     if (!backup_walk(b) || !backup_store_flush(b))
@@ -328,6 +360,7 @@ out:
     m.errs = NULL;
     m.nerrs = 0;
     repo_manifest_free(&m);
+    repo_manifest_free(&pm);
     repo_merge_free(&b->merge);
     backup_run_parent_free(b, &parent);
     repo_catalog_free(&cat);

@@ -246,6 +246,7 @@ static void gc_keys_free(char **keys, size_t n)
 struct gc_runs_read {
     struct gc_runrec **recs;
     char **keys;
+    const struct repo_keys *k;
 };
 
 /* One run record's body; a record deleted meanwhile is "gone", not an error. */
@@ -263,13 +264,16 @@ static int gc_run_got(size_t i, const struct s3_result *res, void *arg, struct u
     }
     if (res->error != 0)
         return util_err_set(err, res->error, "cannot read %s: %s", rr->keys[i], res->message);
-    if ((rc = repo_run_decode(&run, res->body, res->body_len, &e)) != 0)
+    if ((rc = repo_run_decode(&run, res->body, res->body_len, rr->k, &e)) != 0)
         return util_err_set(err, rc, "%s: %s", rr->keys[i], e.msg);
     if (strcmp(run.id, r->id) != 0)
         return util_err_set(err, UTIL_EINVAL, "%s names snapshot %s", rr->keys[i], run.id);
     r->read = true;
     r->max_runtime = run.max_runtime;
     memcpy(r->parent, run.parent, sizeof(r->parent));
+    r->has_roots = run.has_roots;
+    r->parent_files = run.parent_files;
+    r->parent_chunks = run.parent_chunks;
     return 0;
 }
 
@@ -277,7 +281,9 @@ static int gc_run_got(size_t i, const struct s3_result *res, void *arg, struct u
 int gcrun_read_runs(struct gc_ctx *g, const struct gc_source *s, struct gc_runrec **recs, size_t n,
                     struct util_err *err)
 {
-    struct gc_runs_read rr = {.recs = recs, .keys = util_calloc(n ? n : 1, sizeof(char *))};
+    struct gc_runs_read rr = {.recs = recs,
+                              .keys = util_calloc(n ? n : 1, sizeof(char *)),
+                              .k = &g->st.config.keys};
     for (size_t i = 0; i < n; i++) {
         struct repo_key k = {.kind = REPO_KEY_RUN, .src = s->src};
         memcpy(k.id, recs[i]->id, sizeof(k.id));
@@ -418,12 +424,23 @@ static int gc_read_trees(struct gc_ctx *g, const struct gc_source *s, const char
     size_t len;
     int rc;
 
-    if ((rc = storage_get_manifest(&g->st, &s->src, id, k, &m, NULL, &e)) != 0) {
-        if (rc == S3_ENOTFOUND)
+    memset(&m, 0, sizeof(m));
+    if ((rc = storage_get_manifest(&g->st, &s->src, id, k, &m, NULL, &e)) == S3_ENOTFOUND) {
+        /* Forgotten, and the parent of a backup that may still run: its trees as that
+         * backup's run record names them (docs/gc.md, condition (c)). */
+        const struct gc_runrec *by = NULL;
+        for (size_t i = 0; i < s->nruns && by == NULL; i++)
+            if (s->runs[i].read && s->runs[i].has_roots && strcmp(s->runs[i].parent, id) == 0)
+                by = &s->runs[i];
+        if (by == NULL)
             return util_err_set(err, rc,
-                                "the manifest of snapshot %s, the parent of a backup that may "
-                                "still run, is gone, so the packs it uses are unknown",
+                                "the manifest of snapshot %s is gone and no run record names "
+                                "its trees, so the packs it uses are unknown",
                                 id);
+        memset(&m, 0, sizeof(m));
+        m.files_root = by->parent_files;
+        m.chunks_root = by->parent_chunks;
+    } else if (rc != 0) {
         return util_err_set(err, rc, "%s", e.msg);
     }
     repo_tree_reader_init(&r, k, REPO_TREE_CHUNKS, &m.chunks_root, meta_fetch_cb, ms);

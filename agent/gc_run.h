@@ -32,6 +32,8 @@ struct gc_runrec {
     uint64_t size;
     int64_t max_runtime;
     bool read, gone;
+    bool has_roots; /* the parent's trees, from the record (repo_run) */
+    struct repo_root parent_files, parent_chunks;
 };
 
 struct gc_source {

@@ -315,9 +315,11 @@ static int repo_tree_load(struct repo_tree_reader *r, const struct repo_mref *re
 {
     uint8_t *sealed = util_malloc(ref->stored), *plain;
     char hex[2 * REPO_HASH_LEN + 1];
+    struct util_err e = {0};
     int rc = r->fetch(r->arg, ref, sealed, err);
-    if (rc == 0)
-        rc = repo_meta_open(r->keys, ref, sealed, &plain, err);
+    if (rc == 0 && (rc = repo_meta_open(r->keys, ref, sealed, &plain, &e)) != 0)
+        util_err_set(err, rc, "metadata pack %s.%" PRIu32 ".meta: %s", ref->run, ref->seq,
+                     e.msg);
     free(sealed);
     if (rc != 0)
         return rc;
@@ -334,6 +336,8 @@ static int repo_tree_load(struct repo_tree_reader *r, const struct repo_mref *re
     node->plain = plain;
     node->len = ref->plain;
     node->pos = META_HEAD;
+    if (r->loaded)
+        r->loaded(r->loaded_arg, ref, level);
     return 0;
 }
 

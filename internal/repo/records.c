@@ -45,26 +45,117 @@ static int repo_copy_id(char *dst, json_t *v, bool nullable, const char *what, s
     return 0;
 }
 
-char *repo_run_encode(const struct repo_run *r)
+#define RUN_AAD "lodestore run 2\n"
+
+static char *repo_b64(const uint8_t *v, size_t n)
 {
-    return repo_dump(json_pack("{s:i, s:s, s:o, s:I, s:s}", "format", REPO_FORMAT, "id", r->id,
-                               "parent", repo_id_or_null(r->parent), "maxRuntimeSeconds",
-                               (json_int_t)r->max_runtime, "agent", r->agent));
+    char *b64 = util_malloc(4 * ((n + 2) / 3) + 1);
+    EVP_EncodeBlock((unsigned char *)b64, v, (int)n);
+    return b64;
 }
 
-int repo_run_decode(struct repo_run *r, const char *json, size_t len, struct util_err *err)
+/* base64 to bytes; *n gets their number. NULL when it is not base64. */
+static uint8_t *repo_unb64(const char *b64, size_t *n)
+{
+    size_t len = strlen(b64), pad = 0;
+    if (len == 0 || len % 4 != 0)
+        return NULL;
+    if (b64[len - 1] == '=')
+        pad++;
+    if (len > 1 && b64[len - 2] == '=')
+        pad++;
+    uint8_t *v = util_malloc(len / 4 * 3 + 1);
+    int got = EVP_DecodeBlock(v, (const unsigned char *)b64, (int)len);
+    if (got < 0 || (size_t)got < pad) {
+        free(v);
+        return NULL;
+    }
+    *n = (size_t)got - pad;
+    return v;
+}
+
+static char *repo_run_aad(const struct repo_run *r)
+{
+    return util_asprintf("%s%s\n%s", RUN_AAD, r->id, r->parent);
+}
+
+char *repo_run_encode(const struct repo_run *r, const struct repo_keys *k)
+{
+    json_t *o = json_pack("{s:i, s:s, s:o, s:I, s:s}", "format", REPO_FORMAT, "id", r->id,
+                          "parent", repo_id_or_null(r->parent), "maxRuntimeSeconds",
+                          (json_int_t)r->max_runtime, "agent", r->agent);
+    if (k != NULL && r->has_roots) {
+        char *f = repo_root_format(&r->parent_files), *c = repo_root_format(&r->parent_chunks);
+        char *plain = util_asprintf("%s\n%s", f, c), *aad = repo_run_aad(r);
+        size_t n = strlen(plain);
+        uint8_t *sealed = util_malloc(n + REPO_SEAL_EXTRA);
+        repo_seal(k, aad, strlen(aad), plain, n, sealed);
+        char *b64 = repo_b64(sealed, n + REPO_SEAL_EXTRA);
+        json_object_set_new(o, "parentTrees", json_string(b64));
+        free(b64);
+        free(sealed);
+        free(aad);
+        free(plain);
+        free(f);
+        free(c);
+    }
+    return repo_dump(o);
+}
+
+/* The sealed parent's trees of a run record. */
+static int repo_run_roots(struct repo_run *r, const char *b64, const struct repo_keys *k,
+                          struct util_err *err)
+{
+    size_t n = 0;
+    uint8_t *sealed = repo_unb64(b64, &n);
+    char *plain = NULL, *aad, *nl;
+    int rc = UTIL_EINVAL;
+    if (sealed == NULL || n < REPO_SEAL_EXTRA || n > 4096)
+        goto bad;
+    plain = util_malloc(n - REPO_SEAL_EXTRA + 1);
+    aad = repo_run_aad(r);
+    rc = repo_unseal(k, aad, strlen(aad), sealed, n, (uint8_t *)plain, NULL);
+    free(aad);
+    if (rc != 0) {
+        rc = util_err_set(err, UTIL_EIO,
+                          "run record %s: its parent's trees do not authenticate (changed, "
+                          "moved, or the key is wrong)",
+                          r->id);
+        goto out;
+    }
+    plain[n - REPO_SEAL_EXTRA] = '\0';
+    if ((nl = strchr(plain, '\n')) == NULL)
+        goto bad;
+    *nl = '\0';
+    if (repo_root_parse(plain, &r->parent_files, NULL) != 0 ||
+        repo_root_parse(nl + 1, &r->parent_chunks, NULL) != 0)
+        goto bad;
+    r->has_roots = true;
+    rc = 0;
+    goto out;
+bad:
+    rc = util_err_set(err, UTIL_EINVAL, "run record %s: \"parentTrees\" is malformed", r->id);
+out:
+    free(sealed);
+    free(plain);
+    return rc;
+}
+
+int repo_run_decode(struct repo_run *r, const char *json, size_t len, const struct repo_keys *k,
+                    struct util_err *err)
 {
     json_error_t jerr;
     json_t *o = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr), *id, *parent;
     json_int_t fmt, maxrt;
-    const char *agent;
+    const char *agent, *trees = NULL;
     int rc;
 
     memset(r, 0, sizeof(*r));
     if (!o)
         return util_err_set(err, UTIL_EINVAL, "run record: not JSON: %s", jerr.text);
-    if (json_unpack_ex(o, &jerr, JSON_STRICT, "{s:I, s:o, s:o, s:I, s:s}", "format", &fmt, "id",
-                       &id, "parent", &parent, "maxRuntimeSeconds", &maxrt, "agent", &agent) != 0) {
+    if (json_unpack_ex(o, &jerr, JSON_STRICT, "{s:I, s:o, s:o, s:I, s:s, s?s}", "format", &fmt,
+                       "id", &id, "parent", &parent, "maxRuntimeSeconds", &maxrt, "agent", &agent,
+                       "parentTrees", &trees) != 0) {
         rc = util_err_set(err, UTIL_EINVAL, "run record: %s", jerr.text);
         goto out;
     }
@@ -79,6 +170,8 @@ int repo_run_decode(struct repo_run *r, const char *json, size_t len, struct uti
         goto out;
     r->max_runtime = maxrt;
     memcpy(r->agent, agent, strlen(agent) + 1);
+    if (trees != NULL && k != NULL)
+        rc = repo_run_roots(r, trees, k, err);
 out:
     json_decref(o);
     if (rc != 0)

@@ -399,6 +399,10 @@ struct repo_tree_reader {
     void *arg;
     repo_mvisit_cb visit; /* optional */
     void *visit_arg;
+    /* Optional: called with each chunk once it opened and checked (a backup notes
+     * the parent's chunks it may reuse: never one that did not open). */
+    repo_mvisit_cb loaded;
+    void *loaded_arg;
     struct repo_tree_node lv[REPO_TREE_LEVELS];
     bool started;
 };
@@ -576,10 +580,18 @@ struct repo_run {
     char parent[REPO_ID_LEN + 1]; /* "" without a parent */
     int64_t max_runtime;          /* seconds */
     char agent[64];               /* the version of lode that wrote it */
+    /* The parent's trees, as its manifest named them when the backup started: garbage
+     * collection protects what they name (condition (c), docs/gc.md) even once the
+     * parent's manifest is forgotten. Sealed ("parentTrees"), bound to id and parent. */
+    bool has_roots;
+    struct repo_root parent_files, parent_chunks;
 };
 
-char *repo_run_encode(const struct repo_run *r);
-int repo_run_decode(struct repo_run *r, const char *json, size_t len, struct util_err *err);
+/* keys: seals the parent's trees when r->has_roots (NULL: never). */
+char *repo_run_encode(const struct repo_run *r, const struct repo_keys *k);
+/* keys NULL: the parent's trees are not read (has_roots false). */
+int repo_run_decode(struct repo_run *r, const char *json, size_t len, const struct repo_keys *k,
+                    struct util_err *err);
 
 struct repo_error {
     char *path;

@@ -289,7 +289,7 @@ int main(int argc, char **argv)
     struct repo_run run = {.max_runtime = 3600};
     memcpy(run.id, id, sizeof(run.id));
     snprintf(run.agent, sizeof(run.agent), "mkrepo");
-    char *js = repo_run_encode(&run), *key = key_of(REPO_KEY_RUN, id, NULL);
+    char *js = repo_run_encode(&run, NULL), *key = key_of(REPO_KEY_RUN, id, NULL);
     put(key, js, strlen(js), false);
     free(js);
     free(key);

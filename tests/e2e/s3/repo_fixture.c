@@ -11,7 +11,8 @@
  *   open                              read config.json and unlock it with KEYFILE
  *   pack NS P H NAME SIZE             data/NS/P/H/<sha256(NAME)>.pack of SIZE bytes
  *   snap NS P H ID PARENT|- MAXRT [incomplete] [suspicious] [nomanifest] [PACKNAME...]
- *                                     the run record, the metadata pack meta ID.0.meta
+ *                                     the run record (with the parent's trees when its
+ *                                     manifest is there), the metadata pack meta ID.0.meta
  *                                     (an empty file list and a chunk set of one chunk
  *                                     in each named pack), the marks (with their tags),
  *                                     then the manifest (unless nomanifest)
@@ -219,7 +220,27 @@ int main(int argc, char **argv)
                 snprintf(run.parent, sizeof(run.parent), "%s", f[5]);
             run.max_runtime = strtoll(f[6], NULL, 10);
             snprintf(run.agent, sizeof(run.agent), "repo_fixture");
-            doc = repo_run_encode(&run);
+            if (run.parent[0]) {
+                /* The parent's trees, from its manifest when it has one (as a backup
+                 * reads them before its run record). */
+                struct repo_key pk = k;
+                struct repo_manifest pm;
+                char *pdata = NULL;
+                size_t plen = 0;
+                pk.kind = REPO_KEY_MANIFEST;
+                snprintf(pk.id, sizeof(pk.id), "%s", run.parent);
+                char *pkey = repo_key_build(&pk);
+                if (s3_sync_get(s3, pkey, NULL, &pdata, &plen, NULL, &err) == 0 &&
+                    repo_manifest_decode(&pm, pdata, plen, &cfg.keys, &err) == 0) {
+                    run.has_roots = true;
+                    run.parent_files = pm.files_root;
+                    run.parent_chunks = pm.chunks_root;
+                    repo_manifest_free(&pm);
+                }
+                free(pdata);
+                free(pkey);
+            }
+            doc = repo_run_encode(&run, &cfg.keys);
             key = repo_key_build(&k);
             put(key, doc, strlen(doc));
             free(key);

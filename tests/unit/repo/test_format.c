@@ -805,21 +805,44 @@ static void test_run_record(void **state)
 {
     struct repo_run r = {.id = ID2, .parent = ID1, .max_runtime = 3600, .agent = "v1"}, d;
     struct util_err err = {0};
-    char *json = repo_run_encode(&r);
-    assert_int_equal(repo_run_decode(&d, json, strlen(json), &err), 0);
+    char *json = repo_run_encode(&r, NULL);
+    assert_int_equal(repo_run_decode(&d, json, strlen(json), NULL, &err), 0);
     assert_string_equal(d.parent, ID1);
     assert_int_equal(d.max_runtime, 3600);
     free(json);
     r.parent[0] = '\0';
-    json = repo_run_encode(&r);
+    json = repo_run_encode(&r, NULL);
     assert_non_null(strstr(json, "\"parent\": null"));
-    assert_int_equal(repo_run_decode(&d, json, strlen(json), &err), 0);
+    assert_int_equal(repo_run_decode(&d, json, strlen(json), NULL, &err), 0);
     assert_string_equal(d.parent, "");
+    free(json);
+    /* The parent's trees, sealed: read with the key, bound to id and parent. */
+    struct repo_keys k = test_keys(3);
+    snprintf(r.parent, sizeof(r.parent), "%s", ID1);
+    r.has_roots = true;
+    memset(r.parent_files.ref.hash, 7, REPO_HASH_LEN);
+    memcpy(r.parent_files.ref.run, ID1, sizeof(r.parent_files.ref.run));
+    r.parent_files.ref.stored = 40;
+    r.parent_files.ref.plain = 9;
+    r.parent_chunks = r.parent_files;
+    r.parent_chunks.depth = 2;
+    json = repo_run_encode(&r, &k);
+    assert_non_null(strstr(json, "parentTrees"));
+    assert_int_equal(repo_run_decode(&d, json, strlen(json), &k, &err), 0);
+    assert_true(d.has_roots);
+    assert_memory_equal(&d.parent_chunks, &r.parent_chunks, sizeof(r.parent_chunks));
+    assert_int_equal(repo_run_decode(&d, json, strlen(json), NULL, &err), 0);
+    assert_false(d.has_roots);
+    char *moved = util_strdup(json), *at = strstr(moved, ID1);
+    memcpy(at, ID2, REPO_ID_LEN); /* another parent: the trees are not its */
+    assert_int_equal(repo_run_decode(&d, moved, strlen(moved), &k, &err), UTIL_EIO);
+    assert_non_null(strstr(err.msg, "do not authenticate"));
+    free(moved);
     free(json);
     /* Format 1's record is not read as format 2's. */
     json = util_strdup("{\"format\":1,\"id\":\"" ID1 "\",\"parent\":null,"
                        "\"maxRuntimeSeconds\":1,\"agent\":\"a\"}");
-    assert_int_equal(repo_run_decode(&d, json, strlen(json), &err), UTIL_EINVAL);
+    assert_int_equal(repo_run_decode(&d, json, strlen(json), NULL, &err), UTIL_EINVAL);
     free(json);
     static const char *bad[] = {
         "{}",
@@ -829,7 +852,7 @@ static void test_run_record(void **state)
         "[",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        assert_int_equal(repo_run_decode(&d, bad[i], strlen(bad[i]), &err), UTIL_EINVAL);
+        assert_int_equal(repo_run_decode(&d, bad[i], strlen(bad[i]), NULL, &err), UTIL_EINVAL);
 }
 
 static struct repo_manifest test_manifest_of(struct repo_error *errs, char **paths)
