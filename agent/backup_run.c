@@ -58,9 +58,8 @@ static int backup_run_mark(struct backup *b, enum repo_kind kind, struct util_er
  * first PUT uses the local clock; when the server's second differs, the record
  * is written again under the right id and the first one deleted.
  */
-static int backup_run_record(struct backup *b, const char *parent,
-                             const struct repo_manifest *pm, int64_t max_runtime,
-                             struct util_err *err)
+static int backup_run_record(struct backup *b, const char *parent, const struct repo_manifest *pm,
+                             int64_t max_runtime, struct util_err *err)
 {
     struct repo_run r = {0};
     struct s3_info info = {0};
@@ -123,8 +122,7 @@ static void backup_run_parent_manifest(struct backup *b, struct backup_run_paren
     if (p->id[0] == '\0')
         return;
     if (storage_get_manifest(b->st, &b->src, p->id, b->keys, pm, NULL, &err) != 0) {
-        fprintf(stderr, "lode backup: the parent %s: %s: backing up without one\n", p->id,
-                err.msg);
+        fprintf(stderr, "lode backup: the parent %s: %s: backing up without one\n", p->id, err.msg);
         p->id[0] = '\0';
     }
 }
@@ -153,8 +151,8 @@ static void backup_run_parent_load(struct backup *b, struct backup_run_parent *p
     rc = s3_sync_head(b->st->s3, key, &info, &err);
     free(key);
     if (rc != 0) {
-        fprintf(stderr, "lode backup: the parent %s is gone (%s): backing up without one\n",
-                p->id, err.msg);
+        fprintf(stderr, "lode backup: the parent %s is gone (%s): backing up without one\n", p->id,
+                err.msg);
         return;
     }
     meta_src_init(&p->ms, b->st, &b->src);
@@ -268,8 +266,7 @@ void backup_run(struct backup *b, const struct policy *pol, int64_t max_runtime,
         }
     }
     backup_run_parent_manifest(b, &parent, &pm);
-    if ((rc = backup_run_record(b, parent.id, parent.id[0] ? &pm : NULL, max_runtime, &err)) !=
-        0) {
+    if ((rc = backup_run_record(b, parent.id, parent.id[0] ? &pm : NULL, max_runtime, &err)) != 0) {
         struct util_err e = err;
         util_err_set(&err, rc, "cannot write the run record: %.400s", e.msg);
         goto fail;

@@ -4,10 +4,10 @@
  *
  * Structure, always: config.json decodes and the key opens it; every run record
  * parses; every snapshot's manifest decodes, authenticates and is in its place, its
- * marks carry their tags, its file list and chunk set trees exist and open, every chunk a file names is in the chunk set with the
- * file's size adding up, and every chunk of the set is in the table of a listed pack
- * at the place the set says. A pack's table is read from its tail (one ranged GET of
- * 64 KiB, a second when the table is longer), so this reads about 45 bytes a chunk,
+ * marks carry their tags, its file list and chunk set trees exist and open, every chunk a file
+ * names is in the chunk set with the file's size adding up, and every chunk of the set is in the
+ * table of a listed pack at the place the set says. A pack's table is read from its tail (one
+ * ranged GET of 64 KiB, a second when the table is longer), so this reads about 45 bytes a chunk,
  * not the data. With --read-data every pack is read whole: its SHA-256 must be its
  * name and every blob must authenticate, decompress and hash to its chunk.
  *
@@ -370,8 +370,8 @@ static bool ck_snapshot(struct ck *k, const struct repo_snapshot *s)
         k->failed = true;
         return false;
     }
-    if ((rc = meta_check_marks(k->st, k->keys, &m, s->incomplete, s->suspicious, note,
-                               sizeof(note), &e)) != 0) {
+    if ((rc = meta_check_marks(k->st, k->keys, &m, s->incomplete, s->suspicious, note, sizeof(note),
+                               &e)) != 0) {
         if (rc == UTIL_EIO)
             ck_damage(k, "%s", e.msg);
         else {

@@ -281,9 +281,8 @@ static int gc_run_got(size_t i, const struct s3_result *res, void *arg, struct u
 int gcrun_read_runs(struct gc_ctx *g, const struct gc_source *s, struct gc_runrec **recs, size_t n,
                     struct util_err *err)
 {
-    struct gc_runs_read rr = {.recs = recs,
-                              .keys = util_calloc(n ? n : 1, sizeof(char *)),
-                              .k = &g->st.config.keys};
+    struct gc_runs_read rr = {
+        .recs = recs, .keys = util_calloc(n ? n : 1, sizeof(char *)), .k = &g->st.config.keys};
     for (size_t i = 0; i < n; i++) {
         struct repo_key k = {.kind = REPO_KEY_RUN, .src = s->src};
         memcpy(k.id, recs[i]->id, sizeof(k.id));

@@ -2,8 +2,8 @@
  * gc_run: the collection of `lode gc` (docs/gc.md) around internal/gc's rule.
  * gc_collect.c runs it (gcrun_run: steps 0 to 5) and deletes; gc_read.c finds the
  * sources, lists their manifests and run records, reads run records and chunk sets
- * (GC_GETS at a time), the protected snapshots' trees, and takes the storage's time; gc_uploads.c aborts unfinished
- * multipart uploads. What a source loses is planned without I/O (struct gc_plan)
+ * (GC_GETS at a time), the protected snapshots' trees, and takes the storage's time; gc_uploads.c
+ * aborts unfinished multipart uploads. What a source loses is planned without I/O (struct gc_plan)
  * from what was listed and read, so the plan can be tested on a layout in memory.
  *
  * Output: with text set, the run prints its progress on stdout (the storage time and

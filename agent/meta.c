@@ -100,7 +100,7 @@ int meta_fetch_cb(void *arg, const struct repo_mref *ref, uint8_t *sealed, struc
          * to about 170,000 files: one GET for both its trees); past that, a window
          * from this chunk on, where the next chunks of the tree follow. */
         uint64_t start = (uint64_t)ref->offset + ref->stored <= META_CACHE ? 0 : ref->offset;
-        size_t want = start == 0 ? META_CACHE
+        size_t want = start == 0                  ? META_CACHE
                       : ref->stored > META_WINDOW ? ref->stored
                                                   : META_WINDOW;
         meta_window_drop(m, ref->run, ref->seq);
@@ -168,8 +168,7 @@ int meta_load_files(struct meta_src *m, const struct repo_keys *k, const struct 
 
 /* One listed mark: GET it and check its tag. */
 static int meta_check_mark(struct storage *st, const struct repo_keys *k,
-                           const struct repo_manifest *m, enum repo_kind kind,
-                           struct util_err *err)
+                           const struct repo_manifest *m, enum repo_kind kind, struct util_err *err)
 {
     struct repo_key rk = {.kind = kind, .src = m->src};
     struct util_err e = {0};

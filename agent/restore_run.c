@@ -261,8 +261,7 @@ int rx_find(struct rx *x, const char *id)
                 x->src = cat.v[i].src;
                 x->listed_incomplete = cat.v[i].incomplete;
                 x->listed_suspicious = cat.v[i].suspicious;
-            }
-            else
+            } else
                 rx_say(x, "%s names a snapshot of %s/%s/%s and of %s/%s/%s", id, x->src.ns,
                        x->src.policy, x->src.host, cat.v[i].src.ns, cat.v[i].src.policy,
                        cat.v[i].src.host);
@@ -294,8 +293,8 @@ int rx_restore(struct rx *x, const char *target, bool overwrite, char **inc, siz
         return rc == S3_ENOTFOUND || rc == UTIL_EINVAL || rc == UTIL_EIO ? AGENT_EDAMAGED : rc;
     }
     /* The marks as listed must be the ones lode wrote for this snapshot. */
-    if ((rc = meta_check_marks(x->st, x->keys, &m, x->listed_incomplete, x->listed_suspicious,
-                               note, sizeof(note), &e)) != 0) {
+    if ((rc = meta_check_marks(x->st, x->keys, &m, x->listed_incomplete, x->listed_suspicious, note,
+                               sizeof(note), &e)) != 0) {
         rx_say(x, "%s", e.msg);
         repo_manifest_free(&m);
         return rc == UTIL_EIO ? AGENT_EDAMAGED : rc;

@@ -11,11 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 #include "repo/repo.h"
 
-#define XATTR_MAX    1024
-#define XATTR_VALUE  (64u * 1024)
+#define XATTR_MAX   1024
+#define XATTR_VALUE (64u * 1024)
 
 static void put_varint(struct util_buf *b, uint64_t v)
 {

@@ -204,8 +204,8 @@ static void repo_tree_level_open(struct repo_tree_writer *w, unsigned i)
     }
 }
 
-static int repo_tree_add_at(struct repo_tree_writer *w, unsigned i, const uint8_t *rec,
-                            size_t len, struct util_err *err);
+static int repo_tree_add_at(struct repo_tree_writer *w, unsigned i, const uint8_t *rec, size_t len,
+                            struct util_err *err);
 
 static int repo_tree_emit(struct repo_tree_writer *w, unsigned i, struct util_err *err)
 {
@@ -224,8 +224,7 @@ static int repo_tree_emit(struct repo_tree_writer *w, unsigned i, struct util_er
     l->buf.len = META_HEAD;
     l->nrec = 0;
     if (i + 1 >= REPO_TREE_LEVELS)
-        return l->emitted > 1 ? util_err_set(err, UTIL_EINVAL, "a metadata tree is too deep")
-                              : 0;
+        return l->emitted > 1 ? util_err_set(err, UTIL_EINVAL, "a metadata tree is too deep") : 0;
     util_buf_init(&rec);
     repo_mref_put(&rec, &ref);
     rc = repo_tree_add_at(w, i + 1, (const uint8_t *)rec.data, rec.len, err);
@@ -233,8 +232,8 @@ static int repo_tree_emit(struct repo_tree_writer *w, unsigned i, struct util_er
     return rc;
 }
 
-static int repo_tree_add_at(struct repo_tree_writer *w, unsigned i, const uint8_t *rec,
-                            size_t len, struct util_err *err)
+static int repo_tree_add_at(struct repo_tree_writer *w, unsigned i, const uint8_t *rec, size_t len,
+                            struct util_err *err)
 {
     repo_tree_level_open(w, i);
     struct repo_tree_level *l = &w->lv[i];
@@ -318,19 +317,16 @@ static int repo_tree_load(struct repo_tree_reader *r, const struct repo_mref *re
     struct util_err e = {0};
     int rc = r->fetch(r->arg, ref, sealed, err);
     if (rc == 0 && (rc = repo_meta_open(r->keys, ref, sealed, &plain, &e)) != 0)
-        util_err_set(err, rc, "metadata pack %s.%" PRIu32 ".meta: %s", ref->run, ref->seq,
-                     e.msg);
+        util_err_set(err, rc, "metadata pack %s.%" PRIu32 ".meta: %s", ref->run, ref->seq, e.msg);
     free(sealed);
     if (rc != 0)
         return rc;
     if (plain[0] != r->tree || plain[1] != level) {
         free(plain);
         repo_hex(ref->hash, REPO_HASH_LEN, hex);
-        return util_err_set(err, UTIL_EIO,
-                            "metadata chunk %s in %s.%" PRIu32
-                            ".meta: not the %s tree's level %u",
-                            hex, ref->run, ref->seq,
-                            r->tree == REPO_TREE_FILES ? "file list" : "chunk set", level);
+        return util_err_set(
+            err, UTIL_EIO, "metadata chunk %s in %s.%" PRIu32 ".meta: not the %s tree's level %u",
+            hex, ref->run, ref->seq, r->tree == REPO_TREE_FILES ? "file list" : "chunk set", level);
     }
     free(node->plain);
     node->plain = plain;

@@ -81,8 +81,8 @@ static char *repo_run_aad(const struct repo_run *r)
 
 char *repo_run_encode(const struct repo_run *r, const struct repo_keys *k)
 {
-    json_t *o = json_pack("{s:i, s:s, s:o, s:I, s:s}", "format", REPO_FORMAT, "id", r->id,
-                          "parent", repo_id_or_null(r->parent), "maxRuntimeSeconds",
+    json_t *o = json_pack("{s:i, s:s, s:o, s:I, s:s}", "format", REPO_FORMAT, "id", r->id, "parent",
+                          repo_id_or_null(r->parent), "maxRuntimeSeconds",
                           (json_int_t)r->max_runtime, "agent", r->agent);
     if (k != NULL && r->has_roots) {
         char *f = repo_root_format(&r->parent_files), *c = repo_root_format(&r->parent_chunks);
@@ -187,8 +187,8 @@ static json_t *repo_manifest_public(const struct repo_manifest *m)
     return json_pack(
         "{s:i, s:s, s:s, s:s, s:s, s:o, s:I, s:b, s:b, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
         "s:I, s:I}, s:s}",
-        "format", REPO_FORMAT, "id", m->id, "namespace", m->src.ns, "policy", m->src.policy,
-        "host", m->src.host, "parent", repo_id_or_null(m->parent), "maxRuntimeSeconds",
+        "format", REPO_FORMAT, "id", m->id, "namespace", m->src.ns, "policy", m->src.policy, "host",
+        m->src.host, "parent", repo_id_or_null(m->parent), "maxRuntimeSeconds",
         (json_int_t)m->max_runtime, "incomplete", m->incomplete, "suspicious", m->suspicious,
         "stats", "files", (json_int_t)m->files, "bytes", (json_int_t)m->bytes, "newFiles",
         (json_int_t)m->new_files, "changedFiles", (json_int_t)m->changed_files, "deletedFiles",
@@ -343,8 +343,7 @@ int repo_manifest_decode(struct repo_manifest *m, const char *json, size_t len,
         json_integer_value(json_object_get(o, "format")) != REPO_FORMAT) {
         rc = util_err_set(err, UTIL_EINVAL,
                           "manifest: format %lld, but this lode reads format %d only",
-                          (long long)json_integer_value(json_object_get(o, "format")),
-                          REPO_FORMAT);
+                          (long long)json_integer_value(json_object_get(o, "format")), REPO_FORMAT);
         goto out;
     }
     if (json_unpack_ex(o, &jerr, JSON_STRICT,
@@ -399,10 +398,9 @@ int repo_manifest_placed(const struct repo_manifest *m, const struct repo_source
 {
     if (strcmp(m->id, id) != 0 || strcmp(m->src.ns, src->ns) != 0 ||
         strcmp(m->src.policy, src->policy) != 0 || strcmp(m->src.host, src->host) != 0)
-        return util_err_set(err, UTIL_EIO,
-                            "manifest %s/%s/%s/%s says it is %s/%s/%s/%s (copied or moved)",
-                            src->ns, src->policy, src->host, id, m->src.ns, m->src.policy,
-                            m->src.host, m->id);
+        return util_err_set(
+            err, UTIL_EIO, "manifest %s/%s/%s/%s says it is %s/%s/%s/%s (copied or moved)", src->ns,
+            src->policy, src->host, id, m->src.ns, m->src.policy, m->src.host, m->id);
     return 0;
 }
 
@@ -436,7 +434,8 @@ int repo_mark_check(const struct repo_keys *k, const struct repo_source *src, co
     int rc = UTIL_EIO;
     const char *what = kind == REPO_KEY_INCOMPLETE ? "incomplete" : "suspicious";
 
-    if (!o || json_unpack_ex(o, &jerr, JSON_STRICT, "{s:I, s:s}", "format", &fmt, "tag", &hex) != 0 ||
+    if (!o ||
+        json_unpack_ex(o, &jerr, JSON_STRICT, "{s:I, s:s}", "format", &fmt, "tag", &hex) != 0 ||
         fmt != REPO_FORMAT || strlen(hex) != 2 * REPO_SEAL_EXTRA ||
         repo_unhex(hex, tag, sizeof(tag)) != 0) {
         rc = util_err_set(err, UTIL_EIO, "the .%s mark of %s is not one lode wrote", what, id);

@@ -1,10 +1,10 @@
 /*
  * Fuzz target for the decoders of sealed objects: a file list leaf or index chunk,
- * a chunk set leaf and a pack table (whole, and from its tail). The input is the plain content; the target seals it
- * under a fixed key exactly as the writer would, so the fuzzer reaches the parsers behind
- * authentication (where a hostile key holder, or a bug in an older writer, could
- * put anything). The first byte picks the decoder. Findings are crashes, leaks
- * and refusals without a message; a file list must come back in path order.
+ * a chunk set leaf and a pack table (whole, and from its tail). The input is the plain content; the
+ * target seals it under a fixed key exactly as the writer would, so the fuzzer reaches the parsers
+ * behind authentication (where a hostile key holder, or a bug in an older writer, could put
+ * anything). The first byte picks the decoder. Findings are crashes, leaks and refusals without a
+ * message; a file list must come back in path order.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -58,8 +58,7 @@ static void fuzz_seal(const struct repo_keys *k, uint8_t tree, uint8_t level, co
 }
 
 /* Only the one chunk exists: any other place an index names is missing. */
-static int fuzz_fetch(void *arg, const struct repo_mref *ref, uint8_t *sealed,
-                      struct util_err *err)
+static int fuzz_fetch(void *arg, const struct repo_mref *ref, uint8_t *sealed, struct util_err *err)
 {
     const struct fuzz_chunk *c = arg;
     if (memcmp(ref, &c->root.ref, sizeof(*ref)) != 0)

@@ -75,8 +75,8 @@ static int meta_store(void *arg, const uint8_t hash[REPO_HASH_LEN], const uint8_
     uint8_t *sealed, flags;
     size_t slen;
     repo_blob_seal(&cfg.keys, 3, hash, plain, len, &sealed, &slen, &flags);
-    const struct repo_chunk *c = repo_pack_writer_add(&mw, hash, sealed, slen, flags,
-                                                      (uint32_t)len);
+    const struct repo_chunk *c =
+        repo_pack_writer_add(&mw, hash, sealed, slen, flags, (uint32_t)len);
     memset(ref, 0, sizeof(*ref));
     memcpy(ref->hash, hash, REPO_HASH_LEN);
     memcpy(ref->run, run_id, sizeof(ref->run));

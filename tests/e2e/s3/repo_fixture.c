@@ -67,8 +67,8 @@ static int fx_store_cb(void *arg, const uint8_t hash[REPO_HASH_LEN], const uint8
     uint8_t *sealed, flags;
     size_t slen;
     repo_blob_seal(&cfg.keys, 3, hash, plain, len, &sealed, &slen, &flags);
-    const struct repo_chunk *c = repo_pack_writer_add(&m->w, hash, sealed, slen, flags,
-                                                      (uint32_t)len);
+    const struct repo_chunk *c =
+        repo_pack_writer_add(&m->w, hash, sealed, slen, flags, (uint32_t)len);
     memset(ref, 0, sizeof(*ref));
     memcpy(ref->hash, hash, REPO_HASH_LEN);
     memcpy(ref->run, m->run, sizeof(ref->run));

@@ -161,8 +161,7 @@ static int teardown(void **state)
 }
 
 /* The metadata chunks of the walk are still in the metadata pack being filled. */
-static int pack_fetch(void *arg, const struct repo_mref *ref, uint8_t *sealed,
-                      struct util_err *err)
+static int pack_fetch(void *arg, const struct repo_mref *ref, uint8_t *sealed, struct util_err *err)
 {
     const struct repo_pack_writer *w = arg;
     assert_true((size_t)ref->offset + ref->stored <= w->buf.len);

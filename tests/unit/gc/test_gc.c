@@ -16,9 +16,9 @@
  * the bodies it needs, reads the protected snapshots' manifests and trees (a
  * manifest or metadata pack it cannot read stops the run), lists the objects, and
  * deletes in batches, with other actors' steps in between. After every step,
- * every manifest's metadata packs and every pack its trees name must be present. At the end of each schedule, after
- * the clock passes every window, a GC must have deleted everything that no
- * manifest references, so the rule is not safe merely by deleting nothing.
+ * every manifest's metadata packs and every pack its trees name must be present. At the end of each
+ * schedule, after the clock passes every window, a GC must have deleted everything that no manifest
+ * references, so the rule is not safe merely by deleting nothing.
  *
  * Two weakened collectors (without condition (c), and with W from the policy
  * alone) are run on the same schedules and must lose data in some of them:
@@ -225,8 +225,8 @@ static unsigned m_below(unsigned n)
 
 /* One snapshot id's objects: manifest, run record, the metadata pack its run wrote. */
 struct m_snap {
-    bool manifest, run, index;       /* index: its metadata pack is present */
-    bool indexed;                    /* its trees are written: metas says what they name */
+    bool manifest, run, index; /* index: its metadata pack is present */
+    bool indexed;              /* its trees are written: metas says what they name */
     int64_t manifest_time, run_time, index_time;
     int metas[M_REFS]; /* the runs whose metadata packs its trees name */
     int nmetas;
@@ -547,11 +547,11 @@ static bool m_gc_step(struct m_world *w, struct m_gc *gc)
             bool referenced = i < w->nsnaps && gc_idset_has(&ids, s->name);
             uint8_t meta[GC_PACK_ID_LEN];
             gc_meta_pack_id(s->name, 0, meta);
-            gc->del_index[i] = i < w->nsnaps && s->index &&
-                               gc_may_delete(s->index_time, gc->cutoff,
-                                             w->flaw == M_META_BY_ID
-                                                 ? referenced
-                                                 : gc_packset_has(&refs, meta)) == GC_DELETE;
+            gc->del_index[i] =
+                i < w->nsnaps && s->index &&
+                gc_may_delete(s->index_time, gc->cutoff,
+                              w->flaw == M_META_BY_ID ? referenced : gc_packset_has(&refs, meta)) ==
+                    GC_DELETE;
             gc->del_run[i] = i < w->nsnaps && s->run &&
                              gc_may_delete(s->run_time, gc->cutoff, referenced) == GC_DELETE;
             /* the uploads under meta/, listed with their initiation times */

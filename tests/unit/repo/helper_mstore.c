@@ -15,7 +15,7 @@ static const struct repo_mref *mstore_find(const struct mstore *s, const uint8_t
 }
 
 int mstore_cb(void *arg, const uint8_t hash[REPO_HASH_LEN], const uint8_t *plain, size_t len,
-                     struct repo_mref *ref, struct util_err *err)
+              struct repo_mref *ref, struct util_err *err)
 {
     struct mstore *s = arg;
     const struct repo_mref *have = mstore_find(s, hash);
@@ -46,8 +46,7 @@ int mstore_cb(void *arg, const uint8_t hash[REPO_HASH_LEN], const uint8_t *plain
     return 0;
 }
 
-int mstore_fetch(void *arg, const struct repo_mref *ref, uint8_t *sealed,
-                        struct util_err *err)
+int mstore_fetch(void *arg, const struct repo_mref *ref, uint8_t *sealed, struct util_err *err)
 {
     struct mstore *s = arg;
     if (ref->offset >= s->n || strcmp(s->refs[ref->offset].run, ref->run) != 0)
@@ -63,4 +62,3 @@ void mstore_free(struct mstore *s)
     free(s->sealed);
     free(s->refs);
 }
-

@@ -84,18 +84,18 @@ static void test_key_rejects(void **state)
 {
     static const char *bad[] = {
         "config.jso",
-        "snapshots/ns/pol/" ID1 ".json",     /* no host */
-        "snapshots/ns/pol/h/x/" ID1 ".json", /* one level too deep */
-        "snapshots/ns/pol/h/" ID1 ".txt",    /* unknown suffix */
-        "snapshots/ns//h/" ID1 ".json",      /* empty name */
-        "snapshots/ns/../h/" ID1 ".json",    /* dot-dot */
-        "meta/ns/pol/h/" ID1 ".json",        /* wrong suffix for meta */
-        "meta/ns/pol/h/" ID1 ".files",       /* format 1's file list */
-        "meta/ns/pol/h/" ID1 ".meta",        /* no number */
-        "meta/ns/pol/h/" ID1 ".01.meta",     /* a leading zero */
-        "meta/ns/pol/h/" ID1 ".1x.meta",     /* not a number */
+        "snapshots/ns/pol/" ID1 ".json",         /* no host */
+        "snapshots/ns/pol/h/x/" ID1 ".json",     /* one level too deep */
+        "snapshots/ns/pol/h/" ID1 ".txt",        /* unknown suffix */
+        "snapshots/ns//h/" ID1 ".json",          /* empty name */
+        "snapshots/ns/../h/" ID1 ".json",        /* dot-dot */
+        "meta/ns/pol/h/" ID1 ".json",            /* wrong suffix for meta */
+        "meta/ns/pol/h/" ID1 ".files",           /* format 1's file list */
+        "meta/ns/pol/h/" ID1 ".meta",            /* no number */
+        "meta/ns/pol/h/" ID1 ".01.meta",         /* a leading zero */
+        "meta/ns/pol/h/" ID1 ".1x.meta",         /* not a number */
         "meta/ns/pol/h/" ID1 ".1234567890.meta", /* too long */
-        "data/ns/pol/h/abc.pack",            /* short hash */
+        "data/ns/pol/h/abc.pack",                /* short hash */
         "runs/ns/pol/h/20261202T170127Z-zzzzzzzzzzzzzzzz.json",
         "other/ns/pol/h/" ID1 ".json",
         "",
