@@ -411,38 +411,54 @@ static void gc_pack_cb(void *arg, const uint8_t id[REPO_HASH_LEN])
     gc_packset_add(arg, id);
 }
 
-/* One protected snapshot: its manifest (authenticated), then its two trees. */
-static int gc_read_trees(struct gc_ctx *g, const struct gc_source *s, const char *id,
+/* The roots of one protected snapshot's trees, from its manifest or its child's record. */
+struct gc_roots {
+    bool known;
+    struct repo_root files, chunks;
+};
+
+struct gc_mans_read {
+    const struct gc_source *s;
+    const struct gc_idset *ids;
+    char **keys;
+    const struct repo_keys *k;
+    struct gc_roots *roots;
+};
+
+/* A protected snapshot's manifest (authenticated and in its place); a forgotten one is
+ * left unknown, for the run records to name. */
+static int gc_man_got(size_t i, const struct s3_result *res, void *arg, struct util_err *err)
+{
+    struct gc_mans_read *mr = arg;
+    struct repo_manifest m;
+    struct util_err e = {0};
+    int rc;
+    if (res->error == S3_ENOTFOUND)
+        return 0;
+    if (res->error != 0)
+        return util_err_set(err, res->error, "cannot read %s: %s", mr->keys[i], res->message);
+    if ((rc = repo_manifest_decode(&m, res->body, res->body_len, mr->k, &e)) != 0 ||
+        (rc = repo_manifest_placed(&m, &mr->s->src, mr->ids->v[i], &e)) != 0) {
+        repo_manifest_free(&m);
+        return util_err_set(err, rc, "%s: %s", mr->keys[i], e.msg);
+    }
+    mr->roots[i] = (struct gc_roots){.known = true, .files = m.files_root, .chunks = m.chunks_root};
+    repo_manifest_free(&m);
+    return 0;
+}
+
+/* One protected snapshot's two trees. */
+static int gc_read_trees(struct gc_ctx *g, const char *id, const struct gc_roots *roots,
                          struct meta_src *ms, struct gc_walk *w, struct util_err *err)
 {
     const struct repo_keys *k = &g->st.config.keys;
-    struct repo_manifest m;
     struct repo_tree_reader r;
     struct util_err e = {0};
     const uint8_t *recs;
     size_t len;
     int rc;
 
-    memset(&m, 0, sizeof(m));
-    if ((rc = storage_get_manifest(&g->st, &s->src, id, k, &m, NULL, &e)) == S3_ENOTFOUND) {
-        /* Forgotten, and the parent of a backup that may still run: its trees as that
-         * backup's run record names them (docs/gc.md, condition (c)). */
-        const struct gc_runrec *by = NULL;
-        for (size_t i = 0; i < s->nruns && by == NULL; i++)
-            if (s->runs[i].read && s->runs[i].has_roots && strcmp(s->runs[i].parent, id) == 0)
-                by = &s->runs[i];
-        if (by == NULL)
-            return util_err_set(err, rc,
-                                "the manifest of snapshot %s is gone and no run record names "
-                                "its trees, so the packs it uses are unknown",
-                                id);
-        memset(&m, 0, sizeof(m));
-        m.files_root = by->parent_files;
-        m.chunks_root = by->parent_chunks;
-    } else if (rc != 0) {
-        return util_err_set(err, rc, "%s", e.msg);
-    }
-    repo_tree_reader_init(&r, k, REPO_TREE_CHUNKS, &m.chunks_root, meta_fetch_cb, ms);
+    repo_tree_reader_init(&r, k, REPO_TREE_CHUNKS, &roots->chunks, meta_fetch_cb, ms);
     r.visit = gc_visit_cb;
     r.visit_arg = w;
     w->files = false;
@@ -451,7 +467,7 @@ static int gc_read_trees(struct gc_ctx *g, const struct gc_source *s, const char
             break;
     repo_tree_reader_free(&r);
     if (rc == 0) {
-        repo_tree_reader_init(&r, k, REPO_TREE_FILES, &m.files_root, meta_fetch_cb, ms);
+        repo_tree_reader_init(&r, k, REPO_TREE_FILES, &roots->files, meta_fetch_cb, ms);
         r.visit = gc_visit_cb;
         r.visit_arg = w;
         w->files = true;
@@ -459,7 +475,6 @@ static int gc_read_trees(struct gc_ctx *g, const struct gc_source *s, const char
             ;
         repo_tree_reader_free(&r);
     }
-    repo_manifest_free(&m);
     if (rc != 0)
         return util_err_set(err, rc, "the metadata of snapshot %s: %s", id, e.msg);
     return 0;
@@ -469,12 +484,45 @@ int gcrun_read_trees(struct gc_ctx *g, const struct gc_source *s, const struct g
                      struct gc_packset *packs, struct util_err *err)
 {
     struct gc_walk w = {.packs = packs};
+    struct gc_mans_read mr = {.s = s,
+                              .ids = ids,
+                              .keys = util_calloc(ids->n ? ids->n : 1, sizeof(char *)),
+                              .k = &g->st.config.keys,
+                              .roots = util_calloc(ids->n ? ids->n : 1, sizeof(*mr.roots))};
     struct meta_src ms;
-    int rc = 0;
+    int rc;
+
+    /* The manifests first, GC_GETS at a time (one GET each: the round trips would be
+     * the run), then the trees one snapshot after another. */
+    for (size_t i = 0; i < ids->n; i++) {
+        struct repo_key k = {.kind = REPO_KEY_MANIFEST, .src = s->src};
+        memcpy(k.id, ids->v[i], sizeof(k.id));
+        mr.keys[i] = repo_key_build(&k);
+    }
+    rc = gc_get_all(g, mr.keys, ids->n, 1u << 20, gc_man_got, &mr, err);
+    gc_keys_free(mr.keys, ids->n);
     meta_src_init(&ms, &g->st, &s->src);
-    for (size_t i = 0; i < ids->n && rc == 0; i++)
-        rc = gc_read_trees(g, s, ids->v[i], &ms, &w, err);
+    for (size_t i = 0; i < ids->n && rc == 0; i++) {
+        if (!mr.roots[i].known) {
+            /* Forgotten, and the parent of a backup that may still run: its trees as
+             * that backup's run record names them (docs/gc.md, condition (c)). */
+            for (size_t j = 0; j < s->nruns && !mr.roots[i].known; j++) {
+                const struct gc_runrec *r = &s->runs[j];
+                if (r->read && r->has_roots && strcmp(r->parent, ids->v[i]) == 0)
+                    mr.roots[i] = (struct gc_roots){
+                        .known = true, .files = r->parent_files, .chunks = r->parent_chunks};
+            }
+        }
+        if (!mr.roots[i].known)
+            rc = util_err_set(err, S3_ENOTFOUND,
+                              "the manifest of snapshot %s is gone and no run record names its "
+                              "trees, so the packs it uses are unknown",
+                              ids->v[i]);
+        else
+            rc = gc_read_trees(g, ids->v[i], &mr.roots[i], &ms, &w, err);
+    }
     meta_src_free(&ms);
+    free(mr.roots);
     free(w.seen.v);
     return rc;
 }
