@@ -20,21 +20,23 @@
 
 static void cmd_mark_usage(FILE *f)
 {
-    fprintf(f,
-            "usage: lode mark ID (--suspicious | --clear) [--policy FILE|NS/NAME] [--host H]\n"
-            "                 [--output text|json] [--repo URL] [--cacert FILE]\n\n"
-            "Marks snapshot ID suspicious (retention keeps it, whatever the rules say, until\n"
-            "the mark is cleared) or clears the mark. Marking a marked snapshot or clearing an\n"
-            "unmarked one changes nothing and succeeds.\n\n"
-            "  --suspicious      write the empty object <id>.suspicious beside the manifest\n"
-            "  --clear           delete it\n"
-            "  --policy P        look for ID only among this policy's snapshots\n"
-            "  --host H          look for ID only among this host's snapshots\n"
-            "  --output json     {\"id\",\"policy\":\"NS/NAME\",\"host\",\"suspicious\","
-            "\"changed\"}\n"
-            "%s\n"
-            "Exit codes: 0 ok, 1 no such snapshot, 2 usage or I/O error.\n",
-            cli_storage_usage);
+    fprintf(
+        f,
+        "usage: lode mark ID (--suspicious | --clear) [--policy FILE|NS/NAME] [--host H]\n"
+        "                 [--output text|json] [--repo URL] [--cacert FILE] [--key-file FILE]\n\n"
+        "Marks snapshot ID suspicious (retention keeps it, whatever the rules say, until\n"
+        "the mark is cleared) or clears the mark. Marking a marked snapshot or clearing an\n"
+        "unmarked one changes nothing and succeeds.\n\n"
+        "  --suspicious      write <id>.suspicious beside the manifest, with a tag only the\n"
+        "                    repository key makes (the key is needed)\n"
+        "  --clear           delete it\n"
+        "  --policy P        look for ID only among this policy's snapshots\n"
+        "  --host H          look for ID only among this host's snapshots\n"
+        "  --output json     {\"id\",\"policy\":\"NS/NAME\",\"host\",\"suspicious\","
+        "\"changed\"}\n"
+        "%s\n"
+        "Exit codes: 0 ok, 1 no such snapshot, 2 usage or I/O error.\n",
+        cli_storage_usage);
 }
 
 /* Finds the one snapshot with this id; prints why not and returns the exit code. */
