@@ -14,7 +14,8 @@
  * unchanged stretches). Forget deletes any manifest. GC goes through its steps as
  * `lode gc` does: takes G, lists the manifests, lists the run records and reads
  * the bodies it needs, reads the protected snapshots' manifests and trees (a
- * manifest or metadata pack it cannot read stops the run), lists the objects, and
+ * forgotten parent's trees as its child's run record names them; a manifest or
+ * metadata pack it cannot read stops the run), lists the objects, and
  * deletes in batches, with other actors' steps in between. After every step,
  * every manifest's metadata packs and every pack its trees name must be present. At the end of each
  * schedule, after the clock passes every window, a GC must have deleted everything that no manifest
@@ -516,7 +517,13 @@ static bool m_gc_step(struct m_world *w, struct m_gc *gc)
          * the run, deleting nothing */
         for (size_t k = 0; k < ids.n; k++) {
             const struct m_snap *s = &w->snaps[m_snap_of(ids.v[k])];
-            if (!s->manifest || !s->indexed || !m_metas_present(w, s)) {
+            /* a forgotten manifest's trees are known from a run record naming it as
+             * its parent (which carries the parent's roots) */
+            bool named = false;
+            for (size_t r = 0; r < gc->nruns && w->flaw != M_NO_C; r++)
+                named |= gc->runs[r].read && gc->runs[r].parent != NULL &&
+                         strcmp(gc->runs[r].parent, s->name) == 0;
+            if ((!s->manifest && !named) || !s->indexed || !m_metas_present(w, s)) {
                 gc_idset_free(&ids);
                 gc_packset_free(&refs);
                 gc->phase = G_IDLE;
