@@ -303,6 +303,53 @@ static void test_chunkset_tree(void **state)
     mstore_free(&s);
 }
 
+/* Chunk set records a writer never makes: refused, not read as a set. */
+static void test_chunkset_refuses(void **state)
+{
+    struct repo_keys k = test_keys(7);
+    struct util_err err = {0};
+    uint8_t pa[1 + REPO_HASH_LEN] = {'P'}, pb[1 + REPO_HASH_LEN] = {'P'};
+    uint8_t c[1 + REPO_HASH_LEN + 4] = {'c'};
+    memset(pa + 1, 0x20, REPO_HASH_LEN);
+    memset(pb + 1, 0x10, REPO_HASH_LEN);
+    c[1 + REPO_HASH_LEN] = 8;      /* offset */
+    c[1 + REPO_HASH_LEN + 1] = 40; /* stored */
+    c[1 + REPO_HASH_LEN + 2] = 9;  /* plain */
+    c[1 + REPO_HASH_LEN + 3] = 0;  /* flags */
+    static const struct {
+        const char *what;
+        int recs[4]; /* 1 = pack a, 2 = pack b, 3 = a chunk, 4 = a bad tag; 0 ends */
+    } cases[] = {
+        {"a chunk before any pack", {3, 0}},    {"packs out of order", {1, 3, 2, 3}},
+        {"the same pack twice", {1, 3, 1, 0}},  {"an unknown record", {1, 4, 0}},
+        {"the same chunk twice", {1, 3, 3, 0}},
+    };
+    for (size_t t = 0; t < sizeof(cases) / sizeof(cases[0]); t++) {
+        struct mstore ms = {.k = &k, .run = RUN1};
+        struct repo_tree_writer w;
+        struct repo_tree_reader r;
+        struct repo_root root;
+        struct repo_chunkset set;
+        uint8_t bad[2] = {'x', 0};
+        repo_tree_writer_init(&w, REPO_TREE_CHUNKS, &k, mstore_cb, &ms);
+        for (int i = 0; i < 4 && cases[t].recs[i]; i++) {
+            int v = cases[t].recs[i];
+            const uint8_t *rec = v == 1 ? pa : v == 2 ? pb : v == 3 ? c : bad;
+            size_t len = v == 1 || v == 2 ? sizeof(pa) : v == 3 ? sizeof(c) : sizeof(bad);
+            assert_int_equal(repo_tree_writer_add(&w, rec, len, &err), 0);
+        }
+        assert_int_equal(repo_tree_writer_finish(&w, &root, &err), 0);
+        repo_tree_writer_free(&w);
+        repo_tree_reader_init(&r, &k, REPO_TREE_CHUNKS, &root, mstore_fetch, &ms);
+        if (repo_chunkset_read(&set, &r, &err) != UTIL_EIO)
+            fail_msg("%s: read as a chunk set", cases[t].what);
+        assert_non_null(strstr(err.msg, "malformed"));
+        assert_null(set.v);
+        repo_tree_reader_free(&r);
+        mstore_free(&ms);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -313,6 +360,7 @@ int main(void)
         cmocka_unit_test(test_file_record_deterministic),
         cmocka_unit_test(test_root_text),
         cmocka_unit_test(test_chunkset_tree),
+        cmocka_unit_test(test_chunkset_refuses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
