@@ -645,6 +645,7 @@ static void test_file_list_round_trip(void **state)
     repo_tree_reader_free(&tr);
 
     /* A chunk that is not there: an error naming it, not a short list. */
+    size_t all = ms.n;
     ms.n /= 2;
     repo_tree_reader_init(&tr, &k, REPO_TREE_FILES, &root, mstore_fetch, &ms);
     repo_files_reader_tree(&r, &tr);
@@ -653,6 +654,7 @@ static void test_file_list_round_trip(void **state)
     assert_true(rc < 0);
     repo_files_reader_free(&r);
     repo_tree_reader_free(&tr);
+    ms.n = all;
     mstore_free(&ms);
 }
 
