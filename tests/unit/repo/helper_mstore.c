@@ -62,3 +62,12 @@ void mstore_free(struct mstore *s)
     free(s->sealed);
     free(s->refs);
 }
+
+struct repo_keys mstore_keys(uint8_t fill)
+{
+    struct repo_keys k;
+    uint8_t master[32];
+    memset(master, fill, sizeof(master));
+    repo_keys_derive(&k, master);
+    return k;
+}

@@ -1,7 +1,8 @@
 /*
  * mstore.h: metadata chunks stored in memory for the repo tests (helper_mstore.c): a
  * repo_mstore_cb that dedups by name like a backup does, and a repo_mfetch_cb that
- * gives a chunk's sealed bytes back. A chunk's place is its index in the store.
+ * gives a chunk's sealed bytes back. A chunk's place is its index in the store. And
+ * the tests' keys.
  */
 #ifndef LODE_TEST_MSTORE_H
 #define LODE_TEST_MSTORE_H
@@ -21,5 +22,7 @@ int mstore_cb(void *arg, const uint8_t hash[REPO_HASH_LEN], const uint8_t *plain
               struct repo_mref *ref, struct util_err *err);
 int mstore_fetch(void *arg, const struct repo_mref *ref, uint8_t *sealed, struct util_err *err);
 void mstore_free(struct mstore *s);
+/* Working keys derived from a master key of 32 bytes of fill. */
+struct repo_keys mstore_keys(uint8_t fill);
 
 #endif

@@ -22,15 +22,6 @@
 #define ID1 "20261202T170127Z-9f3c2a1b7d4e6058"
 #define ID2 "20261203T170127Z-0000000000000001"
 
-static struct repo_keys test_keys(uint8_t fill)
-{
-    struct repo_keys k;
-    uint8_t master[32];
-    memset(master, fill, sizeof(master));
-    repo_keys_derive(&k, master);
-    return k;
-}
-
 static void test_config_round_trip_and_wrong_key(void **state)
 {
     struct repo_config c, d;
@@ -169,7 +160,7 @@ static void test_key_file(void **state)
 
 static void test_seal_every_byte(void **state)
 {
-    struct repo_keys k = test_keys(1), other = test_keys(2);
+    struct repo_keys k = mstore_keys(1), other = mstore_keys(2);
     uint8_t sealed[5 + REPO_SEAL_EXTRA], out[5];
     struct util_err err = {0};
     repo_seal(&k, "aad", 3, "hello", 5, sealed);
@@ -200,7 +191,7 @@ static uint8_t *random_bytes(size_t n, uint64_t s)
 
 static void test_blob_compressed_and_raw(void **state)
 {
-    struct repo_keys k = test_keys(1);
+    struct repo_keys k = mstore_keys(1);
     size_t n = 100000, slen;
     uint8_t *text = util_malloc(n), *noise = random_bytes(n, 5), *sealed, flags, *out;
     struct repo_chunk c = {0};
@@ -245,7 +236,7 @@ static void test_blob_compressed_and_raw(void **state)
 
 static void test_pack_round_trip(void **state)
 {
-    struct repo_keys k = test_keys(3);
+    struct repo_keys k = mstore_keys(3);
     struct repo_pack_writer w;
     uint8_t *chunks[3], *pack, id[REPO_HASH_LEN], digest[REPO_HASH_LEN];
     size_t sizes[3] = {1000, 0, 70000}, len, n;
@@ -301,7 +292,7 @@ static const struct repo_chunk *test_entry_of(size_t i, void *arg)
  * is ready for the next pack. */
 static void test_pack_entries_kept_by_caller(void **state)
 {
-    struct repo_keys k = test_keys(9);
+    struct repo_keys k = mstore_keys(9);
     struct repo_pack_writer w;
     struct repo_chunk mine[300], *table;
     uint8_t *plain[300], *pack, id[REPO_HASH_LEN];
@@ -350,7 +341,7 @@ static void test_pack_entries_kept_by_caller(void **state)
 /* The table read from a pack's tail (a ranged GET) equals the one read from the whole pack. */
 static void test_pack_read_tail(void **state)
 {
-    struct repo_keys k = test_keys(4), other = test_keys(5);
+    struct repo_keys k = mstore_keys(4), other = mstore_keys(5);
     struct repo_pack_writer w;
     uint8_t *pack, id[REPO_HASH_LEN];
     size_t len, n, tn, need;
@@ -403,7 +394,7 @@ static void test_pack_read_tail(void **state)
 
 static void test_chunkset(void **state)
 {
-    struct repo_keys k = test_keys(4);
+    struct repo_keys k = mstore_keys(4);
     struct repo_chunkset s, d;
     uint8_t p1[REPO_HASH_LEN] = {1}, p2[REPO_HASH_LEN] = {2};
     struct util_err err = {0};
@@ -443,7 +434,7 @@ static void test_chunkset(void **state)
     assert_null(repo_chunkset_find(&d, missing));
     repo_chunkset_free(&d);
     /* Another key does not open it. */
-    struct repo_keys other = test_keys(9);
+    struct repo_keys other = mstore_keys(9);
     repo_tree_reader_init(&r, &other, REPO_TREE_CHUNKS, &root, mstore_fetch, &ms);
     assert_int_equal(repo_chunkset_read(&d, &r, &err), UTIL_EIO);
     assert_non_null(strstr(err.msg, "authentication failed"));
@@ -454,7 +445,7 @@ static void test_chunkset(void **state)
 
 static void test_pack_entry_plain_bound(void **state)
 {
-    struct repo_keys k = test_keys(7);
+    struct repo_keys k = mstore_keys(7);
     struct repo_pack_writer w;
     uint8_t hash[REPO_HASH_LEN] = {1}, sealed[40] = {0}, *pack, id[REPO_HASH_LEN], *table, *t;
     const char *aad = "lodestore pack table";
@@ -603,7 +594,7 @@ static struct repo_root write_list(struct mstore *ms, int n)
 
 static void test_file_list_round_trip(void **state)
 {
-    struct repo_keys k = test_keys(5);
+    struct repo_keys k = mstore_keys(5);
     struct mstore ms = {.k = &k, .run = ID1};
     int n = 60000; /* several levels */
     struct repo_root root = write_list(&ms, n);
@@ -661,7 +652,7 @@ static void test_file_list_round_trip(void **state)
 /* Records given whole, and a malformed one refused. */
 static void test_file_list_whole(void **state)
 {
-    struct repo_keys k = test_keys(5);
+    struct repo_keys k = mstore_keys(5);
     struct mstore ms = {.k = &k, .run = ID1};
     struct repo_root root = write_list(&ms, 100);
     struct repo_tree_reader tr;
@@ -696,7 +687,7 @@ static void test_file_list_whole(void **state)
 
 static void test_file_list_order_and_paths(void **state)
 {
-    struct repo_keys k = test_keys(5);
+    struct repo_keys k = mstore_keys(5);
     struct repo_files_writer w;
     struct repo_file f;
     struct util_err err = {0};
@@ -723,7 +714,7 @@ static void test_file_list_order_and_paths(void **state)
 
 static void test_empty_file_list(void **state)
 {
-    struct repo_keys k = test_keys(5);
+    struct repo_keys k = mstore_keys(5);
     struct mstore ms = {.k = &k, .run = ID1};
     struct repo_root root = write_list(&ms, 0);
     struct repo_tree_reader tr;
@@ -742,7 +733,7 @@ static void test_empty_file_list(void **state)
 static void test_merge(void **state)
 {
     /* Parent has /d00000../d00009; the walk sees 1, 3, 4 (changed), 12 (new). */
-    struct repo_keys k = test_keys(6);
+    struct repo_keys k = mstore_keys(6);
     struct mstore ms = {.k = &k, .run = ID1};
     struct repo_root root = write_list(&ms, 10);
     struct repo_tree_reader tr;
@@ -819,7 +810,7 @@ static void test_run_record(void **state)
     assert_string_equal(d.parent, "");
     free(json);
     /* The parent's trees, sealed: read with the key, bound to id and parent. */
-    struct repo_keys k = test_keys(3);
+    struct repo_keys k = mstore_keys(3);
     snprintf(r.parent, sizeof(r.parent), "%s", ID1);
     r.has_roots = true;
     memset(r.parent_files.ref.hash, 7, REPO_HASH_LEN);
@@ -893,7 +884,7 @@ static struct repo_manifest test_manifest_of(struct repo_error *errs, char **pat
 
 static void test_manifest(void **state)
 {
-    struct repo_keys k = test_keys(7), other = test_keys(8);
+    struct repo_keys k = mstore_keys(7), other = mstore_keys(8);
     char *paths[] = {"/etc", "/home"};
     struct repo_error errs[] = {{"/etc/shadow", "Permission denied"}};
     struct repo_manifest m = test_manifest_of(errs, paths), d;
@@ -927,7 +918,7 @@ static void test_manifest(void **state)
  * part's seal binds them all (docs/repository.md, "Authenticated manifests"). */
 static void test_manifest_every_field_bound(void **state)
 {
-    struct repo_keys k = test_keys(7);
+    struct repo_keys k = mstore_keys(7);
     char *paths[] = {"/etc", "/home"};
     struct repo_error errs[] = {{"/etc/shadow", "Permission denied"}};
     struct repo_manifest m = test_manifest_of(errs, paths), d;
@@ -991,7 +982,7 @@ static void test_manifest_every_field_bound(void **state)
 
 static void test_marks(void **state)
 {
-    struct repo_keys k = test_keys(7), other = test_keys(8);
+    struct repo_keys k = mstore_keys(7), other = mstore_keys(8);
     struct repo_source src, there;
     struct util_err err = {0};
     assert_int_equal(repo_source_set(&src, "default", "etc", "node-1", &err), 0);

@@ -20,15 +20,6 @@
 #define RUN1 "20261202T170127Z-9f3c2a1b7d4e6058"
 #define RUN2 "20261203T170127Z-0000000000000001"
 
-static struct repo_keys test_keys(uint8_t fill)
-{
-    struct repo_keys k;
-    uint8_t master[32];
-    memset(master, fill, sizeof(master));
-    repo_keys_derive(&k, master);
-    return k;
-}
-
 /* A file record: /d/NNNNNN with one chunk whose hash depends on (i, version). */
 static void make_file(struct repo_file *f, char *path, size_t i, uint8_t *chunk, int version)
 {
@@ -67,7 +58,7 @@ static void write_list(struct mstore *s, size_t n, size_t changed, struct repo_r
 
 static void test_unchanged_and_one_change(void **state)
 {
-    struct repo_keys k = test_keys(1);
+    struct repo_keys k = mstore_keys(1);
     struct mstore s = {.k = &k};
     struct repo_root r1, r2, r3;
     const size_t n = 20000;
@@ -93,7 +84,7 @@ static void test_unchanged_and_one_change(void **state)
 
 static void test_read_back_and_refuse(void **state)
 {
-    struct repo_keys k = test_keys(2), other = test_keys(3);
+    struct repo_keys k = mstore_keys(2), other = mstore_keys(3);
     struct mstore s = {.k = &k};
     struct repo_root root;
     struct repo_tree_reader tr;
@@ -145,7 +136,7 @@ static void test_read_back_and_refuse(void **state)
 
 static void test_empty_list(void **state)
 {
-    struct repo_keys k = test_keys(4);
+    struct repo_keys k = mstore_keys(4);
     struct mstore s = {.k = &k};
     struct repo_files_writer w;
     struct repo_root root;
@@ -210,7 +201,7 @@ static void test_file_record_deterministic(void **state)
 {
     /* The same entry gives the same chunk in two runs with two writers: nothing of
      * the snapshot is in a record. */
-    struct repo_keys k = test_keys(5);
+    struct repo_keys k = mstore_keys(5);
     struct mstore s = {.k = &k};
     struct repo_root a, b;
     memcpy(s.run, RUN1, sizeof(s.run));
@@ -248,7 +239,7 @@ static void test_root_text(void **state)
 /* A set of chunks in packs: the tree is grouped by pack, read back sorted by hash. */
 static void test_chunkset_tree(void **state)
 {
-    struct repo_keys k = test_keys(6);
+    struct repo_keys k = mstore_keys(6);
     struct mstore s = {.k = &k};
     struct repo_chunkset set, back;
     struct repo_tree_writer w;
@@ -306,7 +297,7 @@ static void test_chunkset_tree(void **state)
 /* Chunk set records a writer never makes: refused, not read as a set. */
 static void test_chunkset_refuses(void **state)
 {
-    struct repo_keys k = test_keys(7);
+    struct repo_keys k = mstore_keys(7);
     struct util_err err = {0};
     uint8_t pa[1 + REPO_HASH_LEN] = {'P'}, pb[1 + REPO_HASH_LEN] = {'P'};
     uint8_t c[1 + REPO_HASH_LEN + 4] = {'c'};
