@@ -13,8 +13,8 @@
  * chunk), BACKUP_PACKS packs of 16 MiB in all, closed or being filled (one
  * uploading while the next fills), plus the read buffer (9 MiB). The key
  * derivation (scrypt, 32 MiB) is over and its memory unmapped before any of these
- * exist (cli/cmd_backup.c); the file list's parts (one uploading, one filling: about
- * 12 MiB at most), and the chunk set grows with the files.
+ * exist (cli/cmd_backup.c); the metadata pack being filled (at most 16 MiB), and
+ * the chunk set grows with the files.
  */
 #ifndef LODE_AGENT_BACKUP_H
 #define LODE_AGENT_BACKUP_H
@@ -38,7 +38,7 @@
 #define BACKUP_JOB_BYTES (2u << 20)
 
 struct backup_pack; /* backup_store.c */
-struct backup_part; /* backup_list.c */
+struct backup_mtab; /* backup_list.c */
 
 struct backup {
     /* Inputs. */
@@ -65,15 +65,12 @@ struct backup {
     uint8_t *parent_used;
     struct repo_files_writer list; /* this snapshot's file list */
 
-    /* backup_list.c: the file list's multipart upload, once it needs more than a part. */
-    char *list_key;
-    char *upload_id; /* NULL until created, and again once completed or aborted */
-    bool creating, aborting;
-    struct s3_op *create_op;
-    struct backup_part *part;      /* the part uploading, or NULL */
-    struct backup_part *cancelled; /* a part cancelled by an abort: freed by release */
-    struct s3_part *parts;         /* the uploaded parts' numbers and ETags */
-    size_t nparts, capparts;
+    /* backup_list.c: the metadata chunks known (the parent's and this run's) and
+     * the metadata pack being filled. */
+    struct backup_mtab *mtab;
+    struct repo_pack_writer mp;
+    uint32_t mseq;            /* the number of the next metadata pack */
+    uint64_t mchunks, mpacks; /* metadata chunks and packs this run stored */
 
     /* backup_store.c: jobs, packs, uploads, pacing. */
     struct repo_pack_writer pw;
@@ -159,16 +156,24 @@ void backup_fail(struct backup *b, int code, const char *msg);
 
 /* ---- backup_list.c ---- */
 
-/* Uploads the file list's finished frames as a part once they fill one (waiting
- * for the part before); false when the backup must stop. Called before each entry. */
+/* Sets up the table, the metadata pack and b->list (after b->keys and b->id). */
+void backup_list_init(struct backup *b);
+/* repo_mstore_cb: a chunk the table knows is reused, else sealed into the pack. */
+int backup_meta_store_cb(void *arg, const uint8_t hash[REPO_HASH_LEN], const uint8_t *plain,
+                         size_t len, struct repo_mref *ref, struct util_err *err);
+/* repo_mvisit_cb for the parent's trees, once a chunk opened: notes its place (arg: the
+ * backup), so a damaged chunk of the parent is never reused. */
+bool backup_meta_seen_cb(void *arg, const struct repo_mref *ref, unsigned level);
+/* PUTs the metadata pack once it is full; false when the backup must stop. Called
+ * before each entry. */
 bool backup_list_ship(struct backup *b);
-/* Finishes the list and stores it: one PUT when no part went, else the last part and
- * the upload's completion. */
-int backup_list_finish(struct backup *b, struct util_err *err);
-/* After a failure or a stop: cancels the part uploading and aborts the upload (best
- * effort, errors printed). */
+/* Finishes the file list, writes the chunk set (b->set, sorted here) and PUTs the
+ * last metadata pack: the two roots. */
+int backup_list_finish(struct backup *b, struct repo_root *files, struct repo_root *chunks,
+                       struct util_err *err);
+/* After a failure or a stop: drops the pack being filled. */
 void backup_list_abort(struct backup *b);
-/* Frees what the list's upload held; after storage_close, like backup_store_release. */
+/* Frees the table, the pack and the list writer. */
 void backup_list_release(struct backup *b);
 
 /* ---- the outcome of a run (backup_run) ---- */

@@ -1,239 +1,199 @@
 /*
- * backup_list: the snapshot's file list (meta/<source>/<id>.files) uploaded as it is
- * written (docs/repository.md, "What it costs"), so a backup does not hold the whole
- * list (about 50 bytes a file) until its end.
+ * backup_list: this run's metadata (docs/repository.md, "Metadata"): the file
+ * list as the walk writes it and the chunk set at the end, each cut into a tree of
+ * metadata chunks, and the metadata packs that hold the chunks this run adds.
  *
- * The walk adds records to b->list; before each entry backup_list_ship looks at the
- * sealed frames the writer holds and, once they reach a part (S3_PART_MIN, S3's
- * smallest part but the last), takes them and uploads them as the next part of a
- * multipart upload, created when the first part is ready. One part uploads while
- * the next fills: a full part waits for the previous one. Parts go through the same
- * client as the packs, so the same token bucket paces them (backup_pace_cb). At the
- * end the rest is the last part and the upload is completed; a list that never
- * reached a part is one plain PUT, as before (one request, not three).
+ * Every chunk of the parent's two trees that the run reads (all of the chunk set,
+ * and the file list as the merge walk goes) is noted with its place in a table; a
+ * chunk this run cuts that the table holds is not stored again, its place is
+ * reused. The parent's list is read ahead of the list being written (the walk asks
+ * the merge for a path before it adds it), so an unchanged stretch is always found.
+ * New chunks are compressed (zstd level 3) and sealed on the main thread (they are
+ * small: about 8 KiB) into the metadata pack being filled, which goes up in one PUT
+ * (meta/<source>/<id>.<seq>.meta) once it reaches REPO_META_PACK, and at the end.
+ * An unchanged re-run stores no chunk and PUTs no pack.
  *
- * The object is the bytes the writer would have handed over whole: readers (restore,
- * check, gc, the next backup's parent window) cannot tell. On any failure, at
- * maxRuntime or on a signal the upload is aborted (best effort: an error is printed,
- * and `lode gc` aborts uploads left older than its window, docs/gc.md) and no
- * manifest is written.
- *
- * Memory: the frames not yet taken (up to a part plus one frame) and the part
- * uploading, about 12 MiB at most whatever the number of files; the parts' ETags
- * (about 140 bytes each, one per 5 MiB of list).
+ * Memory: the pack being filled (at most 16 MiB and a chunk), the table (about 100
+ * bytes a chunk of metadata: 1,700 chunks for 100,000 files) and one chunk a level
+ * of each tree being written.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backup.h"
 
-/* Seconds an abort may take: it is best effort, and a stopping backup should end. */
-#define BACKUP_ABORT_MS 15000
+#define BACKUP_META_LEVEL 3 /* zstd: metadata is small and read often */
 
-struct backup_part {
-    struct backup *b;
-    uint8_t *data;
-    size_t len;
-    unsigned number;
-    struct s3_op *op;
+struct backup_mtab {
+    struct repo_mref *v;
+    size_t n, cap;
+    uint32_t *slot; /* position + 1 in v, 0 = free */
+    size_t nslot;   /* a power of two, at most half full */
 };
 
-static char *backup_list_key(const struct backup *b)
+static size_t backup_mtab_home(const uint8_t *hash, size_t nslot)
 {
-    struct repo_key k = {.kind = REPO_KEY_FILES, .src = b->src};
-    snprintf(k.id, sizeof(k.id), "%s", b->id);
-    return repo_key_build(&k);
+    uint64_t h;
+    memcpy(&h, hash, sizeof(h));
+    return (size_t)(h & (nslot - 1));
 }
 
-static void backup_part_done(const struct s3_result *res, void *arg)
+static const struct repo_mref *backup_mtab_find(const struct backup_mtab *t,
+                                                const uint8_t hash[REPO_HASH_LEN])
 {
-    struct backup_part *p = arg;
-    struct backup *b = p->b;
-    b->part = NULL;
-    if (res->error != 0) {
-        char msg[512];
-        snprintf(msg, sizeof(msg), "cannot upload part %u of the file list: %s", p->number,
-                 res->message);
-        backup_fail(b, res->error, msg);
-    } else {
-        struct s3_part *s = &b->parts[p->number - 1];
-        s->number = p->number;
-        snprintf(s->etag, sizeof(s->etag), "%s", res->etag);
-        b->uploaded_bytes += p->len;
+    if (t->nslot == 0)
+        return NULL;
+    for (size_t i = backup_mtab_home(hash, t->nslot);; i = (i + 1) & (t->nslot - 1)) {
+        if (t->slot[i] == 0)
+            return NULL;
+        if (memcmp(t->v[t->slot[i] - 1].hash, hash, REPO_HASH_LEN) == 0)
+            return &t->v[t->slot[i] - 1];
     }
-    free(p->data);
-    free(p);
 }
 
-static void backup_create_done(const struct s3_result *res, void *arg)
+static void backup_mtab_put(struct backup_mtab *t, const struct repo_mref *ref)
+{
+    if (backup_mtab_find(t, ref->hash) != NULL)
+        return;
+    if (2 * (t->n + 1) > t->nslot) {
+        size_t n = t->nslot ? 2 * t->nslot : 1024;
+        free(t->slot);
+        t->slot = util_calloc(n, sizeof(*t->slot));
+        t->nslot = n;
+        for (size_t j = 0; j < t->n; j++) {
+            size_t i = backup_mtab_home(t->v[j].hash, n);
+            while (t->slot[i] != 0)
+                i = (i + 1) & (n - 1);
+            t->slot[i] = (uint32_t)(j + 1);
+        }
+    }
+    t->v = util_grow(t->v, &t->cap, t->n + 1, sizeof(*t->v));
+    t->v[t->n] = *ref;
+    size_t i = backup_mtab_home(ref->hash, t->nslot);
+    while (t->slot[i] != 0)
+        i = (i + 1) & (t->nslot - 1);
+    t->slot[i] = (uint32_t)(++t->n);
+}
+
+void backup_list_init(struct backup *b)
+{
+    b->mtab = util_calloc(1, sizeof(*b->mtab));
+    repo_pack_writer_init(&b->mp);
+    repo_files_writer_init(&b->list, b->keys, backup_meta_store_cb, b);
+}
+
+bool backup_meta_seen_cb(void *arg, const struct repo_mref *ref, unsigned level)
 {
     struct backup *b = arg;
-    b->creating = false;
-    if (res->error != 0) {
-        char msg[512];
-        snprintf(msg, sizeof(msg), "cannot start the file list's upload: %s", res->message);
-        backup_fail(b, res->error, msg);
-        return;
-    }
-    b->upload_id = util_strdup(res->upload_id);
-}
-
-/* Runs the loop until the part uploading (or the create) is over; false: stop. */
-static bool backup_list_wait(struct backup *b)
-{
-    uv_loop_t *loop = s3_sync_loop(b->st->s3);
-    while (b->part != NULL || b->creating) {
-        if (backup_should_stop(b))
-            return false;
-        uv_run(loop, UV_RUN_ONCE);
-    }
-    return !backup_should_stop(b);
-}
-
-/* Starts uploading data as the next part (owned from here on). */
-static bool backup_part_start(struct backup *b, uint8_t *data, size_t len)
-{
-    struct backup_part *p;
-    struct s3_body body = {.data = data, .len = len};
-    struct util_err err = {0};
-    int rc;
-
-    if (b->upload_id == NULL) {
-        b->list_key = backup_list_key(b);
-        b->creating = true;
-        rc = s3_multipart_create(s3_sync_client(b->st->s3), b->list_key, NULL, backup_create_done,
-                                 b, &b->create_op, &err);
-        if (rc != 0) {
-            b->creating = false;
-            free(data);
-            backup_fail(b, rc, err.msg);
-            return false;
-        }
-        if (!backup_list_wait(b)) {
-            free(data);
-            return false;
-        }
-    }
-    if (b->nparts == S3_PARTS_MAX) {
-        free(data);
-        backup_fail(b, UTIL_EINVAL, "the file list needs more than 10,000 parts of 5 MiB");
-        return false;
-    }
-    b->parts = util_grow(b->parts, &b->capparts, b->nparts + 1, sizeof(*b->parts));
-    memset(&b->parts[b->nparts], 0, sizeof(*b->parts));
-    p = util_calloc(1, sizeof(*p));
-    p->b = b;
-    p->data = data;
-    p->len = len;
-    p->number = (unsigned)++b->nparts;
-    rc = s3_multipart_put(s3_sync_client(b->st->s3), b->list_key, b->upload_id, p->number, &body,
-                          NULL, backup_part_done, p, &p->op, &err);
-    if (rc != 0) {
-        free(p->data);
-        free(p);
-        backup_fail(b, rc, err.msg);
-        return false;
-    }
-    b->part = p;
+    backup_mtab_put(b->mtab, ref);
     return true;
+}
+
+/* The metadata pack being filled goes up as meta/<source>/<id>.<seq>.meta. */
+static int backup_meta_put_pack(struct backup *b, struct util_err *err)
+{
+    uint8_t *data, id[REPO_HASH_LEN];
+    size_t len;
+    struct repo_key k = {.kind = REPO_KEY_META, .src = b->src, .seq = b->mseq};
+    char *key;
+    int rc;
+    if (b->mp.n == 0)
+        return 0;
+    repo_pack_writer_finish(&b->mp, b->keys, &data, &len, id);
+    repo_pack_writer_reset(&b->mp);
+    snprintf(k.id, sizeof(k.id), "%s", b->id);
+    key = repo_key_build(&k);
+    rc = backup_put(b, key, data, len, true, err);
+    free(key);
+    free(data);
+    if (rc == 0) {
+        b->mseq++;
+        b->mpacks++;
+    }
+    return rc;
+}
+
+int backup_meta_store_cb(void *arg, const uint8_t hash[REPO_HASH_LEN], const uint8_t *plain,
+                         size_t len, struct repo_mref *ref, struct util_err *err)
+{
+    struct backup *b = arg;
+    const struct repo_mref *have = backup_mtab_find(b->mtab, hash);
+    uint8_t *sealed, flags;
+    size_t slen;
+
+    if (have != NULL) {
+        *ref = *have;
+        return 0;
+    }
+    repo_blob_seal(b->keys, BACKUP_META_LEVEL, hash, plain, len, &sealed, &slen, &flags);
+    const struct repo_chunk *c =
+        repo_pack_writer_add(&b->mp, hash, sealed, slen, flags, (uint32_t)len);
+    memset(ref, 0, sizeof(*ref));
+    memcpy(ref->hash, hash, REPO_HASH_LEN);
+    snprintf(ref->run, sizeof(ref->run), "%s", b->id);
+    ref->seq = b->mseq;
+    ref->offset = c->offset;
+    ref->stored = c->stored;
+    ref->plain = (uint32_t)len;
+    ref->flags = flags;
+    free(sealed);
+    b->mchunks++;
+    backup_mtab_put(b->mtab, ref);
+    return 0;
 }
 
 bool backup_list_ship(struct backup *b)
 {
-    uint8_t *data;
-    size_t len;
-    if (b->list.out.len < S3_PART_MIN)
-        return true;
-    /* At most one part uploading while the next fills. */
-    if (!backup_list_wait(b))
-        return false;
-    repo_files_writer_take(&b->list, &data, &len);
-    return backup_part_start(b, data, len);
-}
-
-int backup_list_finish(struct backup *b, struct util_err *err)
-{
-    struct s3_info info = {0};
-    uint8_t *data;
-    size_t len;
+    struct util_err err = {0};
     int rc;
-
-    repo_files_writer_finish(&b->list, &data, &len);
-    if (b->upload_id == NULL && !b->creating && b->nparts == 0) {
-        char *key = backup_list_key(b);
-        rc = backup_put(b, key, data, len, false, err);
-        free(key);
-        free(data);
-        return rc;
+    if (repo_pack_writer_size(&b->mp, b->mp.n) < REPO_META_PACK)
+        return true;
+    if ((rc = backup_meta_put_pack(b, &err)) != 0) {
+        char msg[512];
+        snprintf(msg, sizeof(msg), "cannot upload a metadata pack: %.400s", err.msg);
+        backup_fail(b, rc, msg);
+        return false;
     }
-    if (!backup_list_wait(b) || !backup_part_start(b, data, len) || !backup_list_wait(b))
-        return util_err_set(err, b->fatal ? b->fatal : UTIL_EIO, "%s", b->fatal_msg);
-    rc = s3_sync_multipart_complete(b->st->s3, b->list_key, b->upload_id, b->parts, b->nparts,
-                                    &info, err);
-    if (rc != 0) {
-        struct util_err e = *err;
-        return util_err_set(err, rc, "cannot complete the file list's upload: %.400s", e.msg);
-    }
-    free(b->upload_id);
-    b->upload_id = NULL; /* done: nothing to abort */
-    return 0;
+    return true;
 }
 
-static void backup_abort_done(const struct s3_result *res, void *arg)
+int backup_list_finish(struct backup *b, struct repo_root *files, struct repo_root *chunks,
+                       struct util_err *err)
 {
-    struct backup *b = arg;
-    b->aborting = false;
-    if (res->error != 0)
-        fprintf(stderr,
-                "lode backup: cannot abort the file list's unfinished upload %s (lode gc "
-                "aborts it once it is older than its window): %s\n",
-                b->upload_id, res->message);
+    struct repo_tree_writer w;
+    int rc;
+    if ((rc = repo_files_writer_finish(&b->list, files, err)) != 0)
+        return rc;
+    repo_tree_writer_init(&w, REPO_TREE_CHUNKS, b->keys, backup_meta_store_cb, b);
+    repo_chunkset_sort(&b->set);
+    rc = repo_chunkset_write(&b->set, &w, err);
+    if (rc == 0)
+        rc = repo_tree_writer_finish(&w, chunks, err);
+    repo_tree_writer_free(&w);
+    if (rc == 0 && (rc = backup_meta_put_pack(b, err)) != 0) {
+        struct util_err e = *err;
+        util_err_set(err, rc, "cannot upload a metadata pack: %.400s", e.msg);
+    }
+    return rc;
 }
 
 void backup_list_abort(struct backup *b)
 {
-    struct s3_opts o = {.deadline_ms = BACKUP_ABORT_MS};
-    struct util_err err = {0};
-    uv_loop_t *loop = s3_sync_loop(b->st->s3);
-
-    /* A create in flight is cancelled: if the server made the upload, lode gc aborts it. */
-    if (b->creating) {
-        s3_op_cancel(b->create_op);
-        b->creating = false;
-    }
-    if (b->part != NULL) {
-        /* curl may hold the part's bytes until the client closes: freed by release. */
-        s3_op_cancel(b->part->op);
-        b->cancelled = b->part;
-        b->part = NULL;
-    }
-    if (b->upload_id == NULL)
-        return;
-    b->aborting = true;
-    if (s3_multipart_abort(s3_sync_client(b->st->s3), b->list_key, b->upload_id, &o,
-                           backup_abort_done, b, NULL, &err) != 0) {
-        b->aborting = false;
-        fprintf(stderr, "lode backup: cannot abort the file list's unfinished upload %s: %s\n",
-                b->upload_id, err.msg);
-    }
-    while (b->aborting)
-        uv_run(loop, UV_RUN_ONCE);
-    free(b->upload_id);
-    b->upload_id = NULL;
+    /* Nothing is left open: a metadata pack is one PUT. Those already stored are
+     * referenced by no manifest and go at a garbage collection (docs/gc.md). */
+    repo_pack_writer_reset(&b->mp);
 }
 
 void backup_list_release(struct backup *b)
 {
-    if (b->cancelled != NULL) {
-        free(b->cancelled->data);
-        free(b->cancelled);
-        b->cancelled = NULL;
+    if (b->mtab != NULL) {
+        free(b->mtab->v);
+        free(b->mtab->slot);
+        free(b->mtab);
+        b->mtab = NULL;
     }
-    free(b->upload_id);
-    free(b->list_key);
-    free(b->parts);
-    b->upload_id = b->list_key = NULL;
-    b->parts = NULL;
-    b->nparts = b->capparts = 0;
+    repo_pack_writer_free(&b->mp);
+    repo_files_writer_free(&b->list);
 }

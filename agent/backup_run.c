@@ -3,14 +3,16 @@
  * open (docs/repository.md, "Backing up"), in the order that keeps garbage
  * collection safe without locks:
  *
- *   2. the catalog of the source, the parent = its newest good snapshot;
- *   3. the run record runs/<source>/<id>.json, whose server modification time is
- *      the time in the id (rewritten once under the right id when the local
- *      clock disagrees with the server's);
- *   4. the parent check (its manifest still exists), then its file list and
- *      chunk set;
- *   5. the walk, new chunks into packs (backup_walk.c, backup_store.c);
- *   6. meta/<source>/<id>.files and .chunks;
+ *   2. the catalog of the source, the parent = its newest good snapshot, and the
+ *      parent's manifest (authenticated: the roots of its trees);
+ *   3. the run record runs/<source>/<id>.json, naming the parent and (sealed) its
+ *      trees, whose server modification time is the time in the id (rewritten once
+ *      under the right id when the local clock disagrees with the server's);
+ *   4. the parent check (its manifest still exists), then its chunk set and, as
+ *      the walk goes, its file list;
+ *   5. the walk, new chunks into packs (backup_walk.c, backup_store.c), new
+ *      metadata chunks into metadata packs (backup_list.c);
+ *   6. the rest of the file list and the chunk set, and the last metadata pack;
  *   7. the anomaly check against the parent and recent good snapshots:
  *      <id>.suspicious on a hit; <id>.incomplete when files failed;
  *   8. the manifest, with If-None-Match: *, never once maxRuntime has passed.
@@ -28,6 +30,7 @@
 
 #include "anomaly/anomaly.h"
 #include "backup.h"
+#include "meta.h"
 #include "storage.h"
 
 #define BACKUP_RECENT 7
@@ -40,12 +43,12 @@ static char *backup_run_key(const struct backup *b, enum repo_kind kind)
     return repo_key_build(&k);
 }
 
-/* PUTs one object of this snapshot (the file list, the chunk set, a mark). */
-static int backup_run_put(struct backup *b, enum repo_kind kind, const void *data, size_t len,
-                          struct util_err *err)
+/* PUTs a mark of this snapshot: its tag (repo_mark_encode). */
+static int backup_run_mark(struct backup *b, enum repo_kind kind, struct util_err *err)
 {
-    char *key = backup_run_key(b, kind);
-    int rc = backup_put(b, key, data, len, false, err);
+    char *key = backup_run_key(b, kind), *body = repo_mark_encode(b->keys, &b->src, b->id, kind);
+    int rc = backup_put(b, key, body, strlen(body), false, err);
+    free(body);
     free(key);
     return rc;
 }
@@ -55,8 +58,8 @@ static int backup_run_put(struct backup *b, enum repo_kind kind, const void *dat
  * first PUT uses the local clock; when the server's second differs, the record
  * is written again under the right id and the first one deleted.
  */
-static int backup_run_record(struct backup *b, const char *parent, int64_t max_runtime,
-                             struct util_err *err)
+static int backup_run_record(struct backup *b, const char *parent, const struct repo_manifest *pm,
+                             int64_t max_runtime, struct util_err *err)
 {
     struct repo_run r = {0};
     struct s3_info info = {0};
@@ -73,7 +76,14 @@ static int backup_run_record(struct backup *b, const char *parent, int64_t max_r
         snprintf(r.parent, sizeof(r.parent), "%s", parent);
         r.max_runtime = max_runtime;
         snprintf(r.agent, sizeof(r.agent), "%s", b->agent);
-        json = repo_run_encode(&r);
+        if (pm != NULL) {
+            /* gc protects what the parent's trees name through this record, even
+             * once the parent is forgotten (docs/gc.md). */
+            r.has_roots = true;
+            r.parent_files = pm->files_root;
+            r.parent_chunks = pm->chunks_root;
+        }
+        json = repo_run_encode(&r, b->keys);
         key = backup_run_key(b, REPO_KEY_RUN);
         if ((rc = backup_put(b, key, json, strlen(json), true, err)) != 0 ||
             (rc = s3_sync_head(b->st->s3, key, &info, err)) != 0)
@@ -93,126 +103,75 @@ out:
     return rc;
 }
 
-#define BACKUP_GET_MAX ((uint64_t)4 << 30)
-
-static int backup_run_sink(const char *data, size_t len, void *arg)
-{
-    struct util_buf *buf = arg;
-    if (buf->len + len > BACKUP_GET_MAX)
-        return 1; /* larger than any chunk set lode writes */
-    util_buf_append(buf, data, len);
-    return 0;
-}
-
-/*
- * GETs a whole object of the snapshot's source into memory, through a sink: the bytes
- * are held once (s3_sync_get would hold the reply and a copy of it side by side, twice
- * the parent's chunk set at the start of a re-run).
- */
-static int backup_run_get(struct backup *b, enum repo_kind kind, const char *id, char **data,
-                          size_t *len, struct util_err *err)
-{
-    struct repo_key k = {.kind = kind, .src = b->src};
-    struct util_buf buf;
-    char *key;
-    int rc;
-    snprintf(k.id, sizeof(k.id), "%s", id);
-    key = repo_key_build(&k);
-    util_buf_init(&buf);
-    rc = s3_sync_get_to(b->st->s3, key, NULL, backup_run_sink, &buf, NULL, err);
-    free(key);
-    if (rc != 0) {
-        util_buf_free(&buf);
-        return rc;
-    }
-    *len = buf.len;
-    *data = util_buf_steal(&buf);
-    return 0;
-}
-
 struct backup_run_parent {
     char id[REPO_ID_LEN + 1];
-    struct backup *b;
-    char *files_key;
+    struct meta_src ms;
     struct repo_chunkset set;
+    struct repo_tree_reader tree;
     struct repo_files_reader reader;
     bool have;   /* the snapshot has this parent */
-    bool loaded; /* reader and set hold memory */
+    bool loaded; /* reader, tree and set hold memory */
 };
 
-struct backup_run_window {
-    uint8_t *buf;
-    size_t len, got;
-};
-
-static int backup_run_window_sink(const char *data, size_t len, void *arg)
+/* The parent's manifest (authenticated), read before the run record names its trees; a
+ * parent whose manifest cannot be read is dropped (p->id emptied). */
+static void backup_run_parent_manifest(struct backup *b, struct backup_run_parent *p,
+                                       struct repo_manifest *pm)
 {
-    struct backup_run_window *w = arg;
-    if (len > w->len - w->got)
-        return 1; /* more than the range asked for */
-    memcpy(w->buf + w->got, data, len);
-    w->got += len;
-    return 0;
-}
-
-/* The reader's ranged GETs of the parent's file list (a window at a time), straight
- * into the reader's window. */
-static int backup_run_parent_fetch(void *arg, uint64_t off, size_t len, uint8_t *buf,
-                                   struct util_err *err)
-{
-    struct backup_run_parent *p = arg;
-    struct s3_opts o = {.range_start = off, .range_len = len};
-    struct backup_run_window w = {.buf = buf, .len = len};
-    int rc = s3_sync_get_to(p->b->st->s3, p->files_key, &o, backup_run_window_sink, &w, NULL, err);
-    if (rc == 0 && w.got != len)
-        rc = util_err_set(err, UTIL_EIO, "a ranged GET gave %zu bytes, not %zu", w.got, len);
-    return rc;
+    struct util_err err = {0};
+    if (p->id[0] == '\0')
+        return;
+    if (storage_get_manifest(b->st, &b->src, p->id, b->keys, pm, NULL, &err) != 0) {
+        fprintf(stderr, "lode backup: the parent %s: %s: backing up without one\n", p->id, err.msg);
+        p->id[0] = '\0';
+    }
 }
 
 /*
- * The parent's chunk set and file list; a parent that cannot be read is dropped.
- * The list is read a window at a time as the walk goes (REPO_FILES_WINDOW), not
- * fetched whole: about 50 bytes a file less on a re-run.
+ * After the run record: the parent's manifest must still exist (a HEAD; gone: no
+ * parent), then its chunk set (whole) and file list (a leaf at a time as the walk
+ * goes: memory is one chunk a level, not the list); every metadata chunk that opens
+ * is noted (backup_meta_seen_cb) so this run reuses it. A parent whose trees cannot
+ * be read is dropped.
  */
-static void backup_run_parent_load(struct backup *b, struct backup_run_parent *p)
+static void backup_run_parent_load(struct backup *b, struct backup_run_parent *p,
+                                   const struct repo_manifest *pm)
 {
     struct util_err err = {0};
     struct s3_info info = {0};
-    char *key, *cdata = NULL;
-    size_t clen = 0;
     struct repo_key k = {.kind = REPO_KEY_MANIFEST, .src = b->src};
+    struct repo_tree_reader cr;
+    char *key;
+    int rc;
 
     if (p->id[0] == '\0')
         return;
     snprintf(k.id, sizeof(k.id), "%s", p->id);
     key = repo_key_build(&k);
-    if (s3_sync_head(b->st->s3, key, &info, &err) != 0) {
+    rc = s3_sync_head(b->st->s3, key, &info, &err);
+    free(key);
+    if (rc != 0) {
         fprintf(stderr, "lode backup: the parent %s is gone (%s): backing up without one\n", p->id,
                 err.msg);
-        free(key);
         return;
     }
-    free(key);
-    /* Decoded in the fetched object's memory, which the set takes (freed on error). */
-    if (backup_run_get(b, REPO_KEY_CHUNKS, p->id, &cdata, &clen, &err) != 0 ||
-        repo_chunkset_open(&p->set, b->keys, p->id, (uint8_t *)cdata, clen, &err) != 0) {
+    meta_src_init(&p->ms, b->st, &b->src);
+    repo_tree_reader_init(&cr, b->keys, REPO_TREE_CHUNKS, &pm->chunks_root, meta_fetch_cb, &p->ms);
+    cr.loaded = backup_meta_seen_cb;
+    cr.loaded_arg = b;
+    rc = repo_chunkset_read(&p->set, &cr, &err);
+    repo_tree_reader_free(&cr);
+    if (rc != 0) {
         fprintf(stderr, "lode backup: the parent's chunk set: %s: backing up without a parent\n",
                 err.msg);
+        meta_src_free(&p->ms);
         return;
     }
-    k.kind = REPO_KEY_FILES;
-    p->b = b;
-    p->files_key = repo_key_build(&k);
-    if (s3_sync_head(b->st->s3, p->files_key, &info, &err) != 0 ||
-        repo_files_reader_open(&p->reader, b->keys, p->id, info.size, 0, backup_run_parent_fetch, p,
-                               &err) != 0) {
-        fprintf(stderr, "lode backup: the parent's file list: %s: backing up without a parent\n",
-                err.msg);
-        repo_chunkset_free(&p->set);
-        free(p->files_key);
-        p->files_key = NULL;
-        return;
-    }
+    repo_tree_reader_init(&p->tree, b->keys, REPO_TREE_FILES, &pm->files_root, meta_fetch_cb,
+                          &p->ms);
+    p->tree.loaded = backup_meta_seen_cb;
+    p->tree.loaded_arg = b;
+    repo_files_reader_tree(&p->reader, &p->tree);
     p->have = p->loaded = true;
     b->parent_set = &p->set;
     b->parent_files = &p->reader;
@@ -223,11 +182,11 @@ static void backup_run_parent_free(struct backup *b, struct backup_run_parent *p
 {
     if (p->loaded) {
         repo_files_reader_free(&p->reader);
+        repo_tree_reader_free(&p->tree);
         repo_chunkset_free(&p->set);
+        meta_src_free(&p->ms);
         p->loaded = false;
     }
-    free(p->files_key);
-    p->files_key = NULL;
     b->parent_set = NULL;
     b->parent_files = NULL;
 }
@@ -291,11 +250,9 @@ void backup_run(struct backup *b, const struct policy *pol, int64_t max_runtime,
 {
     struct repo_catalog cat;
     struct backup_run_parent parent = {0};
-    struct repo_manifest m = {0};
+    struct repo_manifest m = {0}, pm = {0};
     struct util_err err = {0};
     struct s3_info info = {0};
-    uint8_t *data = NULL;
-    size_t len = 0;
     char *key = NULL, *json = NULL;
     int rc;
 
@@ -308,14 +265,15 @@ void backup_run(struct backup *b, const struct policy *pol, int64_t max_runtime,
             break;
         }
     }
-    if ((rc = backup_run_record(b, parent.id, max_runtime, &err)) != 0) {
+    backup_run_parent_manifest(b, &parent, &pm);
+    if ((rc = backup_run_record(b, parent.id, parent.id[0] ? &pm : NULL, max_runtime, &err)) != 0) {
         struct util_err e = err;
         util_err_set(&err, rc, "cannot write the run record: %.400s", e.msg);
         goto fail;
     }
-    backup_run_parent_load(b, &parent);
+    backup_list_init(b);
+    backup_run_parent_load(b, &parent, &pm);
     repo_merge_init(&b->merge, b->parent_files);
-    repo_files_writer_init(&b->list, b->keys, b->id);
 
     if (!backup_walk(b) || !backup_store_flush(b))
         goto stopped;
@@ -327,22 +285,16 @@ void backup_run(struct backup *b, const struct policy *pol, int64_t max_runtime,
     repo_merge_free(&b->merge);
     backup_run_parent_free(b, &parent);
 
-    /* The rest of the file list (its last part, or all of it), then the chunk set. */
-    if ((rc = backup_list_finish(b, &err)) != 0)
-        goto fail;
     for (size_t i = 0; i < b->set.n; i++) {
         if (b->set.v[i].pack == REPO_CHUNK_PENDING) {
             rc = util_err_set(&err, UTIL_EIO, "a chunk was never written to a pack (a bug)");
             goto fail;
         }
     }
-    /* Sealed in the set's own memory, which the set gives up. */
-    repo_chunkset_seal(&b->set, b->keys, b->id, &data, &len);
-    rc = backup_run_put(b, REPO_KEY_CHUNKS, data, len, &err);
-    free(data);
-    data = NULL;
-    if (rc != 0)
+    /* The rest of the file list, the chunk set, and the last metadata pack. */
+    if ((rc = backup_list_finish(b, &m.files_root, &m.chunks_root, &err)) != 0)
         goto fail;
+    repo_chunkset_free(&b->set);
 
     /* The manifest's fields, then the marks it implies. */
     snprintf(m.id, sizeof(m.id), "%s", b->id);
@@ -364,9 +316,11 @@ void backup_run(struct backup *b, const struct policy *pol, int64_t max_runtime,
     m.errs = b->errs;
     m.nerrs = b->nerrs;
     r->suspicious = backup_run_anomaly(b, &cat, &m, parent.have, r->anomaly, sizeof(r->anomaly));
-    if (r->suspicious && (rc = backup_run_put(b, REPO_KEY_SUSPICIOUS, "", 0, &err)) != 0)
+    m.suspicious = r->suspicious;
+    /* The marks carry a tag bound to this snapshot, and the manifest records them. */
+    if (r->suspicious && (rc = backup_run_mark(b, REPO_KEY_SUSPICIOUS, &err)) != 0)
         goto fail;
-    if (m.incomplete && (rc = backup_run_put(b, REPO_KEY_INCOMPLETE, "", 0, &err)) != 0)
+    if (m.incomplete && (rc = backup_run_mark(b, REPO_KEY_INCOMPLETE, &err)) != 0)
         goto fail;
     if (backup_should_stop(b))
         goto stopped;
@@ -403,8 +357,7 @@ out:
     m.errs = NULL;
     m.nerrs = 0;
     repo_manifest_free(&m);
-    if (b->list.keys != NULL)
-        repo_files_writer_free(&b->list);
+    repo_manifest_free(&pm);
     repo_merge_free(&b->merge);
     backup_run_parent_free(b, &parent);
     repo_catalog_free(&cat);

@@ -3,16 +3,16 @@
  * cli/cmd_check.c.
  *
  * Structure, always: config.json decodes and the key opens it; every run record
- * parses; every snapshot's manifest decodes and authenticates, its file list and
- * chunk set exist and decode, every chunk a file names is in the chunk set with the
- * file's size adding up, and every chunk of the set is in the table of a listed pack
- * at the place the set says. A pack's table is read from its tail (one ranged GET of
- * 64 KiB, a second when the table is longer), so this reads about 45 bytes a chunk,
+ * parses; every snapshot's manifest decodes, authenticates and is in its place, its
+ * marks carry their tags, its file list and chunk set trees exist and open, every chunk a file
+ * names is in the chunk set with the file's size adding up, and every chunk of the set is in the
+ * table of a listed pack at the place the set says. A pack's table is read from its tail (one
+ * ranged GET of 64 KiB, a second when the table is longer), so this reads about 45 bytes a chunk,
  * not the data. With --read-data every pack is read whole: its SHA-256 must be its
  * name and every blob must authenticate, decompress and hash to its chunk.
  *
  * Pack reads run four at a time. Memory: the pack tables (about 60 bytes a chunk),
- * one snapshot's chunk set and one frame of its file list at a time, and with
+ * one snapshot's chunk set and one chunk a level of its file list at a time, and with
  * --read-data four packs.
  *
  * Every damaged object is named on stderr ("damaged: KEY: why"), once.
@@ -26,6 +26,7 @@
 #include <openssl/sha.h>
 
 #include "agent.h"
+#include "meta.h"
 
 #define CK_INFLIGHT 4
 #define CK_TAIL     (64u * 1024)
@@ -315,7 +316,7 @@ static void ck_runs(struct ck *k, unsigned *nruns)
         } else if (rc != 0) {
             fprintf(stderr, "lode check: cannot read %s: %s\n", ks.v[i], e.msg);
             k->failed = true;
-        } else if (repo_run_decode(&run, data, len, &e) != 0) {
+        } else if (repo_run_decode(&run, data, len, k->keys, &e) != 0) {
             ck_damage(k, "%s: %s", ks.v[i], e.msg);
         } else if (strcmp(run.id, key.id) != 0) {
             ck_damage(k, "%s: it holds the run record of %s", ks.v[i], run.id);
@@ -329,26 +330,17 @@ static void ck_runs(struct ck *k, unsigned *nruns)
     free(ks.v);
 }
 
-/* GETs a meta object: 404 is damage (returns 1), other failures stop the check. */
-static int ck_get_meta(struct ck *k, const struct repo_snapshot *s, enum repo_kind kind,
-                       char **data, size_t *len, char **keyout)
+/* A metadata read's failure: a missing or damaged object is damage, anything else
+ * stops the check (it could not read the repository). */
+static void ck_meta_fail(struct ck *k, const struct repo_snapshot *s, const char *what, int rc,
+                         const char *msg)
 {
-    struct repo_key key = {.kind = kind, .src = s->src};
-    struct s3_opts o = {.max_bytes = 4ull << 30};
-    struct util_err e = {0};
-    memcpy(key.id, s->id, sizeof(key.id));
-    *keyout = repo_key_build(&key);
-    int rc = s3_sync_get(k->st->s3, *keyout, &o, data, len, NULL, &e);
-    if (rc == S3_ENOTFOUND) {
-        ck_damage(k, "%s is missing (needed by snapshot %s)", *keyout, s->id);
-        return 1;
+    if (rc == S3_ENOTFOUND || rc == UTIL_EIO || rc == UTIL_EINVAL) {
+        ck_damage(k, "%s (the %s of snapshot %s)", msg, what, s->id);
+        return;
     }
-    if (rc != 0) {
-        fprintf(stderr, "lode check: cannot read %s: %s\n", *keyout, e.msg);
-        k->failed = true;
-        return -1;
-    }
-    return 0;
+    fprintf(stderr, "lode check: the %s of snapshot %s: %s\n", what, s->id, msg);
+    k->failed = true;
 }
 
 /* One snapshot: returns true when it is whole. */
@@ -357,11 +349,12 @@ static bool ck_snapshot(struct ck *k, const struct repo_snapshot *s)
     struct repo_manifest m;
     struct repo_chunkset set;
     struct repo_files_reader r;
+    struct repo_tree_reader tree;
     struct repo_file f;
+    struct meta_src ms;
     struct util_err e = {0};
-    char *chunks = NULL, *list = NULL, *ckey = NULL, *fkey = NULL;
-    size_t clen = 0, flen = 0;
     unsigned before = k->damaged;
+    char note[512];
     int rc;
 
     repo_chunkset_init(&set);
@@ -369,24 +362,29 @@ static bool ck_snapshot(struct ck *k, const struct repo_snapshot *s)
     if (rc == S3_ENOTFOUND)
         return true; /* forgotten between the listing and now */
     if (rc != 0 && (rc == UTIL_EINVAL || rc == UTIL_EIO)) {
+        /* Without an authentic manifest its trees are unknown: nothing more to check. */
         ck_damage(k, "%s", e.msg);
+        return false;
     } else if (rc != 0) {
         fprintf(stderr, "lode check: %s\n", e.msg);
         k->failed = true;
         return false;
-    } else {
-        if (strcmp(m.id, s->id) != 0 || ck_src_cmp(&m.src, &s->src) != 0)
-            ck_damage(k, "the manifest of %s/%s/%s/%s names %s/%s/%s/%s", s->src.ns, s->src.policy,
-                      s->src.host, s->id, m.src.ns, m.src.policy, m.src.host, m.id);
-        repo_manifest_free(&m);
     }
-    if ((rc = ck_get_meta(k, s, REPO_KEY_CHUNKS, &chunks, &clen, &ckey)) < 0)
-        goto out;
-    if (rc == 0 &&
-        repo_chunkset_decode(&set, k->keys, s->id, (const uint8_t *)chunks, clen, &e) != 0) {
-        ck_damage(k, "%s: %s", ckey, e.msg);
-        rc = 1;
+    if ((rc = meta_check_marks(k->st, k->keys, &m, s->incomplete, s->suspicious, note, sizeof(note),
+                               &e)) != 0) {
+        if (rc == UTIL_EIO)
+            ck_damage(k, "%s", e.msg);
+        else {
+            fprintf(stderr, "lode check: %s\n", e.msg);
+            k->failed = true;
+        }
     }
+    if (note[0])
+        fprintf(stderr, "note: %s\n", note);
+    meta_src_init(&ms, k->st, &s->src);
+    rc = meta_load_chunkset(&ms, k->keys, &m.chunks_root, &set, &e);
+    if (rc != 0)
+        ck_meta_fail(k, s, "chunk set", rc, e.msg);
     bool have_set = rc == 0;
     /* Every chunk of the set is where the set says. */
     for (size_t i = 0; have_set && i < set.n; i++) {
@@ -417,12 +415,11 @@ static bool ck_snapshot(struct ck *k, const struct repo_snapshot *s)
             free(pk);
         }
     }
-    if ((rc = ck_get_meta(k, s, REPO_KEY_FILES, &list, &flen, &fkey)) != 0)
+    if (k->failed)
         goto out;
-    if (repo_files_reader_init(&r, k->keys, s->id, (const uint8_t *)list, flen, &e) != 0) {
-        ck_damage(k, "%s: %s", fkey, e.msg);
-        goto out;
-    }
+    /* The file list, a leaf at a time. */
+    repo_tree_reader_init(&tree, k->keys, REPO_TREE_FILES, &m.files_root, meta_fetch_cb, &ms);
+    repo_files_reader_tree(&r, &tree);
     unsigned missing = 0;
     while ((rc = repo_files_reader_next(&r, &f, &e)) == 1) {
         uint64_t sum = 0;
@@ -435,21 +432,21 @@ static bool ck_snapshot(struct ck *k, const struct repo_snapshot *s)
                 sum += c->plain;
         }
         if (have_set && (!whole || (f.type == REPO_FT_FILE && sum != f.size)) && missing++ < 10)
-            ck_damage(k, "%s: %s of snapshot %s %s", ckey, f.path, s->id,
+            ck_damage(k, "the chunk set of snapshot %s: %s %s", s->id, f.path,
                       whole ? "does not add up to its size" : "names chunks the set lacks");
         repo_file_free(&f);
     }
     if (missing > 10)
-        fprintf(stderr, "damaged: %s: %u more files of snapshot %s\n", ckey, missing - 10, s->id);
+        fprintf(stderr, "damaged: the chunk set of snapshot %s: %u more files\n", s->id,
+                missing - 10);
     if (rc < 0)
-        ck_damage(k, "%s: %s", fkey, e.msg);
+        ck_meta_fail(k, s, "file list", rc, e.msg);
     repo_files_reader_free(&r);
+    repo_tree_reader_free(&tree);
 out:
+    meta_src_free(&ms);
+    repo_manifest_free(&m);
     repo_chunkset_free(&set);
-    free(chunks);
-    free(list);
-    free(ckey);
-    free(fkey);
     return k->damaged == before;
 }
 

@@ -17,8 +17,8 @@
  *      maxRuntime of every live run record, plus one hour, over the whole
  *      repository; the cutoff is G - W.
  *   4. Per source, one at a time: read the other run records newer than the
- *      cutoff (their parents are protected); read the chunk set of every
- *      protected snapshot into a set of pack ids; LIST data/ and meta/ and
+ *      cutoff (their parents are protected); read the trees of every protected
+ *      snapshot into a set of data and metadata pack ids; LIST data/ and meta/ and
  *      decide each object with gc_may_delete(); delete in DeleteObjects
  *      batches (packs, then meta objects, then run records), checking each key.
  *   5. LIST the unfinished multipart uploads under meta/ (a backup's file list,
@@ -64,10 +64,11 @@ void gcrun_plan_object(struct gc_plan *p, const char *key, int64_t mtime, uint64
             return; /* not ours to judge: never deleted */
         referenced = gc_packset_has(p->packs, k.pack);
     } else {
-        if (!gcrun_key_of(p->s, key, REPO_KEY_FILES, &k) &&
-            !gcrun_key_of(p->s, key, REPO_KEY_CHUNKS, &k))
+        uint8_t id[GC_PACK_ID_LEN];
+        if (!gcrun_key_of(p->s, key, REPO_KEY_META, &k) || k.seq >= GC_META_SEQ_MAX)
             return;
-        referenced = gc_idset_has(p->ids, k.id);
+        gc_meta_pack_id(k.id, k.seq, id);
+        referenced = gc_packset_has(p->packs, id);
     }
     p->total++;
     if (gc_may_delete(mtime, p->cutoff, referenced) == GC_DELETE)
@@ -271,7 +272,7 @@ static void gc_collect_source(struct gc_ctx *g, struct gc_source *s)
     struct gc_idset ids = {0};
     struct gc_packset packs = {0};
     struct gc_plan pp = {.s = s, .ids = &ids, .packs = &packs, .kind = REPO_KEY_PACK};
-    struct gc_plan pm = {.s = s, .ids = &ids, .packs = &packs, .kind = REPO_KEY_FILES};
+    struct gc_plan pm = {.s = s, .ids = &ids, .packs = &packs, .kind = REPO_KEY_META};
     struct gc_plan pr = {.s = s, .ids = &ids, .packs = &packs, .kind = REPO_KEY_RUN};
     size_t nruns, packs_deleted, meta_deleted, runs_deleted;
     pp.cutoff = pm.cutoff = pr.cutoff = g->cutoff;
@@ -294,7 +295,7 @@ static void gc_collect_source(struct gc_ctx *g, struct gc_source *s)
         names[i] = s->manifests[i];
     if ((rc = gc_protected_ids(names, s->nman, runs, nruns, g->cutoff, &ids, &err)) != 0)
         goto skip;
-    if ((rc = gcrun_read_chunksets(g, s, &ids, &packs, &err)) != 0)
+    if ((rc = gcrun_read_trees(g, s, &ids, &packs, &err)) != 0)
         goto skip;
     gc_packset_seal(&packs);
 
@@ -303,7 +304,7 @@ static void gc_collect_source(struct gc_ctx *g, struct gc_source *s)
     rc = s3_sync_list(g->st.s3, prefix, NULL, gc_object_cb, &pp, NULL, &e);
     free(prefix);
     if (rc == 0) {
-        prefix = repo_key_prefix(REPO_KEY_FILES, s->src.ns, s->src.policy, s->src.host);
+        prefix = repo_key_prefix(REPO_KEY_META, s->src.ns, s->src.policy, s->src.host);
         rc = s3_sync_list(g->st.s3, prefix, NULL, gc_object_cb, &pm, NULL, &e);
         free(prefix);
     }

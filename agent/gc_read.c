@@ -1,7 +1,7 @@
 /*
  * lode gc's listing and reading (gc_run.h): the sources, each source's manifests
- * and run records, the bodies of run records and chunk sets, and the storage's
- * time. Nothing here deletes.
+ * and run records, the bodies of run records, the protected snapshots' metadata
+ * trees, and the storage's time. Nothing here deletes.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +10,7 @@
 #include <uv.h>
 
 #include "gc_run.h"
+#include "meta.h"
 
 /* ---- step 1: the sources ---- */
 
@@ -72,7 +73,7 @@ static int gc_src_cmp(const void *pa, const void *pb)
 int gcrun_find_sources(struct gc_ctx *g, struct util_err *err)
 {
     static const enum repo_kind tops[] = {REPO_KEY_MANIFEST, REPO_KEY_RUN, REPO_KEY_PACK,
-                                          REPO_KEY_FILES};
+                                          REPO_KEY_META};
     int rc = 0;
 
     for (size_t t = 0; t < sizeof(tops) / sizeof(tops[0]) && rc == 0; t++) {
@@ -245,6 +246,7 @@ static void gc_keys_free(char **keys, size_t n)
 struct gc_runs_read {
     struct gc_runrec **recs;
     char **keys;
+    const struct repo_keys *k;
 };
 
 /* One run record's body; a record deleted meanwhile is "gone", not an error. */
@@ -262,13 +264,16 @@ static int gc_run_got(size_t i, const struct s3_result *res, void *arg, struct u
     }
     if (res->error != 0)
         return util_err_set(err, res->error, "cannot read %s: %s", rr->keys[i], res->message);
-    if ((rc = repo_run_decode(&run, res->body, res->body_len, &e)) != 0)
+    if ((rc = repo_run_decode(&run, res->body, res->body_len, rr->k, &e)) != 0)
         return util_err_set(err, rc, "%s: %s", rr->keys[i], e.msg);
     if (strcmp(run.id, r->id) != 0)
         return util_err_set(err, UTIL_EINVAL, "%s names snapshot %s", rr->keys[i], run.id);
     r->read = true;
     r->max_runtime = run.max_runtime;
     memcpy(r->parent, run.parent, sizeof(r->parent));
+    r->has_roots = run.has_roots;
+    r->parent_files = run.parent_files;
+    r->parent_chunks = run.parent_chunks;
     return 0;
 }
 
@@ -276,7 +281,8 @@ static int gc_run_got(size_t i, const struct s3_result *res, void *arg, struct u
 int gcrun_read_runs(struct gc_ctx *g, const struct gc_source *s, struct gc_runrec **recs, size_t n,
                     struct util_err *err)
 {
-    struct gc_runs_read rr = {.recs = recs, .keys = util_calloc(n ? n : 1, sizeof(char *))};
+    struct gc_runs_read rr = {
+        .recs = recs, .keys = util_calloc(n ? n : 1, sizeof(char *)), .k = &g->st.config.keys};
     for (size_t i = 0; i < n; i++) {
         struct repo_key k = {.kind = REPO_KEY_RUN, .src = s->src};
         memcpy(k.id, recs[i]->id, sizeof(k.id));
@@ -347,51 +353,177 @@ struct gc_run *gcrun_runs_view(const struct gc_source *s, size_t *n)
     return v;
 }
 
-struct gc_sets_read {
+/*
+ * The metadata chunks read in this run of gc, by name: a chunk two snapshots share
+ * (an unchanged stretch of their trees) is read once, so reading the protected
+ * snapshots' trees costs what differs between them, not their number times their size.
+ */
+struct gc_seen {
+    uint8_t (*v)[REPO_HASH_LEN];
+    size_t n, cap; /* cap: a power of two, at most half full; all-zero = free */
+};
+
+static bool gc_seen_add(struct gc_seen *s, const uint8_t hash[REPO_HASH_LEN])
+{
+    static const uint8_t zero[REPO_HASH_LEN];
+    if (2 * (s->n + 1) > s->cap) {
+        struct gc_seen t = {.cap = s->cap ? 2 * s->cap : 1024};
+        t.v = util_calloc(t.cap, REPO_HASH_LEN);
+        for (size_t i = 0; i < s->cap; i++)
+            if (memcmp(s->v[i], zero, REPO_HASH_LEN) != 0)
+                gc_seen_add(&t, s->v[i]);
+        free(s->v);
+        *s = t;
+    }
+    uint64_t h;
+    memcpy(&h, hash, sizeof(h));
+    for (size_t i = (size_t)h & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
+        if (memcmp(s->v[i], hash, REPO_HASH_LEN) == 0)
+            return false;
+        if (memcmp(s->v[i], zero, REPO_HASH_LEN) == 0) {
+            memcpy(s->v[i], hash, REPO_HASH_LEN);
+            s->n++;
+            return true;
+        }
+    }
+}
+
+struct gc_walk {
+    struct gc_packset *packs;
+    struct gc_seen seen;
+    bool files; /* walking a file list: its leaves are not needed, only their places */
+};
+
+/* Every chunk's place names a metadata pack; a chunk read before is not read again. */
+static bool gc_visit_cb(void *arg, const struct repo_mref *ref, unsigned level)
+{
+    struct gc_walk *w = arg;
+    uint8_t id[GC_PACK_ID_LEN];
+    gc_meta_pack_id(ref->run, ref->seq, id);
+    gc_packset_add(w->packs, id);
+    if (w->files && level == 0)
+        return false;
+    return gc_seen_add(&w->seen, ref->hash);
+}
+
+static void gc_pack_cb(void *arg, const uint8_t id[REPO_HASH_LEN])
+{
+    gc_packset_add(arg, id);
+}
+
+/* The roots of one protected snapshot's trees, from its manifest or its child's record. */
+struct gc_roots {
+    bool known;
+    struct repo_root files, chunks;
+};
+
+struct gc_mans_read {
+    const struct gc_source *s;
     const struct gc_idset *ids;
     char **keys;
     const struct repo_keys *k;
-    struct gc_packset *packs;
+    struct gc_roots *roots;
 };
 
-/* A protected snapshot's chunk set into the pack set; a missing one is an error. */
-static int gc_set_got(size_t i, const struct s3_result *res, void *arg, struct util_err *err)
+/* A protected snapshot's manifest (authenticated and in its place); a forgotten one is
+ * left unknown, for the run records to name. */
+static int gc_man_got(size_t i, const struct s3_result *res, void *arg, struct util_err *err)
 {
-    struct gc_sets_read *sr = arg;
-    const char *id = sr->ids->v[i];
-    struct repo_chunkset set;
+    struct gc_mans_read *mr = arg;
+    struct repo_manifest m;
     struct util_err e = {0};
     int rc;
-
     if (res->error == S3_ENOTFOUND)
-        return util_err_set(err, S3_ENOTFOUND,
-                            "%s is missing, so the packs snapshot %s uses are unknown", sr->keys[i],
-                            id);
+        return 0;
     if (res->error != 0)
-        return util_err_set(err, res->error, "cannot read %s: %s", sr->keys[i], res->message);
-    if ((rc = repo_chunkset_decode(&set, sr->k, id, (const uint8_t *)res->body, res->body_len,
-                                   &e)) != 0)
-        return util_err_set(err, rc, "%s: %s", sr->keys[i], e.msg);
-    for (size_t j = 0; j < set.npacks; j++)
-        gc_packset_add(sr->packs, set.packs[j]);
-    repo_chunkset_free(&set);
+        return util_err_set(err, res->error, "cannot read %s: %s", mr->keys[i], res->message);
+    if ((rc = repo_manifest_decode(&m, res->body, res->body_len, mr->k, &e)) != 0 ||
+        (rc = repo_manifest_placed(&m, &mr->s->src, mr->ids->v[i], &e)) != 0) {
+        repo_manifest_free(&m);
+        return util_err_set(err, rc, "%s: %s", mr->keys[i], e.msg);
+    }
+    mr->roots[i] = (struct gc_roots){.known = true, .files = m.files_root, .chunks = m.chunks_root};
+    repo_manifest_free(&m);
     return 0;
 }
 
-int gcrun_read_chunksets(struct gc_ctx *g, const struct gc_source *s, const struct gc_idset *ids,
-                         struct gc_packset *packs, struct util_err *err)
+/* One protected snapshot's two trees. */
+static int gc_read_trees(struct gc_ctx *g, const char *id, const struct gc_roots *roots,
+                         struct meta_src *ms, struct gc_walk *w, struct util_err *err)
 {
-    struct gc_sets_read sr = {.ids = ids,
+    const struct repo_keys *k = &g->st.config.keys;
+    struct repo_tree_reader r;
+    struct util_err e = {0};
+    const uint8_t *recs;
+    size_t len;
+    int rc;
+
+    repo_tree_reader_init(&r, k, REPO_TREE_CHUNKS, &roots->chunks, meta_fetch_cb, ms);
+    r.visit = gc_visit_cb;
+    r.visit_arg = w;
+    w->files = false;
+    while ((rc = repo_tree_reader_next(&r, &recs, &len, &e)) == 1)
+        if ((rc = repo_chunkset_leaf_packs(recs, len, gc_pack_cb, w->packs, &e)) != 0)
+            break;
+    repo_tree_reader_free(&r);
+    if (rc == 0) {
+        repo_tree_reader_init(&r, k, REPO_TREE_FILES, &roots->files, meta_fetch_cb, ms);
+        r.visit = gc_visit_cb;
+        r.visit_arg = w;
+        w->files = true;
+        while ((rc = repo_tree_reader_next(&r, &recs, &len, &e)) == 1)
+            ;
+        repo_tree_reader_free(&r);
+    }
+    if (rc != 0)
+        return util_err_set(err, rc, "the metadata of snapshot %s: %s", id, e.msg);
+    return 0;
+}
+
+int gcrun_read_trees(struct gc_ctx *g, const struct gc_source *s, const struct gc_idset *ids,
+                     struct gc_packset *packs, struct util_err *err)
+{
+    struct gc_walk w = {.packs = packs};
+    struct gc_mans_read mr = {.s = s,
+                              .ids = ids,
                               .keys = util_calloc(ids->n ? ids->n : 1, sizeof(char *)),
                               .k = &g->st.config.keys,
-                              .packs = packs};
+                              .roots = util_calloc(ids->n ? ids->n : 1, sizeof(*mr.roots))};
+    struct meta_src ms;
+    int rc;
+
+    /* The manifests first, GC_GETS at a time (one GET each: the round trips would be
+     * the run), then the trees one snapshot after another. */
     for (size_t i = 0; i < ids->n; i++) {
-        struct repo_key k = {.kind = REPO_KEY_CHUNKS, .src = s->src};
+        struct repo_key k = {.kind = REPO_KEY_MANIFEST, .src = s->src};
         memcpy(k.id, ids->v[i], sizeof(k.id));
-        sr.keys[i] = repo_key_build(&k);
+        mr.keys[i] = repo_key_build(&k);
     }
-    int rc = gc_get_all(g, sr.keys, ids->n, GC_CHUNKSET_MAX, gc_set_got, &sr, err);
-    gc_keys_free(sr.keys, ids->n);
+    rc = gc_get_all(g, mr.keys, ids->n, 1u << 20, gc_man_got, &mr, err);
+    gc_keys_free(mr.keys, ids->n);
+    meta_src_init(&ms, &g->st, &s->src);
+    for (size_t i = 0; i < ids->n && rc == 0; i++) {
+        if (!mr.roots[i].known) {
+            /* Forgotten, and the parent of a backup that may still run: its trees as
+             * that backup's run record names them (docs/gc.md, condition (c)). */
+            for (size_t j = 0; j < s->nruns && !mr.roots[i].known; j++) {
+                const struct gc_runrec *r = &s->runs[j];
+                if (r->read && r->has_roots && strcmp(r->parent, ids->v[i]) == 0)
+                    mr.roots[i] = (struct gc_roots){
+                        .known = true, .files = r->parent_files, .chunks = r->parent_chunks};
+            }
+        }
+        if (!mr.roots[i].known)
+            rc = util_err_set(err, S3_ENOTFOUND,
+                              "the manifest of snapshot %s is gone and no run record names its "
+                              "trees, so the packs it uses are unknown",
+                              ids->v[i]);
+        else
+            rc = gc_read_trees(g, ids->v[i], &mr.roots[i], &ms, &w, err);
+    }
+    meta_src_free(&ms);
+    free(mr.roots);
+    free(w.seen.v);
     return rc;
 }
 

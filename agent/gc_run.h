@@ -2,8 +2,8 @@
  * gc_run: the collection of `lode gc` (docs/gc.md) around internal/gc's rule.
  * gc_collect.c runs it (gcrun_run: steps 0 to 5) and deletes; gc_read.c finds the
  * sources, lists their manifests and run records, reads run records and chunk sets
- * (GC_GETS at a time) and takes the storage's time; gc_uploads.c aborts unfinished
- * multipart uploads. What a source loses is planned without I/O (struct gc_plan)
+ * (GC_GETS at a time), the protected snapshots' trees, and takes the storage's time; gc_uploads.c
+ * aborts unfinished multipart uploads. What a source loses is planned without I/O (struct gc_plan)
  * from what was listed and read, so the plan can be tested on a layout in memory.
  *
  * Output: with text set, the run prints its progress on stdout (the storage time and
@@ -24,8 +24,6 @@
 
 /* Written at the start of every run; its LastModified is G (docs/gc.md). */
 #define GC_RECORD_KEY "gc.json"
-/* A chunk set is read whole: about 60 bytes a chunk, so 1 GiB is ~17 million chunks. */
-#define GC_CHUNKSET_MAX (1ull << 30)
 
 struct gc_runrec {
     char id[REPO_ID_LEN + 1];
@@ -34,6 +32,8 @@ struct gc_runrec {
     uint64_t size;
     int64_t max_runtime;
     bool read, gone;
+    bool has_roots; /* the parent's trees, from the record (repo_run) */
+    struct repo_root parent_files, parent_chunks;
 };
 
 struct gc_source {
@@ -87,15 +87,15 @@ void gcrun_close(struct gc_ctx *g);
 struct gc_plan {
     const struct gc_source *s;
     const struct gc_idset *ids;     /* the protected snapshots (gc_protected_ids) */
-    const struct gc_packset *packs; /* the packs their chunk sets use, sealed */
-    enum repo_kind kind;            /* REPO_KEY_PACK, REPO_KEY_FILES (meta) or REPO_KEY_RUN */
+    const struct gc_packset *packs; /* the data and metadata packs their trees use, sealed */
+    enum repo_kind kind;            /* REPO_KEY_PACK, REPO_KEY_META or REPO_KEY_RUN */
     int64_t cutoff;                 /* G - W */
     char **del;                     /* the keys to delete, in the order they came */
     uint64_t *sizes;
     size_t ndel, capdel, capsizes;
     size_t total, kept; /* the objects of this kind judged, and those kept */
 };
-/* A listed object under data/ (kind PACK) or meta/ (kind FILES: .files and .chunks);
+/* A listed object under data/ (kind PACK) or meta/ (kind META: metadata packs);
  * a key that is not one of the source's of that kind is never deleted nor counted. */
 void gcrun_plan_object(struct gc_plan *p, const char *key, int64_t mtime, uint64_t size);
 /* Kind RUN: the source's run records (those gone meanwhile left out). */
@@ -114,9 +114,14 @@ int gcrun_list_source(struct gc_ctx *g, struct gc_source *s);
 /* The bodies of n run records of s (a record gone meanwhile is marked gone). */
 int gcrun_read_runs(struct gc_ctx *g, const struct gc_source *s, struct gc_runrec **recs, size_t n,
                     struct util_err *err);
-/* The packs the chunk sets of ids use, into packs; a missing chunk set is an error. */
-int gcrun_read_chunksets(struct gc_ctx *g, const struct gc_source *s, const struct gc_idset *ids,
-                         struct gc_packset *packs, struct util_err *err);
+/*
+ * The data and metadata packs the trees of ids use, into packs (each snapshot's
+ * manifest, then every chunk of its chunk set tree and the index chunks of its file
+ * list; a chunk two snapshots share is read once); a manifest or chunk that cannot
+ * be read is an error.
+ */
+int gcrun_read_trees(struct gc_ctx *g, const struct gc_source *s, const struct gc_idset *ids,
+                     struct gc_packset *packs, struct util_err *err);
 /* The source's run records as internal/gc sees them (ids borrowed; gone ones left out). */
 struct gc_run *gcrun_runs_view(const struct gc_source *s, size_t *n);
 /* Step 5: aborts (or, dry, lists) the unfinished uploads under meta/ begun before the

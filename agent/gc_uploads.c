@@ -35,7 +35,7 @@ static int gc_upload_cb(const struct s3_upload *u, void *arg)
     struct util_err err = {0};
 
     /* Only a snapshot's file list is uploaded in parts: anything else is not ours. */
-    if (repo_key_parse(u->key, &k, &err) != 0 || k.kind != REPO_KEY_FILES)
+    if (repo_key_parse(u->key, &k, &err) != 0 || k.kind != REPO_KEY_META)
         return 0;
     g->t.uploads_total++;
     if (gc_may_abort_upload(u->initiated, g->cutoff) != GC_DELETE) {
@@ -53,7 +53,7 @@ void gcrun_abort_uploads(struct gc_ctx *g)
 {
     struct gc_uploads us = {.g = g};
     struct util_err err = {0};
-    char *prefix = repo_key_prefix(REPO_KEY_FILES, NULL, NULL, NULL);
+    char *prefix = repo_key_prefix(REPO_KEY_META, NULL, NULL, NULL);
     int rc = s3_sync_list_uploads(g->st.s3, prefix, gc_upload_cb, &us, &err);
 
     free(prefix);

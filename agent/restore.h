@@ -177,7 +177,8 @@ struct rx {
     struct repo_source src;
     char id[REPO_ID_LEN + 1];
     struct repo_chunkset set;
-    char *files_key, *chunks_key; /* meta/SOURCE/ID.files and .chunks, for messages */
+    char *files_key, *chunks_key;              /* "the file list of snapshot ID", for messages */
+    bool listed_incomplete, listed_suspicious; /* the marks the catalog listed */
     struct rs_target t;
     /* The batches (restore_batch.c alone touches them): one being planned, the one
      * before it still being fetched. */

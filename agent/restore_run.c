@@ -20,21 +20,7 @@
 #include <unistd.h>
 
 #include "agent.h"
-
-/*
- * Nothing is held whole before it is authenticated (docs/repository.md, "Restoring"): the
- * file list is read through ranged GETs, a window (REPO_FILES_WINDOW) at a time, each
- * frame authenticated before the next is fetched; the chunk set, one sealed object, is
- * fetched only up to the size its entries can have, which the authenticated list bounds:
- * its 16-byte header, at most one pack and one 49-byte entry per chunk the list
- * references, and the seal. A set also holds the chunks of files whose reading failed
- * part way (stored, then the file left out of the list), so RX_CHUNKSET_SLACK is added
- * (about 200,000 such chunks: 100 GB or more of files that failed). A chunk set claiming
- * more is damage, not 4 GiB of memory.
- */
-#define RX_CHUNKSET_HEAD  (16 + REPO_SEAL_EXTRA)
-#define RX_CHUNKSET_ENTRY (REPO_HASH_LEN + 49)
-#define RX_CHUNKSET_SLACK (16ull << 20)
+#include "meta.h"
 
 /* ---- --include ---- */
 
@@ -128,85 +114,16 @@ void rx_io_error(struct rx *x, const char *msg)
 
 /* ---- reading the snapshot ---- */
 
-static char *rx_meta_key(struct rx *x, enum repo_kind kind)
-{
-    struct repo_key k = {.kind = kind, .src = x->src};
-    memcpy(k.id, x->id, sizeof(k.id));
-    return repo_key_build(&k);
-}
-
-/* The chunk set, of at most max bytes; 404 or a larger object is damage (AGENT_EDAMAGED),
+/* A metadata read's failure: a missing or damaged object is damage (AGENT_EDAMAGED),
  * anything else I/O. */
-static int rx_get_chunkset(struct rx *x, uint64_t max, char **data, size_t *len)
+static int rx_meta_fail(struct rx *x, const char *what, int rc, const char *msg)
 {
-    struct s3_opts o = {.max_bytes = max};
-    struct util_err e = {0};
-    int rc = s3_sync_get(x->st->s3, x->chunks_key, &o, data, len, NULL, &e);
-    if (rc == S3_ENOTFOUND) {
-        rx_damage(x, "%s is missing", x->chunks_key);
-        rc = AGENT_EDAMAGED;
-    } else if (rc == S3_ETOOBIG) {
-        rx_damage(x, "%s is larger than the file list allows (%" PRIu64 " bytes at most): not read",
-                  x->chunks_key, max);
-        rc = AGENT_EDAMAGED;
-    } else if (rc != 0) {
-        rx_say(x, "cannot read %s: %s", x->chunks_key, e.msg);
-    }
-    return rc;
-}
-
-struct rx_window {
-    uint8_t *buf;
-    size_t len, got;
-};
-
-static int rx_window_sink(const char *data, size_t len, void *arg)
-{
-    struct rx_window *w = arg;
-    if (len > w->len - w->got)
-        return 1; /* more than the range asked for */
-    memcpy(w->buf + w->got, data, len);
-    w->got += len;
-    return 0;
-}
-
-/* The file list reader's ranged GETs, straight into its window. */
-static int rx_list_fetch(void *arg, uint64_t off, size_t len, uint8_t *buf, struct util_err *err)
-{
-    struct rx *x = arg;
-    struct s3_opts o = {.range_start = off, .range_len = len};
-    struct rx_window w = {.buf = buf, .len = len};
-    int rc = s3_sync_get_to(x->st->s3, x->files_key, &o, rx_window_sink, &w, NULL, err);
-    if (rc == 0 && w.got != len)
-        rc = util_err_set(err, UTIL_EIO, "a ranged GET gave %zu bytes, not %zu", w.got, len);
-    return rc;
-}
-
-/* Opens the file list for reading through ranged GETs; 404 or a list that does not
- * start as one is damage (AGENT_EDAMAGED), anything else I/O. Its length comes from a
- * GET of its first bytes (Content-Range), whose body is checked like any other, rather
- * than from a HEAD, which has no body to show that its headers arrived whole. */
-static int rx_list_open(struct rx *x, struct repo_files_reader *r)
-{
-    struct s3_info info = {0};
-    struct util_err e = {0};
-    uint8_t head[8];
-    struct rx_window w = {.buf = head, .len = sizeof(head)};
-    struct s3_opts o = {.range_start = 0, .range_len = sizeof(head)};
-    int rc = s3_sync_get_to(x->st->s3, x->files_key, &o, rx_window_sink, &w, &info, &e);
-    if (rc == S3_ENOTFOUND) {
-        rx_damage(x, "%s is missing", x->files_key);
+    if (rc == S3_ENOTFOUND || rc == UTIL_EIO || rc == UTIL_EINVAL) {
+        rx_damage(x, "%s: %s", what, msg);
         return AGENT_EDAMAGED;
     }
-    if (rc != 0) {
-        rx_say(x, "cannot read %s: %s", x->files_key, e.msg);
-        return rc;
-    }
-    if (repo_files_reader_open(r, x->keys, x->id, info.size, 0, rx_list_fetch, x, &e) != 0) {
-        rx_damage(x, "%s: %s", x->files_key, e.msg);
-        return AGENT_EDAMAGED;
-    }
-    return 0;
+    rx_say(x, "cannot read %s: %s", what, msg);
+    return rc;
 }
 
 static double rx_now(void)
@@ -234,15 +151,15 @@ static void rx_target_fail_cb(const char *msg, void *arg)
 }
 
 /* The restore itself, once the snapshot is found and the target open. */
-static int rx_run(struct rx *x, char **inc, size_t ninc)
+static int rx_run(struct rx *x, const uint8_t *list, size_t len, char **inc, size_t ninc)
 {
     struct repo_files_reader r;
     struct repo_file f;
     struct util_err e = {0};
     int rc;
 
-    if ((rc = rx_list_open(x, &r)) != 0)
-        return rc;
+    repo_files_reader_init(&r, list, len);
+    rc = 0;
     while (!x->fatal && (rc = repo_files_reader_next(&r, &f, &e)) == 1) {
         bool sel = rx_selected(inc, ninc, f.path);
         if (!sel && !(f.type == REPO_FT_DIR && rx_ancestor(inc, ninc, f.path))) {
@@ -303,23 +220,19 @@ static int rx_run(struct rx *x, char **inc, size_t ninc)
     return 0;
 }
 
-/* Checks every include against the list before anything is written, and counts the
- * chunks the whole list references (*refs), which bound its chunk set's size. */
-static int rx_check_includes(struct rx *x, char **inc, size_t ninc, uint64_t *files,
-                             uint64_t *bytes, uint64_t *refs)
+/* Checks every include against the list before anything is written. */
+static int rx_check_includes(struct rx *x, const uint8_t *list, size_t len, char **inc, size_t ninc,
+                             uint64_t *files, uint64_t *bytes)
 {
     struct repo_files_reader r;
     struct repo_file f;
     struct util_err e = {0};
-    bool *hit;
+    bool *hit = util_calloc(ninc + 1, sizeof(bool));
     int rc;
 
-    *files = *bytes = *refs = 0;
-    if ((rc = rx_list_open(x, &r)) != 0)
-        return rc;
-    hit = util_calloc(ninc + 1, sizeof(bool));
+    *files = *bytes = 0;
+    repo_files_reader_init(&r, list, len);
     while ((rc = repo_files_reader_next(&r, &f, &e)) == 1) {
-        *refs += f.nchunks;
         for (size_t i = 0; i < ninc; i++)
             if (rx_under(f.path, inc[i]))
                 hit[i] = true;
@@ -365,9 +278,11 @@ int rx_find(struct rx *x, const char *id)
     }
     for (size_t i = 0; i < cat.n; i++) {
         if (strcmp(cat.v[i].id, id) == 0) {
-            if (found++ == 0)
+            if (found++ == 0) {
                 x->src = cat.v[i].src;
-            else
+                x->listed_incomplete = cat.v[i].incomplete;
+                x->listed_suspicious = cat.v[i].suspicious;
+            } else
                 rx_say(x, "%s names a snapshot of %s/%s/%s and of %s/%s/%s", id, x->src.ns,
                        x->src.policy, x->src.host, cat.v[i].src.ns, cat.v[i].src.policy,
                        cat.v[i].src.host);
@@ -386,43 +301,51 @@ int rx_restore(struct rx *x, const char *target, const struct rs_opts *o, char *
 {
     struct repo_manifest m;
     struct util_err e = {0};
-    char *chunks = NULL;
-    size_t chunkslen = 0;
-    uint64_t refs = 0;
+    struct meta_src ms;
+    uint8_t *list = NULL;
+    size_t listlen = 0;
     double t0 = rx_now();
+    char note[512];
     int rc;
 
+    meta_src_init(&ms, x->st, &x->src);
     if ((rc = storage_get_manifest(x->st, &x->src, x->id, x->keys, &m, NULL, &e)) != 0) {
         rx_say(x, "%s", e.msg);
         return rc == S3_ENOTFOUND || rc == UTIL_EINVAL || rc == UTIL_EIO ? AGENT_EDAMAGED : rc;
     }
+    /* The marks as listed must be the ones lode wrote for this snapshot. */
+    if ((rc = meta_check_marks(x->st, x->keys, &m, x->listed_incomplete, x->listed_suspicious, note,
+                               sizeof(note), &e)) != 0) {
+        rx_say(x, "%s", e.msg);
+        repo_manifest_free(&m);
+        return rc == UTIL_EIO ? AGENT_EDAMAGED : rc;
+    }
+    if (note[0])
+        rx_say(x, "note: %s", note);
     if (m.incomplete)
         rx_say(x,
                "note: snapshot %s is incomplete: %zu path(s) could not be read when it was "
                "taken",
                x->id, m.nerrs);
-    repo_manifest_free(&m);
-    x->files_key = rx_meta_key(x, REPO_KEY_FILES);
-    x->chunks_key = rx_meta_key(x, REPO_KEY_CHUNKS);
-    if ((rc = rx_check_includes(x, inc, ninc, &x->want_files, &x->want_bytes, &refs)) != 0)
-        goto out;
-    if ((rc = rx_get_chunkset(x, RX_CHUNKSET_HEAD + RX_CHUNKSET_ENTRY * refs + RX_CHUNKSET_SLACK,
-                              &chunks, &chunkslen)) != 0)
-        goto out;
-    /* Decoded in the fetched object's memory, which the set takes (freed on error). */
-    rc = repo_chunkset_open(&x->set, x->keys, x->id, (uint8_t *)chunks, chunkslen, &e);
-    chunks = NULL;
-    if (rc != 0) {
-        rx_damage(x, "%s: %s", x->chunks_key, e.msg);
-        rc = AGENT_EDAMAGED;
+    x->chunks_key = util_asprintf("the chunk set of snapshot %s", x->id);
+    x->files_key = util_asprintf("the file list of snapshot %s", x->id);
+    if ((rc = meta_load_chunkset(&ms, x->keys, &m.chunks_root, &x->set, &e)) != 0) {
+        rc = rx_meta_fail(x, x->chunks_key, rc, e.msg);
         goto out;
     }
+    if ((rc = meta_load_files(&ms, x->keys, &m.files_root, &list, &listlen, &e)) != 0) {
+        rc = rx_meta_fail(x, x->files_key, rc, e.msg);
+        goto out;
+    }
+    if ((rc = rx_check_includes(x, (const uint8_t *)list, listlen, inc, ninc, &x->want_files,
+                                &x->want_bytes)) != 0)
+        goto out;
     if ((rc = rs_target_open(&x->t, target, o, &e)) != 0) {
         rx_say(x, "%s", e.msg);
         goto out;
     }
     x->max_files = rx_max_files();
-    rc = rx_run(x, inc, ninc);
+    rc = rx_run(x, (const uint8_t *)list, listlen, inc, ninc);
     x->ran = true;
     x->seconds = rx_now() - t0;
     x->as_root = x->t.as_root;
@@ -432,7 +355,9 @@ int rx_restore(struct rx *x, const char *target, const struct rs_opts *o, char *
     x->devices_withheld = x->t.devices_withheld;
     rs_target_close(&x->t);
 out:
-    free(chunks);
+    repo_manifest_free(&m);
+    meta_src_free(&ms);
+    free(list);
     repo_chunkset_free(&x->set);
     if (rc == 0 && (x->fatal || x->ioerrors > 0))
         rc = UTIL_EIO;

@@ -167,6 +167,12 @@ int storage_get_manifest(struct storage *st, const struct repo_source *src, cons
         rc = util_err_set(err, rc, "%s: %s", key, e.msg);
         goto out;
     }
+    /* A manifest copied or moved to another source or id is not this snapshot. */
+    if ((rc = repo_manifest_placed(m, src, id, &e)) != 0) {
+        repo_manifest_free(m);
+        rc = util_err_set(err, rc, "%s: %s", key, e.msg);
+        goto out;
+    }
     if (mtime != NULL)
         *mtime = info.mtime;
 out:
@@ -204,7 +210,8 @@ static void storage_get_done(const struct s3_result *res, void *arg)
         if (res->error != 0)
             g->rc = util_err_set(g->err, res->error, "cannot read the manifest of %s: %s", s->id,
                                  res->message);
-        else if (repo_manifest_decode(&g->m[one->i], res->body, res->body_len, NULL, &e) != 0)
+        else if (repo_manifest_decode(&g->m[one->i], res->body, res->body_len, NULL, &e) != 0 ||
+                 repo_manifest_placed(&g->m[one->i], &s->src, s->id, &e) != 0)
             g->rc = util_err_set(g->err, e.code, "the manifest of %s: %s", s->id, e.msg);
     }
     free(one);
@@ -288,8 +295,9 @@ int storage_create(struct storage *st, const struct repo_config *c, struct util_
     return rc;
 }
 
-int storage_mark_suspicious(struct storage *st, const struct repo_snapshot *snap, bool suspicious,
-                            bool *changed, struct util_err *err)
+int storage_mark_suspicious(struct storage *st, const struct repo_keys *keys,
+                            const struct repo_snapshot *snap, bool suspicious, bool *changed,
+                            struct util_err *err)
 {
     struct repo_key k = {.kind = REPO_KEY_SUSPICIOUS, .src = snap->src};
     struct util_err e = {0};
@@ -302,9 +310,13 @@ int storage_mark_suspicious(struct storage *st, const struct repo_snapshot *snap
     memcpy(k.id, snap->id, sizeof(k.id));
     key = repo_key_build(&k);
     if (suspicious) {
-        struct s3_body body = {.data = "", .len = 0};
+        /* The mark carries its tag: restore and check tell it from one made without
+         * the key (docs/repository.md, "Authenticated manifests and marks"). */
+        char *tag = repo_mark_encode(keys, &snap->src, snap->id, REPO_KEY_SUSPICIOUS);
+        struct s3_body body = {.data = tag, .len = strlen(tag)};
         struct s3_opts o = {.if_none_match = true};
         rc = s3_sync_put(st->s3, key, &body, &o, NULL, &e);
+        free(tag);
         if (rc == S3_EEXISTS) { /* marked since the listing */
             rc = 0;
         } else if (rc != 0) {

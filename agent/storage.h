@@ -86,10 +86,12 @@ int storage_create(struct storage *st, const struct repo_config *c, struct util_
 
 /*
  * Sets (suspicious) or clears a snapshot's .suspicious mark (docs/anomaly.md):
- * *changed is false when it was so already (or became so since the listing).
+ * *changed is false when it was so already (or became so since the listing). Setting
+ * needs keys (the mark's tag); clearing does not (NULL).
  */
-int storage_mark_suspicious(struct storage *st, const struct repo_snapshot *snap, bool suspicious,
-                            bool *changed, struct util_err *err);
+int storage_mark_suspicious(struct storage *st, const struct repo_keys *keys,
+                            const struct repo_snapshot *snap, bool suspicious, bool *changed,
+                            struct util_err *err);
 
 /* The repository key from o->key_file or $LODE_KEY_FILE (init needs it alone). */
 int storage_read_key(const struct storage_opts *o, char **pass, size_t *len, struct util_err *err);

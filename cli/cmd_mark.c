@@ -20,21 +20,23 @@
 
 static void cmd_mark_usage(FILE *f)
 {
-    fprintf(f,
-            "usage: lode mark ID (--suspicious | --clear) [--policy FILE|NS/NAME] [--host H]\n"
-            "                 [--output text|json] [--repo URL] [--cacert FILE]\n\n"
-            "Marks snapshot ID suspicious (retention keeps it, whatever the rules say, until\n"
-            "the mark is cleared) or clears the mark. Marking a marked snapshot or clearing an\n"
-            "unmarked one changes nothing and succeeds.\n\n"
-            "  --suspicious      write the empty object <id>.suspicious beside the manifest\n"
-            "  --clear           delete it\n"
-            "  --policy P        look for ID only among this policy's snapshots\n"
-            "  --host H          look for ID only among this host's snapshots\n"
-            "  --output json     {\"id\",\"policy\":\"NS/NAME\",\"host\",\"suspicious\","
-            "\"changed\"}\n"
-            "%s\n"
-            "Exit codes: 0 ok, 1 no such snapshot, 2 usage or I/O error.\n",
-            cli_storage_usage);
+    fprintf(
+        f,
+        "usage: lode mark ID (--suspicious | --clear) [--policy FILE|NS/NAME] [--host H]\n"
+        "                 [--output text|json] [--repo URL] [--cacert FILE] [--key-file FILE]\n\n"
+        "Marks snapshot ID suspicious (retention keeps it, whatever the rules say, until\n"
+        "the mark is cleared) or clears the mark. Marking a marked snapshot or clearing an\n"
+        "unmarked one changes nothing and succeeds.\n\n"
+        "  --suspicious      write <id>.suspicious beside the manifest, with a tag only the\n"
+        "                    repository key makes (the key is needed)\n"
+        "  --clear           delete it\n"
+        "  --policy P        look for ID only among this policy's snapshots\n"
+        "  --host H          look for ID only among this host's snapshots\n"
+        "  --output json     {\"id\",\"policy\":\"NS/NAME\",\"host\",\"suspicious\","
+        "\"changed\"}\n"
+        "%s\n"
+        "Exit codes: 0 ok, 1 no such snapshot, 2 usage or I/O error.\n",
+        cli_storage_usage);
 }
 
 /* Finds the one snapshot with this id; prints why not and returns the exit code. */
@@ -153,7 +155,8 @@ int cmd_mark(int argc, char **argv)
         goto out;
     }
     opened = true;
-    if (storage_load_config(&st, &sopts, false, &err) != 0) {
+    /* Setting a mark needs the key: the mark carries a tag only it can make. */
+    if (storage_load_config(&st, &sopts, action == 's', &err) != 0) {
         fprintf(stderr, "lode mark: %s\n", err.msg);
         rc = CLI_USAGE;
         goto out;
@@ -161,7 +164,8 @@ int cmd_mark(int argc, char **argv)
     if ((rc = cmd_mark_find(&st, id, ns, pname, host, &snap)) != CLI_OK)
         goto out;
 
-    if (storage_mark_suspicious(&st, &snap, action == 's', &changed, &err) != 0) {
+    if (storage_mark_suspicious(&st, action == 's' ? &st.config.keys : NULL, &snap, action == 's',
+                                &changed, &err) != 0) {
         fprintf(stderr, "lode mark: %s\n", err.msg);
         rc = CLI_USAGE;
         goto out;

@@ -194,3 +194,16 @@ void gc_pack_id_format(const uint8_t id[GC_PACK_ID_LEN], char out[2 * GC_PACK_ID
     }
     out[2 * GC_PACK_ID_LEN] = '\0';
 }
+
+void gc_meta_pack_id(const char *run, uint32_t seq, uint8_t id[GC_PACK_ID_LEN])
+{
+    /* "YYYYMMDDTHHMMSSZ-<16 hex>": 'T' (8), 'Z' (15) and '-' (16) carry nothing. */
+    size_t n = 0;
+    for (size_t i = 0; run[i] != '\0' && n < GC_PACK_ID_LEN - 2; i++)
+        if (i != 8 && i != 15 && i != 16)
+            id[n++] = (uint8_t)run[i];
+    while (n < GC_PACK_ID_LEN - 2)
+        id[n++] = 0;
+    id[GC_PACK_ID_LEN - 2] = (uint8_t)(seq >> 8);
+    id[GC_PACK_ID_LEN - 1] = (uint8_t)seq;
+}

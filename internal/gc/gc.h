@@ -8,14 +8,15 @@
  *   W = the largest maxRuntime of the repository's policies and of the live run
  *       records, plus one hour,
  *
- * a pack, a meta object or a run record may be deleted only if all three hold:
+ * a pack, a metadata pack or a run record may be deleted only if all three hold:
  *   (a) it is older than G - W (its modification time is strictly before);
  *   (b) no listed manifest references it;
  *   (c) no parent named by a run record newer than G - W references it.
  * A run record is live while the backup it describes may still run: its time
- * plus its own maxRuntime plus one hour is after G. A meta object or run record
- * belongs to one snapshot id and is referenced by that id; a pack is referenced
- * by the index of every snapshot that uses one of its chunks.
+ * plus its own maxRuntime plus one hour is after G. A run record belongs to one
+ * snapshot id and is referenced by that id; a pack or a metadata pack is
+ * referenced by every snapshot whose trees name it (a data pack through the chunk
+ * set, a metadata pack through any chunk of either tree, gc_meta_pack_id).
  *
  * The caller, for one source: lists the manifests, then the run records; reads
  * the body of every run record without a listed manifest (it may be live);
@@ -99,6 +100,18 @@ void gc_packset_add(struct gc_packset *set, const uint8_t id[GC_PACK_ID_LEN]);
 void gc_packset_seal(struct gc_packset *set);
 bool gc_packset_has(const struct gc_packset *set, const uint8_t id[GC_PACK_ID_LEN]);
 void gc_packset_free(struct gc_packset *set);
+
+/*
+ * A metadata pack (meta/<source>/<run>.<seq>.meta) as an id in the same set as the
+ * data packs: the run id's 30 variable characters (its date, time and random
+ * digits) and seq as two bytes, big-endian. A metadata pack is referenced by every
+ * snapshot whose trees hold one of its chunks, so it follows the packs' rule: kept
+ * while a protected snapshot's tree names it, deleted once old and unreferenced.
+ * run must be a valid snapshot id and seq below GC_META_SEQ_MAX (the backup stops
+ * before).
+ */
+#define GC_META_SEQ_MAX 65536
+void gc_meta_pack_id(const char *run, uint32_t seq, uint8_t id[GC_PACK_ID_LEN]);
 
 /* 64 hex digits (either case) to a pack id; UTIL_EINVAL otherwise. */
 int gc_pack_id_parse(const char *hex, size_t len, uint8_t id[GC_PACK_ID_LEN]);

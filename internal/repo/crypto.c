@@ -400,8 +400,9 @@ int repo_config_decode(struct repo_config *c, const char *json, size_t len, stru
     rc = UTIL_EINVAL;
     if (fmt != REPO_FORMAT) {
         util_err_set(err, UTIL_EINVAL,
-                     "config.json: repository format %lld is not supported by this lode (it "
-                     "reads format %d)",
+                     "config.json: this repository is format %lld, and this lode reads format %d "
+                     "only (docs/repository.md, \"Format versions\"): use the lode that wrote "
+                     "it, or make a new repository with lode init and back up into that",
                      (long long)fmt, REPO_FORMAT);
         goto out;
     }

@@ -1,25 +1,20 @@
 /*
- * The file list: "LODEFIL1", then frames, each a u32 length and a sealed
- * zstd-compressed run of records. A frame's associated data is the snapshot id,
- * its index and whether it is the last, so frames cannot be swapped, dropped or
- * cut off. Records are varint-encoded (see repo_file_put) and sorted by path.
- * A frame closes at about 1 MiB of records: the reader holds one frame, so the
+ * The file list: records sorted by path, varint-encoded (see repo_file_put), each
+ * record's bytes a function of the entry alone (nothing of the snapshot in them),
+ * cut into a metadata tree (meta.c), so the unchanged stretches of a list are the
+ * same chunks as in its parent's. The reader holds one leaf (about 8 KiB), so the
  * merge walk's memory does not grow with the number of files.
  */
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <zstd.h>
-
 #include "repo/repo.h"
 
-#define FILES_MAGIC  "LODEFIL1"
-#define FRAME_TARGET (1u << 20)
-#define FRAME_MAX    (64u << 20) /* a frame's plain size is bounded when read */
-#define XATTR_MAX    1024
-#define XATTR_VALUE  (64u * 1024)
+#define XATTR_MAX   1024
+#define XATTR_VALUE (64u * 1024)
 
 static void put_varint(struct util_buf *b, uint64_t v)
 {
@@ -275,52 +270,12 @@ bool repo_file_unchanged(const struct repo_file *parent, const struct repo_file 
 
 /* ---- writer ---- */
 
-static void repo_frame_aad(uint8_t *aad, const char *id, uint32_t index, bool final)
-{
-    memcpy(aad, FILES_MAGIC, 8);
-    memcpy(aad + 8, id, REPO_ID_LEN);
-    aad[8 + REPO_ID_LEN] = (uint8_t)index;
-    aad[9 + REPO_ID_LEN] = (uint8_t)(index >> 8);
-    aad[10 + REPO_ID_LEN] = (uint8_t)(index >> 16);
-    aad[11 + REPO_ID_LEN] = (uint8_t)(index >> 24);
-    aad[12 + REPO_ID_LEN] = final ? 1 : 0;
-}
-
-#define FRAME_AAD (13 + REPO_ID_LEN)
-
-void repo_files_writer_init(struct repo_files_writer *w, const struct repo_keys *k, const char *id)
+void repo_files_writer_init(struct repo_files_writer *w, const struct repo_keys *k,
+                            repo_mstore_cb store, void *arg)
 {
     memset(w, 0, sizeof(*w));
-    w->keys = k;
-    snprintf(w->id, sizeof(w->id), "%s", id);
-    util_buf_init(&w->frame);
-    util_buf_init(&w->out);
-    util_buf_append(&w->out, FILES_MAGIC, 8);
-}
-
-static void repo_files_flush(struct repo_files_writer *w, bool final)
-{
-    size_t bound = ZSTD_compressBound(w->frame.len);
-    uint8_t *z = util_malloc(bound), *sealed, aad[FRAME_AAD], len[4];
-    size_t zn = ZSTD_compress(z, bound, w->frame.data ? w->frame.data : "", w->frame.len, 3);
-    if (ZSTD_isError(zn)) {
-        fprintf(stderr, "lode: zstd failed: %s\n", ZSTD_getErrorName(zn));
-        abort();
-    }
-    sealed = util_malloc(zn + REPO_SEAL_EXTRA);
-    repo_frame_aad(aad, w->id, w->nframes, final);
-    repo_seal(w->keys, aad, sizeof(aad), z, zn, sealed);
-    uint32_t n = (uint32_t)(zn + REPO_SEAL_EXTRA);
-    len[0] = (uint8_t)n;
-    len[1] = (uint8_t)(n >> 8);
-    len[2] = (uint8_t)(n >> 16);
-    len[3] = (uint8_t)(n >> 24);
-    util_buf_append(&w->out, len, 4);
-    util_buf_append(&w->out, sealed, n);
-    w->nframes++;
-    w->frame.len = 0;
-    free(z);
-    free(sealed);
+    repo_tree_writer_init(&w->tree, REPO_TREE_FILES, k, store, arg);
+    util_buf_init(&w->rec);
 }
 
 int repo_files_writer_add(struct repo_files_writer *w, const struct repo_file *f,
@@ -337,195 +292,60 @@ int repo_files_writer_add(struct repo_files_writer *w, const struct repo_file *f
                             f->path);
     free(w->last);
     w->last = util_strdup(f->path);
-    repo_file_put(&w->frame, f);
-    if (w->frame.len >= FRAME_TARGET)
-        repo_files_flush(w, false);
-    return 0;
+    w->rec.len = 0;
+    repo_file_put(&w->rec, f);
+    return repo_tree_writer_add(&w->tree, (const uint8_t *)w->rec.data, w->rec.len, err);
 }
 
-void repo_files_writer_take(struct repo_files_writer *w, uint8_t **data, size_t *len)
+int repo_files_writer_finish(struct repo_files_writer *w, struct repo_root *root,
+                             struct util_err *err)
 {
-    *len = w->out.len;
-    *data = (uint8_t *)util_buf_steal(&w->out);
-}
-
-void repo_files_writer_finish(struct repo_files_writer *w, uint8_t **data, size_t *len)
-{
-    repo_files_flush(w, true);
-    *len = w->out.len;
-    *data = (uint8_t *)util_buf_steal(&w->out);
-    repo_files_writer_free(w);
+    return repo_tree_writer_finish(&w->tree, root, err);
 }
 
 void repo_files_writer_free(struct repo_files_writer *w)
 {
-    util_buf_free(&w->frame);
-    util_buf_free(&w->out);
+    repo_tree_writer_free(&w->tree);
+    util_buf_free(&w->rec);
     free(w->last);
     w->last = NULL;
 }
 
 /* ---- reader ---- */
 
-/*
- * The n bytes at pos (pos + n <= r->len), fetched into the window when they are not
- * in it: from pos on, r->window bytes or n if more, never past the end.
- */
-static const uint8_t *repo_files_bytes(struct repo_files_reader *r, size_t pos, size_t n,
-                                       struct util_err *err)
-{
-    size_t want;
-    int rc;
-    if (pos >= r->woff && pos - r->woff <= r->wlen && n <= r->wlen - (pos - r->woff))
-        return r->data + (pos - r->woff);
-    if (r->fetch == NULL)
-        return NULL; /* the caller checked the bounds: not reached */
-    want = n > r->window ? n : r->window;
-    if (want > r->len - pos)
-        want = r->len - pos;
-    free(r->win);
-    r->win = util_malloc(want ? want : 1);
-    r->data = r->win;
-    r->woff = pos;
-    r->wlen = 0;
-    if ((rc = r->fetch(r->fetch_arg, pos, want, r->win, err)) != 0) {
-        struct util_err e = *err;
-        util_err_set(err, rc, "file list of %s: %.400s", r->id, e.msg);
-        return NULL;
-    }
-    r->wlen = want;
-    return r->data;
-}
-
-static int repo_files_reader_start(struct repo_files_reader *r, const struct repo_keys *k,
-                                   const char *id, struct util_err *err)
-{
-    const uint8_t *magic;
-    if (strlen(id) != REPO_ID_LEN)
-        return util_err_set(err, UTIL_EINVAL, "file list: bad snapshot id");
-    r->keys = k;
-    memcpy(r->id, id, REPO_ID_LEN + 1);
-    if (r->len < 8)
-        return util_err_set(err, UTIL_EIO, "file list of %s: not a file list", id);
-    if ((magic = repo_files_bytes(r, 0, 8, err)) == NULL)
-        return UTIL_EIO;
-    if (memcmp(magic, FILES_MAGIC, 8) != 0)
-        return util_err_set(err, UTIL_EIO, "file list of %s: not a file list", id);
-    r->pos = 8;
-    return 0;
-}
-
-int repo_files_reader_init(struct repo_files_reader *r, const struct repo_keys *k, const char *id,
-                           const uint8_t *data, size_t len, struct util_err *err)
+void repo_files_reader_init(struct repo_files_reader *r, const uint8_t *data, size_t len)
 {
     memset(r, 0, sizeof(*r));
     r->data = data;
-    r->len = r->wlen = len;
-    return repo_files_reader_start(r, k, id, err);
+    r->len = len;
 }
 
-int repo_files_reader_open(struct repo_files_reader *r, const struct repo_keys *k, const char *id,
-                           uint64_t len, size_t window, repo_fetch_cb fetch, void *arg,
-                           struct util_err *err)
+void repo_files_reader_tree(struct repo_files_reader *r, struct repo_tree_reader *tree)
 {
-    int rc;
     memset(r, 0, sizeof(*r));
-    r->window = window ? window : REPO_FILES_WINDOW;
-    if (len > SIZE_MAX)
-        return util_err_set(err, UTIL_EIO, "file list of %.40s: too large", id);
-    r->len = (size_t)len;
-    r->fetch = fetch;
-    r->fetch_arg = arg;
-    if ((rc = repo_files_reader_start(r, k, id, err)) != 0) {
-        free(r->win);
-        r->win = NULL;
-    }
-    return rc;
-}
-
-/* Opens the next frame; 0 on success, 1 at the end, < 0 on damage. */
-static int repo_files_next_frame(struct repo_files_reader *r, struct util_err *err)
-{
-    uint32_t n;
-    uint8_t aad[FRAME_AAD], *z;
-    const uint8_t *p;
-    unsigned long long size;
-    int rc;
-
-    free(r->plain);
-    r->plain = NULL;
-    r->plen = r->ppos = 0;
-    if (r->final) {
-        if (r->pos != r->len)
-            return util_err_set(err, UTIL_EIO, "file list of %s: bytes after the last frame",
-                                r->id);
-        return 1;
-    }
-    if (r->len - r->pos < 4)
-        return util_err_set(err, UTIL_EIO, "file list of %s: cut short at frame %u", r->id,
-                            r->frame);
-    if ((p = repo_files_bytes(r, r->pos, 4, err)) == NULL)
-        return UTIL_EIO;
-    n = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-    r->pos += 4;
-    if (n < REPO_SEAL_EXTRA || n > r->len - r->pos)
-        return util_err_set(err, UTIL_EIO, "file list of %s: frame %u is cut short", r->id,
-                            r->frame);
-    /* No frame a writer makes is longer (FRAME_MAX plain bytes, compressed): refused before
-     * its bytes are fetched or held, which are not authenticated until all are in. */
-    if (n > ZSTD_compressBound(FRAME_MAX) + REPO_SEAL_EXTRA)
-        return util_err_set(err, UTIL_EIO, "file list of %s: frame %u claims %u bytes", r->id,
-                            r->frame, n);
-    if ((p = repo_files_bytes(r, r->pos, n, err)) == NULL)
-        return UTIL_EIO;
-    z = util_malloc(n - REPO_SEAL_EXTRA + 1);
-    /* Try as the last frame first only when it ends the object. */
-    bool last = r->pos + n == r->len;
-    repo_frame_aad(aad, r->id, r->frame, last);
-    rc = repo_unseal(r->keys, aad, sizeof(aad), p, n, z, err);
-    if (rc != 0) {
-        util_err_set(err, rc,
-                     "file list of %s: frame %u failed authentication (changed, "
-                     "reordered, cut short or wrong key)",
-                     r->id, r->frame);
-        free(z);
-        return rc;
-    }
-    size = ZSTD_getFrameContentSize(z, n - REPO_SEAL_EXTRA);
-    if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size > FRAME_MAX) {
-        free(z);
-        return util_err_set(err, UTIL_EIO, "file list of %s: frame %u has no valid size", r->id,
-                            r->frame);
-    }
-    r->plain = util_malloc(size ? size : 1);
-    size_t got = ZSTD_decompress(r->plain, size, z, n - REPO_SEAL_EXTRA);
-    free(z);
-    if (ZSTD_isError(got) || got != size)
-        return util_err_set(err, UTIL_EIO, "file list of %s: frame %u does not decompress", r->id,
-                            r->frame);
-    r->plen = size;
-    r->pos += n;
-    r->frame++;
-    r->final = last;
-    return 0;
+    r->tree = tree;
 }
 
 int repo_files_reader_next(struct repo_files_reader *r, struct repo_file *f, struct util_err *err)
 {
     int rc;
     memset(f, 0, sizeof(*f));
-    while (r->ppos >= r->plen) {
-        if ((rc = repo_files_next_frame(r, err)) != 0)
-            return rc > 0 ? 0 : rc;
+    while (r->pos >= r->len) {
+        if (r->tree == NULL)
+            return 0;
+        /* Records never straddle two leaves: the cut is between records. */
+        if ((rc = repo_tree_reader_next(r->tree, &r->data, &r->len, err)) != 1)
+            return rc;
+        r->pos = 0;
+        r->leaf++;
     }
-    struct rd rd = {.p = r->plain, .n = r->plen, .i = r->ppos};
+    struct rd rd = {.p = r->data, .n = r->len, .i = r->pos};
     if (repo_file_get(&rd, f) != 0)
-        return util_err_set(err, UTIL_EIO, "file list of %s: a record in frame %u is malformed",
-                            r->id, r->frame - 1);
-    r->ppos = rd.i;
+        return util_err_set(err, UTIL_EIO, "file list: a record in leaf %" PRIu64 " is malformed",
+                            r->leaf);
+    r->pos = rd.i;
     if (r->last && repo_path_cmp(r->last, f->path) >= 0) {
-        rc = util_err_set(err, UTIL_EIO, "file list of %s: \"%.200s\" is out of order", r->id,
-                          f->path);
+        rc = util_err_set(err, UTIL_EIO, "file list: \"%.200s\" is out of order", f->path);
         repo_file_free(f);
         return rc;
     }
@@ -536,14 +356,10 @@ int repo_files_reader_next(struct repo_files_reader *r, struct repo_file *f, str
 
 void repo_files_reader_free(struct repo_files_reader *r)
 {
-    free(r->plain);
     free(r->last);
-    free(r->win);
-    r->plain = NULL;
     r->last = NULL;
-    r->win = NULL;
     r->data = NULL;
-    r->wlen = 0;
+    r->len = r->pos = 0;
 }
 
 /* ---- merge ---- */

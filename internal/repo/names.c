@@ -114,8 +114,7 @@ bad:
 
 static const char *const repo_top[] = {
     [REPO_KEY_PACK] = "data",
-    [REPO_KEY_FILES] = "meta",
-    [REPO_KEY_CHUNKS] = "meta",
+    [REPO_KEY_META] = "meta",
     [REPO_KEY_RUN] = "runs",
     [REPO_KEY_MANIFEST] = "snapshots",
     [REPO_KEY_INCOMPLETE] = "snapshots",
@@ -123,8 +122,7 @@ static const char *const repo_top[] = {
 };
 static const char *const repo_suffix[] = {
     [REPO_KEY_PACK] = ".pack",
-    [REPO_KEY_FILES] = ".files",
-    [REPO_KEY_CHUNKS] = ".chunks",
+    [REPO_KEY_META] = ".meta",
     [REPO_KEY_RUN] = ".json",
     [REPO_KEY_MANIFEST] = ".json",
     [REPO_KEY_INCOMPLETE] = ".incomplete",
@@ -138,6 +136,9 @@ char *repo_key_build(const struct repo_key *k)
         return util_strdup("config.json");
     if (k->kind == REPO_KEY_PACK)
         repo_hex(k->pack, REPO_HASH_LEN, name);
+    else if (k->kind == REPO_KEY_META)
+        return util_asprintf("meta/%s/%s/%s/%s.%u.meta", k->src.ns, k->src.policy, k->src.host,
+                             k->id, (unsigned)k->seq);
     else
         memcpy(name, k->id, REPO_ID_LEN + 1);
     return util_asprintf("%s/%s/%s/%s/%s%s", repo_top[k->kind], k->src.ns, k->src.policy,
@@ -215,12 +216,22 @@ int repo_key_parse(const char *key, struct repo_key *out, struct util_err *err)
         return 0;
     }
     if (TOP("meta")) {
-        if (repo_ends_with(part[4], plen[4], ".files", &stem))
-            out->kind = REPO_KEY_FILES;
-        else if (repo_ends_with(part[4], plen[4], ".chunks", &stem))
-            out->kind = REPO_KEY_CHUNKS;
-        else
+        /* <id>.<seq>.meta, seq in decimal without leading zeros. */
+        size_t d;
+        out->kind = REPO_KEY_META;
+        if (!repo_ends_with(part[4], plen[4], ".meta", &stem) || stem < REPO_ID_LEN + 2 ||
+            part[4][REPO_ID_LEN] != '.')
             goto bad;
+        d = stem - REPO_ID_LEN - 1;
+        if (d > 9 || (d > 1 && part[4][REPO_ID_LEN + 1] == '0'))
+            goto bad;
+        for (size_t i = 0; i < d; i++) {
+            char c = part[4][REPO_ID_LEN + 1 + i];
+            if (c < '0' || c > '9')
+                goto bad;
+            out->seq = out->seq * 10 + (uint32_t)(c - '0');
+        }
+        stem = REPO_ID_LEN;
     } else if (TOP("runs")) {
         out->kind = REPO_KEY_RUN;
         if (!repo_ends_with(part[4], plen[4], ".json", &stem))

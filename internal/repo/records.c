@@ -1,9 +1,11 @@
 /*
- * Run records, manifests and the upload token bucket.
+ * Run records, manifests, marks and the upload token bucket.
  *
  * The run record and the manifest's counters are plain JSON: garbage collection
- * and the catalog read them without the repository key. The manifest's paths and
- * error list (file names) are sealed in "private", bound to the snapshot id.
+ * and the catalog read them without the repository key. The manifest's paths,
+ * error list (file names) and the roots of its trees are sealed in "private",
+ * with the canonical encoding of every public field as the associated data: the
+ * public fields are readable without the key and cannot change without it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +16,8 @@
 
 #include "repo/repo.h"
 
-#define MANIFEST_AAD "lodestore manifest "
+#define MANIFEST_AAD "lodestore manifest 2\n"
+#define MARK_AAD     "lodestore mark 2\n"
 
 static json_t *repo_id_or_null(const char *id)
 {
@@ -42,26 +45,117 @@ static int repo_copy_id(char *dst, json_t *v, bool nullable, const char *what, s
     return 0;
 }
 
-char *repo_run_encode(const struct repo_run *r)
+#define RUN_AAD "lodestore run 2\n"
+
+static char *repo_b64(const uint8_t *v, size_t n)
 {
-    return repo_dump(json_pack("{s:i, s:s, s:o, s:I, s:s}", "format", REPO_FORMAT, "id", r->id,
-                               "parent", repo_id_or_null(r->parent), "maxRuntimeSeconds",
-                               (json_int_t)r->max_runtime, "agent", r->agent));
+    char *b64 = util_malloc(4 * ((n + 2) / 3) + 1);
+    EVP_EncodeBlock((unsigned char *)b64, v, (int)n);
+    return b64;
 }
 
-int repo_run_decode(struct repo_run *r, const char *json, size_t len, struct util_err *err)
+/* base64 to bytes; *n gets their number. NULL when it is not base64. */
+static uint8_t *repo_unb64(const char *b64, size_t *n)
+{
+    size_t len = strlen(b64), pad = 0;
+    if (len == 0 || len % 4 != 0)
+        return NULL;
+    if (b64[len - 1] == '=')
+        pad++;
+    if (len > 1 && b64[len - 2] == '=')
+        pad++;
+    uint8_t *v = util_malloc(len / 4 * 3 + 1);
+    int got = EVP_DecodeBlock(v, (const unsigned char *)b64, (int)len);
+    if (got < 0 || (size_t)got < pad) {
+        free(v);
+        return NULL;
+    }
+    *n = (size_t)got - pad;
+    return v;
+}
+
+static char *repo_run_aad(const struct repo_run *r)
+{
+    return util_asprintf("%s%s\n%s", RUN_AAD, r->id, r->parent);
+}
+
+char *repo_run_encode(const struct repo_run *r, const struct repo_keys *k)
+{
+    json_t *o = json_pack("{s:i, s:s, s:o, s:I, s:s}", "format", REPO_FORMAT, "id", r->id, "parent",
+                          repo_id_or_null(r->parent), "maxRuntimeSeconds",
+                          (json_int_t)r->max_runtime, "agent", r->agent);
+    if (k != NULL && r->has_roots) {
+        char *f = repo_root_format(&r->parent_files), *c = repo_root_format(&r->parent_chunks);
+        char *plain = util_asprintf("%s\n%s", f, c), *aad = repo_run_aad(r);
+        size_t n = strlen(plain);
+        uint8_t *sealed = util_malloc(n + REPO_SEAL_EXTRA);
+        repo_seal(k, aad, strlen(aad), plain, n, sealed);
+        char *b64 = repo_b64(sealed, n + REPO_SEAL_EXTRA);
+        json_object_set_new(o, "parentTrees", json_string(b64));
+        free(b64);
+        free(sealed);
+        free(aad);
+        free(plain);
+        free(f);
+        free(c);
+    }
+    return repo_dump(o);
+}
+
+/* The sealed parent's trees of a run record. */
+static int repo_run_roots(struct repo_run *r, const char *b64, const struct repo_keys *k,
+                          struct util_err *err)
+{
+    size_t n = 0;
+    uint8_t *sealed = repo_unb64(b64, &n);
+    char *plain = NULL, *aad, *nl;
+    int rc = UTIL_EINVAL;
+    if (sealed == NULL || n < REPO_SEAL_EXTRA || n > 4096)
+        goto bad;
+    plain = util_malloc(n - REPO_SEAL_EXTRA + 1);
+    aad = repo_run_aad(r);
+    rc = repo_unseal(k, aad, strlen(aad), sealed, n, (uint8_t *)plain, NULL);
+    free(aad);
+    if (rc != 0) {
+        rc = util_err_set(err, UTIL_EIO,
+                          "run record %s: its parent's trees do not authenticate (changed, "
+                          "moved, or the key is wrong)",
+                          r->id);
+        goto out;
+    }
+    plain[n - REPO_SEAL_EXTRA] = '\0';
+    if ((nl = strchr(plain, '\n')) == NULL)
+        goto bad;
+    *nl = '\0';
+    if (repo_root_parse(plain, &r->parent_files, NULL) != 0 ||
+        repo_root_parse(nl + 1, &r->parent_chunks, NULL) != 0)
+        goto bad;
+    r->has_roots = true;
+    rc = 0;
+    goto out;
+bad:
+    rc = util_err_set(err, UTIL_EINVAL, "run record %s: \"parentTrees\" is malformed", r->id);
+out:
+    free(sealed);
+    free(plain);
+    return rc;
+}
+
+int repo_run_decode(struct repo_run *r, const char *json, size_t len, const struct repo_keys *k,
+                    struct util_err *err)
 {
     json_error_t jerr;
     json_t *o = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr), *id, *parent;
     json_int_t fmt, maxrt;
-    const char *agent;
+    const char *agent, *trees = NULL;
     int rc;
 
     memset(r, 0, sizeof(*r));
     if (!o)
         return util_err_set(err, UTIL_EINVAL, "run record: not JSON: %s", jerr.text);
-    if (json_unpack_ex(o, &jerr, JSON_STRICT, "{s:I, s:o, s:o, s:I, s:s}", "format", &fmt, "id",
-                       &id, "parent", &parent, "maxRuntimeSeconds", &maxrt, "agent", &agent) != 0) {
+    if (json_unpack_ex(o, &jerr, JSON_STRICT, "{s:I, s:o, s:o, s:I, s:s, s?s}", "format", &fmt,
+                       "id", &id, "parent", &parent, "maxRuntimeSeconds", &maxrt, "agent", &agent,
+                       "parentTrees", &trees) != 0) {
         rc = util_err_set(err, UTIL_EINVAL, "run record: %s", jerr.text);
         goto out;
     }
@@ -76,6 +170,8 @@ int repo_run_decode(struct repo_run *r, const char *json, size_t len, struct uti
         goto out;
     r->max_runtime = maxrt;
     memcpy(r->agent, agent, strlen(agent) + 1);
+    if (trees != NULL && k != NULL)
+        rc = repo_run_roots(r, trees, k, err);
 out:
     json_decref(o);
     if (rc != 0)
@@ -85,15 +181,37 @@ out:
 
 /* ---- manifests ---- */
 
-static void repo_manifest_aad(char *aad, size_t size, const char *id)
+/* Every public field, in one order: what the private part's seal binds. */
+static json_t *repo_manifest_public(const struct repo_manifest *m)
 {
-    snprintf(aad, size, "%s%s", MANIFEST_AAD, id);
+    return json_pack(
+        "{s:i, s:s, s:s, s:s, s:s, s:o, s:I, s:b, s:b, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+        "s:I, s:I}, s:s}",
+        "format", REPO_FORMAT, "id", m->id, "namespace", m->src.ns, "policy", m->src.policy, "host",
+        m->src.host, "parent", repo_id_or_null(m->parent), "maxRuntimeSeconds",
+        (json_int_t)m->max_runtime, "incomplete", m->incomplete, "suspicious", m->suspicious,
+        "stats", "files", (json_int_t)m->files, "bytes", (json_int_t)m->bytes, "newFiles",
+        (json_int_t)m->new_files, "changedFiles", (json_int_t)m->changed_files, "deletedFiles",
+        (json_int_t)m->deleted_files, "newBytes", (json_int_t)m->new_bytes, "uploadedBytes",
+        (json_int_t)m->uploaded_bytes, "rawNewBytes", (json_int_t)m->raw_new_bytes, "errors",
+        (json_int_t)m->errors, "agent", m->agent);
+}
+
+/* The associated data: a label and the public fields, compact. The caller frees it. */
+static char *repo_manifest_aad(const struct repo_manifest *m)
+{
+    json_t *o = repo_manifest_public(m);
+    char *pub = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    char *aad = util_asprintf("%s%s", MANIFEST_AAD, pub);
+    free(pub);
+    return aad;
 }
 
 char *repo_manifest_encode(const struct repo_manifest *m, const struct repo_keys *k)
 {
     json_t *priv = json_object(), *paths = json_array(), *errs = json_array();
-    char aad[64];
+    char *files = repo_root_format(&m->files_root), *chunks = repo_root_format(&m->chunks_root);
     for (size_t i = 0; i < m->npaths; i++)
         json_array_append_new(paths, json_string(m->paths[i]));
     for (size_t i = 0; i < m->nerrs; i++)
@@ -101,25 +219,21 @@ char *repo_manifest_encode(const struct repo_manifest *m, const struct repo_keys
             errs, json_pack("{s:s, s:s}", "path", m->errs[i].path, "message", m->errs[i].message));
     json_object_set_new(priv, "paths", paths);
     json_object_set_new(priv, "errors", errs);
+    json_object_set_new(priv, "files", json_string(files));
+    json_object_set_new(priv, "chunks", json_string(chunks));
+    free(files);
+    free(chunks);
     char *plain = json_dumps(priv, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(priv);
     size_t plen = strlen(plain);
     uint8_t *sealed = util_malloc(plen + REPO_SEAL_EXTRA);
-    repo_manifest_aad(aad, sizeof(aad), m->id);
+    char *aad = repo_manifest_aad(m);
     repo_seal(k, aad, strlen(aad), plain, plen, sealed);
+    free(aad);
     char *b64 = util_malloc(4 * ((plen + REPO_SEAL_EXTRA + 2) / 3) + 1);
     EVP_EncodeBlock((unsigned char *)b64, sealed, (int)(plen + REPO_SEAL_EXTRA));
-    json_t *o = json_pack(
-        "{s:i, s:s, s:s, s:s, s:s, s:o, s:I, s:b, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-        "s:I}, s:s, s:s}",
-        "format", REPO_FORMAT, "id", m->id, "namespace", m->src.ns, "policy", m->src.policy, "host",
-        m->src.host, "parent", repo_id_or_null(m->parent), "maxRuntimeSeconds",
-        (json_int_t)m->max_runtime, "incomplete", m->incomplete, "stats", "files",
-        (json_int_t)m->files, "bytes", (json_int_t)m->bytes, "newFiles", (json_int_t)m->new_files,
-        "changedFiles", (json_int_t)m->changed_files, "deletedFiles", (json_int_t)m->deleted_files,
-        "newBytes", (json_int_t)m->new_bytes, "uploadedBytes", (json_int_t)m->uploaded_bytes,
-        "rawNewBytes", (json_int_t)m->raw_new_bytes, "errors", (json_int_t)m->errors, "agent",
-        m->agent, "private", b64);
+    json_t *o = repo_manifest_public(m);
+    json_object_set_new(o, "private", json_string(b64));
     free(b64);
     free(sealed);
     free(plain);
@@ -140,7 +254,8 @@ static int repo_manifest_private(struct repo_manifest *m, const char *b64,
 {
     size_t n = strlen(b64), pad = 0;
     uint8_t *sealed, *plain;
-    char aad[64];
+    char *aad;
+    const char *files, *chunks;
     json_error_t jerr;
     json_t *o = NULL, *paths, *errs;
     int rc = UTIL_EINVAL;
@@ -159,18 +274,28 @@ static int repo_manifest_private(struct repo_manifest *m, const char *b64,
     }
     size_t slen = (size_t)got - pad;
     plain = util_malloc(slen - REPO_SEAL_EXTRA + 1);
-    repo_manifest_aad(aad, sizeof(aad), m->id);
-    if ((rc = repo_unseal(k, aad, strlen(aad), sealed, slen, plain, err)) != 0) {
-        util_err_set(err, rc, "manifest %s: authentication failed (changed or wrong key)", m->id);
+    aad = repo_manifest_aad(m);
+    rc = repo_unseal(k, aad, strlen(aad), sealed, slen, plain, err);
+    free(aad);
+    if (rc != 0) {
+        util_err_set(err, UTIL_EIO,
+                     "manifest %s: authentication failed (a field was changed, the manifest was "
+                     "moved, or the key is wrong)",
+                     m->id);
         goto out;
     }
     rc = UTIL_EINVAL;
     o = json_loadb((const char *)plain, slen - REPO_SEAL_EXTRA, JSON_REJECT_DUPLICATES, &jerr);
     if (!o ||
-        json_unpack_ex(o, &jerr, JSON_STRICT, "{s:o, s:o}", "paths", &paths, "errors", &errs) !=
-            0 ||
+        json_unpack_ex(o, &jerr, JSON_STRICT, "{s:o, s:o, s:s, s:s}", "paths", &paths, "errors",
+                       &errs, "files", &files, "chunks", &chunks) != 0 ||
         !json_is_array(paths) || !json_is_array(errs)) {
         util_err_set(err, UTIL_EINVAL, "manifest %s: the private part is malformed", m->id);
+        goto out;
+    }
+    if (repo_root_parse(files, &m->files_root, err) != 0 ||
+        repo_root_parse(chunks, &m->chunks_root, err) != 0) {
+        util_err_set(err, UTIL_EINVAL, "manifest %s: a tree's root is malformed", m->id);
         goto out;
     }
     m->paths = util_calloc(json_array_size(paths) + 1, sizeof(char *));
@@ -209,17 +334,25 @@ int repo_manifest_decode(struct repo_manifest *m, const char *json, size_t len,
     json_t *o = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr), *id, *parent, *stats;
     json_int_t fmt, maxrt;
     const char *ns, *pol, *host, *agent, *priv;
-    int inc, rc;
+    int inc, sus, rc;
 
     memset(m, 0, sizeof(*m));
     if (!o)
         return util_err_set(err, UTIL_EINVAL, "manifest: not JSON: %s", jerr.text);
+    if (json_is_object(o) && json_is_integer(json_object_get(o, "format")) &&
+        json_integer_value(json_object_get(o, "format")) != REPO_FORMAT) {
+        rc = util_err_set(err, UTIL_EINVAL,
+                          "manifest: format %lld, but this lode reads format %d only",
+                          (long long)json_integer_value(json_object_get(o, "format")), REPO_FORMAT);
+        goto out;
+    }
     if (json_unpack_ex(o, &jerr, JSON_STRICT,
-                       "{s:I, s:o, s:s, s:s, s:s, s:o, s:I, s:b, s:o, "
+                       "{s:I, s:o, s:s, s:s, s:s, s:o, s:I, s:b, s:b, s:o, "
                        "s:s, s:s}",
                        "format", &fmt, "id", &id, "namespace", &ns, "policy", &pol, "host", &host,
-                       "parent", &parent, "maxRuntimeSeconds", &maxrt, "incomplete", &inc, "stats",
-                       &stats, "agent", &agent, "private", &priv) != 0) {
+                       "parent", &parent, "maxRuntimeSeconds", &maxrt, "incomplete", &inc,
+                       "suspicious", &sus, "stats", &stats, "agent", &agent, "private",
+                       &priv) != 0) {
         rc = util_err_set(err, UTIL_EINVAL, "manifest: %s", jerr.text);
         goto out;
     }
@@ -250,12 +383,73 @@ int repo_manifest_decode(struct repo_manifest *m, const char *json, size_t len,
     }
     m->max_runtime = maxrt;
     m->incomplete = inc;
+    m->suspicious = sus;
     memcpy(m->agent, agent, strlen(agent) + 1);
     rc = k ? repo_manifest_private(m, priv, k, err) : 0;
 out:
     json_decref(o);
     if (rc != 0)
         repo_manifest_free(m);
+    return rc;
+}
+
+int repo_manifest_placed(const struct repo_manifest *m, const struct repo_source *src,
+                         const char *id, struct util_err *err)
+{
+    if (strcmp(m->id, id) != 0 || strcmp(m->src.ns, src->ns) != 0 ||
+        strcmp(m->src.policy, src->policy) != 0 || strcmp(m->src.host, src->host) != 0)
+        return util_err_set(
+            err, UTIL_EIO, "manifest %s/%s/%s/%s says it is %s/%s/%s/%s (copied or moved)", src->ns,
+            src->policy, src->host, id, m->src.ns, m->src.policy, m->src.host, m->id);
+    return 0;
+}
+
+/* ---- marks ---- */
+
+static char *repo_mark_aad(const struct repo_source *src, const char *id, enum repo_kind kind)
+{
+    return util_asprintf("%s%s\n%s\n%s\n%s\n%s", MARK_AAD, src->ns, src->policy, src->host, id,
+                         kind == REPO_KEY_INCOMPLETE ? "incomplete" : "suspicious");
+}
+
+char *repo_mark_encode(const struct repo_keys *k, const struct repo_source *src, const char *id,
+                       enum repo_kind kind)
+{
+    uint8_t tag[REPO_SEAL_EXTRA];
+    char *aad = repo_mark_aad(src, id, kind), hex[2 * REPO_SEAL_EXTRA + 1];
+    repo_seal(k, aad, strlen(aad), "", 0, tag);
+    free(aad);
+    repo_hex(tag, sizeof(tag), hex);
+    return util_asprintf("{\"format\": %d, \"tag\": \"%s\"}\n", REPO_FORMAT, hex);
+}
+
+int repo_mark_check(const struct repo_keys *k, const struct repo_source *src, const char *id,
+                    enum repo_kind kind, const char *body, size_t len, struct util_err *err)
+{
+    json_error_t jerr;
+    json_t *o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+    json_int_t fmt;
+    const char *hex;
+    uint8_t tag[REPO_SEAL_EXTRA], none[1];
+    int rc = UTIL_EIO;
+    const char *what = kind == REPO_KEY_INCOMPLETE ? "incomplete" : "suspicious";
+
+    if (!o ||
+        json_unpack_ex(o, &jerr, JSON_STRICT, "{s:I, s:s}", "format", &fmt, "tag", &hex) != 0 ||
+        fmt != REPO_FORMAT || strlen(hex) != 2 * REPO_SEAL_EXTRA ||
+        repo_unhex(hex, tag, sizeof(tag)) != 0) {
+        rc = util_err_set(err, UTIL_EIO, "the .%s mark of %s is not one lode wrote", what, id);
+    } else {
+        char *aad = repo_mark_aad(src, id, kind);
+        rc = repo_unseal(k, aad, strlen(aad), tag, sizeof(tag), none, NULL);
+        free(aad);
+        if (rc != 0)
+            rc = util_err_set(err, UTIL_EIO,
+                              "the .%s mark of %s does not authenticate (made without the key, "
+                              "or moved)",
+                              what, id);
+    }
+    json_decref(o);
     return rc;
 }
 

@@ -5,8 +5,8 @@
  *   config.json                          format, chunker sizes, compression, the master
  *                                        key wrapped by the repository key, a key check
  *   data/<source>/<sha256>.pack          packs of chunks (about 16 MiB)
- *   meta/<source>/<id>.files             the snapshot's file list, sorted by path
- *   meta/<source>/<id>.chunks            every chunk the snapshot references, with its pack
+ *   meta/<source>/<id>.<seq>.meta        metadata packs: the chunks of the file lists
+ *                                        and chunk sets (trees, below) a run added
  *   runs/<source>/<id>.json              the run record, written when a backup starts
  *   snapshots/<source>/<id>.json         the manifest, written last
  *   snapshots/<source>/<id>.incomplete   marks: empty objects beside the manifest
@@ -15,15 +15,24 @@
  * repo_key_parse() reads them back; nothing else in Lodestore formats a key.
  *
  * Encryption: a random 256-bit master key, wrapped (AES-256-GCM) by a key that
- * scrypt derives from the repository key. Every chunk, pack trailer, file list
- * frame, chunk set and the manifest's private part is sealed with AES-256-GCM
- * under a key derived from the master key (HMAC-SHA256), with a random 96-bit
- * nonce and associated data that binds the object to its place (a chunk to its
- * hash, a file list frame to its snapshot and position), so a swapped, truncated
- * or changed object fails to open. Not encrypted: names in keys (namespace,
- * policy, host, snapshot id, pack hash), the run record (parent id and
- * maxRuntime) and the manifest's counters, which the catalog and garbage
- * collection read.
+ * scrypt derives from the repository key. Every chunk, pack trailer, metadata
+ * chunk and the manifest's private part is sealed with AES-256-GCM under a key
+ * derived from the master key (HMAC-SHA256), with a random 96-bit nonce and
+ * associated data that binds the object to its place (a chunk to its hash), so a
+ * swapped, truncated or changed object fails to open. The manifest's private part
+ * is sealed with every public field of the manifest as associated data, so none
+ * of them can change unnoticed; a mark carries a tag bound to its source, id and
+ * kind. Not encrypted: names in keys (namespace, policy, host, snapshot id, pack
+ * hash), the run record (parent id and maxRuntime) and the manifest's counters,
+ * which the catalog and garbage collection read without the key.
+ *
+ * Format 2 (docs/repository.md, "Metadata"): a snapshot's file list and chunk set
+ * are record streams cut at record boundaries by a content-defined rule into
+ * metadata chunks of about 8 KiB, named by the SHA-256 of their plain bytes and
+ * stored in metadata packs; an index of their places is cut the same way, level
+ * over level, until one chunk, the root, is left. The manifest names the two
+ * roots. A run stores only the chunks its parent's trees do not hold, so an
+ * unchanged list costs nothing but the manifest.
  *
  * No I/O here: callers fetch and store the bytes (cli/ through internal/s3).
  * Costs: sealing runs at AES-GCM speed (about 2.5 GB/s per core); zstd level 1
@@ -40,7 +49,7 @@
 
 #include "util/util.h"
 
-#define REPO_FORMAT     1
+#define REPO_FORMAT     2
 #define REPO_HASH_LEN   32
 #define REPO_ID_LEN     33 /* "20261202T170127Z-9f3c2a1b7d4e6058" */
 #define REPO_NAME_MAX   253
@@ -71,8 +80,7 @@ int repo_id_parse(const char *id, int64_t *t, struct util_err *err);
 enum repo_kind {
     REPO_KEY_CONFIG,
     REPO_KEY_PACK,
-    REPO_KEY_FILES,
-    REPO_KEY_CHUNKS,
+    REPO_KEY_META,
     REPO_KEY_RUN,
     REPO_KEY_MANIFEST,
     REPO_KEY_INCOMPLETE,
@@ -82,8 +90,9 @@ enum repo_kind {
 struct repo_key {
     enum repo_kind kind;
     struct repo_source src;      /* all kinds but CONFIG */
-    char id[REPO_ID_LEN + 1];    /* FILES, CHUNKS, RUN, MANIFEST and the marks */
+    char id[REPO_ID_LEN + 1];    /* META, RUN, MANIFEST and the marks */
     uint8_t pack[REPO_HASH_LEN]; /* PACK */
+    uint32_t seq;                /* META: the run's metadata packs are numbered from 0 */
 };
 
 /* The key relative to the repository prefix; the caller frees it. */
@@ -93,7 +102,7 @@ int repo_key_parse(const char *key, struct repo_key *out, struct util_err *err);
 /*
  * The prefix to LIST for one kind: "snapshots/", "snapshots/NS/", "snapshots/NS/P/"
  * or "snapshots/NS/P/H/" as ns, policy, host are given (NULL stops). kind is
- * PACK ("data/"), FILES or CHUNKS ("meta/"), RUN ("runs/") or MANIFEST.
+ * PACK ("data/"), META ("meta/"), RUN ("runs/") or MANIFEST.
  */
 char *repo_key_prefix(enum repo_kind kind, const char *ns, const char *policy, const char *host);
 
@@ -297,15 +306,145 @@ int repo_pack_read_tail(const struct repo_keys *k, const uint8_t *tail, size_t t
                         uint64_t pack_len, size_t *need, struct repo_chunk **v, size_t *n,
                         struct util_err *err);
 
-/* ---- the chunk set of a snapshot (meta/<source>/<id>.chunks) ---- */
+/* ---- metadata chunks, their packs and trees (format 2) ---- */
+
+/*
+ * A metadata chunk's plain bytes are a header (its tree, 'F' or 'C', and its level,
+ * 0 for a leaf) and whole records: file records in a leaf of the file list, chunk
+ * set records in a leaf of the chunk set, places (struct repo_mref) in an index
+ * node. It is named by the SHA-256 of those bytes, compressed and sealed like a data
+ * chunk (repo_blob_seal: the name, flags and length are its associated data) and
+ * stored in a metadata pack (the pack format, meta/<source>/<run>.<seq>.meta).
+ *
+ * The cut rule: after a record of len bytes, a chunk of size bytes (at least
+ * REPO_META_MIN, and two records) ends when a keyed 64-bit hash of the record,
+ * modulo REPO_META_SIGMA2, is below len x size: the chance grows with the size, so
+ * chunks are about 7 KiB on average (sqrt(pi/2 x 2^25) bytes), whatever the record
+ * sizes, and rarely over 24 KiB; always at REPO_META_MAX. A cut depends only on
+ * the records since the last cut, so an unchanged run of records gives the same
+ * chunks in every snapshot and a changed record changes its own chunk (and rarely
+ * the next).
+ */
+#define REPO_META_MIN    (1u << 10)
+#define REPO_META_SIGMA2 (1u << 25)
+#define REPO_META_MAX    (64u << 10)
+#define REPO_META_PACK   (16u << 20) /* a metadata pack is closed once it holds this much */
+#define REPO_TREE_LEVELS 8           /* a fan-out of at least 25: far more than enough */
+
+enum repo_tree { REPO_TREE_FILES = 'F', REPO_TREE_CHUNKS = 'C' };
+
+/* Where a metadata chunk is: its name, its pack (the run that stored it and the
+ * pack's number in that run) and its place there. */
+struct repo_mref {
+    uint8_t hash[REPO_HASH_LEN];
+    char run[REPO_ID_LEN + 1];
+    uint32_t seq;
+    uint32_t offset, stored, plain;
+    uint8_t flags;
+};
+
+/* A tree's root: the place of its top chunk and that chunk's level. */
+struct repo_root {
+    struct repo_mref ref;
+    unsigned depth;
+};
+
+/* A root as text for the manifest ("HASH RUN SEQ OFFSET STORED PLAIN FLAGS DEPTH"),
+ * and back; the caller frees the text. */
+char *repo_root_format(const struct repo_root *r);
+int repo_root_parse(const char *s, struct repo_root *r, struct util_err *err);
+
+/* The pack of a chunk in this run: the callback's job. */
+typedef int (*repo_mstore_cb)(void *arg, const uint8_t hash[REPO_HASH_LEN], const uint8_t *plain,
+                              size_t len, struct repo_mref *ref, struct util_err *err);
+
+struct repo_tree_level {
+    struct util_buf buf; /* the chunk being filled: header and records */
+    size_t nrec;
+    uint64_t emitted;
+    struct repo_mref last;
+};
+
+/*
+ * Cuts a record stream into a tree. Each finished chunk goes to store (which
+ * dedups and packs it, or finds it in the parent's tree) and its place becomes a
+ * record one level up. Memory: one chunk per level being filled (under 64 KiB
+ * each, unless a single record is larger).
+ */
+struct repo_tree_writer {
+    uint8_t tree;
+    uint64_t seed;
+    repo_mstore_cb store;
+    void *arg;
+    struct repo_tree_level lv[REPO_TREE_LEVELS];
+    unsigned nlv;
+};
+
+void repo_tree_writer_init(struct repo_tree_writer *w, enum repo_tree tree,
+                           const struct repo_keys *k, repo_mstore_cb store, void *arg);
+int repo_tree_writer_add(struct repo_tree_writer *w, const uint8_t *rec, size_t len,
+                         struct util_err *err);
+/* Stores what is left, level by level, until one chunk: the root. */
+int repo_tree_writer_finish(struct repo_tree_writer *w, struct repo_root *root,
+                            struct util_err *err);
+void repo_tree_writer_free(struct repo_tree_writer *w);
+/* Whether the cut rule ends a chunk of size bytes and nrec records after a record (pure). */
+bool repo_meta_cut(uint64_t seed, const uint8_t *rec, size_t len, size_t size, size_t nrec);
+
+/* Reads ref->stored sealed bytes of a metadata chunk into sealed. */
+typedef int (*repo_mfetch_cb)(void *arg, const struct repo_mref *ref, uint8_t *sealed,
+                              struct util_err *err);
+/* Called before a chunk is fetched with its level; false skips it and all below it
+ * (garbage collection: a chunk seen already, or a leaf it does not need). */
+typedef bool (*repo_mvisit_cb)(void *arg, const struct repo_mref *ref, unsigned level);
+
+struct repo_tree_node {
+    uint8_t *plain;
+    size_t len, pos;
+};
+
+/*
+ * Reads a tree's leaves in order, depth first: memory is one chunk per level. Every
+ * chunk is opened and checked against its name, its tree and its level, and the
+ * root is in the authenticated manifest, so a tree read is the tree written.
+ */
+struct repo_tree_reader {
+    const struct repo_keys *keys;
+    uint8_t tree;
+    struct repo_root root;
+    repo_mfetch_cb fetch;
+    void *arg;
+    repo_mvisit_cb visit; /* optional */
+    void *visit_arg;
+    /* Optional: called with each chunk once it opened and checked (a backup notes
+     * the parent's chunks it may reuse: never one that did not open). */
+    repo_mvisit_cb loaded;
+    void *loaded_arg;
+    struct repo_tree_node lv[REPO_TREE_LEVELS];
+    bool started;
+};
+
+void repo_tree_reader_init(struct repo_tree_reader *r, const struct repo_keys *k,
+                           enum repo_tree tree, const struct repo_root *root, repo_mfetch_cb fetch,
+                           void *arg);
+/* 1: *recs and *len hold the next leaf's records (valid until the next call); 0: the
+ * end; < 0: damage (named in err). */
+int repo_tree_reader_next(struct repo_tree_reader *r, const uint8_t **recs, size_t *len,
+                          struct util_err *err);
+/* Every leaf's records, concatenated, into out. */
+int repo_tree_read_all(struct repo_tree_reader *r, struct util_buf *out, struct util_err *err);
+void repo_tree_reader_free(struct repo_tree_reader *r);
+/* Opens one metadata chunk (sealed: ref->stored bytes) into *plain (allocated). */
+int repo_meta_open(const struct repo_keys *k, const struct repo_mref *ref, const uint8_t *sealed,
+                   uint8_t **plain, struct util_err *err);
+
+/* ---- the chunk set of a snapshot: every chunk it references and its pack ---- */
 
 /*
  * A set being built is also its own dedup table: repo_chunkset_put keeps a hash
  * index (a u32 per slot, at most 3/4 full: 5 to 11 bytes a chunk) beside the
- * entries (48 bytes each) until the set is sorted. repo_chunkset_seal then encodes
- * and seals the sorted set in the entries' own memory (plus a byte a chunk: the
- * encoding is 49 bytes an entry), so the set is never held twice (the plain
- * encoding and the sealed copy cost another 98 bytes a chunk).
+ * entries (48 bytes each) until the set is sorted. It is stored as the chunk set
+ * tree (repo_chunkset_write, below).
  */
 struct repo_chunkset {
     uint8_t (*packs)[REPO_HASH_LEN];
@@ -334,26 +473,24 @@ void repo_chunkset_sort(struct repo_chunkset *s);
 /* In a sorted set (binary search). */
 const struct repo_chunk *repo_chunkset_find(const struct repo_chunkset *s,
                                             const uint8_t hash[REPO_HASH_LEN]);
-/* Sealed bytes bound to the snapshot id; the set must be sorted. */
-void repo_chunkset_encode(const struct repo_chunkset *s, const struct repo_keys *k, const char *id,
-                          uint8_t **data, size_t *len);
-/* The same bytes, made in the entries' memory: s is sorted first and left empty. */
-void repo_chunkset_seal(struct repo_chunkset *s, const struct repo_keys *k, const char *id,
-                        uint8_t **data, size_t *len);
-int repo_chunkset_decode(struct repo_chunkset *s, const struct repo_keys *k, const char *id,
-                         const uint8_t *data, size_t len, struct util_err *err);
 /*
- * The same in data's own memory, which it takes (allocated with malloc; freed on
- * error): the entries are decoded over the plain bytes, which are opened over the
- * sealed ones, so a set read from storage is held once (about 49 bytes a chunk), not
- * as the object, its plain bytes and the entries side by side (a re-run's parent set:
- * 146 bytes a chunk at its peak).
+ * Writes a sorted set into a chunk set tree: grouped by pack (a record with the
+ * pack's hash, in the order of pack hashes), then each chunk of the pack in the
+ * order of its offset (hash, offset, stored and plain length, flags). The
+ * order depends only on the set, so an unchanged set gives the same chunks, and a
+ * new pack's chunks are one new run of records. Memory: 4 bytes a chunk.
  */
-int repo_chunkset_open(struct repo_chunkset *s, const struct repo_keys *k, const char *id,
-                       uint8_t *data, size_t len, struct util_err *err);
+int repo_chunkset_write(const struct repo_chunkset *s, struct repo_tree_writer *w,
+                        struct util_err *err);
+/* Reads a chunk set tree into s (sorted by hash). */
+int repo_chunkset_read(struct repo_chunkset *s, struct repo_tree_reader *r, struct util_err *err);
+/* Calls pack for each pack record of one leaf (garbage collection's need). */
+int repo_chunkset_leaf_packs(const uint8_t *recs, size_t len,
+                             void (*pack)(void *arg, const uint8_t id[REPO_HASH_LEN]), void *arg,
+                             struct util_err *err);
 void repo_chunkset_free(struct repo_chunkset *s);
 
-/* ---- the file list of a snapshot (meta/<source>/<id>.files) ---- */
+/* ---- the file list of a snapshot ---- */
 
 enum repo_ftype {
     REPO_FT_FILE = 'f',
@@ -402,70 +539,41 @@ void repo_file_copy(struct repo_file *dst, const struct repo_file *src);
 bool repo_file_unchanged(const struct repo_file *parent, const struct repo_file *now);
 
 /*
- * The writer buffers one frame (about 1 MiB of records) and the sealed output
- * not yet taken. A caller that uploads the list as it is written (a multipart
- * upload) takes the finished bytes with repo_files_writer_take whenever out.len
- * is large enough: the object is the concatenation, in order, of every take and
- * of what finish hands over, the same bytes a writer never taken from gives.
+ * The file list: records in path order (repo_file_put's encoding: the record's
+ * bytes depend only on the entry), cut into a tree by repo_tree_writer.
  */
 struct repo_files_writer {
-    const struct repo_keys *keys;
-    char id[REPO_ID_LEN + 1];
-    struct util_buf frame;
-    struct util_buf out;
-    uint32_t nframes;
+    struct repo_tree_writer tree;
+    struct util_buf rec;
     char *last; /* the previous path, to enforce the order */
 };
 
-void repo_files_writer_init(struct repo_files_writer *w, const struct repo_keys *k, const char *id);
+void repo_files_writer_init(struct repo_files_writer *w, const struct repo_keys *k,
+                            repo_mstore_cb store, void *arg);
 /* Adds one record; paths must come in repo_path_cmp order (UTIL_EINVAL otherwise). */
 int repo_files_writer_add(struct repo_files_writer *w, const struct repo_file *f,
                           struct util_err *err);
-/* Hands over the finished bytes not yet taken (the magic and whole frames; none
- * while no frame has closed but the magic) and keeps writing. */
-void repo_files_writer_take(struct repo_files_writer *w, uint8_t **data, size_t *len);
-/* Closes the last frame, hands over the bytes not yet taken (the whole object when
- * nothing was) and frees the writer. */
-void repo_files_writer_finish(struct repo_files_writer *w, uint8_t **data, size_t *len);
+/* Stores the rest and gives the root. */
+int repo_files_writer_finish(struct repo_files_writer *w, struct repo_root *root,
+                             struct util_err *err);
 void repo_files_writer_free(struct repo_files_writer *w);
 
-/* Reads bytes [off, off + len) of a stored object into buf (a ranged GET); 0 or an error. */
-typedef int (*repo_fetch_cb)(void *arg, uint64_t off, size_t len, uint8_t *buf,
-                             struct util_err *err);
-
 /*
- * The reader opens one frame at a time: memory is one frame, not the list, plus
- * the list itself when it was given whole (repo_files_reader_init), or a window of
- * REPO_FILES_WINDOW bytes (or one frame, if larger) when it reads through a fetch
- * callback (repo_files_reader_open): a backup's parent list costs that, not about
- * 50 bytes a file.
+ * The reader: over records given whole (a restore's, held once), or leaf by leaf
+ * from a tree (a backup's parent: memory is one chunk per level).
  */
-#define REPO_FILES_WINDOW (4u << 20)
-
 struct repo_files_reader {
-    const struct repo_keys *keys;
-    char id[REPO_ID_LEN + 1];
-    const uint8_t *data; /* bytes [woff, woff + wlen) of the list */
-    size_t len, pos;     /* the list's length; the next frame's offset */
-    size_t woff, wlen;
-    size_t window;
-    repo_fetch_cb fetch; /* NULL: data is the whole list */
-    void *fetch_arg;
-    uint8_t *win; /* the window's memory, with fetch */
-    uint32_t frame;
-    bool final;
-    uint8_t *plain;
-    size_t plen, ppos;
+    struct repo_tree_reader *tree; /* NULL: data holds every record */
+    const uint8_t *data;
+    size_t len, pos;
+    uint64_t leaf;
     char *last;
 };
 
-/* A list given whole (borrowed until the reader is freed). */
-int repo_files_reader_init(struct repo_files_reader *r, const struct repo_keys *k, const char *id,
-                           const uint8_t *data, size_t len, struct util_err *err);
-/* A list of len bytes read through fetch, window bytes at a time (0: REPO_FILES_WINDOW). */
-int repo_files_reader_open(struct repo_files_reader *r, const struct repo_keys *k, const char *id,
-                           uint64_t len, size_t window, repo_fetch_cb fetch, void *arg,
-                           struct util_err *err);
+/* Records given whole (borrowed until the reader is freed). */
+void repo_files_reader_init(struct repo_files_reader *r, const uint8_t *data, size_t len);
+/* Records from a tree (borrowed). */
+void repo_files_reader_tree(struct repo_files_reader *r, struct repo_tree_reader *tree);
 /* 1: f holds the next record (the caller frees it); 0: the end; < 0: damage. */
 int repo_files_reader_next(struct repo_files_reader *r, struct repo_file *f, struct util_err *err);
 void repo_files_reader_free(struct repo_files_reader *r);
@@ -497,10 +605,18 @@ struct repo_run {
     char parent[REPO_ID_LEN + 1]; /* "" without a parent */
     int64_t max_runtime;          /* seconds */
     char agent[64];               /* the version of lode that wrote it */
+    /* The parent's trees, as its manifest named them when the backup started: garbage
+     * collection protects what they name (condition (c), docs/gc.md) even once the
+     * parent's manifest is forgotten. Sealed ("parentTrees"), bound to id and parent. */
+    bool has_roots;
+    struct repo_root parent_files, parent_chunks;
 };
 
-char *repo_run_encode(const struct repo_run *r);
-int repo_run_decode(struct repo_run *r, const char *json, size_t len, struct util_err *err);
+/* keys: seals the parent's trees when r->has_roots (NULL: never). */
+char *repo_run_encode(const struct repo_run *r, const struct repo_keys *k);
+/* keys NULL: the parent's trees are not read (has_roots false). */
+int repo_run_decode(struct repo_run *r, const char *json, size_t len, const struct repo_keys *k,
+                    struct util_err *err);
 
 struct repo_error {
     char *path;
@@ -512,7 +628,7 @@ struct repo_manifest {
     struct repo_source src;
     char parent[REPO_ID_LEN + 1];
     int64_t max_runtime;
-    bool incomplete;
+    bool incomplete, suspicious; /* the marks written before the manifest */
     /* Counters (not encrypted). */
     uint64_t files, bytes, new_files, changed_files, deleted_files, new_bytes, uploaded_bytes,
         raw_new_bytes, errors;
@@ -522,13 +638,35 @@ struct repo_manifest {
     size_t npaths;
     struct repo_error *errs;
     size_t nerrs;
+    struct repo_root files_root, chunks_root; /* the trees */
 };
 
+/*
+ * The private part is sealed with every public field as associated data (the
+ * canonical encoding of what was decoded, the source and id included), so a
+ * manifest whose format, source, id, parent, maxRuntime, marks, counters or agent
+ * changed, or that was moved or copied, does not open with the key.
+ */
 char *repo_manifest_encode(const struct repo_manifest *m, const struct repo_keys *k);
-/* keys NULL: counters only (paths and errors left empty). */
+/* keys NULL: the public fields only, unauthenticated (paths, errors and roots left
+ * empty): the catalog's and garbage collection's counters. */
 int repo_manifest_decode(struct repo_manifest *m, const char *json, size_t len,
                          const struct repo_keys *k, struct util_err *err);
+/* A decoded manifest is the one its key names (src and id); UTIL_EIO if not. */
+int repo_manifest_placed(const struct repo_manifest *m, const struct repo_source *src,
+                         const char *id, struct util_err *err);
 void repo_manifest_free(struct repo_manifest *m);
+
+/*
+ * A mark's body: a tag (AES-GCM over nothing, 28 bytes in hex) bound to the
+ * source, the id and the kind (REPO_KEY_INCOMPLETE or REPO_KEY_SUSPICIOUS), so a
+ * mark made without the key, or moved, is told from one lode wrote. The caller
+ * frees the text.
+ */
+char *repo_mark_encode(const struct repo_keys *k, const struct repo_source *src, const char *id,
+                       enum repo_kind kind);
+int repo_mark_check(const struct repo_keys *k, const struct repo_source *src, const char *id,
+                    enum repo_kind kind, const char *body, size_t len, struct util_err *err);
 
 /* ---- the upload token bucket ---- */
 

@@ -370,13 +370,14 @@ check_eq "anomaly: the next backup's parent is the newest good snapshot, not the
 	"$(jq -r .parent <<<"$S3_BODY")" "$good"
 
 # ---- a damaged parent file list: the next backup reads everything and succeeds ----
-# versitygw's posix backend keeps each object as a file: the damage is done there.
+# versitygw's posix backend keeps each object as a file: the damage is done there, in
+# the first chunk of the newest good snapshot's metadata pack (the first leaf of its
+# file list that changed, which its run wrote first).
 run snapshots --policy e2e/spike --host node-a --output json
 newest=$(jqo '[.snapshots[] | select(.suspicious | not)][0].id')
-obj=$ENV_DIR/s3/data/$S3_BUCKET/$prefix/meta/e2e/spike/node-a/$newest.files
+obj=$ENV_DIR/s3/data/$S3_BUCKET/$prefix/meta/e2e/spike/node-a/$newest.0.meta
 if [[ -f $obj ]]; then
-	size=$(stat -c %s "$obj")
-	printf '\xff' | dd of="$obj" bs=1 seek=$((size / 2)) conv=notrunc status=none
+	printf '\xff' | dd of="$obj" bs=1 seek=40 conv=notrunc status=none
 	printf 'new\n' >"$an/srv/new-file"
 	run backup --policy "$polan" --host node-a --root "$an" --output json
 	check_eq "a damaged parent file list: the backup still succeeds" "$RC" 0

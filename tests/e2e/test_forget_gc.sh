@@ -191,7 +191,7 @@ check_eq "forget: the kept ids are the --snapshots mode's" \
 check_eq "forget: neighbours node-1, web-1, ops-1 and op untouched" \
 	"$(for s in ops/web/node-1 ops/web-1/node ops-1/web/node op/web/node; do files "snapshots/$s"; done | md5sum)" \
 	"$neighbours_before"
-check_eq "forget: meta, run records and packs stay for gc" "$(files meta/ops/web/node | wc -l)" 200
+check_eq "forget: metadata packs, run records and packs stay for gc" "$(files meta/ops/web/node | wc -l)" 100
 run forget --policy "$WEB" --host node --output json
 check_eq "forget again: nothing more to forget" "$(jq -c '[(.hosts[0].keep | length), (.hosts[0].forget | length)]' <<<"$OUT")" '[14,0]'
 
@@ -234,8 +234,8 @@ run mark "$victim" --suspicious --output json
 check_eq "mark --suspicious: exit 0" "$RC" 0
 check_eq "mark --suspicious: JSON" "$(jq -c . <<<"$OUT")" \
 	"{\"id\":\"$victim\",\"policy\":\"ops/web\",\"host\":\"node\",\"suspicious\":true,\"changed\":true}"
-check_eq "mark --suspicious: the empty mark object is there" \
-	"$(stat -c %s "$DATA/snapshots/ops/web/node/$victim.suspicious" 2>&1)" 0
+check_contains "mark --suspicious: the mark object is there, with its tag" \
+	"$(cat "$DATA/snapshots/ops/web/node/$victim.suspicious" 2>&1)" '"tag"'
 run mark "$victim" --suspicious
 check_eq "mark --suspicious twice: exit 0" "$RC" 0
 check_contains "mark --suspicious twice: says it was already marked" "$OUT" "already marked"
@@ -305,7 +305,8 @@ fi
 echo "# forgetting 1,000 snapshots: $requests requests, $(((t1 - t0) / 1000000)) ms"
 
 # ---------------------------------------------------------------- gc -----------------
-# A repository of its own: every manifest here has its chunk set.
+# A repository of its own: every manifest here has its metadata pack (the fixture
+# writes one per snapshot, ID.0.meta, which only that snapshot's trees name).
 prefix=fgc-$(openssl rand -hex 4)
 REPO=s3:$S3_ENDPOINT/$S3_BUCKET/$prefix
 PREPO=s3:$PROXY/$S3_BUCKET/$prefix
@@ -332,20 +333,21 @@ N1=$(id $((old - 500)) 5) R=$(id "$now" 6) L=$(id "$now" 7)
 	echo "snap gc pol-1 node $N1 - 3600 p1"
 } | fixture >/dev/null
 find "$DATA/data/gc" "$DATA/meta/gc" "$DATA/runs/gc" "$DATA/snapshots/gc" -type f -exec touch -d "@$old" {} +
-run forget --policy "$GCP" --output json
-check_eq "gc setup: forget drops S1 and S2" "$(jq -c '[.hosts[0].forget[].id]' <<<"$OUT")" "[\"$S2\",\"$S1\"]"
 hex() { echo "hex $1" | fixture | head -n 1; }
 P1=$(hex p1) P2=$(hex p2) P3=$(hex p3) P4=$(hex p4) P5=$(hex p5) P6=$(hex p6)
 # A backup running now (its run record is young, no manifest yet) whose parent is S2,
-# and a young pack p6 that nothing references yet.
+# started before S2 was forgotten (its run record names S2's trees, as lode backup's
+# does), and a young pack p6 that nothing references yet.
 {
 	echo open
 	echo "pack gc pol node p6 1000"
 	echo "snap gc pol node $R $S2 3600 nomanifest"
 } | fixture >/dev/null
+run forget --policy "$GCP" --output json
+check_eq "gc setup: forget drops S1 and S2" "$(jq -c '[.hosts[0].forget[].id]' <<<"$OUT")" "[\"$S2\",\"$S1\"]"
 packs_before=$(files data/gc/pol/node)
 
-freed1=$(bytes "meta/gc/pol/node/$S1.files" "meta/gc/pol/node/$S1.chunks" "runs/gc/pol/node/$S1.json")
+freed1=$(bytes "meta/gc/pol/node/$S1.0.meta" "runs/gc/pol/node/$S1.json")
 freed1=$((freed1 + 2000))
 run gc --dry-run --output json
 check_eq "gc --dry-run: exit 0" "$RC" 0
@@ -385,18 +387,18 @@ check_eq "gc: the packs left are p2 p3 p4 p6" "$(files data/gc/pol/node | tr '\n
 	"$(printf '%s.pack\n' "$P2" "$P3" "$P4" "$P6" | sort | tr '\n' ' ')"
 check_eq "gc: S1's meta and run record are gone; S2's (R's parent) stay" \
 	"$(files meta/gc/pol/node | grep -c "$S1") $(files runs/gc/pol/node | grep -c "$S1") $(files meta/gc/pol/node | grep -c "$S2")" \
-	"0 0 2"
+	"0 0 1"
 check_eq "gc: the neighbour's pack named like p1 stays" "$(files data/gc/pol-1/node)" "$P1.pack"
 check_eq "gc: kept snapshots' objects stay (S3, S4: meta and run records)" \
-	"$(files meta/gc/pol/node | grep -c -e "$S3" -e "$S4") $(files runs/gc/pol/node | grep -c -e "$S3" -e "$S4")" "4 2"
+	"$(files meta/gc/pol/node | grep -c -e "$S3" -e "$S4") $(files runs/gc/pol/node | grep -c -e "$S3" -e "$S4")" "2 2"
 if [[ -s $T_TMP/time ]]; then
 	read -r wall rss < <(tail -n 1 "$T_TMP/time")
 	echo "# gc of $(find "$DATA" -type f | wc -l) objects: ${wall}s wall, ${rss} KiB peak RSS"
 fi
 
 # The backup R is long over: its record ages past the window and protects S2 no more.
-age "$old" "runs/gc/pol/node/$R.json" "meta/gc/pol/node/$R.files" "meta/gc/pol/node/$R.chunks"
-freed2=$(bytes meta/gc/pol/node/"$S2".{files,chunks} runs/gc/pol/node/"$S2".json meta/gc/pol/node/"$R".{files,chunks} runs/gc/pol/node/"$R".json)
+age "$old" "runs/gc/pol/node/$R.json" "meta/gc/pol/node/$R.0.meta"
+freed2=$(bytes meta/gc/pol/node/"$S2".0.meta runs/gc/pol/node/"$S2".json meta/gc/pol/node/"$R".0.meta runs/gc/pol/node/"$R".json)
 freed2=$((freed2 + 1000))
 run gc --output json
 check_eq "gc after R aged: p2 goes (only forgotten S1 and S2 used it)" \
@@ -432,14 +434,14 @@ check_eq "gc --termination-log, storage failing: the error is in it, nothing cou
 	"$(jq -r '(.error | test("nothing was deleted")), .packs.deleted' "$T_TMP/gc503.termlog" | tr '\n' ' ')" "true 0 "
 env_fault clear
 
-# A protected snapshot whose chunk set is gone: its source is skipped, the rest goes on.
-env_s3 DELETE "/$S3_BUCKET/$prefix/meta/gc/pol-1/node/$N1.chunks"
+# A protected snapshot whose metadata pack is gone: its source is skipped, the rest goes on.
+env_s3 DELETE "/$S3_BUCKET/$prefix/meta/gc/pol-1/node/$N1.0.meta"
 echo -e "open\npack gc pol-1 node p9 10" | fixture >/dev/null
 age "$old" "data/gc/pol-1/node/$(hex p9).pack"
 run gc --output json
-check_eq "gc, a chunk set missing: exit 1" "$RC" 1
-check_contains "gc, a chunk set missing: names it" "$ERR" "meta/gc/pol-1/node/$N1.chunks is missing"
-check_eq "gc, a chunk set missing: nothing of that source deleted" "$(files data/gc/pol-1/node | wc -l)" 2
+check_eq "gc, a metadata pack missing: exit 1" "$RC" 1
+check_contains "gc, a metadata pack missing: names it" "$ERR" "meta/gc/pol-1/node/$N1.0.meta is missing"
+check_eq "gc, a metadata pack missing: nothing of that source deleted" "$(files data/gc/pol-1/node | wc -l)" 2
 
 run gc --key-file /dev/null
 check_eq "gc without a usable key: exit 2" "$RC" 2
@@ -490,7 +492,7 @@ check_eq "real: the packs left are exactly those S3 and S4 use" \
 	"$(files data/gc/bk/node | sed 's/\.pack$//' | sort | tr '\n' ' ')" "$(tr '\n' ' ' <<<"$kept")"
 check_eq "real: S1's and S2's meta objects and run records are gone, S3's and S4's stay" \
 	"$(files meta/gc/bk/node | grep -c -e "${ids[0]}" -e "${ids[1]}") $(files runs/gc/bk/node | grep -c -e "${ids[0]}" -e "${ids[1]}") $(files meta/gc/bk/node | grep -c -e "${ids[2]}" -e "${ids[3]}")" \
-	"0 0 4"
+	"0 0 2"
 run check --read-data
 check_eq "real: lode check --read-data after gc: clean" "$RC" 0
 [[ $RC == 0 ]] || echo "$OUT $ERR"

@@ -388,18 +388,19 @@ flip "$pack" $((size / 2))
 run unflipped "$LODE" check --read-data
 check_eq "the byte put back: check --read-data exits 0" "$RC" 0
 
-files=$objects/meta/default/p/h1/$id.files
-mv "$files" "$T_TMP/saved.files"
+files=$objects/meta/default/p/h1/$id.0.meta
+mv "$files" "$T_TMP/saved.meta"
 run nometa "$LODE" check
-check_eq "check finds a deleted meta object (exit 1)" "$RC" 1
-check_contains "... naming it" "$ERR" "meta/default/p/h1/$id.files is missing"
+check_eq "check finds a deleted metadata pack (exit 1)" "$RC" 1
+check_contains "... naming it" "$ERR" "meta/default/p/h1/$id.0.meta is missing"
 run nometa-restore "$LODE" restore "$id" --target "$T_TMP/r7"
 check_eq "restore of that snapshot exits 1" "$RC" 1
-check_contains "... naming it" "$ERR" "meta/default/p/h1/$id.files is missing"
-mv "$T_TMP/saved.files" "$files"
+check_contains "... naming it" "$ERR" "meta/default/p/h1/$id.0.meta is missing"
+mv "$T_TMP/saved.meta" "$files"
 
 damage_one() { # NAME KEY HOW (truncate|flip): check and restore name KEY; then it is put back
 	local f=$objects/$2
+	[[ -f $f ]] || f=$objects/meta/default/p/h1/$2
 	cp "$f" "$T_TMP/saved"
 	if [[ $3 == truncate ]]; then truncate -s $(($(stat -c %s "$f") / 2)) "$f"; else flip "$f" 40; fi
 	run "$1" "$LODE" check
@@ -414,8 +415,7 @@ damage_one() { # NAME KEY HOW (truncate|flip): check and restore name KEY; then 
 }
 damage_one "run record" "runs/default/p/h1/$id.json" truncate
 damage_one "manifest" "snapshots/default/p/h1/$id.json" truncate
-damage_one "chunk set" "meta/default/p/h1/$id.chunks" flip
-damage_one "file list" "meta/default/p/h1/$id.files" flip
+damage_one "metadata pack" "$id.0.meta" flip
 run whole-again "$LODE" check
 check_eq "everything put back: check exits 0" "$RC" 0
 

@@ -41,12 +41,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     case 1: {
         struct repo_run r, d;
-        if (repo_run_decode(&r, json, len, &err) != 0) {
+        if (repo_run_decode(&r, json, len, NULL, &err) != 0) {
             check(err.msg[0] != '\0' && r.id[0] == '\0');
             return 0;
         }
-        char *again = repo_run_encode(&r);
-        check(repo_run_decode(&d, again, strlen(again), &err) == 0);
+        char *again = repo_run_encode(&r, NULL);
+        check(repo_run_decode(&d, again, strlen(again), NULL, &err) == 0);
         check(memcmp(&r, &d, sizeof(r)) == 0);
         free(again);
         break;

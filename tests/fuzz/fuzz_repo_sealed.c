@@ -1,16 +1,16 @@
 /*
- * Fuzz target for the decoders of sealed objects: a file list frame, a chunk set
- * and a pack table (whole, and from its tail). The input is the plain content; the target seals it
- * under a fixed key exactly as the writer would, so the fuzzer reaches the parsers behind
- * authentication (where a hostile key holder, or a bug in an older writer, could
- * put anything). The first byte picks the decoder. Findings are crashes, leaks
- * and refusals without a message; a file list must come back in path order.
+ * Fuzz target for the decoders of sealed objects: a file list leaf or index chunk,
+ * a chunk set leaf and a pack table (whole, and from its tail). The input is the plain content; the
+ * target seals it under a fixed key exactly as the writer would, so the fuzzer reaches the parsers
+ * behind authentication (where a hostile key holder, or a bug in an older writer, could put
+ * anything). The first byte picks the decoder. Findings are crashes, leaks and refusals without a
+ * message; a file list must come back in path order.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <zstd.h>
+#include <openssl/sha.h>
 
 #include "repo/repo.h"
 
@@ -32,27 +32,53 @@ static void put32(uint8_t *p, uint32_t v)
     p[3] = (uint8_t)(v >> 24);
 }
 
-static void fuzz_files(const struct repo_keys *k, const uint8_t *in, size_t n)
+/* One metadata chunk, sealed as a writer would: the tree's header and the input. */
+struct fuzz_chunk {
+    struct repo_root root;
+    uint8_t *sealed;
+};
+
+static void fuzz_seal(const struct repo_keys *k, uint8_t tree, uint8_t level, const uint8_t *in,
+                      size_t n, struct fuzz_chunk *c)
 {
-    /* One final frame: "LODEFIL1", length, seal(zstd(records)) with the frame's
-     * associated data (magic, id, index 0, final). */
-    size_t bound = ZSTD_compressBound(n);
-    uint8_t *z = malloc(bound), aad[8 + 33 + 5];
-    size_t zn = ZSTD_compress(z, bound, in, n, 1);
-    check(!ZSTD_isError(zn));
-    uint8_t *obj = malloc(12 + zn + REPO_SEAL_EXTRA);
-    memcpy(obj, "LODEFIL1", 8);
-    put32(obj + 8, (uint32_t)(zn + REPO_SEAL_EXTRA));
-    memcpy(aad, "LODEFIL1", 8);
-    memcpy(aad + 8, ID, 33);
-    memset(aad + 41, 0, 4);
-    aad[45] = 1;
-    repo_seal(k, aad, sizeof(aad), z, zn, obj + 12);
+    uint8_t *plain = malloc(n + 2), flags;
+    size_t slen;
+    plain[0] = tree;
+    plain[1] = level;
+    memcpy(plain + 2, in, n);
+    memset(&c->root, 0, sizeof(c->root));
+    SHA256(plain, n + 2, c->root.ref.hash);
+    repo_blob_seal(k, 1, c->root.ref.hash, plain, n + 2, &c->sealed, &slen, &flags);
+    memcpy(c->root.ref.run, ID, sizeof(c->root.ref.run));
+    c->root.ref.stored = (uint32_t)slen;
+    c->root.ref.plain = (uint32_t)(n + 2);
+    c->root.ref.flags = flags;
+    c->root.depth = level;
+    free(plain);
+}
+
+/* Only the one chunk exists: any other place an index names is missing. */
+static int fuzz_fetch(void *arg, const struct repo_mref *ref, uint8_t *sealed, struct util_err *err)
+{
+    const struct fuzz_chunk *c = arg;
+    if (memcmp(ref, &c->root.ref, sizeof(*ref)) != 0)
+        return util_err_set(err, UTIL_EIO, "no such chunk");
+    memcpy(sealed, c->sealed, ref->stored);
+    return 0;
+}
+
+/* A file list leaf (level 0) or index chunk (level 1) holding the input. */
+static void fuzz_files(const struct repo_keys *k, const uint8_t *in, size_t n, uint8_t level)
+{
+    struct fuzz_chunk c;
+    struct repo_tree_reader tr;
     struct repo_files_reader r;
     struct util_err err = {0};
     struct repo_file f;
     int rc;
-    check(repo_files_reader_init(&r, k, ID, obj, 12 + zn + REPO_SEAL_EXTRA, &err) == 0);
+    fuzz_seal(k, REPO_TREE_FILES, level, in, n, &c);
+    repo_tree_reader_init(&tr, k, REPO_TREE_FILES, &c.root, fuzz_fetch, &c);
+    repo_files_reader_tree(&r, &tr);
     char *last = NULL;
     while ((rc = repo_files_reader_next(&r, &f, &err)) == 1) {
         check(f.path[0] == '/');
@@ -65,19 +91,19 @@ static void fuzz_files(const struct repo_keys *k, const uint8_t *in, size_t n)
         check(err.msg[0] != '\0');
     free(last);
     repo_files_reader_free(&r);
-    free(obj);
-    free(z);
+    repo_tree_reader_free(&tr);
+    free(c.sealed);
 }
 
 static void fuzz_chunks(const struct repo_keys *k, const uint8_t *in, size_t n)
 {
-    uint8_t aad[8 + 33], *obj = malloc(n + REPO_SEAL_EXTRA);
+    struct fuzz_chunk c;
+    struct repo_tree_reader tr;
     struct repo_chunkset s;
     struct util_err err = {0};
-    memcpy(aad, "LODECHK1", 8);
-    memcpy(aad + 8, ID, 33);
-    repo_seal(k, aad, sizeof(aad), in, n, obj);
-    if (repo_chunkset_decode(&s, k, ID, obj, n + REPO_SEAL_EXTRA, &err) == 0) {
+    fuzz_seal(k, REPO_TREE_CHUNKS, 0, in, n, &c);
+    repo_tree_reader_init(&tr, k, REPO_TREE_CHUNKS, &c.root, fuzz_fetch, &c);
+    if (repo_chunkset_read(&s, &tr, &err) == 0) {
         for (size_t i = 0; i < s.n; i++) {
             check(s.v[i].pack < s.npacks);
             check(repo_chunkset_find(&s, s.v[i].hash) == &s.v[i]);
@@ -86,7 +112,8 @@ static void fuzz_chunks(const struct repo_keys *k, const uint8_t *in, size_t n)
     } else {
         check(err.msg[0] != '\0' && s.v == NULL);
     }
-    free(obj);
+    repo_tree_reader_free(&tr);
+    free(c.sealed);
 }
 
 static void fuzz_pack(const struct repo_keys *k, const uint8_t *in, size_t n)
@@ -127,14 +154,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 1)
         return 0;
     repo_keys_derive(&k, master);
-    switch (data[0] % 3) {
+    switch (data[0] % 4) {
     case 0:
-        fuzz_files(&k, data + 1, size - 1);
+        fuzz_files(&k, data + 1, size - 1, 0);
+        break;
+    case 3:
+        fuzz_files(&k, data + 1, size - 1, 1);
         break;
     case 1:
         fuzz_chunks(&k, data + 1, size - 1);
         break;
-    default:
+    case 2:
         fuzz_pack(&k, data + 1, size - 1);
         break;
     }

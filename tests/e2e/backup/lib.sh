@@ -1,5 +1,5 @@
 # Helpers of the scripts that run lode's storage commands against versitygw
-# (tests/e2e/test_backup.sh, test_backup_list.sh); sourced, never run.
+# (tests/e2e/test_backup.sh, test_backup_meta.sh, test_tamper.sh); sourced, never run.
 
 # policy NAME PATHS-FLOW [LIMITS-YAML...]: writes a policy file of namespace e2e for
 # the repository "main" into $T_TMP/NAME.yaml and prints its path.

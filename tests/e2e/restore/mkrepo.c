@@ -7,8 +7,9 @@
  * A second, independent writer of the format for tests/e2e/test_restore.sh: the
  * restore and check tests run on it when `lode backup` is not in the binary under
  * test. It chunks at fixed 1 MiB boundaries (restore does not care where chunks
- * end), packs about 16 MiB, and writes the objects in the order docs/repository.md
- * gives ("Backing up": run record, data, meta, manifest last with If-None-Match).
+ * end), packs about 16 MiB, puts both metadata trees in one metadata pack, and writes
+ * the objects in the order docs/repository.md gives ("Backing up": run record, data,
+ * meta, manifest last with If-None-Match).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -36,6 +37,8 @@ static struct repo_source src;
 static struct repo_pack_writer pw;
 static struct repo_chunkset set;
 static struct repo_files_writer fw;
+static struct repo_pack_writer mw; /* the metadata pack, ID.0.meta */
+static char run_id[REPO_ID_LEN + 1];
 static uint8_t (*seen)[REPO_HASH_LEN];
 static size_t nseen, capseen;
 static uint64_t nfiles, nbytes;
@@ -63,6 +66,26 @@ static char *key_of(enum repo_kind kind, const char *id, const uint8_t *pack)
     if (pack)
         memcpy(k.pack, pack, REPO_HASH_LEN);
     return repo_key_build(&k);
+}
+
+/* Every metadata chunk into the one metadata pack (no parent: nothing to reuse). */
+static int meta_store(void *arg, const uint8_t hash[REPO_HASH_LEN], const uint8_t *plain,
+                      size_t len, struct repo_mref *ref, struct util_err *err)
+{
+    uint8_t *sealed, flags;
+    size_t slen;
+    repo_blob_seal(&cfg.keys, 3, hash, plain, len, &sealed, &slen, &flags);
+    const struct repo_chunk *c =
+        repo_pack_writer_add(&mw, hash, sealed, slen, flags, (uint32_t)len);
+    memset(ref, 0, sizeof(*ref));
+    memcpy(ref->hash, hash, REPO_HASH_LEN);
+    memcpy(ref->run, run_id, sizeof(ref->run));
+    ref->offset = c->offset;
+    ref->stored = c->stored;
+    ref->plain = (uint32_t)len;
+    ref->flags = flags;
+    free(sealed);
+    return 0;
 }
 
 static void flush_pack(void)
@@ -266,14 +289,16 @@ int main(int argc, char **argv)
     struct repo_run run = {.max_runtime = 3600};
     memcpy(run.id, id, sizeof(run.id));
     snprintf(run.agent, sizeof(run.agent), "mkrepo");
-    char *js = repo_run_encode(&run), *key = key_of(REPO_KEY_RUN, id, NULL);
+    char *js = repo_run_encode(&run, NULL), *key = key_of(REPO_KEY_RUN, id, NULL);
     put(key, js, strlen(js), false);
     free(js);
     free(key);
 
     repo_pack_writer_init(&pw);
+    repo_pack_writer_init(&mw);
     repo_chunkset_init(&set);
-    repo_files_writer_init(&fw, &cfg.keys, id);
+    memcpy(run_id, id, sizeof(run_id));
+    repo_files_writer_init(&fw, &cfg.keys, meta_store, NULL);
     char **paths = argv + 5;
     size_t npaths = (size_t)(argc - 5);
     qsort(paths, npaths, sizeof(*paths), name_cmp);
@@ -281,21 +306,28 @@ int main(int argc, char **argv)
         record(argv[1], paths[i]);
     flush_pack();
 
-    uint8_t *bytes;
+    struct repo_manifest m = {.max_runtime = 3600, .files = nfiles, .bytes = nbytes};
+    struct repo_tree_writer tw;
+    uint8_t *bytes, mid[REPO_HASH_LEN];
     size_t blen;
+    if (repo_files_writer_finish(&fw, &m.files_root, &e) != 0)
+        die("file list", &e);
+    repo_files_writer_free(&fw);
     repo_chunkset_sort(&set);
-    repo_chunkset_encode(&set, &cfg.keys, id, &bytes, &blen);
-    key = key_of(REPO_KEY_CHUNKS, id, NULL);
-    put(key, bytes, blen, false);
-    free(key);
-    free(bytes);
-    repo_files_writer_finish(&fw, &bytes, &blen);
-    key = key_of(REPO_KEY_FILES, id, NULL);
+    repo_tree_writer_init(&tw, REPO_TREE_CHUNKS, &cfg.keys, meta_store, NULL);
+    if (repo_chunkset_write(&set, &tw, &e) != 0 ||
+        repo_tree_writer_finish(&tw, &m.chunks_root, &e) != 0)
+        die("chunk set", &e);
+    repo_tree_writer_free(&tw);
+    repo_pack_writer_finish(&mw, &cfg.keys, &bytes, &blen, mid);
+    repo_pack_writer_free(&mw);
+    struct repo_key mk = {.kind = REPO_KEY_META, .src = src, .seq = 0};
+    memcpy(mk.id, id, sizeof(mk.id));
+    key = repo_key_build(&mk);
     put(key, bytes, blen, false);
     free(key);
     free(bytes);
 
-    struct repo_manifest m = {.max_runtime = 3600, .files = nfiles, .bytes = nbytes};
     memcpy(m.id, id, sizeof(m.id));
     m.src = src;
     snprintf(m.agent, sizeof(m.agent), "mkrepo");

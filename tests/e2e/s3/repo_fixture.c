@@ -11,12 +11,15 @@
  *   open                              read config.json and unlock it with KEYFILE
  *   pack NS P H NAME SIZE             data/NS/P/H/<sha256(NAME)>.pack of SIZE bytes
  *   snap NS P H ID PARENT|- MAXRT [incomplete] [suspicious] [nomanifest] [PACKNAME...]
- *                                     the run record, meta ID.files (empty list) and
- *                                     ID.chunks (one chunk in each named pack), the
- *                                     marks, then the manifest (unless nomanifest)
+ *                                     the run record (with the parent's trees when its
+ *                                     manifest is there), the metadata pack meta ID.0.meta
+ *                                     (an empty file list and a chunk set of one chunk
+ *                                     in each named pack), the marks (with their tags),
+ *                                     then the manifest (unless nomanifest)
  *   manifest NS P H ID                only an empty manifest object (the catalog reads keys)
  *   hex NAME                          prints sha256(NAME) in hex (the pack's id)
  *   packs NS P H ID                   prints the packs ID's chunk set names, one a line
+ *                                     (through its manifest and metadata pack)
  * Prints "ok N" after the last command, N the commands done; exits 1 at the first error.
  */
 #include <openssl/sha.h>
@@ -49,6 +52,54 @@ static void put(const char *key, const void *data, size_t len)
 static void pack_id(const char *name, uint8_t id[REPO_HASH_LEN])
 {
     SHA256((const unsigned char *)name, strlen(name), id);
+}
+
+/* The metadata pack being written for one snapshot: chunks go in as they are cut. */
+struct fx_meta {
+    struct repo_pack_writer w;
+    char run[REPO_ID_LEN + 1];
+};
+
+static int fx_store_cb(void *arg, const uint8_t hash[REPO_HASH_LEN], const uint8_t *plain,
+                       size_t len, struct repo_mref *ref, struct util_err *err)
+{
+    struct fx_meta *m = arg;
+    uint8_t *sealed, flags;
+    size_t slen;
+    repo_blob_seal(&cfg.keys, 3, hash, plain, len, &sealed, &slen, &flags);
+    const struct repo_chunk *c =
+        repo_pack_writer_add(&m->w, hash, sealed, slen, flags, (uint32_t)len);
+    memset(ref, 0, sizeof(*ref));
+    memcpy(ref->hash, hash, REPO_HASH_LEN);
+    memcpy(ref->run, m->run, sizeof(ref->run));
+    ref->offset = c->offset;
+    ref->stored = c->stored;
+    ref->plain = (uint32_t)len;
+    ref->flags = flags;
+    free(sealed);
+    return 0;
+}
+
+/* Reads a metadata chunk of the source in fx_src (a ranged GET of its pack). */
+static struct repo_source fx_src;
+
+static int fx_fetch_cb(void *arg, const struct repo_mref *ref, uint8_t *sealed,
+                       struct util_err *err)
+{
+    struct repo_key k = {.kind = REPO_KEY_META, .src = fx_src, .seq = ref->seq};
+    struct s3_opts o = {.range_start = ref->offset, .range_len = ref->stored};
+    char *data = NULL;
+    size_t len = 0;
+    snprintf(k.id, sizeof(k.id), "%s", ref->run);
+    char *key = repo_key_build(&k);
+    int rc = s3_sync_get(s3, key, &o, &data, &len, NULL, err);
+    free(key);
+    if (rc == 0 && len != ref->stored)
+        rc = util_err_set(err, UTIL_EIO, "short metadata chunk");
+    if (rc == 0)
+        memcpy(sealed, data, len);
+    free(data);
+    return rc;
 }
 
 static void source(struct repo_key *k, enum repo_kind kind, char **f)
@@ -111,14 +162,23 @@ int main(int argc, char **argv)
         } else if (strcmp(f[0], "packs") == 0 && n == 5) {
             struct repo_key k;
             struct repo_chunkset set;
+            struct repo_manifest m;
+            struct repo_tree_reader tr;
             char *data = NULL, hex[2 * REPO_HASH_LEN + 1];
             size_t len = 0;
-            source(&k, REPO_KEY_CHUNKS, f);
+            source(&k, REPO_KEY_MANIFEST, f);
             snprintf(k.id, sizeof(k.id), "%s", f[4]);
             char *key = repo_key_build(&k);
             if (s3_sync_get(s3, key, NULL, &data, &len, NULL, &err) != 0 ||
-                repo_chunkset_decode(&set, &cfg.keys, f[4], (const uint8_t *)data, len, &err) != 0)
+                repo_manifest_decode(&m, data, len, &cfg.keys, &err) != 0)
                 die(key, err.msg);
+            fx_src = k.src;
+            repo_tree_reader_init(&tr, &cfg.keys, REPO_TREE_CHUNKS, &m.chunks_root, fx_fetch_cb,
+                                  NULL);
+            if (repo_chunkset_read(&set, &tr, &err) != 0)
+                die(key, err.msg);
+            repo_tree_reader_free(&tr);
+            repo_manifest_free(&m);
             for (size_t i = 0; i < set.npacks; i++) {
                 repo_hex(set.packs[i], REPO_HASH_LEN, hex);
                 printf("%s\n", hex);
@@ -160,7 +220,27 @@ int main(int argc, char **argv)
                 snprintf(run.parent, sizeof(run.parent), "%s", f[5]);
             run.max_runtime = strtoll(f[6], NULL, 10);
             snprintf(run.agent, sizeof(run.agent), "repo_fixture");
-            doc = repo_run_encode(&run);
+            if (run.parent[0]) {
+                /* The parent's trees, from its manifest when it has one (as a backup
+                 * reads them before its run record). */
+                struct repo_key pk = k;
+                struct repo_manifest pm;
+                char *pdata = NULL;
+                size_t plen = 0;
+                pk.kind = REPO_KEY_MANIFEST;
+                snprintf(pk.id, sizeof(pk.id), "%s", run.parent);
+                char *pkey = repo_key_build(&pk);
+                if (s3_sync_get(s3, pkey, NULL, &pdata, &plen, NULL, &err) == 0 &&
+                    repo_manifest_decode(&pm, pdata, plen, &cfg.keys, &err) == 0) {
+                    run.has_roots = true;
+                    run.parent_files = pm.files_root;
+                    run.parent_chunks = pm.chunks_root;
+                    repo_manifest_free(&pm);
+                }
+                free(pdata);
+                free(pkey);
+            }
+            doc = repo_run_encode(&run, &cfg.keys);
             key = repo_key_build(&k);
             put(key, doc, strlen(doc));
             free(key);
@@ -191,34 +271,41 @@ int main(int argc, char **argv)
                 repo_chunkset_add(&set, &c);
             }
             repo_chunkset_sort(&set);
-            repo_chunkset_encode(&set, &cfg.keys, f[4], &data, &len);
+            /* The two trees into one metadata pack, ID.0.meta. */
+            struct fx_meta fm;
+            struct repo_tree_writer tw;
+            struct repo_files_writer fw;
+            uint8_t pid[REPO_HASH_LEN];
+            repo_pack_writer_init(&fm.w);
+            snprintf(fm.run, sizeof(fm.run), "%s", f[4]);
+            repo_tree_writer_init(&tw, REPO_TREE_CHUNKS, &cfg.keys, fx_store_cb, &fm);
+            if (repo_chunkset_write(&set, &tw, &err) != 0 ||
+                repo_tree_writer_finish(&tw, &m.chunks_root, &err) != 0)
+                die("chunk set", err.msg);
+            repo_tree_writer_free(&tw);
             repo_chunkset_free(&set);
-            k.kind = REPO_KEY_CHUNKS;
+            repo_files_writer_init(&fw, &cfg.keys, fx_store_cb, &fm);
+            if (repo_files_writer_finish(&fw, &m.files_root, &err) != 0)
+                die("file list", err.msg);
+            repo_files_writer_free(&fw);
+            repo_pack_writer_finish(&fm.w, &cfg.keys, &data, &len, pid);
+            repo_pack_writer_free(&fm.w);
+            k.kind = REPO_KEY_META;
+            k.seq = 0;
             key = repo_key_build(&k);
             put(key, data, len);
             free(key);
             free(data);
 
-            struct repo_files_writer w;
-            repo_files_writer_init(&w, &cfg.keys, f[4]);
-            repo_files_writer_finish(&w, &data, &len);
-            k.kind = REPO_KEY_FILES;
-            key = repo_key_build(&k);
-            put(key, data, len);
-            free(key);
-            free(data);
-
-            if (incomplete || suspicious) {
-                k.kind = incomplete ? REPO_KEY_INCOMPLETE : REPO_KEY_SUSPICIOUS;
+            for (int mk = 0; mk < 2; mk++) {
+                if (!(mk == 0 ? incomplete : suspicious))
+                    continue;
+                k.kind = mk == 0 ? REPO_KEY_INCOMPLETE : REPO_KEY_SUSPICIOUS;
                 key = repo_key_build(&k);
-                put(key, "", 0);
+                doc = repo_mark_encode(&cfg.keys, &k.src, f[4], k.kind);
+                put(key, doc, strlen(doc));
+                free(doc);
                 free(key);
-                if (incomplete && suspicious) {
-                    k.kind = REPO_KEY_SUSPICIOUS;
-                    key = repo_key_build(&k);
-                    put(key, "", 0);
-                    free(key);
-                }
             }
             if (manifest) {
                 snprintf(m.id, sizeof(m.id), "%s", f[4]);
@@ -226,6 +313,7 @@ int main(int argc, char **argv)
                 memcpy(m.parent, run.parent, sizeof(m.parent));
                 m.max_runtime = run.max_runtime;
                 m.incomplete = incomplete;
+                m.suspicious = suspicious;
                 snprintf(m.agent, sizeof(m.agent), "repo_fixture");
                 doc = repo_manifest_encode(&m, &cfg.keys);
                 k.kind = REPO_KEY_MANIFEST;

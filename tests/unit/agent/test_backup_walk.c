@@ -99,7 +99,7 @@ static int setup(void **state)
     memcpy(b->id, ID, sizeof(b->id));
     assert_int_equal(repo_source_set(&b->src, "ops", "web", "node-1", &err), 0);
     repo_merge_init(&b->merge, NULL);
-    repo_files_writer_init(&b->list, b->keys, b->id);
+    backup_list_init(b);
     backup_store_init(b, 0);
     *state = x;
     return 0;
@@ -148,7 +148,6 @@ static int teardown(void **state)
     storage_close(&x->st);
     backup_store_release(&x->b);
     backup_list_release(&x->b);
-    repo_files_writer_free(&x->b.list);
     repo_merge_free(&x->b.merge);
     for (size_t i = 0; i < x->b.nerrs; i++) {
         free(x->b.errs[i].path);
@@ -161,22 +160,33 @@ static int teardown(void **state)
     return 0;
 }
 
+/* The metadata chunks of the walk are still in the metadata pack being filled. */
+static int pack_fetch(void *arg, const struct repo_mref *ref, uint8_t *sealed, struct util_err *err)
+{
+    const struct repo_pack_writer *w = arg;
+    assert_true((size_t)ref->offset + ref->stored <= w->buf.len);
+    memcpy(sealed, (const uint8_t *)w->buf.data + ref->offset, ref->stored);
+    return 0;
+}
+
 /* The walk's file list, read back: n records into out (the caller frees each). */
 static size_t read_list(struct fx *x, struct repo_file *out, size_t max)
 {
     struct repo_files_reader r;
+    struct repo_tree_reader tr;
+    struct repo_root root;
     struct util_err err = {0};
-    uint8_t *data = NULL;
-    size_t len = 0, n = 0;
+    size_t n = 0;
     int rc;
 
-    repo_files_writer_finish(&x->b.list, &data, &len);
-    assert_int_equal(repo_files_reader_init(&r, x->b.keys, x->b.id, data, len, &err), 0);
+    assert_int_equal(repo_files_writer_finish(&x->b.list, &root, &err), 0);
+    repo_tree_reader_init(&tr, x->b.keys, REPO_TREE_FILES, &root, pack_fetch, &x->b.mp);
+    repo_files_reader_tree(&r, &tr);
     while (n < max && (rc = repo_files_reader_next(&r, &out[n], &err)) == 1)
         n++;
     assert_true(n < max);
     repo_files_reader_free(&r);
-    free(data);
+    repo_tree_reader_free(&tr);
     return n;
 }
 

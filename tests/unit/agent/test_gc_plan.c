@@ -37,7 +37,7 @@ static void make_id(int64_t t, uint8_t r, char out[REPO_ID_LEN + 1])
 static char *key_of(const struct repo_source *src, enum repo_kind kind, const char *id,
                     const uint8_t *pack)
 {
-    struct repo_key k = {.kind = kind, .src = *src};
+    struct repo_key k = {.kind = kind, .src = *src, .seq = 0};
     if (id != NULL)
         memcpy(k.id, id, sizeof(k.id));
     if (pack != NULL)
@@ -65,6 +65,10 @@ static void layout_init(struct layout *l)
     const char *names[] = {l->a};
     assert_int_equal(gc_protected_ids(names, 1, NULL, 0, CUTOFF, &l->ids, &err), 0);
     gc_packset_add(&l->packs, l->p1);
+    /* A's trees name the metadata pack its own run wrote (A.0). */
+    uint8_t meta[GC_PACK_ID_LEN];
+    gc_meta_pack_id(l->a, 0, meta);
+    gc_packset_add(&l->packs, meta);
     gc_packset_seal(&l->packs);
 
     l->s.runs = calloc(4, sizeof(*l->s.runs));
@@ -126,29 +130,30 @@ static void test_packs_old_and_unreferenced_go(void **state)
     layout_free(&l);
 }
 
-static void test_meta_of_unprotected_snapshots_go(void **state)
+static void test_unreferenced_metadata_packs_go(void **state)
 {
     struct layout l;
     layout_init(&l);
-    struct gc_plan p = plan_of(&l, REPO_KEY_FILES);
+    struct gc_plan p = plan_of(&l, REPO_KEY_META);
 
-    feed(&p, key_of(&l.s.src, REPO_KEY_FILES, l.a, NULL), OLD, 10);  /* protected */
-    feed(&p, key_of(&l.s.src, REPO_KEY_CHUNKS, l.a, NULL), OLD, 11); /* protected */
-    feed(&p, key_of(&l.s.src, REPO_KEY_FILES, l.b, NULL), OLD, 12);  /* goes */
-    feed(&p, key_of(&l.s.src, REPO_KEY_CHUNKS, l.b, NULL), OLD, 13); /* goes */
-    feed(&p, key_of(&l.s.src, REPO_KEY_FILES, l.c, NULL), NEW, 14);  /* too new */
-    /* A manifest is never meta: not judged by this pass. */
+    feed(&p, key_of(&l.s.src, REPO_KEY_META, l.a, NULL), OLD, 10); /* referenced */
+    feed(&p, key_of(&l.s.src, REPO_KEY_META, l.b, NULL), OLD, 12); /* goes */
+    feed(&p, key_of(&l.s.src, REPO_KEY_META, l.c, NULL), NEW, 14); /* too new */
+    /* Another number of A's run is another pack: nothing names it. */
+    char *a1 = util_asprintf("meta/ops/web/node-1/%s.1.meta", l.a);
+    gcrun_plan_object(&p, a1, OLD, 16);
+    /* A manifest and a name that is no metadata pack are not judged by this pass. */
     feed(&p, key_of(&l.s.src, REPO_KEY_MANIFEST, l.b, NULL), OLD, 15);
+    gcrun_plan_object(&p, "meta/ops/web/node-1/x.files", OLD, 5);
 
-    assert_int_equal(p.total, 5);
-    assert_int_equal(p.kept, 3);
+    assert_int_equal(p.total, 4);
+    assert_int_equal(p.kept, 2);
     assert_int_equal(p.ndel, 2);
-    char *f = key_of(&l.s.src, REPO_KEY_FILES, l.b, NULL);
-    char *c = key_of(&l.s.src, REPO_KEY_CHUNKS, l.b, NULL);
-    assert_string_equal(p.del[0], f);
-    assert_string_equal(p.del[1], c);
-    free(f);
-    free(c);
+    char *b0 = key_of(&l.s.src, REPO_KEY_META, l.b, NULL);
+    assert_string_equal(p.del[0], b0);
+    assert_string_equal(p.del[1], a1);
+    free(b0);
+    free(a1);
     gcrun_plan_free(&p);
     layout_free(&l);
 }
@@ -176,20 +181,16 @@ static void test_a_run_newer_than_the_cutoff_protects_its_parent(void **state)
     struct util_err err = {0};
     layout_init(&l);
     /* C's run record (newer than the cutoff) names B as its parent: B is protected
-     * (docs/gc.md, condition (c)), so neither its meta objects nor its record go. */
+     * (docs/gc.md, condition (c)), so its record does not go (its packs and
+     * metadata packs are kept through the trees gc reads, test_unreferenced_...). */
     gc_idset_free(&l.ids);
     const char *names[] = {l.a};
     struct gc_run runs[] = {
         {.id = l.c, .time = NEW, .read = true, .max_runtime = 3600, .parent = l.b}};
     assert_int_equal(gc_protected_ids(names, 1, runs, 1, CUTOFF, &l.ids, &err), 0);
-    struct gc_plan pm = plan_of(&l, REPO_KEY_FILES);
     struct gc_plan pr = plan_of(&l, REPO_KEY_RUN);
-    feed(&pm, key_of(&l.s.src, REPO_KEY_FILES, l.b, NULL), OLD, 12);
     gcrun_plan_runs(&pr);
-    assert_int_equal(pm.ndel, 0);
-    assert_int_equal(pm.kept, 1);
     assert_int_equal(pr.ndel, 0);
-    gcrun_plan_free(&pm);
     gcrun_plan_free(&pr);
     layout_free(&l);
 }
@@ -198,7 +199,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_packs_old_and_unreferenced_go),
-        cmocka_unit_test(test_meta_of_unprotected_snapshots_go),
+        cmocka_unit_test(test_unreferenced_metadata_packs_go),
         cmocka_unit_test(test_run_records_of_unprotected_old_runs_go),
         cmocka_unit_test(test_a_run_newer_than_the_cutoff_protects_its_parent),
     };

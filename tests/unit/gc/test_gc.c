@@ -6,16 +6,20 @@
  * Backups, forgets and one garbage collector take steps in a random order, and
  * any backup may die at any step. A backup: picks its parent (the newest
  * manifest), writes its run record, checks that the parent's manifest still
- * exists (and gives up if not), reads the parent's index, uploads packs (reusing
- * some of the parent's), writes its index, and writes its manifest only while
- * less than its maxRuntime has passed since its run record. Forget deletes any
- * manifest. GC goes through its steps as `lode gc` does: takes G, lists the
- * manifests, lists the run records and reads the bodies it needs, reads the
- * protected indexes, lists the objects, and deletes in batches, with other
- * actors' steps in between. After every step, every manifest's index and every
- * pack that index names must be present. At the end of each schedule, after
- * the clock passes every window, a GC must have deleted everything that no
- * manifest references, so the rule is not safe merely by deleting nothing.
+ * exists (and gives up if not), reads the parent's metadata trees, uploads packs
+ * (reusing some of the parent's), writes its metadata pack (the chunks of its
+ * trees the parent's do not hold; none when nothing changed) and writes its
+ * manifest only while less than its maxRuntime has passed since its run record.
+ * Its trees name its own metadata pack and some of those its parent's name (the
+ * unchanged stretches). Forget deletes any manifest. GC goes through its steps as
+ * `lode gc` does: takes G, lists the manifests, lists the run records and reads
+ * the bodies it needs, reads the protected snapshots' manifests and trees (a
+ * forgotten parent's trees as its child's run record names them; a manifest or
+ * metadata pack it cannot read stops the run), lists the objects, and
+ * deletes in batches, with other actors' steps in between. After every step,
+ * every manifest's metadata packs and every pack its trees name must be present. At the end of each
+ * schedule, after the clock passes every window, a GC must have deleted everything that no manifest
+ * references, so the rule is not safe merely by deleting nothing.
  *
  * Two weakened collectors (without condition (c), and with W from the policy
  * alone) are run on the same schedules and must lose data in some of them:
@@ -220,10 +224,13 @@ static unsigned m_below(unsigned n)
     return (unsigned)(m_rng() % n);
 }
 
-/* One snapshot id's objects: manifest, run record, index (the meta object). */
+/* One snapshot id's objects: manifest, run record, the metadata pack its run wrote. */
 struct m_snap {
-    bool manifest, run, index;
+    bool manifest, run, index; /* index: its metadata pack is present */
+    bool indexed;              /* its trees are written: metas says what they name */
     int64_t manifest_time, run_time, index_time;
+    int metas[M_REFS]; /* the runs whose metadata packs its trees name */
+    int nmetas;
     int64_t max_runtime;
     /* the index's multipart upload: open from its initiation until completed or aborted */
     bool upload, upload_aborted;
@@ -239,7 +246,9 @@ struct m_pack {
     int64_t time;
 };
 
-enum m_flaw { M_SAFE, M_NO_C, M_POLICY_WINDOW, M_UPLOAD_AT_G };
+/* M_META_BY_ID: a metadata pack kept only while its own run's snapshot is protected
+ * (format 1's rule for meta objects), blind to later snapshots whose trees name it. */
+enum m_flaw { M_SAFE, M_NO_C, M_POLICY_WINDOW, M_UPLOAD_AT_G, M_META_BY_ID };
 
 struct m_world {
     int64_t now;
@@ -289,14 +298,23 @@ static int m_newest_manifest(const struct m_world *w)
     return best;
 }
 
-/* The invariant: every manifest's index and every pack it names are present. */
+/* Whether every metadata pack a snapshot's trees name is present. */
+static bool m_metas_present(const struct m_world *w, const struct m_snap *s)
+{
+    for (int k = 0; k < s->nmetas; k++)
+        if (!w->snaps[s->metas[k]].index)
+            return false;
+    return true;
+}
+
+/* The invariant: every manifest's metadata packs and every pack it names are present. */
 static void m_check(struct m_world *w)
 {
     for (int i = 0; i < w->nsnaps; i++) {
         const struct m_snap *s = &w->snaps[i];
         if (!s->manifest)
             continue;
-        if (!s->index)
+        if (!m_metas_present(w, s))
             w->lost = true;
         for (int k = 0; k < s->npacks; k++)
             if (!w->packs[s->packs[k]].present)
@@ -339,8 +357,8 @@ static bool m_backup_step(struct m_world *w, struct m_backup *b)
             const struct m_snap *p = &w->snaps[b->parent];
             if (!p->manifest)
                 return false; /* the parent was forgotten: this backup gives up */
-            if (!p->index) {
-                w->lost = true; /* a manifest without its index: m_check sees it too */
+            if (!m_metas_present(w, p)) {
+                w->lost = true; /* a manifest without its trees: m_check sees it too */
                 return false;
             }
             /* dedup against the parent: reuse some of its packs */
@@ -380,8 +398,21 @@ static bool m_backup_step(struct m_world *w, struct m_backup *b)
                 s->packs[s->npacks++] = b->reuse[k];
             for (int k = 0; k < b->nfresh; k++)
                 s->packs[s->npacks++] = b->fresh[k];
-            s->index = true;
-            s->index_time = w->now;
+            /* The trees: the parent's unchanged stretches name its metadata packs; what
+             * changed goes into this run's own (none when nothing changed). */
+            s->nmetas = 0;
+            if (b->parent >= 0) {
+                const struct m_snap *p = &w->snaps[b->parent];
+                for (int k = 0; k < p->nmetas && s->nmetas < M_REFS - 1; k++)
+                    if (m_below(4) != 0)
+                        s->metas[s->nmetas++] = p->metas[k];
+            }
+            if (b->parent < 0 || s->nmetas == 0 || m_below(4) != 0) {
+                s->index = true;
+                s->index_time = w->now;
+                s->metas[s->nmetas++] = b->snap;
+            }
+            s->indexed = true;
         }
         b->phase = B_INDEXED;
         return true;
@@ -482,14 +513,26 @@ static bool m_gc_step(struct m_world *w, struct m_gc *gc)
                                           w->flaw == M_NO_C ? 0 : gc->nruns, gc->cutoff, &ids,
                                           &err),
                          0);
-        /* read the protected indexes; one that is missing stops the run, deleting nothing */
+        /* read the protected snapshots' manifests and trees; one that is missing stops
+         * the run, deleting nothing */
         for (size_t k = 0; k < ids.n; k++) {
             const struct m_snap *s = &w->snaps[m_snap_of(ids.v[k])];
-            if (!s->index) {
+            /* a forgotten manifest's trees are known from a run record naming it as
+             * its parent (which carries the parent's roots) */
+            bool named = false;
+            for (size_t r = 0; r < gc->nruns && w->flaw != M_NO_C; r++)
+                named |= gc->runs[r].read && gc->runs[r].parent != NULL &&
+                         strcmp(gc->runs[r].parent, s->name) == 0;
+            if ((!s->manifest && !named) || !s->indexed || !m_metas_present(w, s)) {
                 gc_idset_free(&ids);
                 gc_packset_free(&refs);
                 gc->phase = G_IDLE;
                 return false;
+            }
+            for (int p = 0; p < s->nmetas; p++) {
+                uint8_t id[GC_PACK_ID_LEN];
+                gc_meta_pack_id(w->snaps[s->metas[p]].name, 0, id);
+                gc_packset_add(&refs, id);
             }
             for (int p = 0; p < s->npacks; p++) {
                 uint8_t id[GC_PACK_ID_LEN];
@@ -509,8 +552,13 @@ static bool m_gc_step(struct m_world *w, struct m_gc *gc)
         for (int i = 0; i < M_SNAPS; i++) {
             const struct m_snap *s = &w->snaps[i];
             bool referenced = i < w->nsnaps && gc_idset_has(&ids, s->name);
-            gc->del_index[i] = i < w->nsnaps && s->index &&
-                               gc_may_delete(s->index_time, gc->cutoff, referenced) == GC_DELETE;
+            uint8_t meta[GC_PACK_ID_LEN];
+            gc_meta_pack_id(s->name, 0, meta);
+            gc->del_index[i] =
+                i < w->nsnaps && s->index &&
+                gc_may_delete(s->index_time, gc->cutoff,
+                              w->flaw == M_META_BY_ID ? referenced : gc_packset_has(&refs, meta)) ==
+                    GC_DELETE;
             gc->del_run[i] = i < w->nsnaps && s->run &&
                              gc_may_delete(s->run_time, gc->cutoff, referenced) == GC_DELETE;
             /* the uploads under meta/, listed with their initiation times */
@@ -637,16 +685,24 @@ static bool m_schedule(uint64_t seed, enum m_flaw flaw, int *collected)
     m_gc_run(&w, &gc);
     m_gc_run(&w, &gc);
     m_check(&w);
-    bool used[M_PACKS] = {false};
+    bool used[M_PACKS] = {false}, meta_used[M_SNAPS] = {false};
+    for (int i = 0; i < w.nsnaps; i++) {
+        const struct m_snap *s = &w.snaps[i];
+        if (!s->manifest)
+            continue;
+        assert_true(m_metas_present(&w, s));
+        for (int k = 0; k < s->nmetas; k++)
+            meta_used[s->metas[k]] = true;
+    }
     for (int i = 0; i < w.nsnaps; i++) {
         const struct m_snap *s = &w.snaps[i];
         assert_false(s->upload); /* no upload is left open */
+        /* a metadata pack stays exactly while a manifest's trees name it */
+        assert_int_equal(s->index, meta_used[i]);
         if (!s->manifest) {
-            assert_false(s->index);
             assert_false(s->run);
             continue;
         }
-        assert_true(s->index);
         for (int k = 0; k < s->npacks; k++)
             used[s->packs[k]] = true;
     }
@@ -678,11 +734,12 @@ static void test_model_safe_rule_never_loses_data(void **state)
 
 static void test_model_tells_unsafe_rules(void **state)
 {
-    int lost_no_c = 0, lost_policy = 0, lost_upload = 0, collected = 0;
+    int lost_no_c = 0, lost_policy = 0, lost_upload = 0, lost_meta = 0, collected = 0;
     for (uint64_t seed = 1; seed <= M_SCHEDULES; seed++) {
         lost_no_c += !m_schedule(seed, M_NO_C, &collected);
         lost_policy += !m_schedule(seed, M_POLICY_WINDOW, &collected);
         lost_upload += !m_schedule(seed, M_UPLOAD_AT_G, &collected);
+        lost_meta += !m_schedule(seed, M_META_BY_ID, &collected);
     }
     /* without (c), or with W blind to longer runs, some schedule loses data */
     print_message("lost without (c): %d, with the policy window: %d of %d\n", lost_no_c,
@@ -691,6 +748,9 @@ static void test_model_tells_unsafe_rules(void **state)
     assert_true(lost_no_c > 0);
     assert_true(lost_policy > 0);
     assert_true(lost_upload > 0);
+    print_message("metadata packs judged by their own snapshot only: %d of %d\n", lost_meta,
+                  M_SCHEDULES);
+    assert_true(lost_meta > 0);
 }
 
 int main(void)

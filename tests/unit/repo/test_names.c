@@ -58,8 +58,8 @@ static void test_every_key_round_trips(void **state)
         {REPO_KEY_CONFIG, "config.json"},
         {REPO_KEY_PACK, "data/ns/pol/node-1/"
                         "00ff0000000000000000000000000000000000000000000000000000000000ab.pack"},
-        {REPO_KEY_FILES, "meta/ns/pol/node-1/" ID1 ".files"},
-        {REPO_KEY_CHUNKS, "meta/ns/pol/node-1/" ID1 ".chunks"},
+        {REPO_KEY_META, "meta/ns/pol/node-1/" ID1 ".0.meta"},
+        {REPO_KEY_META, "meta/ns/pol/node-1/" ID1 ".17.meta"},
         {REPO_KEY_RUN, "runs/ns/pol/node-1/" ID1 ".json"},
         {REPO_KEY_MANIFEST, "snapshots/ns/pol/node-1/" ID1 ".json"},
         {REPO_KEY_INCOMPLETE, "snapshots/ns/pol/node-1/" ID1 ".incomplete"},
@@ -84,13 +84,18 @@ static void test_key_rejects(void **state)
 {
     static const char *bad[] = {
         "config.jso",
-        "snapshots/ns/pol/" ID1 ".json",     /* no host */
-        "snapshots/ns/pol/h/x/" ID1 ".json", /* one level too deep */
-        "snapshots/ns/pol/h/" ID1 ".txt",    /* unknown suffix */
-        "snapshots/ns//h/" ID1 ".json",      /* empty name */
-        "snapshots/ns/../h/" ID1 ".json",    /* dot-dot */
-        "meta/ns/pol/h/" ID1 ".json",        /* wrong suffix for meta */
-        "data/ns/pol/h/abc.pack",            /* short hash */
+        "snapshots/ns/pol/" ID1 ".json",         /* no host */
+        "snapshots/ns/pol/h/x/" ID1 ".json",     /* one level too deep */
+        "snapshots/ns/pol/h/" ID1 ".txt",        /* unknown suffix */
+        "snapshots/ns//h/" ID1 ".json",          /* empty name */
+        "snapshots/ns/../h/" ID1 ".json",        /* dot-dot */
+        "meta/ns/pol/h/" ID1 ".json",            /* wrong suffix for meta */
+        "meta/ns/pol/h/" ID1 ".files",           /* format 1's file list */
+        "meta/ns/pol/h/" ID1 ".meta",            /* no number */
+        "meta/ns/pol/h/" ID1 ".01.meta",         /* a leading zero */
+        "meta/ns/pol/h/" ID1 ".1x.meta",         /* not a number */
+        "meta/ns/pol/h/" ID1 ".1234567890.meta", /* too long */
+        "data/ns/pol/h/abc.pack",                /* short hash */
         "runs/ns/pol/h/20261202T170127Z-zzzzzzzzzzzzzzzz.json",
         "other/ns/pol/h/" ID1 ".json",
         "",

@@ -1,0 +1,211 @@
+/*
+ * meta: fetching metadata chunks through a window of their pack (meta.h), loading
+ * a snapshot's trees, and checking its marks.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "meta.h"
+
+void meta_src_init(struct meta_src *m, struct storage *st, const struct repo_source *src)
+{
+    memset(m, 0, sizeof(*m));
+    m->st = st;
+    m->src = *src;
+}
+
+void meta_src_free(struct meta_src *m)
+{
+    for (size_t i = 0; i < m->nwin; i++)
+        util_buf_free(&m->win[i].data);
+    m->nwin = 0;
+}
+
+char *meta_pack_key(const struct repo_source *src, const char *run, uint32_t seq)
+{
+    struct repo_key k = {.kind = REPO_KEY_META, .src = *src, .seq = seq};
+    snprintf(k.id, sizeof(k.id), "%s", run);
+    return repo_key_build(&k);
+}
+
+struct meta_sink {
+    struct util_buf *buf;
+    size_t cap;
+};
+
+static int meta_sink_cb(const char *data, size_t len, void *arg)
+{
+    struct meta_sink *s = arg;
+    if (len > s->cap - s->buf->len)
+        return 1; /* more than the range asked for */
+    util_buf_append(s->buf, data, len);
+    return 0;
+}
+
+/* The window of ref's pack that holds it, or NULL. */
+static struct meta_window *meta_window_find(struct meta_src *m, const struct repo_mref *ref)
+{
+    for (size_t i = 0; i < m->nwin; i++) {
+        struct meta_window *w = &m->win[i];
+        if (w->seq == ref->seq && strcmp(w->run, ref->run) == 0 && ref->offset >= w->off &&
+            ref->offset - w->off <= w->data.len &&
+            ref->stored <= w->data.len - (ref->offset - w->off))
+            return w;
+    }
+    return NULL;
+}
+
+/* Drops the window of pack run.seq, if any. */
+static void meta_window_drop(struct meta_src *m, const char *run, uint32_t seq)
+{
+    for (size_t i = 0; i < m->nwin; i++) {
+        if (m->win[i].seq == seq && strcmp(m->win[i].run, run) == 0) {
+            util_buf_free(&m->win[i].data);
+            m->win[i] = m->win[--m->nwin];
+            return;
+        }
+    }
+}
+
+/* Drops the least recently used windows but the newest (last) until the others and it
+ * fit in META_CACHE (and their number in META_WINDOWS). */
+static void meta_window_trim(struct meta_src *m)
+{
+    for (;;) {
+        size_t total = 0, lru = SIZE_MAX;
+        for (size_t i = 0; i < m->nwin; i++) {
+            total += m->win[i].data.len;
+            if (i + 1 < m->nwin && (lru == SIZE_MAX || m->win[i].used < m->win[lru].used))
+                lru = i;
+        }
+        if (lru == SIZE_MAX || (total <= META_CACHE && m->nwin <= META_WINDOWS))
+            return;
+        util_buf_free(&m->win[lru].data);
+        m->win[lru] = m->win[m->nwin - 1];
+        m->nwin--;
+    }
+}
+
+int meta_fetch_cb(void *arg, const struct repo_mref *ref, uint8_t *sealed, struct util_err *err)
+{
+    struct meta_src *m = arg;
+    struct meta_window *w = meta_window_find(m, ref);
+    struct util_err e = {0};
+    int rc;
+
+    if (w == NULL) {
+        /* A pack that fits in the cache is read whole, from its start (a parent of up
+         * to about 170,000 files: one GET for both its trees); past that, a window
+         * from this chunk on, where the next chunks of the tree follow. */
+        uint64_t start = (uint64_t)ref->offset + ref->stored <= META_CACHE ? 0 : ref->offset;
+        size_t want = start == 0                  ? META_CACHE
+                      : ref->stored > META_WINDOW ? ref->stored
+                                                  : META_WINDOW;
+        meta_window_drop(m, ref->run, ref->seq);
+        if (m->nwin == META_WINDOWS)
+            meta_window_trim(m); /* makes room: the newest is not kept from going */
+        w = &m->win[m->nwin];
+        memset(w, 0, sizeof(*w));
+        util_buf_init(&w->data);
+        struct meta_sink s = {.buf = &w->data, .cap = want};
+        struct s3_opts o = {.range_start = start, .range_len = want};
+        char *key = meta_pack_key(&m->src, ref->run, ref->seq);
+        m->gets++;
+        rc = s3_sync_get_to(m->st->s3, key, &o, meta_sink_cb, &s, NULL, &e);
+        if (rc == S3_ENOTFOUND)
+            util_err_set(err, rc, "%s is missing", key);
+        else if (rc != 0)
+            util_err_set(err, rc, "cannot read %s: %s", key, e.msg);
+        else if (w->data.len < ref->offset - start + ref->stored)
+            rc = util_err_set(err, UTIL_EIO, "%s is shorter than its index says (damaged)", key);
+        free(key);
+        if (rc != 0) {
+            util_buf_free(&w->data);
+            return rc;
+        }
+        m->bytes += w->data.len;
+        snprintf(w->run, sizeof(w->run), "%s", ref->run);
+        w->seq = ref->seq;
+        w->off = start;
+        m->nwin++;
+        meta_window_trim(m);
+        w = &m->win[m->nwin - 1];
+    }
+    w->used = ++m->clock;
+    memcpy(sealed, (const uint8_t *)w->data.data + (ref->offset - w->off), ref->stored);
+    return 0;
+}
+
+int meta_load_chunkset(struct meta_src *m, const struct repo_keys *k, const struct repo_root *root,
+                       struct repo_chunkset *s, struct util_err *err)
+{
+    struct repo_tree_reader r;
+    repo_tree_reader_init(&r, k, REPO_TREE_CHUNKS, root, meta_fetch_cb, m);
+    int rc = repo_chunkset_read(s, &r, err);
+    repo_tree_reader_free(&r);
+    return rc;
+}
+
+int meta_load_files(struct meta_src *m, const struct repo_keys *k, const struct repo_root *root,
+                    uint8_t **data, size_t *len, struct util_err *err)
+{
+    struct repo_tree_reader r;
+    struct util_buf b;
+    util_buf_init(&b);
+    repo_tree_reader_init(&r, k, REPO_TREE_FILES, root, meta_fetch_cb, m);
+    int rc = repo_tree_read_all(&r, &b, err);
+    repo_tree_reader_free(&r);
+    if (rc != 0) {
+        util_buf_free(&b);
+        return rc;
+    }
+    *len = b.len;
+    *data = (uint8_t *)util_buf_steal(&b);
+    return 0;
+}
+
+/* One listed mark: GET it and check its tag. */
+static int meta_check_mark(struct storage *st, const struct repo_keys *k,
+                           const struct repo_manifest *m, enum repo_kind kind, struct util_err *err)
+{
+    struct repo_key rk = {.kind = kind, .src = m->src};
+    struct util_err e = {0};
+    char *key, *data = NULL;
+    size_t len = 0;
+    int rc;
+    snprintf(rk.id, sizeof(rk.id), "%s", m->id);
+    key = repo_key_build(&rk);
+    rc = s3_sync_get(st->s3, key, NULL, &data, &len, NULL, &e);
+    if (rc != 0)
+        util_err_set(err, rc, "cannot read %s: %s", key, e.msg);
+    else if ((rc = repo_mark_check(k, &m->src, m->id, kind, data, len, &e)) != 0)
+        util_err_set(err, rc, "%s: %s", key, e.msg);
+    free(data);
+    free(key);
+    return rc;
+}
+
+int meta_check_marks(struct storage *st, const struct repo_keys *k, const struct repo_manifest *m,
+                     bool incomplete, bool suspicious, char *note, size_t notesize,
+                     struct util_err *err)
+{
+    int rc;
+    note[0] = '\0';
+    if (m->incomplete && !incomplete)
+        return util_err_set(err, UTIL_EIO,
+                            "snapshot %s: its manifest records an .incomplete mark that is not "
+                            "in the bucket (deleted)",
+                            m->id);
+    if (incomplete && (rc = meta_check_mark(st, k, m, REPO_KEY_INCOMPLETE, err)) != 0)
+        return rc;
+    if (suspicious && (rc = meta_check_mark(st, k, m, REPO_KEY_SUSPICIOUS, err)) != 0)
+        return rc;
+    if (m->suspicious && !suspicious)
+        snprintf(note, notesize,
+                 "snapshot %s: the anomaly detector marked it suspicious when it was written; "
+                 "the mark has since been removed (lode mark --clear, or deleted in the bucket)",
+                 m->id);
+    return 0;
+}

@@ -1,0 +1,543 @@
+/*
+ * Metadata trees (format 2, docs/repository.md "Metadata"): the content-defined cut
+ * of a record stream into metadata chunks, the index levels above them, reading a
+ * tree back, and the chunk set's records.
+ *
+ * A place (struct repo_mref) is encoded as the chunk's name (32 bytes), its run's
+ * time (varint) and 8 random bytes (the run id's parts), the pack's number, offset,
+ * stored and plain length (varints) and the flags byte: about 50 bytes, so an index
+ * chunk of 8 KiB names about 160 chunks (1.3 MiB of records below it).
+ */
+#define _GNU_SOURCE /* qsort_r */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/sha.h>
+
+#include "repo/repo.h"
+
+#define META_HEAD 2 /* tree, level */
+#define REC_PACK  'P'
+#define REC_CHUNK 'c'
+
+static void mput_varint(struct util_buf *b, uint64_t v)
+{
+    uint8_t tmp[10];
+    size_t n = 0;
+    while (v >= 0x80) {
+        tmp[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    tmp[n++] = (uint8_t)v;
+    util_buf_append(b, tmp, n);
+}
+
+struct mrd {
+    const uint8_t *p;
+    size_t n, i;
+    bool bad;
+};
+
+static uint64_t mget_varint(struct mrd *r)
+{
+    uint64_t v = 0;
+    for (unsigned shift = 0; shift < 64; shift += 7) {
+        if (r->i >= r->n) {
+            r->bad = true;
+            return 0;
+        }
+        uint8_t byte = r->p[r->i++];
+        v |= (uint64_t)(byte & 0x7f) << shift;
+        if (!(byte & 0x80))
+            return v;
+    }
+    r->bad = true;
+    return 0;
+}
+
+static const uint8_t *mget_raw(struct mrd *r, size_t n)
+{
+    if (r->bad || n > r->n - r->i) {
+        r->bad = true;
+        return NULL;
+    }
+    const uint8_t *p = r->p + r->i;
+    r->i += n;
+    return p;
+}
+
+static uint32_t mget_u32(struct mrd *r)
+{
+    uint64_t v = mget_varint(r);
+    if (v > UINT32_MAX)
+        r->bad = true;
+    return (uint32_t)v;
+}
+
+/* ---- places ---- */
+
+static void repo_mref_put(struct util_buf *b, const struct repo_mref *m)
+{
+    int64_t t = 0;
+    uint8_t rnd[8];
+    repo_id_parse(m->run, &t, NULL);
+    repo_unhex(m->run + REPO_ID_LEN - 16, rnd, 8);
+    util_buf_append(b, m->hash, REPO_HASH_LEN);
+    mput_varint(b, (uint64_t)t);
+    util_buf_append(b, rnd, 8);
+    mput_varint(b, m->seq);
+    mput_varint(b, m->offset);
+    mput_varint(b, m->stored);
+    mput_varint(b, m->plain);
+    util_buf_append(b, &m->flags, 1);
+}
+
+static int repo_mref_get(struct mrd *r, struct repo_mref *m)
+{
+    const uint8_t *h = mget_raw(r, REPO_HASH_LEN), *rnd;
+    uint64_t t;
+    memset(m, 0, sizeof(*m));
+    if (h)
+        memcpy(m->hash, h, REPO_HASH_LEN);
+    t = mget_varint(r);
+    rnd = mget_raw(r, 8);
+    m->seq = mget_u32(r);
+    m->offset = mget_u32(r);
+    m->stored = mget_u32(r);
+    m->plain = mget_u32(r);
+    const uint8_t *f = mget_raw(r, 1);
+    if (r->bad || t > (uint64_t)INT64_MAX / 2 || (f[0] & ~REPO_BLOB_ZSTD) != 0 ||
+        m->stored < REPO_SEAL_EXTRA || m->plain > REPO_CHUNK_PLAIN_MAX || m->plain < META_HEAD)
+        return UTIL_EIO;
+    m->flags = f[0];
+    repo_id_make((int64_t)t, rnd, m->run);
+    return 0;
+}
+
+char *repo_root_format(const struct repo_root *r)
+{
+    char hex[2 * REPO_HASH_LEN + 1];
+    repo_hex(r->ref.hash, REPO_HASH_LEN, hex);
+    return util_asprintf("%s %s %" PRIu32 " %" PRIu32 " %" PRIu32 " %" PRIu32 " %u %u", hex,
+                         r->ref.run, r->ref.seq, r->ref.offset, r->ref.stored, r->ref.plain,
+                         (unsigned)r->ref.flags, r->depth);
+}
+
+int repo_root_parse(const char *s, struct repo_root *r, struct util_err *err)
+{
+    char hex[2 * REPO_HASH_LEN + 1], run[REPO_ID_LEN + 1], tail;
+    unsigned seq, off, stored, plain, flags, depth;
+    memset(r, 0, sizeof(*r));
+    if (strlen(s) > 200 ||
+        sscanf(s, "%64s %33s %u %u %u %u %u %u%c", hex, run, &seq, &off, &stored, &plain, &flags,
+               &depth, &tail) != 8 ||
+        strlen(hex) != 2 * REPO_HASH_LEN || repo_unhex(hex, r->ref.hash, REPO_HASH_LEN) != 0 ||
+        repo_id_parse(run, NULL, NULL) != 0 || (flags & ~REPO_BLOB_ZSTD) != 0 ||
+        stored < REPO_SEAL_EXTRA || plain > REPO_CHUNK_PLAIN_MAX || plain < META_HEAD ||
+        depth >= REPO_TREE_LEVELS)
+        return util_err_set(err, UTIL_EIO, "a tree's root is malformed");
+    memcpy(r->ref.run, run, sizeof(r->ref.run));
+    r->ref.seq = seq;
+    r->ref.offset = off;
+    r->ref.stored = stored;
+    r->ref.plain = plain;
+    r->ref.flags = (uint8_t)flags;
+    r->depth = depth;
+    return 0;
+}
+
+/* ---- the cut rule ---- */
+
+static uint64_t repo_meta_hash(uint64_t seed, const uint8_t *p, size_t n)
+{
+    uint64_t h = seed ^ 0xcbf29ce484222325u;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3u;
+    }
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdu;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53u;
+    h ^= h >> 33;
+    return h;
+}
+
+bool repo_meta_cut(uint64_t seed, const uint8_t *rec, size_t len, size_t size, size_t nrec)
+{
+    if (size >= REPO_META_MAX)
+        return true;
+    if (size < REPO_META_MIN || nrec < 2)
+        return false;
+    /* The chance of a cut grows with the chunk's size (a Rayleigh distribution):
+     * about as many cuts as a constant chance would give, but few chunks far above
+     * the mean, so a one-record change rarely rewrites a large chunk. */
+    return (repo_meta_hash(seed, rec, len) & (REPO_META_SIGMA2 - 1)) < (uint64_t)len * size;
+}
+
+/* ---- writer ---- */
+
+void repo_tree_writer_init(struct repo_tree_writer *w, enum repo_tree tree,
+                           const struct repo_keys *k, repo_mstore_cb store, void *arg)
+{
+    memset(w, 0, sizeof(*w));
+    w->tree = (uint8_t)tree;
+    /* The cut positions are keyed, like the data chunker's, so the sizes of the
+     * metadata chunks do not tell which known list is stored. */
+    for (int i = 0; i < 8; i++)
+        w->seed = w->seed << 8 | k->gear_seed[24 + i];
+    w->store = store;
+    w->arg = arg;
+}
+
+static void repo_tree_level_open(struct repo_tree_writer *w, unsigned i)
+{
+    while (w->nlv <= i) {
+        struct repo_tree_level *l = &w->lv[w->nlv];
+        uint8_t head[META_HEAD] = {w->tree, (uint8_t)w->nlv};
+        memset(l, 0, sizeof(*l));
+        util_buf_init(&l->buf);
+        util_buf_append(&l->buf, head, META_HEAD);
+        w->nlv++;
+    }
+}
+
+static int repo_tree_add_at(struct repo_tree_writer *w, unsigned i, const uint8_t *rec, size_t len,
+                            struct util_err *err);
+
+static int repo_tree_emit(struct repo_tree_writer *w, unsigned i, struct util_err *err)
+{
+    struct repo_tree_level *l = &w->lv[i];
+    uint8_t hash[REPO_HASH_LEN];
+    struct repo_mref ref;
+    struct util_buf rec;
+    int rc;
+
+    SHA256((const uint8_t *)l->buf.data, l->buf.len, hash);
+    if ((rc = w->store(w->arg, hash, (const uint8_t *)l->buf.data, l->buf.len, &ref, err)) != 0)
+        return rc;
+    memcpy(ref.hash, hash, REPO_HASH_LEN);
+    l->emitted++;
+    l->last = ref;
+    l->buf.len = META_HEAD;
+    l->nrec = 0;
+    if (i + 1 >= REPO_TREE_LEVELS)
+        return l->emitted > 1 ? util_err_set(err, UTIL_EINVAL, "a metadata tree is too deep") : 0;
+    util_buf_init(&rec);
+    repo_mref_put(&rec, &ref);
+    rc = repo_tree_add_at(w, i + 1, (const uint8_t *)rec.data, rec.len, err);
+    util_buf_free(&rec);
+    return rc;
+}
+
+static int repo_tree_add_at(struct repo_tree_writer *w, unsigned i, const uint8_t *rec, size_t len,
+                            struct util_err *err)
+{
+    repo_tree_level_open(w, i);
+    struct repo_tree_level *l = &w->lv[i];
+    util_buf_append(&l->buf, rec, len);
+    l->nrec++;
+    if (repo_meta_cut(w->seed, rec, len, l->buf.len - META_HEAD, l->nrec))
+        return repo_tree_emit(w, i, err);
+    return 0;
+}
+
+int repo_tree_writer_add(struct repo_tree_writer *w, const uint8_t *rec, size_t len,
+                         struct util_err *err)
+{
+    return repo_tree_add_at(w, 0, rec, len, err);
+}
+
+int repo_tree_writer_finish(struct repo_tree_writer *w, struct repo_root *root,
+                            struct util_err *err)
+{
+    int rc;
+    repo_tree_level_open(w, 0);
+    for (unsigned i = 0; i < w->nlv; i++) {
+        struct repo_tree_level *l = &w->lv[i];
+        /* An empty list is one empty leaf; a level of one record is one chunk. */
+        if ((l->nrec > 0 || l->emitted == 0) && (rc = repo_tree_emit(w, i, err)) != 0)
+            return rc;
+        if (l->emitted == 1) {
+            root->ref = l->last;
+            root->depth = i;
+            return 0;
+        }
+    }
+    return util_err_set(err, UTIL_EINVAL, "a metadata tree has no root (a bug)");
+}
+
+void repo_tree_writer_free(struct repo_tree_writer *w)
+{
+    for (unsigned i = 0; i < w->nlv; i++)
+        util_buf_free(&w->lv[i].buf);
+    w->nlv = 0;
+}
+
+/* ---- reader ---- */
+
+int repo_meta_open(const struct repo_keys *k, const struct repo_mref *ref, const uint8_t *sealed,
+                   uint8_t **plain, struct util_err *err)
+{
+    struct repo_chunk c;
+    memset(&c, 0, sizeof(c));
+    memcpy(c.hash, ref->hash, REPO_HASH_LEN);
+    c.stored = ref->stored;
+    c.plain = ref->plain;
+    c.flags = ref->flags;
+    *plain = util_malloc(ref->plain ? ref->plain : 1);
+    int rc = repo_blob_open(k, &c, sealed, *plain, err);
+    if (rc != 0) {
+        free(*plain);
+        *plain = NULL;
+    }
+    return rc;
+}
+
+void repo_tree_reader_init(struct repo_tree_reader *r, const struct repo_keys *k,
+                           enum repo_tree tree, const struct repo_root *root, repo_mfetch_cb fetch,
+                           void *arg)
+{
+    memset(r, 0, sizeof(*r));
+    r->keys = k;
+    r->tree = (uint8_t)tree;
+    r->root = *root;
+    r->fetch = fetch;
+    r->arg = arg;
+}
+
+/* Fetches and opens the chunk at ref, which must be of this tree at level. */
+static int repo_tree_load(struct repo_tree_reader *r, const struct repo_mref *ref, unsigned level,
+                          struct repo_tree_node *node, struct util_err *err)
+{
+    uint8_t *sealed = util_malloc(ref->stored), *plain;
+    char hex[2 * REPO_HASH_LEN + 1];
+    struct util_err e = {0};
+    int rc = r->fetch(r->arg, ref, sealed, err);
+    if (rc == 0 && (rc = repo_meta_open(r->keys, ref, sealed, &plain, &e)) != 0)
+        util_err_set(err, rc, "metadata pack %s.%" PRIu32 ".meta: %s", ref->run, ref->seq, e.msg);
+    free(sealed);
+    if (rc != 0)
+        return rc;
+    if (plain[0] != r->tree || plain[1] != level) {
+        free(plain);
+        repo_hex(ref->hash, REPO_HASH_LEN, hex);
+        return util_err_set(
+            err, UTIL_EIO, "metadata chunk %s in %s.%" PRIu32 ".meta: not the %s tree's level %u",
+            hex, ref->run, ref->seq, r->tree == REPO_TREE_FILES ? "file list" : "chunk set", level);
+    }
+    free(node->plain);
+    node->plain = plain;
+    node->len = ref->plain;
+    node->pos = META_HEAD;
+    if (r->loaded)
+        r->loaded(r->loaded_arg, ref, level);
+    return 0;
+}
+
+int repo_tree_reader_next(struct repo_tree_reader *r, const uint8_t **recs, size_t *len,
+                          struct util_err *err)
+{
+    unsigned depth = r->root.depth;
+    int rc;
+    if (!r->started) {
+        r->started = true;
+        if (r->visit && !r->visit(r->visit_arg, &r->root.ref, depth))
+            return 0;
+        if ((rc = repo_tree_load(r, &r->root.ref, depth, &r->lv[depth], err)) != 0)
+            return rc;
+        if (depth == 0) {
+            *recs = r->lv[0].plain + META_HEAD;
+            *len = r->lv[0].len - META_HEAD;
+            return 1;
+        }
+    }
+    for (;;) {
+        unsigned l = 1;
+        while (l <= depth && r->lv[l].pos >= r->lv[l].len)
+            l++;
+        if (l > depth)
+            return 0;
+        struct repo_tree_node *n = &r->lv[l];
+        struct mrd rd = {.p = n->plain, .n = n->len, .i = n->pos};
+        struct repo_mref ref;
+        if (repo_mref_get(&rd, &ref) != 0)
+            return util_err_set(err, UTIL_EIO, "an index chunk of the %s tree is malformed",
+                                r->tree == REPO_TREE_FILES ? "file list" : "chunk set");
+        n->pos = rd.i;
+        if (r->visit && !r->visit(r->visit_arg, &ref, l - 1))
+            continue;
+        if ((rc = repo_tree_load(r, &ref, l - 1, &r->lv[l - 1], err)) != 0)
+            return rc;
+        if (l - 1 == 0) {
+            *recs = r->lv[0].plain + META_HEAD;
+            *len = r->lv[0].len - META_HEAD;
+            r->lv[0].pos = r->lv[0].len;
+            return 1;
+        }
+    }
+}
+
+int repo_tree_read_all(struct repo_tree_reader *r, struct util_buf *out, struct util_err *err)
+{
+    const uint8_t *recs;
+    size_t len;
+    int rc;
+    while ((rc = repo_tree_reader_next(r, &recs, &len, err)) == 1)
+        util_buf_append(out, recs, len);
+    return rc;
+}
+
+void repo_tree_reader_free(struct repo_tree_reader *r)
+{
+    for (unsigned i = 0; i < REPO_TREE_LEVELS; i++) {
+        free(r->lv[i].plain);
+        r->lv[i].plain = NULL;
+    }
+}
+
+/* ---- the chunk set's records ---- */
+
+static int repo_cs_cmp(const void *pa, const void *pb, void *arg)
+{
+    const struct repo_chunkset *s = arg;
+    const struct repo_chunk *a = &s->v[*(const uint32_t *)pa];
+    const struct repo_chunk *b = &s->v[*(const uint32_t *)pb];
+    int r = memcmp(s->packs[a->pack], s->packs[b->pack], REPO_HASH_LEN);
+    if (r != 0)
+        return r;
+    return a->offset < b->offset ? -1 : a->offset > b->offset;
+}
+
+int repo_chunkset_write(const struct repo_chunkset *s, struct repo_tree_writer *w,
+                        struct util_err *err)
+{
+    uint32_t *order = util_malloc((s->n ? s->n : 1) * sizeof(*order)), pack = UINT32_MAX;
+    struct util_buf rec;
+    int rc = 0;
+    for (size_t i = 0; i < s->n; i++)
+        order[i] = (uint32_t)i;
+    qsort_r(order, s->n, sizeof(*order), repo_cs_cmp, (void *)s);
+    util_buf_init(&rec);
+    for (size_t i = 0; i < s->n && rc == 0; i++) {
+        const struct repo_chunk *c = &s->v[order[i]];
+        uint8_t tag;
+        if (c->pack != pack) {
+            pack = c->pack;
+            rec.len = 0;
+            tag = REC_PACK;
+            util_buf_append(&rec, &tag, 1);
+            util_buf_append(&rec, s->packs[pack], REPO_HASH_LEN);
+            if ((rc = repo_tree_writer_add(w, (const uint8_t *)rec.data, rec.len, err)) != 0)
+                break;
+        }
+        rec.len = 0;
+        tag = REC_CHUNK;
+        util_buf_append(&rec, &tag, 1);
+        util_buf_append(&rec, c->hash, REPO_HASH_LEN);
+        mput_varint(&rec, c->offset);
+        mput_varint(&rec, c->stored);
+        mput_varint(&rec, c->plain);
+        tag = c->flags;
+        util_buf_append(&rec, &tag, 1);
+        rc = repo_tree_writer_add(w, (const uint8_t *)rec.data, rec.len, err);
+    }
+    util_buf_free(&rec);
+    free(order);
+    return rc;
+}
+
+/* One record at rd: a pack (its hash into *pack) or a chunk (into *c). */
+static int repo_cs_record(struct mrd *rd, bool *is_pack, uint8_t pack[REPO_HASH_LEN],
+                          struct repo_chunk *c)
+{
+    const uint8_t *tag = mget_raw(rd, 1), *h;
+    if (!tag)
+        return UTIL_EIO;
+    if (tag[0] == REC_PACK) {
+        *is_pack = true;
+        if (!(h = mget_raw(rd, REPO_HASH_LEN)))
+            return UTIL_EIO;
+        memcpy(pack, h, REPO_HASH_LEN);
+        return 0;
+    }
+    if (tag[0] != REC_CHUNK || !(h = mget_raw(rd, REPO_HASH_LEN)))
+        return UTIL_EIO;
+    *is_pack = false;
+    memset(c, 0, sizeof(*c));
+    memcpy(c->hash, h, REPO_HASH_LEN);
+    c->offset = mget_u32(rd);
+    c->stored = mget_u32(rd);
+    uint32_t plain = mget_u32(rd);
+    const uint8_t *f = mget_raw(rd, 1);
+    if (rd->bad || plain > REPO_CHUNK_PLAIN_MAX || c->stored < REPO_SEAL_EXTRA ||
+        (f[0] & ~REPO_BLOB_ZSTD) != 0)
+        return UTIL_EIO;
+    c->plain = plain;
+    c->flags = f[0];
+    return 0;
+}
+
+int repo_chunkset_read(struct repo_chunkset *s, struct repo_tree_reader *r, struct util_err *err)
+{
+    const uint8_t *recs;
+    size_t len, n;
+    uint8_t pack[REPO_HASH_LEN];
+    bool have_pack = false;
+    int rc;
+
+    repo_chunkset_init(s);
+    while ((rc = repo_tree_reader_next(r, &recs, &len, err)) == 1) {
+        struct mrd rd = {.p = recs, .n = len};
+        while (rd.i < rd.n) {
+            struct repo_chunk c;
+            bool is_pack;
+            if (repo_cs_record(&rd, &is_pack, pack, &c) != 0)
+                goto bad;
+            if (is_pack) {
+                /* Packs come in the order of their hashes, each once. */
+                if (s->npacks > 0 && memcmp(s->packs[s->npacks - 1], pack, REPO_HASH_LEN) >= 0)
+                    goto bad;
+                s->packs = util_grow(s->packs, &s->cappacks, s->npacks + 1, REPO_HASH_LEN);
+                memcpy(s->packs[s->npacks++], pack, REPO_HASH_LEN);
+                have_pack = true;
+                continue;
+            }
+            if (!have_pack)
+                goto bad;
+            c.pack = (uint32_t)(s->npacks - 1);
+            repo_chunkset_add(s, &c);
+        }
+    }
+    if (rc < 0) {
+        repo_chunkset_free(s);
+        return rc;
+    }
+    n = s->n;
+    repo_chunkset_sort(s);
+    if (s->n != n)
+        goto bad;
+    return 0;
+bad:
+    repo_chunkset_free(s);
+    return util_err_set(err, UTIL_EIO, "a chunk set record is malformed");
+}
+
+int repo_chunkset_leaf_packs(const uint8_t *recs, size_t len,
+                             void (*pack)(void *arg, const uint8_t id[REPO_HASH_LEN]), void *arg,
+                             struct util_err *err)
+{
+    struct mrd rd = {.p = recs, .n = len};
+    uint8_t id[REPO_HASH_LEN];
+    while (rd.i < rd.n) {
+        struct repo_chunk c;
+        bool is_pack;
+        if (repo_cs_record(&rd, &is_pack, id, &c) != 0)
+            return util_err_set(err, UTIL_EIO, "a chunk set record is malformed");
+        if (is_pack)
+            pack(arg, id);
+    }
+    return 0;
+}
