@@ -64,8 +64,28 @@ static int stage_rm_at(int at, const char *name)
     return rc;
 }
 
+/* Whether name under at is an empty directory (a file system's lost+found, say). */
+static bool stage_empty_dir(int at, const char *name)
+{
+    int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    DIR *d = fdopendir(fd);
+    if (d == NULL) {
+        close(fd);
+        return false;
+    }
+    bool empty = true;
+    struct dirent *de;
+    while (empty && (de = readdir(d)) != NULL)
+        empty = strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0;
+    closedir(d);
+    return empty;
+}
+
 /*
- * Whether dir holds anything but stages; with clean, the stages are removed: they are
+ * Whether dir holds anything but stages and an empty lost+found (as lode restore's own
+ * check: docs/repository.md, "Restoring"); with clean, the stages are removed: they are
  * left by restores killed outright, as the controller runs one restore at a time per
  * target (two staged restores by hand into one target would remove each other's).
  */
@@ -89,6 +109,8 @@ static int stage_scan(int fd, bool clean, bool *empty)
                 stage_rm_at(fd, de->d_name);
             continue;
         }
+        if (strcmp(de->d_name, "lost+found") == 0 && stage_empty_dir(fd, de->d_name))
+            continue;
         *empty = false;
     }
     closedir(d);
