@@ -8,8 +8,8 @@
  * the order they were created. A Restore whose target overlaps that of one running, or
  * of one created before it and not finished, waits (Pending, WaitingForTarget). One
  * that may start costs, when it names a policy rather than a snapshot id, one LIST of
- * the policy's Backups (the newest good snapshot); then one create of the Job and one
- * status patch with an Event. A running one costs one GET of its Job a tick; when the
+ * the namespace's Backups (the newest good snapshot of the policy and host); then one create of the
+ * Job and one status patch with an Event. A running one costs one GET of its Job a tick; when the
  * Job has ended, one LIST of its pods reads the result from the termination message,
  * then one status patch and one Event. The Job's name comes from the Restore's uid, so a
  * create repeated after a restart is refused (409) rather than run twice, and the
@@ -371,11 +371,11 @@ static void rst_resolve(struct ctl_restores *r, const struct ctl_restore_spec *s
         return;
     }
     struct rst_op *op = rst_op_new(r, s, true);
+    /* Every Backup of the namespace: one made by hand carries no labels, and
+     * ctl_restore_pick reads spec.policy and spec.host. */
     struct kube_resource rb = api_in(&api_backups, s->ns);
-    char *sel = util_asprintf(CTL_LABEL_POLICY "=%s", s->policy);
-    struct kube_list_opts lo = {.label_selector = sel};
+    struct kube_list_opts lo = {0};
     int rc = kube_list(c->kube, &rb, &lo, rst_backups_cb, op, NULL, &err);
-    free(sel);
     if (rc != 0) {
         struct kube_result fake = {.error = rc, .message = err.msg};
         rst_backups_cb(&fake, op);

@@ -95,8 +95,8 @@ chmod 0400 "$S/srv/data/private"
 chmod 0751 "$S/srv/data/sub dir"
 chmod 4755 "$S/srv/data/hostname"
 mkfifo "$S/srv/data/fifo"
-setfattr -n user.note -v "kept" "$S/srv/data/hostname"
-setfattr -n user.dir -v "a dir's xattr" "$S/srv/data/sub dir"
+python3 -c 'import os, sys; os.setxattr(sys.argv[1], "user.note", b"kept\0bytes")
+os.setxattr(sys.argv[2], "user.dir", b"a dir xattr")' "$S/srv/data/hostname" "$S/srv/data/sub dir"
 touch -h -d '2024-02-03 04:05:06.123456789' "$S/srv/data/link"
 touch -d '2023-01-02 03:04:05.5' "$S/srv/data/sub dir/blob" "$S/srv/data/empty"
 touch -d '2022-06-07 08:09:10' "$S/srv/data/sub dir/deeper" "$S/srv/data/sub dir"
@@ -163,9 +163,15 @@ wait_end() { # NAME
 }
 events() { kc -n "$ns" get events --field-selector "involvedObject.kind=Restore,involvedObject.name=$1" -o jsonpath='{range .items[*]}{.reason}{" "}{end}'; }
 # A tree's entries with what a restore must give back (not ctime, not the atime of dirs).
+# A directory's size is the file system's business, not the restore's.
 listing() { # DIR
-	(cd "$1" && find . -printf '%p %y %m %U %G %s %TY-%Tm-%Td %TT %l\n' | sort &&
-		getfattr -R -h -d -m 'user\.' --absolute-names . 2>/dev/null | grep -v '^#' | sort)
+	(cd "$1" && find . \( -type d -printf '%p d %m %U %G - %TY-%Tm-%Td %TT\n' \) -o \
+		-printf '%p %y %m %U %G %s %TY-%Tm-%Td %TT %l\n' | sort &&
+		python3 -c 'import os
+for d, ds, fs in os.walk("."):
+    for n in [d] + [os.path.join(d, f) for f in ds + fs]:
+        for a in sorted(os.listxattr(n, follow_symlinks=False)):
+            print(n, a, os.getxattr(n, a, follow_symlinks=False))' | sort -u)
 }
 
 # ---- a node's paths into a directory of another node, by policy and host ----
