@@ -148,9 +148,24 @@ int cli_stage_prepare(struct cli_stage *s, const char *target, bool overwrite, s
 {
     memset(s, 0, sizeof(*s));
     s->fd = -1;
-    if (mkdir(target, 0755) != 0 && errno != EEXIST)
-        return util_err_set(err, UTIL_EIO, "cannot make the target %s: %s", target,
-                            strerror(errno));
+    /* The target and its missing parents, as lode restore makes them. */
+    char *p = util_strdup(target);
+    for (char *c = p + 1;; c++) {
+        if (*c != '/' && *c != '\0')
+            continue;
+        char was = *c;
+        *c = '\0';
+        if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+            int e = errno;
+            free(p);
+            return util_err_set(err, UTIL_EIO, "cannot make the target %s: %s", target,
+                                strerror(e));
+        }
+        *c = was;
+        if (was == '\0')
+            break;
+    }
+    free(p);
     s->fd = open(target, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (s->fd < 0)
         return util_err_set(err, UTIL_EINVAL, "the target %s is not a directory: %s", target,
