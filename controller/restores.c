@@ -164,7 +164,13 @@ static void rst_event(struct ctl_restores *r, const char *ns, const char *name, 
 static void rst_fail(struct ctl_restores *r, const struct ctl_restore_spec *s, const char *reason,
                      const char *msg)
 {
-    rst_patch(r, s, ctl_restore_failed(reason, msg, ctl_now(r->c)));
+    json_t *patch = ctl_restore_failed(reason, msg, ctl_now(r->c));
+    if (s->path != NULL && (s->node != NULL || s->pvc != NULL)) {
+        char *target = ctl_restore_target_text(s);
+        json_object_set_new(json_object_get(patch, "status"), "target", json_string(target));
+        free(target);
+    }
+    rst_patch(r, s, patch);
     rst_event(r, s->ns, s->name, s->uid, "Warning", reason, msg);
 }
 
