@@ -287,6 +287,8 @@ env_build_tool faultproxy || fail "the fault proxy builds"
 env_fault_proxy_start || fail "the fault proxy starts"
 PIDS+=("$PROXY_PID")
 repo slow "$PROXY" s3 "allowPlainHTTP: true"
+env_wait 60 "the repository behind the proxy to be Ready" ready slow ||
+	fail "the repository behind the proxy is Ready" "$(kc -n "$ns" get backuprepository slow -o jsonpath='{.status}')"
 restore slow "  snapshot: {id: $bigid}
   repository: slow
   target: {node: $dst, path: /restored/slow}"
