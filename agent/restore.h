@@ -210,6 +210,10 @@ struct rx {
      * Set by the caller. */
     void (*say_cb)(const char *line, void *arg);
     void *say_arg;
+    /* A dry run (set by the caller): nothing is written, the target is not opened, and
+     * each entry the restore would make is told to list_cb in path order instead. */
+    bool dry_run;
+    void (*list_cb)(const struct repo_file *f, void *arg);
 };
 
 /*
@@ -233,8 +237,9 @@ int rx_find(struct rx *x, const char *id);
  * (the rest is restored); AGENT_EABSENT when an include names nothing of the
  * snapshot (nothing is written); UTIL_EINVAL for a target that is not empty without
  * overwrite; UTIL_EIO when an entry could not be written; another code when the
- * repository cannot be read. Every problem has been said through x->say_cb; the
- * counters in x say what was restored. The caller frees x->files_key, x->chunks_key
+ * repository cannot be read. With x->dry_run the target is neither opened nor checked
+ * (the caller's to check) and the entries go to x->list_cb. Every problem has been said through
+ * x->say_cb; the counters in x say what was restored. The caller frees x->files_key, x->chunks_key
  * and the batch (rx_batch_free).
  */
 int rx_restore(struct rx *x, const char *target, const struct rs_opts *o, char **inc, size_t ninc);

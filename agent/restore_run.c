@@ -220,6 +220,29 @@ static int rx_run(struct rx *x, const uint8_t *list, size_t len, char **inc, siz
     return 0;
 }
 
+/* A dry run: each entry the restore would make, in path order, to x->list_cb. */
+static int rx_list(struct rx *x, const uint8_t *list, size_t len, char **inc, size_t ninc)
+{
+    struct repo_files_reader r;
+    struct repo_file f;
+    struct util_err e = {0};
+    int rc;
+
+    repo_files_reader_init(&r, list, len);
+    while ((rc = repo_files_reader_next(&r, &f, &e)) == 1) {
+        if (rx_selected(inc, ninc, f.path) ||
+            (f.type == REPO_FT_DIR && rx_ancestor(inc, ninc, f.path)))
+            x->list_cb(&f, x->say_arg);
+        repo_file_free(&f);
+    }
+    repo_files_reader_free(&r);
+    if (rc < 0) {
+        rx_damage(x, "%s: %s", x->files_key, e.msg);
+        return AGENT_EDAMAGED;
+    }
+    return 0;
+}
+
 /* Checks every include against the list before anything is written. */
 static int rx_check_includes(struct rx *x, const uint8_t *list, size_t len, char **inc, size_t ninc,
                              uint64_t *files, uint64_t *bytes)
@@ -340,6 +363,10 @@ int rx_restore(struct rx *x, const char *target, const struct rs_opts *o, char *
     if ((rc = rx_check_includes(x, (const uint8_t *)list, listlen, inc, ninc, &x->want_files,
                                 &x->want_bytes)) != 0)
         goto out;
+    if (x->dry_run) {
+        rc = rx_list(x, (const uint8_t *)list, listlen, inc, ninc);
+        goto out;
+    }
     if ((rc = rs_target_open(&x->t, target, o, &e)) != 0) {
         rx_say(x, "%s", e.msg);
         goto out;

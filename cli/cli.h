@@ -216,6 +216,32 @@ struct backup_result;
 void cli_backup_print(const struct backup *b, const struct backup_result *r, bool json,
                       const char *termlog);
 
+/*
+ * lode restore --staged and --dry-run (restore_stage.c): the target of a Restore's Job
+ * (docs/restoring.md).
+ */
+struct cli_stage {
+    int fd;       /* the target */
+    char *target; /* its path */
+    char *name;   /* the stage's name in it, or NULL when the restore goes straight in */
+    char *dir;    /* where to restore: the stage, or the target itself */
+};
+/* Whether a restore into target would be refused (a dry run looks, writes nothing):
+ * 0, or UTIL_EINVAL with a message for a target that is not an empty directory. */
+int cli_restore_target_check(const char *target, bool overwrite, struct util_err *err);
+/* Makes the target when missing, removes stages of restores killed outright, refuses
+ * one that holds anything without overwrite (UTIL_EINVAL), and makes the stage (not
+ * with overwrite: s->dir is then the target). */
+int cli_stage_prepare(struct cli_stage *s, const char *target, bool overwrite,
+                      struct util_err *err);
+/* Forks: returns 0 in the child (which restores into s->dir), and 1 in the parent once
+ * the child ended, with the stage removed and *exit_code the one to exit with. */
+int cli_stage_guard(struct cli_stage *s, int *exit_code);
+/* Moves the stage's entries into the target (none may be there) and removes it. */
+int cli_stage_commit(struct cli_stage *s, struct util_err *err);
+/* Removes what is left of the stage and frees s. */
+void cli_stage_close(struct cli_stage *s);
+
 /* lode forget against a repository (cmd_forget_storage.c); flags parsed by cmd_forget,
  * whose tables (cli_forget_print_*) it prints. */
 struct storage_opts;

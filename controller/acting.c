@@ -19,6 +19,7 @@ static void ctl_start_acting(void *arg)
     ctl_repos_start(c->repos);
     ctl_status_start(c);
     ctl_gc_start(c);
+    ctl_restores_start(c);
 }
 
 static void ctl_lost_cb(void *arg)

@@ -111,6 +111,7 @@ int ctl_init(uv_loop_t *loop, struct ctl **out, const struct ctl_options *opts,
     ctl_status_init(c);
     ctl_prune_init(c);
     ctl_gc_init(c);
+    ctl_restores_init(c);
     uv_timer_init(loop, &c->drain_timer);
     c->drain_timer.data = c;
     *out = c;
@@ -198,6 +199,7 @@ static void ctl_drained_cb(uv_timer_t *t)
     ctl_acting_stop(c);
     ctl_prune_stop(c); /* its S3 clients too */
     ctl_gc_stop(c);
+    ctl_restores_stop(c);
     ctl_repos_close(c->repos); /* its S3 checks share the client's transport: first */
     c->repos = NULL;
     /* Writes still in flight are cancelled without a callback; ctl_close frees their records. */
@@ -213,6 +215,7 @@ void ctl_close(struct ctl *c)
     ctl_write_free_all(c);
     ctl_prune_close(c);
     ctl_gc_close(c);
+    ctl_restores_close(c);
     ctl_cache_close(c);
     ctl_endpoints_close(c);
     ctl_work_close(c);

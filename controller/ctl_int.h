@@ -12,6 +12,7 @@
  *   status.c         policy status, written at most once a second
  *   gcjobs.c         the GC Job of each BackupRepository on spec.gc's schedule (gcjobs.h)
  *   gcmetrics.c      the GC Jobs' state on /metrics
+ *   restores.c       the Job of each Restore, its status and Events (docs/restoring.md)
  *   prune.c          the forget after a backup (prune_int.h)
  *   prune_report.c   the forget's outcome: status.retention, Events, counters
  *   cache.c          informer callbacks and the caches they fill, (policy, host) pairs
@@ -24,6 +25,7 @@
  *   policy_status.c  a policy's status from the caches' view and the clock (policy_status.h)
  *   reconcile.c      what to do for one (policy, host) now (reconcile.h)
  *   gcplan.c         a repository's GC decisions (gcplan.h)
+ *   restorejob.c     a Restore's Job and status (restorejob.h)
  *   state.c          the compact structs the caches hold (state.h)
  *   objects.c        the objects the controller writes (objects.h)
  *   queue.c          the pairs to reconcile (queue.h)
@@ -126,14 +128,15 @@ struct ctl {
     struct ctl_leader *leader;
     struct ctl_httpd httpd;
     struct kube_reflector *refl[CTL_R_COUNT];
-    struct ctl_repos *repos;  /* BackupRepository resolution (repository.c) */
-    struct ctl_prune *prune;  /* the forget after a backup (prune.c) */
-    struct ctl_gc *gc;        /* the GC Jobs (gcjobs.c) */
-    struct util_map policies; /* ns/name -> ctl_policy_entry */
-    struct util_map nodes;    /* name -> ctl_node */
-    struct util_map backups;  /* ns/name -> ctl_backup */
-    struct util_map jobs;     /* ns/name -> ctl_job */
-    struct util_map pairs;    /* key -> ctl_pair */
+    struct ctl_repos *repos;       /* BackupRepository resolution (repository.c) */
+    struct ctl_prune *prune;       /* the forget after a backup (prune.c) */
+    struct ctl_gc *gc;             /* the GC Jobs (gcjobs.c) */
+    struct ctl_restores *restores; /* the Restores (restores.c) */
+    struct util_map policies;      /* ns/name -> ctl_policy_entry */
+    struct util_map nodes;         /* name -> ctl_node */
+    struct util_map backups;       /* ns/name -> ctl_backup */
+    struct util_map jobs;          /* ns/name -> ctl_job */
+    struct util_map pairs;         /* key -> ctl_pair */
     struct ctl_pair **by_id;
     size_t nids, idcap;
     uint32_t *free_ids;
@@ -219,6 +222,14 @@ void ctl_gc_close(struct ctl *c);
 /* The GC series of /metrics (docs/operator.md, "Metrics"): per repository this replica looked at.
  */
 void ctl_gc_metrics(struct ctl *c, struct util_buf *b);
+
+/* restores.c: the Restores (docs/restoring.md) */
+void ctl_restores_init(struct ctl *c);
+/* Watches the Restores and runs them while acting. */
+void ctl_restores_start(struct ctl *c);
+/* Before the API client's close: the watch and the timer. */
+void ctl_restores_stop(struct ctl *c);
+void ctl_restores_close(struct ctl *c);
 
 /* status.c */
 void ctl_status_init(struct ctl *c);

@@ -5,6 +5,7 @@ const struct kube_resource api_backups = {API_GROUP, API_VERSION, "backups", NUL
 const struct kube_resource api_jobs = {"batch", "v1", "jobs", NULL};
 const struct kube_resource api_nodes = {"", "v1", "nodes", NULL};
 const struct kube_resource api_leases = {"coordination.k8s.io", "v1", "leases", NULL};
+const struct kube_resource api_restores = {API_GROUP, API_VERSION, "restores", NULL};
 
 struct kube_resource api_in(const struct kube_resource *r, const char *ns)
 {

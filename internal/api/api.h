@@ -23,6 +23,7 @@ extern const struct kube_resource api_backups;
 extern const struct kube_resource api_jobs;
 extern const struct kube_resource api_nodes;
 extern const struct kube_resource api_leases;
+extern const struct kube_resource api_restores;
 
 /* r in namespace ns (NULL: every namespace, or a cluster-scoped resource). */
 struct kube_resource api_in(const struct kube_resource *r, const char *ns);

@@ -116,8 +116,8 @@ helm template "$REL" "$CHART" -n "$NS" "${MON[@]}" >"$T_TMP/full.yaml" 2>"$T_TMP
 	fail "helm template with ServiceMonitor, PrometheusRule and watchNamespace" "$(cat "$T_TMP/err")"
 crds=$(helm template "$REL" "$CHART" -n "$NS" --include-crds 2>/dev/null |
 	awk '/^kind: CustomResourceDefinition/ { c = 1 } /^  name: / && c { print $2; c = 0 }' | sort | tr '\n' ' ')
-check_eq "the chart carries the three CRDs" "$crds" \
-	"backuppolicies.lodestore.io backuprepositories.lodestore.io backups.lodestore.io "
+check_eq "the chart carries the four CRDs" "$crds" \
+	"backuppolicies.lodestore.io backuprepositories.lodestore.io backups.lodestore.io restores.lodestore.io "
 
 # ---- every rendered object, checked by the API server ----
 kc apply --server-side -f "$ROOT/crd/" >/dev/null
@@ -347,7 +347,7 @@ check_eq "a loopback metrics.bindAddress is refused (the kubelet probes the pod'
 helm package "$CHART" -d "$T_TMP/pkg" >/dev/null 2>"$T_TMP/err" || fail "helm package" "$(cat "$T_TMP/err")"
 check_eq "helm package: the CRDs are in the archive" \
 	"$(tar -tzf "$T_TMP"/pkg/lodestore-*.tgz 2>/dev/null | grep '/crds/' | sort | tr '\n' ' ')" \
-	"lodestore/crds/backuppolicies.yaml lodestore/crds/backuprepositories.yaml lodestore/crds/backups.yaml "
+	"lodestore/crds/backuppolicies.yaml lodestore/crds/backuprepositories.yaml lodestore/crds/backups.yaml lodestore/crds/restores.yaml "
 
 # ---- install ----
 helm install "$REL" "$CHART" -n "$NS" --timeout 60s >"$T_TMP/install.log" 2>&1 &&
@@ -429,7 +429,10 @@ can "${A[@]}" create leases.coordination.k8s.io -n "$NS"
 for v in get list watch; do can "${A[@]}" "$v" backuprepositories.lodestore.io -n "$ELSE"; done
 can "${A[@]}" patch backuprepositories.lodestore.io --subresource status -n "$ELSE"
 can "${A[@]}" get secrets -n "$ELSE"
+for v in get list watch; do can "${A[@]}" "$v" restores.lodestore.io -n "$ELSE"; done
+can "${A[@]}" patch restores.lodestore.io --subresource status -n "$ELSE"
 # ... and no more.
+for v in create update patch delete; do can "${N[@]}" "$v" restores.lodestore.io -n "$ELSE"; done
 for v in list watch create update patch delete; do can "${N[@]}" "$v" secrets -n "$ELSE"; done
 can "${N[@]}" list secrets --all-namespaces
 can "${N[@]}" update backuprepositories.lodestore.io --subresource status -n "$ELSE"
@@ -454,6 +457,8 @@ for v in get list watch; do can "${B[@]}" "$v" backuppolicies.lodestore.io -n "$
 for v in get list watch create delete; do can "${B[@]}" "$v" backups.lodestore.io -n "$WNS"; done
 can "${B[@]}" patch backuppolicies.lodestore.io --subresource status -n "$WNS"
 can "${B[@]}" patch backups.lodestore.io --subresource status -n "$WNS"
+for v in get list watch; do can "${B[@]}" "$v" restores.lodestore.io -n "$WNS"; done
+can "${NB[@]}" list restores.lodestore.io -n "$ELSE"
 for v in get list watch create delete; do can "${B[@]}" "$v" jobs.batch -n "$WNS"; done
 can "${B[@]}" create events -n "$WNS"
 for v in get list watch; do can "${B[@]}" "$v" nodes; done
