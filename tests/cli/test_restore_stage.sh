@@ -9,6 +9,7 @@ source "$(dirname "$0")/lib.sh"
 export AWS_ACCESS_KEY_ID=k AWS_SECRET_ACCESS_KEY=s AWS_REGION=us-east-1
 export LODE_KEY_FILE=$T_TMP/key
 head -c 32 /dev/urandom | base64 >"$LODE_KEY_FILE"
+chmod 600 "$LODE_KEY_FILE" # lode refuses a key file open to others
 ID=20261203T031502Z-9f3c2a1b7d4e6058
 
 # ---- flags ----
