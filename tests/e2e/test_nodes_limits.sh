@@ -118,9 +118,9 @@ EOF
 bfield() { env_get -n "$ns" "backup/$1" "{.status.$2}"; }
 phase_is() { [[ $(bfield "$1" phase) == "$2" ]]; }
 pod_of() { kc -n "$ns" get pods -l "job-name=$1" -o jsonpath='{.items[0].metadata.name}' 2>/dev/null; }
-# The PID, on this machine, of the agent of the running backup (its command line names
-# the node after --host).
-agent_pid() { pgrep -n -f "^/usr/local/bin/lode backup .*--host $node " || true; }
+# The PID, on this machine, of the agent of this test's running backup (its command line
+# names the policy after --policy).
+agent_pid() { pgrep -n -f "^/usr/local/bin/lode backup --policy $ns/limits " || true; }
 policy "0 0 1 1 *"
 
 # ---- a memory limit below the agent's need: OOMKilled ----
@@ -230,6 +230,10 @@ env_wait 90 "the backups to end" idle || fail "the backups end" "$(kc -n "$ns" g
 # another user needs DAC_READ_SEARCH.) The Job the controller made for the last good run,
 # copied with its pod template (the CA bundle comes from its annotations) but without
 # DAC_READ_SEARCH and without the labels that make it the controller's.
+# Both files change, so the agent must read them (an unchanged file's chunks would come
+# from the parent snapshot without opening it).
+echo "another user's, changed" >"$data/theirs"
+echo "root's own, changed" >"$data/secret"
 good=$(kc -n "$ns" get backups -o json | jq -r '[.items[] | select(.status.phase == "Succeeded")][0].status.jobName')
 kc -n "$ns" get job "$good" -o json | jq '{apiVersion, kind, metadata: {name: "nocap"},
 	spec: {backoffLimit: 0, template: {metadata: {annotations: .spec.template.metadata.annotations},
