@@ -357,12 +357,14 @@ char *ctl_policy_document(const json_t *obj)
  * The termination message of the backup container of the newest pod, or NULL; *exit_code
  * gets the container's exit code, or -1 when it has none.
  */
-static const char *ctl_termination_message(const json_t *pods, int *exit_code)
+static const char *ctl_termination_message(const json_t *pods, int *exit_code,
+                                           const char **term_reason)
 {
     const json_t *newest = NULL;
     const char *newest_at = "";
     size_t i;
     *exit_code = -1;
+    *term_reason = NULL;
     const json_t *pod;
     json_array_foreach(json_object_get(pods, "items"), i, pod)
     {
@@ -381,6 +383,7 @@ static const char *ctl_termination_message(const json_t *pods, int *exit_code)
         const json_t *term = json_object_get(json_object_get(cs, "state"), "terminated");
         if (json_is_integer(json_object_get(term, "exitCode")))
             *exit_code = (int)json_integer_value(json_object_get(term, "exitCode"));
+        *term_reason = ctl_str_or(term, "reason", NULL);
         return ctl_str_or(term, "message", NULL);
     }
     return NULL;
@@ -474,7 +477,8 @@ void ctl_backup_result(json_t *patch, const json_t *pods, int64_t now, struct ct
 {
     json_t *st = json_object_get(patch, "status");
     int exit_code = -1;
-    const char *msg = pods != NULL ? ctl_termination_message(pods, &exit_code) : NULL;
+    const char *term_reason = NULL;
+    const char *msg = pods != NULL ? ctl_termination_message(pods, &exit_code, &term_reason) : NULL;
     char ts[UTIL_TIME_BUF];
     json_t *conds = json_array();
     json_t *snap = NULL;
@@ -533,6 +537,21 @@ void ctl_backup_result(json_t *patch, const json_t *pods, int64_t now, struct ct
             json_object_set_new(st, "message", json_string(m));
             free(m);
         }
+    }
+    /*
+     * The kernel killed the agent at its container's memory limit: it wrote no result and
+     * its log ends mid-sentence, so only the runtime's reason says why (docs/operator.md).
+     */
+    const char *phase = json_string_value(json_object_get(st, "phase"));
+    if (term_reason != NULL && strcmp(term_reason, "OOMKilled") == 0 && phase != NULL &&
+        strcmp(phase, "Failed") == 0) {
+        const char *prev = json_string_value(json_object_get(st, "message"));
+        char *m = util_asprintf("OOMKilled: the agent went over its container's memory limit "
+                                "(exit code %d) and was killed before it reported a snapshot; "
+                                "raise the limit (a LimitRange of the namespace sets it)%s%s",
+                                exit_code, prev && prev[0] ? "; " : "", prev ? prev : "");
+        json_object_set_new(st, "message", json_string(m));
+        free(m);
     }
     /* Only when the agent said so: a policy without an I/O priority has nothing to say. */
     if (out->ioprio[0] != '\0')

@@ -7,11 +7,12 @@
 #  2. a real control plane on 127.0.0.1 (tests/env: etcd, kube-apiserver, the Job
 #     controller, KWOK, versitygw; built from their Go modules the first time, which
 #     takes a while, then cached), the CRDs, a BackupRepository on the local S3
-#     server, three KWOK nodes and a policy that runs every minute;
+#     server, three real nodes (containerd and a kubelet each, tests/env/real-nodes.sh)
+#     and a policy that runs every minute;
 #  3. the controller, and the backups it runs on the three nodes, for real: each
-#     node's pods run in the image built from the Dockerfile (buildah, cached) by
-#     tests/env/chroot-kubelet.py, and `lode backup` writes real snapshots into the
-#     local S3 server; Backups, Jobs, the policy's status and the metrics;
+#     node's kubelet runs the Jobs in the image built from the Dockerfile (buildah,
+#     cached), and `lode backup` writes real snapshots into the local S3 server;
+#     Backups, Jobs, the policy's status and the metrics;
 #  4. the snapshots in S3 and a restore of one, compared with the node's files;
 #  5. a node's files "encrypted" by ransomware: the next snapshot is flagged
 #     suspicious; and retention applied by the controller through the storage API.
@@ -44,9 +45,10 @@ $lode schedule "$example" --host node-1 --from 2026-03-26T00:00:00Z --count 5
 step "lode forget: what the example's retention keeps of 100 nightly snapshots"
 $lode forget --dry-run --policy "$example" --snapshots docs/examples/snapshots.json | tail -n 16
 
-step "a local control plane on 127.0.0.1 (the first run builds it from Go modules)"
-tests/env/cluster-up.sh
-# The environment's helpers (kc, env_wait, the image and the kubelet stand-in).
+step "a local control plane on 127.0.0.1 and three real nodes (the first run builds them from Go modules)"
+# Each node has its own /srv (its mount namespace); the rest of its / is this machine's.
+LODE_REAL_NODES=3 LODE_REAL_NODE_PREFIX=demo-node tests/env/cluster-up.sh
+# The environment's helpers (kc, env_wait, the real nodes' directories).
 # shellcheck disable=SC1091
 source tests/env/lib.sh
 ctl_pid=
@@ -67,9 +69,9 @@ finish() {
 }
 trap finish EXIT
 
-step "the image, built from the Dockerfile (buildah, cached), and the kubelet stand-in that runs it"
-env_chroot_kubelet_start
-echo "image $CHROOT_KUBELET_IMAGE (lode $IMAGE_VERSION)"
+step "the image, built from the Dockerfile (buildah, cached), in each node's containerd"
+image=$(bash tests/env/build-image.sh)
+echo "image $image (lode $(cat "$image/version")), imported as lodestore.invalid/agent:e2e"
 
 step "a repository in the local S3 server: lode init"
 export AWS_ACCESS_KEY_ID=$S3_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET_KEY AWS_REGION=$S3_REGION
@@ -80,7 +82,7 @@ chmod 600 "$LODE_KEY_FILE"
 echo "LODE_REPOSITORY=$LODE_REPOSITORY"
 $lode init
 
-step "CRDs, the BackupRepository and its Secret, three nodes with their own files, and a policy"
+step "CRDs, the BackupRepository and its Secret, three nodes' own files, and a policy"
 kc apply --server-side -f crd/ >/dev/null
 kc wait --for condition=established --timeout=30s crd/backuppolicies.lodestore.io \
     crd/backups.lodestore.io crd/backuprepositories.lodestore.io >/dev/null
@@ -100,9 +102,10 @@ spec:
   caBundle: $(base64 -w0 <"$S3_CA_FILE")
   credentialsSecret: {name: s3-credentials}
 EOF
-env_create_nodes 3 demo-node role=db lodestore.io/chroot-kubelet=true
 for i in 0 1 2; do
-    d=$(env_node_dir "demo-node-$i")
+    kc label node "demo-node-$i" role=db --overwrite >/dev/null
+    d=$(env_real_node_root "demo-node-$i")/srv
+    rm -rf "$d/etc" "$d/home"
     mkdir -p "$d/etc" "$d/home/ops/reports"
     echo "demo-node-$i" >"$d/etc/hostname"
     printf 'listen 0.0.0.0:%d\nworkers %d\n' $((5432 + i)) $((4 + i)) >"$d/etc/db.conf"
@@ -117,7 +120,7 @@ kind: BackupPolicy
 metadata: {name: every-minute, namespace: demo}
 spec:
   repository: main
-  paths: [/etc, /home]
+  paths: [/srv/etc, /srv/home]
   nodeSelector: {role: db}
   schedule: {cron: "* * * * *", timezone: Europe/Kyiv, jitter: 20s}
   retention: {keepLast: 2}
@@ -125,12 +128,12 @@ spec:
 EOF
 $lode validate "$policy" && kc apply -f "$policy"
 rm -f "$policy"
-kc get nodes -l lodestore.io/env-nodes=demo-node
+kc get nodes -l role=db -o wide
 
 step "the controller"
 log=$LODE_ENV_DIR/logs/lode-controller.log
 $ctl --kubeconfig "$KUBECONFIG" --context operator --metrics-addr 127.0.0.1:0 \
-    --agent-image lodestore.invalid/agent:demo >"$log" 2>&1 &
+    --agent-image lodestore.invalid/agent:e2e --agent-host-network >"$log" 2>&1 &
 ctl_pid=$!
 env_wait 20 "the controller to listen" grep -q 'metrics on 127.0.0.1:' "$log"
 metrics_port=$(grep -o 'metrics on 127.0.0.1:[0-9]*' "$log" | cut -d: -f2)
@@ -158,12 +161,13 @@ id=$($lode snapshots --policy demo/every-minute --host demo-node-1 --output json
 target=$T_TMP/restore
 $lode restore "$id" --target "$target"
 (cd "$target" && find . -maxdepth 3 | sort | head -n 12)
-if diff -r "$(env_node_dir demo-node-1)/etc" "$target/etc" && diff -r "$(env_node_dir demo-node-1)/home" "$target/home"; then
-    echo "the restore of $id is byte for byte demo-node-1's /etc and /home"
+d=$(env_real_node_root demo-node-1)/srv
+if diff -r "$d/etc" "$target/srv/etc" && diff -r "$d/home" "$target/srv/home"; then
+    echo "the restore of $id is byte for byte demo-node-1's /srv/etc and /srv/home"
 fi
 
 step "ransomware on demo-node-2: 60 of its 100 reports encrypted in place"
-d=$(env_node_dir demo-node-2)
+d=$(env_real_node_root demo-node-2)/srv
 for r in $(seq 1 60); do
     f=$d/home/ops/reports/report-$r.txt
     openssl enc -aes-256-cbc -pbkdf2 -pass pass:demo -in "$f" -out "$f.tmp" && mv "$f.tmp" "$f"

@@ -60,15 +60,59 @@ count_output() { # name status seconds
 # E2E=1: only the end-to-end scripts (tests/e2e/test_*.sh), which need the local
 # control plane that tests/env/with-cluster.sh brings up around this run.
 if [ "${E2E:-0}" = 1 ]; then
-    # test_env.sh ends by taking the environment down (and checking nothing is left), so
-    # it runs last.
-    for t in $(ls tests/e2e/test_*.sh 2>/dev/null | grep -v '/test_env.sh$' | sort) \
-        $(ls tests/e2e/test_env.sh 2>/dev/null); do
+    # Two lanes at once (E2E_LANES=1: one after the other): the scripts that run Jobs on
+    # real nodes (they call env_real_nodes_start) beside most others. Each script works
+    # in namespaces of its own, and its controller watches only those; the lanes share
+    # the control plane, which they barely load, and the real nodes belong to one lane.
+    # Most of both lanes is waiting for minute slots, so together they take about as
+    # long as the longer. Alone, after both: test_chart.sh, whose release runs a
+    # controller that watches every namespace (it would act on the other lane's
+    # policies), and last test_env.sh, which takes the environment down.
+    alone="tests/e2e/test_chart.sh tests/e2e/test_env.sh"
+    all=$(ls tests/e2e/test_*.sh 2>/dev/null | sort)
+    for t in $alone; do all=$(grep -vxF "$t" <<<"$all"); done
+    nodes_lane=
+    if [ "${E2E_LANES:-2}" -ge 2 ]; then
+        nodes_lane=$(grep -l 'env_real_nodes_start' $all 2>/dev/null || true)
+    fi
+    lane_dir=$(mktemp -d)
+    lane_pid=
+    if [ -n "$nodes_lane" ]; then
+        all=$(grep -L 'env_real_nodes_start' $all || true)
+        (
+            for t in $nodes_lane; do
+                case "$t" in *"${TESTS_FILTER:-}"*) ;; *) continue ;; esac
+                t0=$SECONDS
+                bash "$t" >"$lane_dir/$(basename "$t").log" 2>&1
+                echo "$t $? $((SECONDS - t0))" >>"$lane_dir/results"
+            done
+        ) &
+        lane_pid=$!
+    fi
+    for t in $all $(ls $alone 2>/dev/null); do
         case "$t" in *"${TESTS_FILTER:-}"*) ;; *) continue ;; esac
+        case " $alone " in
+        *" $t "*)
+            if [ -n "$lane_pid" ]; then
+                wait "$lane_pid"
+                lane_pid=
+            fi
+            ;;
+        esac
         t0=$SECONDS
         bash "$t" >"$log" 2>&1
         count_output "$t" $? $((SECONDS - t0))
     done
+    [ -z "$lane_pid" ] || wait "$lane_pid"
+    main_log=$log
+    if [ -f "$lane_dir/results" ]; then
+        while read -r t rc secs; do
+            log=$lane_dir/$(basename "$t").log
+            count_output "$t (beside the others)" "$rc" "$secs"
+        done <"$lane_dir/results"
+    fi
+    log=$main_log
+    rm -rf "$lane_dir"
     echo
     [ ${#failures[@]} -gt 0 ] && echo "failed: ${failures[*]}"
     echo "tests: $passed passed, $failed failed"

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The backup for real, end to end: the controller's Jobs run `lode backup` in the image
-# built from the Dockerfile, on three nodes played by tests/env/chroot-kubelet.py, into
-# versitygw through a BackupRepository (docs/operator.md, docs/repository.md).
+# built from the Dockerfile, on three real nodes (containerd and a kubelet each,
+# tests/env/real-nodes.sh), into versitygw through a BackupRepository (docs/operator.md,
+# docs/repository.md). Each node has its own /srv (its mount namespace), so each backs
+# up different files; the agent reaches versitygw on the host's network
+# (--agent-host-network).
 #
 # What an operator checks: each node's slot gives one snapshot per host in S3, the
 # Backup shows that snapshot (id, files, bytes), and `lode restore` of each snapshot
@@ -9,9 +12,10 @@
 # describe (read-only root and /host, uid 0 with DAC_READ_SEARCH only).
 # Then garbage collection for real (docs/gc.md): the controller forgets every snapshot
 # of the old data after the nodes' files change, and its GC Job runs `lode gc` in the
-# image on a stand-in node while a throttled backup runs; status.gc and the Event say
+# image on a real node while a throttled backup runs; status.gc and the Event say
 # exactly what left the storage, and every node's newest snapshot still restores.
 # Run it as  tests/env/with-cluster.sh bash tests/e2e/test_backup_cluster.sh
+# (it starts three real nodes unless the environment has them: LODE_REAL_NODES=3).
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -23,23 +27,36 @@ LODE=${LODE:-$root/build/lode}
 CTL=${LODE_CONTROLLER:-$root/build/lode-controller}
 [[ $CTL == /* ]] || CTL=$root/$CTL
 ns=e2e-bk-$(openssl rand -hex 3)
-nodes=bk$(openssl rand -hex 2)
 ctl_pid=
+node=()
+# The node's files: its /srv/$ns, seen from this machine.
+node_dir() { echo "$(env_real_node_root "${node[$1]}")/srv/$ns"; }
 cleanup() {
 	[[ -n $ctl_pid ]] && kill "$ctl_pid" 2>/dev/null && wait "$ctl_pid" 2>/dev/null
-	kc delete namespace "$ns" --wait=false >/dev/null 2>&1
-	env_delete_nodes "$nodes" >/dev/null 2>&1
-	env_chroot_kubelet_stop
+	# While the kubelets run, so they confirm their pods' deletion and the namespace goes.
+	kc delete namespace "$ns" --timeout=60s >/dev/null 2>&1
+	for i in "${!node[@]}"; do
+		kc label node "${node[$i]}" role- >/dev/null 2>&1
+		rm -rf "$(node_dir "$i")"
+	done
+	env_real_nodes_stop >/dev/null 2>&1
 	rm -rf "$T_TMP"
 }
 trap cleanup EXIT
 
-if ! env_chroot_kubelet_start; then
-	fail "the image builds and chroot-kubelet starts" "see $ENV_LOGS/chroot-kubelet.log"
+if ! env_real_nodes_start 3; then
+	fail "three real nodes start (containerd, kubelet)" "see $ENV_LOGS/kubelet-*.log and containerd-*.log"
 	finish
 	exit 1
 fi
-pass "the image builds (or is cached) and chroot-kubelet starts"
+read -r -a node <<<"$REAL_NODES"
+if [[ ${#node[@]} -lt 3 ]]; then
+	fail "three real nodes" "the environment has ${#node[@]}: $REAL_NODES (LODE_REAL_NODES=3)"
+	finish
+	exit 1
+fi
+node=("${node[@]:0:3}")
+pass "three real nodes are Ready: ${node[*]}"
 
 # ---- the repository: initialised from this machine, as an operator would ----
 prefix=$ns
@@ -88,23 +105,23 @@ spec:
 EOF
 
 # ---- three nodes, each with its own files ----
-env_create_nodes 3 "$nodes" lodestore.io/chroot-kubelet=true "role=$ns"
 for i in 0 1 2; do
-	d=$(env_node_dir "$nodes-$i")
-	mkdir -p "$d/srv/data/sub dir" "$d/srv/data/empty" "$d/srv/other"
-	echo "node $i" >"$d/srv/data/hostname"
-	head -c $((300000 + i * 70000)) /dev/urandom >"$d/srv/data/sub dir/blob-$i"
-	: >"$d/srv/data/empty-file"
-	ln -s hostname "$d/srv/data/link"
-	echo "private $i" >"$d/srv/data/private"
-	chown 4242:4242 "$d/srv/data/private"
-	chmod 0400 "$d/srv/data/private"
-	echo "not in the policy" >"$d/srv/other/x"
+	kc label node "${node[$i]}" "role=$ns" >/dev/null
+	d=$(node_dir "$i")
+	mkdir -p "$d/data/sub dir" "$d/data/empty" "$d/other"
+	echo "node $i" >"$d/data/hostname"
+	head -c $((300000 + i * 70000)) /dev/urandom >"$d/data/sub dir/blob-$i"
+	: >"$d/data/empty-file"
+	ln -s hostname "$d/data/link"
+	echo "private $i" >"$d/data/private"
+	chown 4242:4242 "$d/data/private"
+	chmod 0400 "$d/data/private"
+	echo "not in the policy" >"$d/other/x"
 done
 
 start_controller() {
 	"$CTL" --kubeconfig "$KUBECONFIG" --context operator --metrics-addr 127.0.0.1:0 \
-		--namespace "$ns" --agent-image lodestore.invalid/agent:e2e --log-level debug \
+		--namespace "$ns" --agent-image lodestore.invalid/agent:e2e --agent-host-network --log-level debug \
 		>>"$T_TMP/ctl.log" 2>&1 &
 	ctl_pid=$!
 	env_wait 30 "the controller's caches" grep -q 'caches synced' "$T_TMP/ctl.log"
@@ -122,7 +139,7 @@ kind: BackupPolicy
 metadata: {name: nightly}
 spec:
   repository: main
-  paths: [/srv/data]
+  paths: [/srv/$ns/data]
   nodeSelector: {role: $ns}
   schedule: {cron: "$1", jitter: 0s}
   retention: {keepLast: $2}
@@ -140,7 +157,7 @@ if env_wait 150 "three Backups to succeed" succeeded; then
 else
 	fail "the slot's three Backups succeed" "$(kc -n "$ns" get backups -o wide 2>&1)" \
 		"$(kc -n "$ns" get backuppolicy nightly -o jsonpath='{.status.conditions}' 2>&1)" \
-		"$(tail -n 30 "$ENV_LOGS/chroot-kubelet.log")"
+		"$(kc -n "$ns" get pods -o wide 2>&1)"
 	finish
 	exit 1
 fi
@@ -171,11 +188,11 @@ kc -n "$ns" get backups -o json >"$T_TMP/backups.json"
 	fail "lode snapshots" "$(cat "$T_TMP/snaps.err")"
 # The next slot may have run meanwhile (the schedule is every minute): compare sets.
 check_eq "every host has its snapshots in S3" \
-	"$(jq -r '[.snapshots[].host] | unique | join(" ")' "$T_TMP/snaps.json")" "$nodes-0 $nodes-1 $nodes-2"
+	"$(jq -r '[.snapshots[].host] | unique | join(" ")' "$T_TMP/snaps.json")" "${node[*]}"
 check_eq "no snapshot is incomplete or suspicious" \
 	"$(jq -c '[.snapshots[] | .incomplete or .suspicious] | unique' "$T_TMP/snaps.json")" '[false]'
 for i in 0 1 2; do
-	h=$nodes-$i
+	h=${node[$i]}
 	# The first Backup of the host that succeeded, and its snapshot.
 	bid=$(jq -r --arg h "$h" '[.items[] | select(.spec.host == $h and .status.phase == "Succeeded")] | sort_by(.spec.slot) | .[0].status.snapshot.id // ""' "$T_TMP/backups.json")
 	if [[ -z $bid ]]; then
@@ -196,16 +213,16 @@ for i in 0 1 2; do
 		fail "$h: lode restore" "$out"
 		continue
 	fi
-	d=$(env_node_dir "$h")
-	if out=$(diff -r --no-dereference "$d/srv/data" "$t/srv/data" 2>&1); then
+	d=$(node_dir "$i")
+	if out=$(diff -r --no-dereference "$d/data" "$t/srv/$ns/data" 2>&1); then
 		pass "$h: the restore is that node's files, byte for byte"
 	else
 		fail "$h: the restore is that node's files, byte for byte" "$out"
 	fi
 	check_eq "$h: modes, owners and the symlink come back" \
-		"$(cd "$t/srv/data" && stat -c '%n %a %u' private hostname && readlink link)" \
-		"$(cd "$d/srv/data" && stat -c '%n %a %u' private hostname && readlink link)"
-	check_eq "$h: paths outside the policy are not in the snapshot" "$(ls "$t/srv")" "data"
+		"$(cd "$t/srv/$ns/data" && stat -c '%n %a %u' private hostname && readlink link)" \
+		"$(cd "$d/data" && stat -c '%n %a %u' private hostname && readlink link)"
+	check_eq "$h: paths outside the policy are not in the snapshot" "$(ls "$t/srv/$ns")" "data"
 done
 
 # ---- GC for real: the controller's GC Job runs `lode gc` in the image while a backup runs ----
@@ -214,7 +231,7 @@ done
 # are used by nothing; once aged past the window (versitygw's posix backend takes
 # LastModified from the file's mtime), the GC Job frees exactly them, while a backup
 # throttled by uploadRate is running on node 0. There is no scheduler here: the test
-# binds the GC pod to a stand-in node, as kube-scheduler would.
+# binds the GC pod to a real node, as kube-scheduler would.
 DATA=$ENV_DIR/s3/data/$S3_BUCKET/$prefix
 # No backup pod is pending or running.
 backups_idle() {
@@ -228,10 +245,10 @@ policy "0 0 1 1 *" 10
 env_wait 60 "the running backups to end" backups_idle || fail "the backups end" "$(kc -n "$ns" get pods)"
 snaps | jq -r '.snapshots[].id' | sort >"$T_TMP/old-ids"
 for i in 0 1 2; do
-	d=$(env_node_dir "$nodes-$i")
-	echo "node $i, second life" >"$d/srv/data/hostname"
-	head -c $((310000 + i * 70000)) /dev/urandom >"$d/srv/data/sub dir/blob-$i"
-	echo "private $i, second life" >"$d/srv/data/private"
+	d=$(node_dir "$i")
+	echo "node $i, second life" >"$d/data/hostname"
+	head -c $((310000 + i * 70000)) /dev/urandom >"$d/data/sub dir/blob-$i"
+	echo "private $i, second life" >"$d/data/private"
 done
 policy "* * * * *" 1
 # Each host's snapshots are new ones: the controller forgot every snapshot of the old
@@ -239,7 +256,7 @@ policy "* * * * *" 1
 only_new() {
 	local s
 	s=$(snaps) || return 1
-	[[ $(jq -r '[.snapshots[].host] | unique | join(" ")' <<<"$s") == "$nodes-0 $nodes-1 $nodes-2" ]] &&
+	[[ $(jq -r '[.snapshots[].host] | unique | join(" ")' <<<"$s") == "${node[*]}" ]] &&
 		[[ -z $(jq -r '.snapshots[].id' <<<"$s" | grep -Fxf "$T_TMP/old-ids") ]]
 }
 if env_wait 210 "new snapshots only, the old ones forgotten" only_new; then
@@ -253,13 +270,13 @@ env_wait 90 "the running backups to end" backups_idle || fail "the backups end" 
 find "$DATA" -type f -exec touch -d '-1 day' {} +
 objects data meta runs >"$T_TMP/before"
 # The backup that runs during GC: 24 MiB more on node 0 at 1 MiB/s.
-head -c $((24 << 20)) /dev/urandom >"$(env_node_dir "$nodes-0")/srv/data/big"
+head -c $((24 << 20)) /dev/urandom >"$(node_dir 0)/data/big"
 kc -n "$ns" patch backuprepository main --type=merge -p '{"spec":{"gc":{"schedule":"* * * * *"}}}' >/dev/null
 policy "* * * * *" 1 1MiB/s
 gcjob() { kc -n "$ns" get jobs -l lodestore.io/repository=main -o jsonpath='{.items[0].metadata.name}'; }
 pod_of() { kc -n "$ns" get pods -l "job-name=$1" -o jsonpath='{.items[0].metadata.name}' 2>/dev/null; }
 bk_running() { # the name of node 0's running backup pod
-	kc -n "$ns" get pods -l "lodestore.io/policy=nightly,lodestore.io/host=$nodes-0" \
+	kc -n "$ns" get pods -l "lodestore.io/policy=nightly,lodestore.io/host=${node[0]}" \
 		-o jsonpath='{range .items[?(@.status.phase=="Running")]}{.metadata.name}{"\n"}{end}' | head -n 1
 }
 ready_to_bind() { [[ -n $(gcjob) && -n $(pod_of "$(gcjob)") && -n $(bk_running) ]]; }
@@ -272,7 +289,7 @@ job=$(gcjob)
 gcpod=$(pod_of "$job")
 bkpod=$(bk_running)
 kc create --raw "/api/v1/namespaces/$ns/pods/$gcpod/binding" -f - >/dev/null <<EOF
-{"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "$gcpod"}, "target": {"apiVersion": "v1", "kind": "Node", "name": "$nodes-1"}}
+{"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "$gcpod"}, "target": {"apiVersion": "v1", "kind": "Node", "name": "${node[1]}"}}
 EOF
 gc_field() { env_get -n "$ns" backuprepository/main "{.status.gc.$1}"; }
 gc_recorded() { [[ $(gc_field lastJob) == "$job" ]]; }
@@ -280,7 +297,7 @@ if env_wait 120 "status.gc to record $job" gc_recorded; then
 	pass "the GC Job ran lode gc in the image and its result is in status.gc"
 else
 	fail "the GC Job ran lode gc in the image" "$(kc -n "$ns" get pod "$gcpod" -o json | jq -c .status)" \
-		"$(tail -n 20 "$ENV_LOGS/chroot-kubelet.log")"
+		"$(tail -n 20 "$ENV_LOGS/kubelet-${node[1]}.log")"
 fi
 check_eq "status.gc.result Succeeded" "$(gc_field result): $(gc_field message)" "Succeeded: $(gc_field message)"
 bk_done() { [[ $(env_get -n "$ns" "pod/$bkpod" '{.status.phase}') == Succeeded ]]; }
@@ -314,15 +331,15 @@ check_contains "the Event's bytes" "$(events GarbageCollected)" " $freed_bytes b
 # restores exactly, and every pack reads back.
 snaps >"$T_TMP/kept.json"
 check_eq "every host keeps snapshots" "$(jq -r '[.snapshots[].host] | unique | join(" ")' "$T_TMP/kept.json")" \
-	"$nodes-0 $nodes-1 $nodes-2"
+	"${node[*]}"
 for i in 0 1 2; do
-	h=$nodes-$i
+	h=${node[$i]}
 	# Newest first: the newest is of the node's files as they are now; the older one
 	# (made before big was written on node 0) is checked by check --read-data below.
 	id=$(jq -r --arg h "$h" '.snapshots[] | select(.host == $h) | .id' "$T_TMP/kept.json" | head -n 1)
 	t=$T_TMP/after-gc-$i
 	if out=$("$LODE" restore "$id" --target "$t" 2>&1) &&
-		out=$(diff -r --no-dereference "$(env_node_dir "$h")/srv/data" "$t/srv/data" 2>&1); then
+		out=$(diff -r --no-dereference "$(node_dir "$i")/data" "$t/srv/$ns/data" 2>&1); then
 		pass "$h: after GC, the newest snapshot restores byte for byte"
 	else
 		fail "$h: after GC, the newest snapshot restores byte for byte" "$out"

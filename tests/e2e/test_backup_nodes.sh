@@ -9,9 +9,9 @@
 #
 # What an operator checks: a policy's slot gives one snapshot per real node, each Backup
 # Succeeded with it, and `lode restore` of each gives back the node's files byte for byte,
-# a root-owned 0400 file included. The real nodes share this machine's file system, so
-# both back up the same directory; tests/e2e/test_backup_cluster.sh, on the chroot
-# stand-in, covers nodes with different files.
+# a 0400 file of another user included. Both back up the same directory of this
+# machine (under /tmp, which the nodes share); tests/e2e/test_backup_cluster.sh covers
+# nodes with different files (each node's own /srv).
 # Run it as  tests/env/with-cluster.sh bash tests/e2e/test_backup_nodes.sh
 # (it starts two real nodes unless the environment has them: LODE_REAL_NODES=2).
 set -u

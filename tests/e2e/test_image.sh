@@ -1,49 +1,58 @@
 #!/usr/bin/env bash
 # The image, built from the Dockerfile (tests/env/build-image.sh), run by plain Jobs on
-# nodes whose kubelet is tests/env/chroot-kubelet.py: what the image carries (lode, its
-# version, tzdata), and what the stand-in gives a pod as a kubelet and runtime would —
-# the command, env from a Secret (secretKeyRef and envFrom), hostPath mounts read-only,
-# the image's user or the pod's, capabilities, a read-only root, exit codes, the
-# termination message, a missing Secret, the Job's deadline and a pod's deletion.
-# Every wait is bounded.
+# two real nodes (containerd and a kubelet each, tests/env/real-nodes.sh): what the image
+# carries (lode, its version, tzdata), and what a kubelet and runc give a pod — the
+# command, env from a Secret (secretKeyRef and envFrom), hostPath mounts read-only, the
+# image's user or the pod's, capabilities, a read-only root, exit codes, the
+# termination message, a missing Secret, a projected ServiceAccount token, the Job's
+# deadline and a pod's deletion. Each node has its own /srv (its mount namespace), so
+# the same hostPath shows each pod its own node's files. Every wait is bounded.
+# Run it as  tests/env/with-cluster.sh bash tests/e2e/test_image.sh
+# (it starts two real nodes unless the environment has them: LODE_REAL_NODES=2).
 set -u
 # shellcheck source=tests/env/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../env/lib.sh"
 
+LODE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 ns=image-$(openssl rand -hex 3)
-prefix=img$(openssl rand -hex 2)
+IMAGE=lodestore.invalid/agent:e2e
+node=()
+# The node's files for this test: its /srv/$ns, seen from this machine.
+node_dir() { echo "$(env_real_node_root "${node[$1]}")/srv/$ns"; }
 cleanup() {
-	kc delete namespace "$ns" --wait=false >/dev/null 2>&1
-	env_delete_nodes "$prefix" >/dev/null 2>&1
-	env_chroot_kubelet_stop
+	# While the kubelets run, so they confirm their pods' deletion and the namespace goes.
+	kc delete namespace "$ns" --timeout=60s >/dev/null 2>&1
+	for i in "${!node[@]}"; do rm -rf "$(node_dir "$i")"; done
+	env_real_nodes_stop >/dev/null 2>&1
 	rm -rf "$T_TMP"
 }
 trap cleanup EXIT
 
-if ! env_chroot_kubelet_start; then
-	fail "the image builds and chroot-kubelet starts" "see $ENV_LOGS/chroot-kubelet.log and ~/.cache/lodestore/logs"
+if ! env_real_nodes_start 2; then
+	fail "two real nodes start (containerd, kubelet)" "see $ENV_LOGS/kubelet-*.log and containerd-*.log"
 	finish
 	exit 1
 fi
-pass "the image builds (or is cached) and chroot-kubelet starts"
+read -r -a node <<<"$REAL_NODES"
+node=("${node[@]:0:2}")
+check_eq "two real nodes are Ready" \
+	"$(for n in "${node[@]}"; do env_get node "$n" '{.status.conditions[?(@.type=="Ready")].status} '; done)" \
+	"True True "
+IMAGE_VERSION=$(cat "$(bash "$ENV_HERE/build-image.sh")/version")
 check_eq "the image carries the work tree's version" "$IMAGE_VERSION" \
 	"$(git -C "$LODE_ROOT" describe --tags --always --dirty 2>/dev/null || echo 0.0.0-dev)"
 
 kc create namespace "$ns" >/dev/null
-env_create_nodes 2 "$prefix" lodestore.io/chroot-kubelet=true
-check_eq "chroot-kubelet makes its two nodes Ready" \
-	"$(kc get nodes -l "lodestore.io/env-nodes=$prefix" -o 'jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{" "}{end}')" \
-	"True True "
 
-# Each node's "/" is its own directory: different files on each.
+# Each node's /srv is its own: different files on each.
 for i in 0 1; do
-	d=$(env_node_dir "$prefix-$i")
-	mkdir -p "$d/srv/data"
-	echo "file of node $i" >"$d/srv/data/hello"
+	d=$(node_dir "$i")
+	mkdir -p "$d/data"
+	echo "file of node $i" >"$d/data/hello"
 	# Readable only by another user: only CAP_DAC_READ_SEARCH gets through.
-	echo "private of node $i" >"$d/srv/data/private"
-	chown 4242:4242 "$d/srv/data/private"
-	chmod 0400 "$d/srv/data/private"
+	echo "private of node $i" >"$d/data/private"
+	chown 4242:4242 "$d/data/private"
+	chmod 0400 "$d/data/private"
 done
 
 # job NAME NODE SCRIPT [POD-SPEC-YAML-LINES] [CONTAINER-YAML-LINES]: a Job of one pod
@@ -63,7 +72,7 @@ spec:
 $podx
       containers:
         - name: main
-          image: lodestore.invalid/lodestore:test
+          image: $IMAGE
           command: [sh, -c, $(jq -Rn --arg s "$script" '$s')]
 $ctrx
 EOF
@@ -73,27 +82,27 @@ term() { # JOB FIELD: a field of the terminated state of the Job's container
 }
 
 # --- the image's contents and the version passed in ------------------------------
-job version "$prefix-0" 'lode version >/dev/termination-log && lode version --output json | grep -q "\"tzdata\""'
+job version "${node[0]}" 'lode version >/dev/termination-log && lode version --output json | grep -q "\"tzdata\""'
 env_wait_job "$ns" version Complete 60 && pass "lode version runs in the image" ||
-	fail "lode version runs in the image" "$(tail -n 5 "$ENV_LOGS/chroot-kubelet.log")"
+	fail "lode version runs in the image" "$(kc -n "$ns" get pods -o yaml | tail -n 20)"
 check_contains "the image's lode reports the version passed in" "$(term version message)" "lode $IMAGE_VERSION"
 check_contains "the image carries the tz database" "$(term version message)" "/usr/share/zoneinfo"
 check_eq "the exit code reaches the pod status" "$(term version exitCode)" 0
 
 # --- hostPath read-only, the image's user, a read-only root --------------------------
 mounts='      volumes:
-        - {name: data, hostPath: {path: /srv/data}}'
+        - {name: data, hostPath: {path: /srv/'"$ns"'/data}}'
 ro='          volumeMounts:
             - {name: data, mountPath: /host/srv/data, readOnly: true}
           securityContext: {readOnlyRootFilesystem: true}'
 for i in 0 1; do
-	job "read-$i" "$prefix-$i" 'exec >/dev/termination-log; cat /host/srv/data/hello; id -u
+	job "read-$i" "${node[$i]}" 'exec >/dev/termination-log; cat /host/srv/data/hello; id -u
 		touch /host/srv/data/new 2>/dev/null && echo host-rw || echo host-ro
 		touch /newfile 2>/dev/null && echo root-rw || echo root-ro
 		cat /host/srv/data/private 2>/dev/null || echo private-denied' "$mounts" "$ro"
 done
 for i in 0 1; do
-	env_wait_job "$ns" "read-$i" Complete 60 || fail "read-$i completes" "$(tail -n 5 "$ENV_LOGS/chroot-kubelet.log")"
+	env_wait_job "$ns" "read-$i" Complete 60 || fail "read-$i completes" "$(kc -n "$ns" get pods -o yaml | tail -n 20)"
 	msg=$(term "read-$i" message)
 	check_eq "node $i's pod reads its own node's file, as the image's user 65532, read-only" "$msg" \
 		"file of node $i
@@ -103,7 +112,7 @@ root-ro
 private-denied"
 done
 check_eq "the mount was read-only: nothing was written on the node" \
-	"$(ls "$(env_node_dir "$prefix-0")/srv/data")" "hello
+	"$(ls "$(node_dir 0)/data")" "hello
 private"
 
 # --- root with only CAP_DAC_READ_SEARCH, as the backup Job runs ---------------------------
@@ -114,7 +123,7 @@ caps='          volumeMounts:
             readOnlyRootFilesystem: true
             allowPrivilegeEscalation: false
             capabilities: {drop: [ALL], add: [DAC_READ_SEARCH]}'
-job caps "$prefix-1" 'exec >/dev/termination-log; id -u; grep -E "^(CapEff|NoNewPrivs)" /proc/self/status
+job caps "${node[1]}" 'exec >/dev/termination-log; id -u; grep -E "^(CapEff|NoNewPrivs)" /proc/self/status
 	cat /host/srv/data/private; touch /host/srv/data/x 2>/dev/null || echo host-ro' "$mounts" "$caps"
 env_wait_job "$ns" caps Complete 60 || fail "caps completes"
 check_eq "uid 0 with only DAC_READ_SEARCH reads a file another user owns, and nothing more" \
@@ -123,7 +132,7 @@ CapEff: 0000000000000004
 NoNewPrivs: 1
 private of node 1
 host-ro"
-job caps-nonroot "$prefix-1" 'exec >/dev/termination-log; grep ^CapEff /proc/self/status' "$mounts" \
+job caps-nonroot "${node[1]}" 'exec >/dev/termination-log; grep ^CapEff /proc/self/status' "$mounts" \
 	"${caps/runAsUser: 0/runAsUser: 1000}"
 env_wait_job "$ns" caps-nonroot Complete 60 || fail "caps-nonroot completes"
 check_eq "a non-root user loses added capabilities at exec, as in a real container" \
@@ -138,12 +147,12 @@ envx='          env:
             - {name: BOTH, value: "$(KEY)@$(NODE)"}
           envFrom:
             - {prefix: S_, secretRef: {name: creds}}'
-job env "$prefix-0" 'exec >/dev/termination-log; echo "$KEY|$BOTH|$S_other|$S_AWS_ACCESS_KEY_ID"' "" "$envx"
+job env "${node[0]}" 'exec >/dev/termination-log; echo "$KEY|$BOTH|$S_other|$S_AWS_ACCESS_KEY_ID"' "" "$envx"
 env_wait_job "$ns" env Complete 60 || fail "env completes"
 check_eq "env: secretKeyRef, fieldRef, \$(VAR) and envFrom with a prefix" "$(term env message)" \
-	"AKIDTEST|AKIDTEST@$prefix-0|with spaces|AKIDTEST"
+	"AKIDTEST|AKIDTEST@${node[0]}|with spaces|AKIDTEST"
 
-job env-missing "$prefix-0" 'echo "$X" >/dev/termination-log' "" \
+job env-missing "${node[0]}" 'echo "$X" >/dev/termination-log' "" \
 	'          env:
             - {name: X, valueFrom: {secretKeyRef: {name: later, key: k}}}'
 waiting() {
@@ -163,15 +172,34 @@ kc wait --for condition=established --timeout=30s crd/backuppolicies.lodestore.i
 kc -n "$ns" create serviceaccount default >/dev/null
 kc -n "$ns" create role read-policies --verb=get,list --resource=backuppolicies.lodestore.io >/dev/null
 kc -n "$ns" create rolebinding read-policies --role=read-policies --serviceaccount="$ns:default" >/dev/null
-job in-cluster "$prefix-0" 'exec >/dev/termination-log 2>&1; cat /var/run/secrets/kubernetes.io/serviceaccount/namespace; echo
-	lode status -n "$(cat /var/run/secrets/kubernetes.io/serviceaccount/namespace)" >/dev/null && echo api-ok'
+# The ServiceAccount admission plugin is off here (docs/testing.md), so the pod asks for
+# what it would add: the projected token, CA and namespace; the kubelet gets the token
+# from the TokenRequest API. On the host's network, the API server is 127.0.0.1.
+kc -n "$ns" create configmap api-ca --from-file=ca.crt="$ENV_DIR/pki/ca.crt" >/dev/null
+sa_pod="      hostNetwork: true
+      serviceAccountName: default
+      volumes:
+        - name: sa
+          projected:
+            sources:
+              - serviceAccountToken: {path: token, expirationSeconds: 3600}
+              - configMap: {name: api-ca, items: [{key: ca.crt, path: ca.crt}]}
+              - downwardAPI: {items: [{path: namespace, fieldRef: {fieldPath: metadata.namespace}}]}"
+sa_ctr="          volumeMounts:
+            - {name: sa, mountPath: /var/run/secrets/kubernetes.io/serviceaccount, readOnly: true}
+          env:
+            - {name: KUBERNETES_SERVICE_HOST, value: 127.0.0.1}
+            - {name: KUBERNETES_SERVICE_PORT, value: \"$APISERVER_PORT\"}"
+job in-cluster "${node[0]}" 'exec >/dev/termination-log 2>&1; cat /var/run/secrets/kubernetes.io/serviceaccount/namespace; echo
+	lode status -n "$(cat /var/run/secrets/kubernetes.io/serviceaccount/namespace)" >/dev/null && echo api-ok' \
+	"$sa_pod" "$sa_ctr"
 env_wait_job "$ns" in-cluster Complete 60 || fail "in-cluster completes" "$(term in-cluster message)"
 check_eq "lode in the image reaches the API server with the pod's ServiceAccount token" \
 	"$(term in-cluster message)" "$ns
 api-ok"
 
 # --- failure, deadline, deletion --------------------------------------------------------
-job fails "$prefix-1" 'echo broke >&2; exit 7' "" '          terminationMessagePolicy: FallbackToLogsOnError'
+job fails "${node[1]}" 'echo broke >&2; exit 7' "" '          terminationMessagePolicy: FallbackToLogsOnError'
 env_wait_job "$ns" fails Failed 60 || fail "fails fails"
 check_eq "a failing command: exit code in the pod status" "$(term fails exitCode)" 7
 check_eq "FallbackToLogsOnError: the log's tail is the message" "$(term fails message)" "broke"
@@ -188,11 +216,11 @@ spec:
   activeDeadlineSeconds: 4
   template:
     spec:
-      nodeName: $prefix-0
+      nodeName: ${node[0]}
       restartPolicy: Never
       terminationGracePeriodSeconds: 2
       containers:
-        - {name: main, image: x, command: [sleep, "$marker"]}
+        - {name: main, image: $IMAGE, command: [sleep, "$marker"]}
 EOF
 env_wait 30 "the deadline pod's process to run" sleeping && pass "the pod's process runs" ||
 	fail "the pod's process runs"
@@ -210,10 +238,10 @@ apiVersion: v1
 kind: Pod
 metadata: {name: deleted}
 spec:
-  nodeName: $prefix-1
+  nodeName: ${node[1]}
   restartPolicy: Never
   containers:
-    - {name: main, image: x, command: [sh, -c, "trap 'exit 0' TERM; sleep $marker & wait"]}
+    - {name: main, image: $IMAGE, command: [sh, -c, "trap 'exit 0' TERM; sleep $marker & wait"]}
 EOF
 env_wait 30 "the pod's process to run" sleeping || fail "the pod's process runs"
 check_eq "a running pod is Running" "$(env_get -n "$ns" pod deleted '{.status.phase}')" Running
@@ -223,6 +251,7 @@ kc -n "$ns" delete pod deleted --timeout 30s >/dev/null && pass "a deleted pod g
 env_wait 30 "the process to be killed" eval '! sleeping' && pass "a deleted pod's processes are killed" ||
 	fail "a deleted pod's processes are killed" "$(pgrep -af "sleep $marker")"
 
-leftover=$(grep -c "$CHROOT_KUBELET_STATE" /proc/mounts)
-check_eq "no mount of a pod reaches the host" "$leftover" 0
+# The pods' mounts (roots, Secret volumes) are in the nodes' mount namespaces only.
+check_eq "no mount of a pod reaches this machine's mount table" \
+	"$(awk -v d="$ENV_DIR/nodes/" 'index($5, d) == 1' /proc/self/mountinfo | wc -l)" 0
 finish

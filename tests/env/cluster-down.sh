@@ -48,7 +48,6 @@ stop() { # NAME PID BIN
 if [[ -n ${REAL_NODES:-} ]]; then
 	bash "$ENV_HERE/real-nodes.sh" down || status=1
 fi
-stop chroot-kubelet "${CHROOT_KUBELET_PID:-}" "${CHROOT_KUBELET_BIN:-}"
 stop kwok "${KWOK_PID:-}" "${KWOK_BIN:-}"
 stop kube-controller-manager "${KCM_PID:-}" "${KCM_BIN:-}"
 stop versitygw "${S3_PID:-}" "${S3_BIN:-}"

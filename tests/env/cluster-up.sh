@@ -7,8 +7,7 @@
 #                             operator-rbac.yaml), RBAC authorization
 #   kube-controller-manager   job, garbage-collector, namespace, ttl-after-finished
 #   kwok                      fake nodes and pod lifecycles (Stage objects), for every
-#                             node not labelled lodestore.io/chroot-kubelet or
-#                             lodestore.io/real-node
+#                             node not labelled lodestore.io/real-node
 #   real nodes (optional)     LODE_REAL_NODES=N: N nodes with containerd and a kubelet
 #                             each (real-nodes.sh), started last
 #   versitygw                 S3 over TLS with SigV4, posix backend, one bucket
@@ -288,12 +287,12 @@ kc apply --server-side -f "$ENV_HERE/operator-rbac.yaml" \
 kc wait --for condition=Established --timeout "${timeout_s}s" crd/stages.kwok.x-k8s.io >>"$ENV_LOGS/cluster-up.log"
 kc apply --server-side -f "$ENV_DIR/kwok/stages.yaml" >>"$ENV_LOGS/cluster-up.log"
 # KWOK_WORKDIR keeps it from reading a user's ~/.kwok/kwok.yaml. KWOK manages every
-# node but those labelled lodestore.io/chroot-kubelet (and so every pod but theirs):
-# tests/env/chroot-kubelet.py plays the kubelet of those. KWOK's label selector never
-# matches a node without any label, so every node a test makes carries one.
+# node but the real nodes, labelled lodestore.io/real-node (and so every pod but theirs):
+# their own kubelets run those. KWOK's label selector never matches a node without any
+# label, so every node a test makes carries one.
 KWOK_WORKDIR=$ENV_DIR/kwok start kwok KWOK "$kwok_dir/kwok" \
 	--kubeconfig "$ENV_DIR/kubeconfig" \
-	--manage-nodes-with-label-selector '!lodestore.io/chroot-kubelet,!lodestore.io/real-node' \
+	--manage-nodes-with-label-selector '!lodestore.io/real-node' \
 	--enable-crds Stage \
 	--cidr 10.0.0.1/24 --node-ip 10.0.0.1
 

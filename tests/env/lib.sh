@@ -24,21 +24,15 @@
 #   env_wait_job NS JOB TYPE [SECONDS]
 #                               waits for condition TYPE (Complete, Failed, ...)
 #                               to be True on the Job
-# The image and the kubelet stand-in (tests/env/chroot-kubelet.py, docs/testing.md):
-#   env_chroot_kubelet_start    builds the image (tests/env/build-image.sh, cached) and
-#                               starts the stand-in; sets CHROOT_KUBELET_IMAGE (the
-#                               image directory) and IMAGE_VERSION; cluster-down stops it
-#   env_chroot_kubelet_stop     stops it (its running pods' processes are killed)
-#   env_node_dir NODE           the directory that is NODE's "/" for hostPath volumes;
-#                               nodes labelled lodestore.io/chroot-kubelet=true
-#                               (env_create_nodes N P lodestore.io/chroot-kubelet=true)
-#                               run their pods in the image through the stand-in
 # Real nodes (tests/env/real-nodes.sh, docs/testing.md):
 #   env_real_nodes_start N      N nodes with containerd and a kubelet each, unless the
 #                               environment has real nodes already (LODE_REAL_NODES at
 #                               cluster-up); sets REAL_NODES (their names, labelled
 #                               lodestore.io/real-node=true); cluster-down stops them
 #   env_real_nodes_stop         stops the nodes env_real_nodes_start started, if it did
+#   env_real_node_root NODE     the directory of this machine whose srv/ is the real node
+#                               NODE's /srv (its own, in its mount namespace); the rest of
+#                               the node's / is this machine's
 # S3 helpers (SigV4 through curl --aws-sigv4, TLS verified against the test CA):
 #   env_s3 METHOD PATH [BODY-FILE [CURL ARGS...]]
 #                               signed request (the payload hash is signed too);
@@ -259,43 +253,6 @@ env_s3() {
 	env_s3_as "$S3_ACCESS_KEY" "$S3_SECRET_KEY" "$@"
 }
 
-CHROOT_KUBELET_STATE=$ENV_DIR/chroot-kubelet
-env_chroot_kubelet_start() {
-	local image
-	image=$(bash "$ENV_HERE/build-image.sh") || return 1
-	CHROOT_KUBELET_IMAGE=$image
-	IMAGE_VERSION=$(cat "$image/version")
-	if [[ -n ${CHROOT_KUBELET_PID:-} ]] && env_pid_is "$CHROOT_KUBELET_PID" "$CHROOT_KUBELET_BIN"; then
-		return 0
-	fi
-	mkdir -p "$CHROOT_KUBELET_STATE"
-	(umask 077 && printf '%s\n' "$ADMIN_TOKEN" >"$CHROOT_KUBELET_STATE/token")
-	: >"$ENV_LOGS/chroot-kubelet.log"
-	# The interpreter's own path (python3 may be a wrapper script), to check the PID against.
-	CHROOT_KUBELET_BIN=$(python3 -c 'import os, sys; print(os.path.realpath(sys.executable))')
-	setsid "$CHROOT_KUBELET_BIN" "$ENV_HERE/chroot-kubelet.py" --server "https://127.0.0.1:$APISERVER_PORT" \
-		--ca "$ENV_DIR/pki/ca.crt" --token-file "$CHROOT_KUBELET_STATE/token" --image "$image" \
-		--state "$CHROOT_KUBELET_STATE" </dev/null >>"$ENV_LOGS/chroot-kubelet.log" 2>&1 &
-	CHROOT_KUBELET_PID=$!
-	# setsid execs python3 (this shell has no job control, so it does not fork).
-	env_wait 10 "chroot-kubelet to start" env_pid_is "$CHROOT_KUBELET_PID" "$CHROOT_KUBELET_BIN" || return 1
-	# Recorded like the environment's own processes, so cluster-down stops it too.
-	printf 'CHROOT_KUBELET_PID=%q\nCHROOT_KUBELET_BIN=%q\n' "$CHROOT_KUBELET_PID" "$CHROOT_KUBELET_BIN" >>"$ENV_STATE"
-	env_wait 30 "chroot-kubelet to serve" grep -q serving "$ENV_LOGS/chroot-kubelet.log" || {
-		tail -n 20 "$ENV_LOGS/chroot-kubelet.log" >&2
-		return 1
-	}
-}
-env_chroot_kubelet_stop() {
-	[[ -n ${CHROOT_KUBELET_PID:-} ]] || return 0
-	kill -TERM "$CHROOT_KUBELET_PID" 2>/dev/null
-	env_wait 20 "chroot-kubelet to stop" eval "! env_pid_is $CHROOT_KUBELET_PID $CHROOT_KUBELET_BIN"
-}
-env_node_dir() {
-	echo "$CHROOT_KUBELET_STATE/nodes/$1"
-}
-
-ENV_REAL_NODES_OURS=0
 env_real_nodes_start() {
 	[[ -z ${REAL_NODES:-} ]] || return 0
 	# Ours even when up fails half-way: env_real_nodes_stop stops what started.
@@ -305,6 +262,9 @@ env_real_nodes_start() {
 	# shellcheck disable=SC1090
 	source "$ENV_STATE"
 	return $rc
+}
+env_real_node_root() {
+	echo "$ENV_DIR/nodes/$1"
 }
 env_real_nodes_stop() {
 	[[ $ENV_REAL_NODES_OURS == 1 ]] || return 0

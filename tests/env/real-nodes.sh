@@ -45,7 +45,7 @@ record() { printf '%s=%q\n' "$1" "$2" >>"$ENV_STATE"; }
 need() {
 	local c
 	[[ $(id -u) == 0 ]] || env_die "real-nodes: containerd and the kubelet need root"
-	for c in containerd containerd-shim-runc-v2 runc ctr gcc buildah ip; do
+	for c in containerd containerd-shim-runc-v2 runc ctr gcc buildah ip unshare nsenter; do
 		command -v "$c" >/dev/null || env_die "real-nodes: $c is missing (make setup installs it)"
 	done
 	[[ -x /usr/lib/cni/bridge && -x /usr/lib/cni/host-local && -x /usr/lib/cni/loopback ]] ||
@@ -242,7 +242,7 @@ node_ready() { # NAME
 
 up() {
 	local n=${1:?real-nodes up N} prefix=${LODE_REAL_NODE_PREFIX:-lode-node} i name d port t
-	local kubelet_dir pause image image_name names=()
+	local kubelet_dir pause image image_name cpid names=()
 	need
 	# shellcheck disable=SC1090
 	source "$ENV_STATE"
@@ -264,6 +264,8 @@ up() {
 			echo "$t $(cat "/proc/sys/$t")"
 		done >"$NODES_DIR/tunables"
 	fi
+	# Each node's /srv is bound over this machine's in the node's mount namespace.
+	mkdir -p /srv
 	record REAL_NODE_KUBELET_BIN "$kubelet_dir/kubelet"
 	record REAL_NODE_CONTAINERD_BIN "$(readlink -f "$(command -v containerd)")"
 	for ((i = 0; i < n; i++)); do
@@ -277,8 +279,16 @@ up() {
 		containerd_config "$name" "$d" "$i" >"$d/containerd.toml"
 		cni_config "$name" "$d" "$i" >"$d/cni/10-lode.conflist"
 		cgroup_root_make "$name"
-		setsid containerd --config "$d/containerd.toml" </dev/null >"$ENV_LOGS/containerd-$name.log" 2>&1 &
-		record "REAL_NODE_${i}_CONTAINERD_PID" "$!"
+		# The node's own mount namespace, where its /srv is $d/srv: containerd, its shims
+		# and containers, and the kubelet (nsenter, below) live in it. Mounts of this
+		# machine made later still appear in it (slave propagation); its own (the
+		# containers' roots, Secret volumes, network namespaces) never leave it and go
+		# with its last process.
+		mkdir -p "$d/srv"
+		setsid unshare --mount --propagation slave -- sh -c 'mount --bind "$1" /srv && exec containerd --config "$2"' \
+			sh "$d/srv" "$d/containerd.toml" </dev/null >"$ENV_LOGS/containerd-$name.log" 2>&1 &
+		cpid=$!
+		record "REAL_NODE_${i}_CONTAINERD_PID" "$cpid"
 		env_wait "$timeout_s" "containerd of $name" ctr_of "$d" version ||
 			env_die "real-nodes: containerd of $name does not answer; see $ENV_LOGS/containerd-$name.log"
 		ctr_of "$d" images import "$pause" >/dev/null
@@ -288,7 +298,7 @@ up() {
 		kubelet_config "$name" "$d" "$port" >"$d/kubelet.yaml"
 		kubeconfig >"$d/kubeconfig"
 		chmod 600 "$d/kubeconfig"
-		setsid "$kubelet_dir/kubelet" --config "$d/kubelet.yaml" --kubeconfig "$d/kubeconfig" \
+		setsid nsenter --mount="/proc/$cpid/ns/mnt" -- "$kubelet_dir/kubelet" --config "$d/kubelet.yaml" --kubeconfig "$d/kubeconfig" \
 			--root-dir "$d/kubelet" --cert-dir "$d/kubelet/pki" --hostname-override "$name" \
 			--node-labels "lodestore.io/real-node=true,kubernetes.io/hostname=$name" \
 			</dev/null >"$ENV_LOGS/kubelet-$name.log" 2>&1 &

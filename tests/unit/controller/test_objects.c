@@ -267,6 +267,15 @@ static json_t *pods_with(const char *message, const char *created)
                      "state", "terminated", term);
 }
 
+/* The terminated state of the first container of the first pod of pods_with's list. */
+static json_t *terminated_of(json_t *pods)
+{
+    json_t *pod = json_array_get(json_object_get(pods, "items"), 0);
+    json_t *cs =
+        json_array_get(json_object_get(json_object_get(pod, "status"), "containerStatuses"), 0);
+    return json_object_get(json_object_get(cs, "state"), "terminated");
+}
+
 static const json_t *cond(const json_t *patch, const char *type)
 {
     size_t i;
@@ -376,6 +385,31 @@ static void test_backup_result(void **state)
     assert_non_null(strstr(m, "the backup Job x failed; the agent's last output: aaa"));
     assert_non_null(strstr(m, "cannot open /etc/x"));
     assert_true(strlen(m) < 400);
+    json_decref(patch);
+    json_decref(pods);
+
+    /* Killed at its memory limit: the runtime's reason leads the message, with the log tail. */
+    s = (struct ctl_backup_status){
+        .phase = CTL_PHASE_FAILED, .reason = "job_failed", .message = "the backup Job x failed"};
+    patch = ctl_backup_status_json(&s);
+    pods = pods_with("reading /srv/data", "2026-03-29T02:30:00Z");
+    json_t *term = terminated_of(pods);
+    json_object_set_new(term, "reason", json_string("OOMKilled"));
+    json_object_set_new(term, "exitCode", json_integer(137));
+    ctl_backup_result(patch, pods, 1774751400, &r);
+    m = status_str(patch, "message");
+    assert_non_null(strstr(m, "OOMKilled: the agent went over its container's memory limit "
+                              "(exit code 137)"));
+    assert_non_null(strstr(m, "the backup Job x failed; the agent's last output: reading"));
+    assert_string_equal(status_str(patch, "reason"), "job_failed");
+    json_decref(patch);
+    json_decref(pods);
+    /* The same reason on a run that succeeded changes nothing (it cannot be the agent's). */
+    patch = ctl_backup_status_json(&(struct ctl_backup_status){.phase = CTL_PHASE_SUCCEEDED});
+    pods = pods_with(NULL, "2026-03-29T02:30:00Z");
+    json_object_set_new(terminated_of(pods), "reason", json_string("OOMKilled"));
+    ctl_backup_result(patch, pods, 1774751400, &r);
+    assert_null(strstr(status_str(patch, "message"), "OOMKilled"));
     json_decref(patch);
     json_decref(pods);
 
