@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Restores from the cluster, end to end (docs/restoring.md): the controller runs each
-# Restore as a Job of `lode restore` in the image built from the Dockerfile, on nodes
-# played by tests/env/chroot-kubelet.py, from versitygw through a BackupRepository.
+# Restore as a Job of `lode restore` in the image built from the Dockerfile, on two real
+# nodes (containerd and a kubelet each, tests/env/real-nodes.sh; each has its own /srv),
+# from versitygw through a BackupRepository, reached on the host's network.
 #
 # What an operator restoring a broken node relies on: a node's paths come back into a
 # directory of another node exactly (content, mode, owner, times, symlinks, xattrs), or
@@ -21,23 +22,34 @@ LODE=${LODE:-$root/build/lode}
 CTL=${LODE_CONTROLLER:-$root/build/lode-controller}
 [[ $CTL == /* ]] || CTL=$root/$CTL
 ns=e2e-rs-$(openssl rand -hex 3)
-nodes=rs$(openssl rand -hex 2)
+node=()
 PIDS=()
 cleanup() {
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
-	kc delete namespace "$ns" --wait=false >/dev/null 2>&1
-	env_delete_nodes "$nodes" >/dev/null 2>&1
-	env_chroot_kubelet_stop
+	# While the kubelets run, so they confirm their pods' deletion and the namespace goes.
+	kc delete namespace "$ns" --timeout=60s >/dev/null 2>&1
+	if [[ ${#node[@]} -eq 2 ]]; then
+		kc label node "${node[0]}" role- >/dev/null 2>&1
+		rm -rf "$S/srv/data" "$S/srv/big" "$D/srv/restored"
+	fi
+	env_real_nodes_stop >/dev/null 2>&1
 	rm -rf "$T_TMP"
 }
 trap cleanup EXIT
 
-if ! env_chroot_kubelet_start; then
-	fail "the image builds and chroot-kubelet starts" "see $ENV_LOGS/chroot-kubelet.log"
+if ! env_real_nodes_start 2; then
+	fail "two real nodes start (containerd, kubelet)" "see $ENV_LOGS/kubelet-*.log and containerd-*.log"
 	finish
 	exit 1
 fi
-pass "the image builds (or is cached) and chroot-kubelet starts"
+read -r -a node <<<"$REAL_NODES"
+if [[ ${#node[@]} -lt 2 ]]; then
+	fail "two real nodes" "the environment has ${#node[@]}: $REAL_NODES (LODE_REAL_NODES=2)"
+	finish
+	exit 1
+fi
+node=("${node[@]:0:2}")
+pass "two real nodes are Ready: ${node[*]}"
 
 # ---- the repository, from this machine ----
 prefix=$ns
@@ -76,12 +88,12 @@ repo main "$S3_ENDPOINT" s3
 repo wrongkey "$S3_ENDPOINT" s3-wrong
 
 # ---- two nodes: src has the files, dst receives them ----
-env_create_nodes 2 "$nodes" lodestore.io/chroot-kubelet=true
-src=$nodes-0
-dst=$nodes-1
+src=${node[0]}
+dst=${node[1]}
 kc label node "$src" "role=$ns" >/dev/null
-S=$(env_node_dir "$src")
-D=$(env_node_dir "$dst")
+S=$(env_real_node_root "$src")
+D=$(env_real_node_root "$dst")
+rm -rf "$S/srv/data" "$S/srv/big" "$D/srv/restored" # a run killed before its cleanup
 mkdir -p "$S/srv/data/sub dir/deeper" "$S/srv/data/empty" "$S/srv/big"
 echo "the source node" >"$S/srv/data/hostname"
 head -c 300000 /dev/urandom >"$S/srv/data/sub dir/blob"
@@ -103,7 +115,7 @@ touch -d '2022-06-07 08:09:10' "$S/srv/data/sub dir/deeper" "$S/srv/data/sub dir
 # What delete-while-running restores: 40 files of 4 MiB.
 for i in $(seq 1 40); do head -c $((4 << 20)) /dev/urandom >"$S/srv/big/f$i"; done
 
-env_controller_start "$ns" ctl || {
+env_controller_start "$ns" ctl --agent-host-network || {
 	fail "the controller starts"
 	finish
 	exit 1
@@ -177,27 +189,27 @@ for d, ds, fs in os.walk("."):
 # ---- a node's paths into a directory of another node, by policy and host ----
 restore full "  snapshot: {policy: data, host: $src}
   setid: true
-  target: {node: $dst, path: /restored/full}"
+  target: {node: $dst, path: /srv/restored/full}"
 wait_end full
 check_eq "full: Succeeded, the newest good snapshot of the policy and host, onto the other node" \
-	"$(field full phase) $(field full snapshot) $(field full target)" "Succeeded $id $dst:/restored/full"
+	"$(field full phase) $(field full snapshot) $(field full target)" "Succeeded $id $dst:/srv/restored/full"
 # diff says two FIFOs differ: the listing below compares the FIFO.
-if out=$(diff -r --no-dereference -x fifo "$S/srv/data" "$D/restored/full/srv/data" 2>&1); then
+if out=$(diff -r --no-dereference -x fifo "$S/srv/data" "$D/srv/restored/full/srv/data" 2>&1); then
 	pass "full: the files are the source node's, byte for byte"
 else
 	fail "full: the files are the source node's, byte for byte" "$out"
 fi
 check_eq "full: modes, owners, sizes, times, symlinks, FIFOs and xattrs come back" \
-	"$(listing "$D/restored/full/srv/data")" "$(listing "$S/srv/data")"
+	"$(listing "$D/srv/restored/full/srv/data")" "$(listing "$S/srv/data")"
 check_eq "full: the counts in the status" \
 	"$(field full files) $(field full symlinks) $(field full other) $(field full errors)" \
 	"5 2 1 0"
 check_contains "full: status.duration and completionTime are set" "$(field full duration)/$(field full completionTime)" "s/20"
-check_eq "full: nothing of the stage is left" "$(ls -A "$D/restored/full")" "srv"
+check_eq "full: nothing of the stage is left" "$(ls -A "$D/srv/restored/full")" "srv"
 check_eq "full: Events Started and Restored" "$(events full | tr ' ' '\n' | grep -c -x -e Started -e Restored)" 2
 cols=$(kc -n "$ns" get restore full)
 check_contains "kubectl get restore: PHASE, SNAPSHOT, TARGET, AGE" "$cols" "PHASE"
-check_contains "kubectl get restore shows the target" "$cols" "$dst:/restored/full"
+check_contains "kubectl get restore shows the target" "$cols" "$dst:/srv/restored/full"
 job=$(field full jobName)
 spec=$(kc -n "$ns" get job "$job" -o json)
 check_eq "the Job: uid 0, read-only root, no escalation, no SYS_ADMIN" \
@@ -205,7 +217,7 @@ check_eq "the Job: uid 0, read-only root, no escalation, no SYS_ADMIN" \
 	'[0,true,false,null]'
 check_eq "the Job: only the target is mounted from the node, read-write" \
 	"$(jq -c '[.spec.template.spec.volumes[] | select(.hostPath) | .hostPath.path]' <<<"$spec") $(jq -c '[.spec.template.spec.containers[0].volumeMounts[] | select(.readOnly != true) | .mountPath] | sort' <<<"$spec")" \
-	'["/restored/full"] ["/restore","/tmp"]'
+	'["/srv/restored/full"] ["/restore","/tmp"]'
 check_eq "the Job: credentials by reference, never by value" \
 	"$(jq -c '[.spec.template.spec.containers[0].env[] | select(.name | startswith("AWS_") and . != "AWS_REGION") | (.value == null and .valueFrom.secretKeyRef.name == "s3")] | unique' <<<"$spec")" '[true]'
 
@@ -213,35 +225,35 @@ check_eq "the Job: credentials by reference, never by value" \
 restore some "  snapshot: {id: $id}
   repository: main
   include: [\"/srv/data/sub dir/deeper\", /srv/data/hostname]
-  target: {node: $dst, path: /restored/some}"
+  target: {node: $dst, path: /srv/restored/some}"
 wait_end some
 check_eq "include: Succeeded with the two paths' files" "$(field some phase) $(field some files)" "Succeeded 2"
 check_eq "include: only those paths and the directories above them" \
-	"$(cd "$D/restored/some" && find . | sort | tr '\n' ' ')" \
+	"$(cd "$D/srv/restored/some" && find . | sort | tr '\n' ' ')" \
 	". ./srv ./srv/data ./srv/data/hostname ./srv/data/sub dir ./srv/data/sub dir/deeper ./srv/data/sub dir/deeper/f "
 check_eq "include: the directory above keeps its mode and time" \
-	"$(stat -c '%a %Y' "$D/restored/some/srv/data/sub dir")" "$(stat -c '%a %Y' "$S/srv/data/sub dir")"
+	"$(stat -c '%a %Y' "$D/srv/restored/some/srv/data/sub dir")" "$(stat -c '%a %Y' "$S/srv/data/sub dir")"
 
 # ---- a dry run writes nothing ----
 restore dry "  snapshot: {id: $id}
   repository: main
   dryRun: true
-  target: {node: $dst, path: /restored/dry}"
+  target: {node: $dst, path: /srv/restored/dry}"
 wait_end dry
 check_eq "dry run: Succeeded, reason DryRun, the files it would write" \
 	"$(field dry phase) $(field dry reason) $(field dry files)" "Succeeded DryRun 5"
 check_contains "dry run: status.paths lists them" "$(field dry paths)" "/srv/data/sub dir/blob"
-check_eq "dry run: nothing was written, not even the target" "$(ls -d "$D/restored/dry" 2>&1 | grep -c 'No such file')" 1
+check_eq "dry run: nothing was written, not even the target" "$(ls -d "$D/srv/restored/dry" 2>&1 | grep -c 'No such file')" 1
 check_contains "dry run: Event DryRun" "$(events dry)" "DryRun"
 
 # ---- failures, each with its reason, writing nothing ----
 bad=${id:0:${#id}-1}$([[ ${id: -1} == 0 ]] && echo 1 || echo 0)
 restore missing "  snapshot: {id: $bad}
   repository: main
-  target: {node: $dst, path: /restored/missing}"
+  target: {node: $dst, path: /srv/restored/missing}"
 restore wrong "  snapshot: {id: $id}
   repository: wrongkey
-  target: {node: $dst, path: /restored/wrong}"
+  target: {node: $dst, path: /srv/restored/wrong}"
 wait_end missing
 wait_end wrong
 check_eq "a snapshot that does not exist: Failed, SnapshotNotFound" \
@@ -250,37 +262,37 @@ check_contains "... its message names it" "$(field missing message)" "no snapsho
 check_contains "... a Warning Event says so" "$(events missing)" "SnapshotNotFound"
 check_eq "a wrong key: Failed, WrongKey" "$(field wrong phase) $(field wrong reason)" "Failed WrongKey"
 check_contains "... its message says wrong key" "$(field wrong message)" "wrong key"
-check_eq "... nothing was written" "$(find "$D/restored/wrong" "$D/restored/missing" -mindepth 1 | wc -l)" 0
+check_eq "... nothing was written" "$(find "$D/srv/restored/wrong" "$D/srv/restored/missing" -mindepth 1 | wc -l)" 0
 restore nopolicy "  snapshot: {policy: nosuch, host: $src}
-  target: {node: $dst, path: /restored/nopolicy}"
+  target: {node: $dst, path: /srv/restored/nopolicy}"
 wait_end nopolicy
 check_eq "a policy that does not exist: Failed, PolicyNotFound, no Job" \
 	"$(field nopolicy phase) $(field nopolicy reason) $(field nopolicy jobName)" "Failed PolicyNotFound "
 out=$(restore badspec "  snapshot: {id: $id}
-  target: {node: $dst, path: /restored/badspec}" 2>&1)
+  target: {node: $dst, path: /srv/restored/badspec}" 2>&1)
 check_contains "the API server refuses a snapshot id without a repository" "$out" "needs spec.repository"
 out=$(restore badpath "  snapshot: {id: $id}
   repository: main
-  target: {node: $dst, path: /restored/../etc}" 2>&1)
+  target: {node: $dst, path: /srv/restored/../etc}" 2>&1)
 check_contains "... and a target path with .." "$out" "without . or .. parts"
 
 # ---- a target that holds files: refused unless asked ----
-echo "already here" >"$D/restored/full/keep"
+echo "already here" >"$D/srv/restored/full/keep"
 restore exists "  snapshot: {id: $id}
   repository: main
-  target: {node: $dst, path: /restored/full}"
+  target: {node: $dst, path: /srv/restored/full}"
 wait_end exists
 check_eq "a target that is not empty: Failed, TargetNotEmpty" "$(field exists phase) $(field exists reason)" "Failed TargetNotEmpty"
 check_contains "... the message says how to go on" "$(field exists message)" "overwrite"
-echo "changed" >"$D/restored/full/srv/data/sub dir/deeper/f"
+echo "changed" >"$D/srv/restored/full/srv/data/sub dir/deeper/f"
 restore over "  snapshot: {id: $id}
   repository: main
   overwrite: true
   include: [\"/srv/data/sub dir/deeper\"]
-  target: {node: $dst, path: /restored/full}"
+  target: {node: $dst, path: /srv/restored/full}"
 wait_end over
 check_eq "overwrite: true replaces the file in the way, keeps the rest" \
-	"$(field over phase) $(cat "$D/restored/full/srv/data/sub dir/deeper/f") $(cat "$D/restored/full/keep")" \
+	"$(field over phase) $(cat "$D/srv/restored/full/srv/data/sub dir/deeper/f") $(cat "$D/srv/restored/full/keep")" \
 	"Succeeded deep already here"
 
 # ---- deleting a Restore while it runs; a second one into the same place waits ----
@@ -293,9 +305,9 @@ env_wait 60 "the repository behind the proxy to be Ready" ready slow ||
 	fail "the repository behind the proxy is Ready" "$(kc -n "$ns" get backuprepository slow -o jsonpath='{.status}')"
 restore slow "  snapshot: {id: $bigid}
   repository: slow
-  target: {node: $dst, path: /restored/slow}"
+  target: {node: $dst, path: /srv/restored/slow}"
 # Its stage fills with whole files; then every S3 request stalls, so it keeps running.
-stage_has_files() { [[ -n $(find "$D/restored/slow" -path '*/.lode-restore-staging-*' -type f -name 'f*' 2>/dev/null | head -n 1) ]]; }
+stage_has_files() { [[ -n $(find "$D/srv/restored/slow" -path '*/.lode-restore-staging-*' -type f -name 'f*' 2>/dev/null | head -n 1) ]]; }
 if env_wait 120 "the slow restore's first files" stage_has_files; then
 	env_fault stall/500
 	pass "the slow restore writes its first files into its stage"
@@ -305,7 +317,7 @@ fi
 restore second "  snapshot: {id: $id}
   repository: main
   dryRun: true
-  target: {node: $dst, path: /restored/slow/inner}"
+  target: {node: $dst, path: /srv/restored/slow/inner}"
 env_wait 30 "the second Restore to wait" eval "[[ \$(field second reason) == WaitingForTarget ]]"
 check_eq "a Restore into the same place waits: Pending, WaitingForTarget" \
 	"$(field second phase) $(field second reason) $(field slow phase)" "Pending WaitingForTarget Running"
@@ -318,11 +330,11 @@ if env_wait 60 "the slow restore's Job and pod to go" gone; then
 else
 	fail "deleting a running Restore stops its Job" "$(kc -n "$ns" get jobs,pods 2>&1)"
 fi
-empty() { [[ -z $(ls -A "$D/restored/slow" 2>/dev/null) ]]; }
+empty() { [[ -z $(ls -A "$D/srv/restored/slow" 2>/dev/null) ]]; }
 if env_wait 30 "the slow restore's stage to go" empty; then
 	pass "... and nothing it wrote is left in the target"
 else
-	fail "... and nothing it wrote is left in the target" "$(find "$D/restored/slow" | head)"
+	fail "... and nothing it wrote is left in the target" "$(find "$D/srv/restored/slow" | head)"
 fi
 env_fault clear
 wait_end second
