@@ -7,6 +7,7 @@
 #include <openssl/evp.h>
 
 #include "kube/kube.h"
+#include "podsec.h"
 
 /* SHA-256, not a fast hash: a collision would give two runs one name, even for chosen names. */
 static void ctl_hash_hex(const char *const *parts, size_t nparts, char *out, size_t ndigits)
@@ -203,11 +204,9 @@ json_t *ctl_job_json(const struct policy *p, const struct ctl_run *run,
                   "/", "type", "Directory", "name", "tmp", "emptyDir");
     /* uid 0 with DAC_READ_SEARCH alone: reads and lists every file and directory, and
      * overrides nothing else (no DAC_OVERRIDE, FOWNER, CHOWN...). A non-root user would lose the
-     * capability at exec, as Kubernetes sets no ambient capabilities. */
-    json_t *security =
-        json_pack("{s:i, s:b, s:b, s:b, s:{s:[s], s:[s]}}", "runAsUser", 0, "runAsNonRoot", 0,
-                  "readOnlyRootFilesystem", 1, "allowPrivilegeEscalation", 0, "capabilities",
-                  "drop", "ALL", "add", "DAC_READ_SEARCH");
+     * capability at exec, as Kubernetes sets no ambient capabilities. The capabilities and
+     * the rest of the hardening are podsec.c's. */
+    json_t *security = json_pack("{s:i, s:b}", "runAsUser", 0, "runAsNonRoot", 0);
     json_t *container =
         json_pack("{s:s, s:s, s:[s, s], s:o, s:o, s:o, s:o, s:s}", "name", "backup", "image",
                   opts->agent_image, "command", "/usr/local/bin/lode", "backup", "args", args,
@@ -217,6 +216,7 @@ json_t *ctl_job_json(const struct policy *p, const struct ctl_run *run,
                             "restartPolicy", "Never", "tolerations", "operator", "Exists",
                             "containers", container, "volumes", volumes);
     ctl_pod_set_network(pod, opts);
+    ctl_pod_harden(pod, CTL_POD_BACKUP, "host-root", run->host_rro);
     json_t *meta =
         json_pack("{s:s, s:s, s:o, s:{s:s}}", "name", run->backup_name, "namespace", p->namespace,
                   "labels", ctl_labels(p, run), "annotations", CTL_ANNOT_HOST, run->host);

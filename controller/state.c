@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "podsec.h"
 #include "util/map.h"
 
 /* Dotted paths keep the reducers below one line per field; no key here contains a dot. */
@@ -104,6 +105,7 @@ int ctl_node_from_json(struct ctl_node **out, const json_t *obj, struct util_err
         if (type != NULL && strcmp(type, "Ready") == 0)
             n->ready = status != NULL && strcmp(status, "True") == 0;
     }
+    n->rro = ctl_node_rro_supported(obj);
     /* A node being drained is not a place to start a backup. */
     if (json_is_true(ctl_json_path(obj, "spec.unschedulable")))
         n->ready = false;

@@ -32,6 +32,7 @@ struct ctl_node {
     char *name;
     int64_t created;
     bool ready;
+    bool rro; /* its runtime mounts recursively read-only (ctl_node_rro_supported) */
     size_t nlabels;
     uint64_t *labels; /* ctl_label_hash(key, value) of each label, sorted */
 };

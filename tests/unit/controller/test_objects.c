@@ -119,7 +119,8 @@ static void test_job_is_pinned_bounded_and_read_only(void **state)
                           "etc-and-home-202603290330-abc",
                           "buid",
                           0,
-                          NULL};
+                          NULL,
+                          false};
     struct ctl_job_opts opts = {"lodestore:test", 3600, false};
     json_t *job = ctl_job_json(&p, &run, &opts);
     json_t *spec = json_object_get(job, "spec");
@@ -155,9 +156,10 @@ static void test_job_is_pinned_bounded_and_read_only(void **state)
 
     /* Root with DAC_READ_SEARCH alone, nothing else, on a read-only root. */
     char *sc = json_dumps(json_object_get(c, "securityContext"), JSON_COMPACT | JSON_SORT_KEYS);
-    assert_string_equal(sc, "{\"allowPrivilegeEscalation\":false,\"capabilities\":{\"add\":["
-                            "\"DAC_READ_SEARCH\"],\"drop\":[\"ALL\"]},\"readOnlyRootFilesystem\":"
-                            "true,\"runAsNonRoot\":false,\"runAsUser\":0}");
+    assert_string_equal(sc,
+                        "{\"allowPrivilegeEscalation\":false,\"capabilities\":{\"add\":["
+                        "\"DAC_READ_SEARCH\"],\"drop\":[\"ALL\"]},\"privileged\":false,"
+                        "\"readOnlyRootFilesystem\":true,\"runAsNonRoot\":false,\"runAsUser\":0}");
     free(sc);
     assert_string_equal(json_string_value(json_object_get(c, "terminationMessagePolicy")),
                         "FallbackToLogsOnError");
@@ -189,7 +191,7 @@ static void test_job_host_network(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL};
+    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL, false};
     struct ctl_job_opts opts = {"img", 60, true};
     json_t *jobs[] = {ctl_job_json(&p, &run, &opts),
                       ctl_gc_job_json("ns", "main", NULL, "gc-main-x", 3600, &opts)};
@@ -207,7 +209,7 @@ static void test_job_manual(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL};
+    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL, false};
     struct ctl_job_opts opts = {"img", 60, false};
     json_t *job = ctl_job_json(&p, &run, &opts);
     char *s = json_dumps(job, JSON_COMPACT);
@@ -236,7 +238,7 @@ static void test_policy_document(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, doc};
+    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, doc, false};
     struct ctl_job_opts opts = {"img", 60, false};
     json_t *job = ctl_job_json(&p, &run, &opts);
     json_t *c = job_container(job);
@@ -410,7 +412,7 @@ static void test_job_repository(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL};
+    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL, false};
     struct ctl_job_opts opts = {"img", 60, false};
     json_t *job = ctl_job_json(&p, &run, &opts);
     /* "-----BEGIN CERTIFICATE-----\n" in base64. */
@@ -491,7 +493,7 @@ static void test_job_repository_defaults_and_errors(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL};
+    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL, false};
     struct ctl_job_opts opts = {"img", 60, false};
     json_t *job = ctl_job_json(&p, &run, &opts);
     char *before = json_dumps(job, JSON_SORT_KEYS);
@@ -545,8 +547,8 @@ static void test_backup_object(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "2026-03-29T03:30", CTL_TRIGGER_CATCH_UP, "puid", "bk", NULL, 0,
-                          NULL};
+    struct ctl_run run = {
+        "node-1", "2026-03-29T03:30", CTL_TRIGGER_CATCH_UP, "puid", "bk", NULL, 0, NULL, false};
     json_t *b = ctl_backup_json(&p, &run);
     json_t *spec = json_object_get(b, "spec");
     assert_string_equal(json_string_value(json_object_get(b, "apiVersion")), API_GROUP_VERSION);
