@@ -242,17 +242,23 @@ static json_t *ctl_secret_env(const char *name, const char *secret, const char *
                      secret, "key", key);
 }
 
-int ctl_job_set_repository(json_t *job, const json_t *repo, struct util_err *err)
+/*
+ * The body of ctl_job_set_repository and ctl_backup_job_set_repository: field names the
+ * member of the spec (a Secret's name and its keys) the Job's S3 keys and repository key
+ * come from.
+ */
+static int ctl_job_set_repository_from(json_t *job, const json_t *repo, const char *field,
+                                       struct util_err *err)
 {
     const json_t *spec = json_object_get(repo, "spec");
-    const json_t *creds = json_object_get(spec, "credentialsSecret");
+    const json_t *creds = json_object_get(spec, field);
     const char *endpoint = json_string_value(json_object_get(spec, "endpoint"));
     const char *bucket = json_string_value(json_object_get(spec, "bucket"));
     const char *secret = json_string_value(json_object_get(creds, "name"));
     if (endpoint == NULL || bucket == NULL || secret == NULL)
         return util_err_set(err, UTIL_EINVAL,
-                            "the BackupRepository lacks spec.endpoint, spec.bucket or "
-                            "spec.credentialsSecret.name");
+                            "the BackupRepository lacks spec.endpoint, spec.bucket or spec.%s.name",
+                            field);
     const char *ca = json_string_value(json_object_get(spec, "caBundle"));
     char *pem = NULL;
     size_t npem = 0;
@@ -334,6 +340,21 @@ int ctl_job_set_repository(json_t *job, const json_t *repo, struct util_err *err
                                         "fieldPath", "metadata.annotations['" CTL_ANNOT_CA "']"));
     }
     return 0;
+}
+
+int ctl_job_set_repository(json_t *job, const json_t *repo, struct util_err *err)
+{
+    return ctl_job_set_repository_from(job, repo, "credentialsSecret", err);
+}
+
+int ctl_backup_job_set_repository(json_t *job, const json_t *repo, struct util_err *err)
+{
+    const json_t *spec = json_object_get(repo, "spec");
+    /* A node must never see the Secret that can delete: the kubelet of a node may read
+     * every Secret a pod bound to it names, whole (docs/security.md, "Roles"). */
+    bool agent = json_is_object(json_object_get(spec, "agentCredentialsSecret"));
+    return ctl_job_set_repository_from(job, repo,
+                                       agent ? "agentCredentialsSecret" : "credentialsSecret", err);
 }
 
 char *ctl_policy_document(const json_t *obj)

@@ -148,6 +148,17 @@ json_t *ctl_job_json(const struct policy *p, const struct ctl_run *run,
 int ctl_job_set_repository(json_t *job, const json_t *repo, struct util_err *err);
 
 /*
+ * The same for a node's backup Job, with the agent's own credentials: from
+ * spec.agentCredentialsSecret (name, accessKeyIDKey, secretAccessKeyKey, sessionTokenKey,
+ * repositoryKeyKey) when the repository names one, so the Secret that can delete (the
+ * credentialsSecret, for forget and GC) is never referenced by a pod on a node; else from
+ * credentialsSecret as ctl_job_set_repository does (docs/security.md, "Roles with their
+ * own credentials"). UTIL_EINVAL as there, naming agentCredentialsSecret.name when it
+ * lacks one.
+ */
+int ctl_backup_job_set_repository(json_t *job, const json_t *repo, struct util_err *err);
+
+/*
  * The policy as the agent reads it (LODE_POLICY_DOCUMENT): compact JSON of apiVersion,
  * kind, metadata.namespace, metadata.name and spec of the BackupPolicy object obj.
  * Owned by the caller.

@@ -339,7 +339,7 @@ static json_t *ctl_job_for(struct ctl *c, struct ctl_policy_entry *e, struct ctl
     const struct ctl_node *n = util_map_get(&c->nodes, run->host);
     run->host_rro = n != NULL && n->rro;
     json_t *job = ctl_job_json(&e->p.spec, run, &c->rcfg.job);
-    if (ctl_job_set_repository(job, v.obj, err) != 0) {
+    if (ctl_backup_job_set_repository(job, v.obj, err) != 0) {
         json_decref(job);
         return NULL;
     }

@@ -542,6 +542,75 @@ static void test_job_repository_defaults_and_errors(void **state)
     json_decref(job);
 }
 
+/* The node's Job gets the agent's Secret, never the one that can delete; GC gets that one. */
+static void test_job_agent_credentials(void **state)
+{
+    char *paths[] = {"/etc", "/home"};
+    struct policy p;
+    make_policy(&p, paths);
+    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL, false};
+    struct ctl_job_opts opts = {"img", 60, false};
+    json_t *repo = json_loads(
+        "{\"spec\":{\"endpoint\":\"https://s3.lan\",\"bucket\":\"b\",\"credentialsSecret\":{"
+        "\"name\":\"deleter\",\"accessKeyIDKey\":\"dak\"},\"agentCredentialsSecret\":{\"name\":"
+        "\"writer\",\"accessKeyIDKey\":\"wak\",\"sessionTokenKey\":\"wst\",\"repositoryKeyKey\":"
+        "\"wrk\"}}}",
+        0, NULL);
+    struct util_err err = {0};
+    const char *key;
+
+    json_t *job = ctl_job_json(&p, &run, &opts);
+    assert_int_equal(ctl_backup_job_set_repository(job, repo, &err), 0);
+    json_t *c = job_container(job);
+    assert_string_equal(env_secret(c, "AWS_ACCESS_KEY_ID", &key), "writer");
+    assert_string_equal(key, "wak");
+    assert_string_equal(env_secret(c, "AWS_SECRET_ACCESS_KEY", &key), "writer");
+    assert_string_equal(key, "AWS_SECRET_ACCESS_KEY");
+    assert_string_equal(env_secret(c, "AWS_SESSION_TOKEN", &key), "writer");
+    assert_string_equal(key, "wst");
+    json_t *kv = json_object_get(
+        by_name(json_object_get(job_pod(job), "volumes"), "repository-key"), "secret");
+    assert_string_equal(json_string_value(json_object_get(kv, "secretName")), "writer");
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(json_object_get(kv, "items"), 0), "key")),
+        "wrk");
+    char *s = json_dumps(job, JSON_COMPACT);
+    assert_null(strstr(s, "deleter"));
+    free(s);
+    json_decref(job);
+
+    /* GC (and the controller's forget) keep the deleting credentials. */
+    job = ctl_gc_job_json("ops", "main", NULL, "gc-main-x", 3600, &opts);
+    assert_int_equal(ctl_job_set_repository(job, repo, &err), 0);
+    assert_string_equal(env_secret(job_container(job), "AWS_ACCESS_KEY_ID", &key), "deleter");
+    assert_string_equal(key, "dak");
+    s = json_dumps(job, JSON_COMPACT);
+    assert_null(strstr(s, "writer"));
+    free(s);
+    json_decref(job);
+    json_decref(repo);
+
+    /* Without an agent Secret the backup Job has the one there is (not recommended). */
+    repo = json_loads("{\"spec\":{\"endpoint\":\"https://s3.lan\",\"bucket\":\"b\","
+                      "\"credentialsSecret\":{\"name\":\"only\"}}}",
+                      0, NULL);
+    job = ctl_job_json(&p, &run, &opts);
+    assert_int_equal(ctl_backup_job_set_repository(job, repo, &err), 0);
+    assert_string_equal(env_secret(job_container(job), "AWS_ACCESS_KEY_ID", &key), "only");
+    json_decref(job);
+    json_decref(repo);
+
+    /* An agent Secret without a name is refused by name. */
+    repo = json_loads("{\"spec\":{\"endpoint\":\"https://s3.lan\",\"bucket\":\"b\","
+                      "\"credentialsSecret\":{\"name\":\"d\"},\"agentCredentialsSecret\":{}}}",
+                      0, NULL);
+    job = ctl_job_json(&p, &run, &opts);
+    assert_int_equal(ctl_backup_job_set_repository(job, repo, &err), UTIL_EINVAL);
+    assert_non_null(strstr(err.msg, "spec.agentCredentialsSecret.name"));
+    json_decref(job);
+    json_decref(repo);
+}
+
 static void test_backup_object(void **state)
 {
     char *paths[] = {"/etc", "/home"};
@@ -630,6 +699,7 @@ int main(void)
         cmocka_unit_test(test_backup_result),
         cmocka_unit_test(test_job_repository),
         cmocka_unit_test(test_job_repository_defaults_and_errors),
+        cmocka_unit_test(test_job_agent_credentials),
         cmocka_unit_test(test_backup_object),
         cmocka_unit_test(test_backup_status),
     };
