@@ -156,6 +156,7 @@ struct ctl {
     bool acting;
     bool stopping;
     struct ctl_config rcfg;
+    struct ctl_allowlist allow; /* who may back up a node (state.h) */
     /* metrics */
     struct ctl_metrics_histogram reconcile_hist;
     struct ctl_metrics_histogram skew_hist; /* run created minus run time */
