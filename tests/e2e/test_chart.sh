@@ -150,7 +150,7 @@ dry_run "the API server accepts every object of the default render" "$T_TMP/defa
 dry_run "the API server accepts every object of the monitoring/watchNamespace render" \
 	"$T_TMP/full.yaml" "$T_TMP/full.json"
 # Release B's render, for its controller below.
-helm template "$RELB" "$CHART" -n "$NSB" --set "watchNamespace=$WNS" >"$T_TMP/b.yaml" 2>/dev/null
+helm template "$RELB" "$CHART" -n "$NSB" --set "watchNamespace=$WNS" --set "repositorySecrets={main-s3}" >"$T_TMP/b.yaml" 2>/dev/null
 dry_run "the API server accepts every object of release B's render" "$T_TMP/b.yaml" "$T_TMP/b.json"
 helm template "$REL" "$CHART" -n "$NS" --include-crds 2>/dev/null |
 	kc apply --server-side --dry-run=server --field-manager lodestore-chart-test -f - >/dev/null 2>"$T_TMP/err" &&
@@ -344,8 +344,12 @@ check_eq "helm package: the CRDs are in the archive" \
 # ---- install ----
 helm install "$REL" "$CHART" -n "$NS" --timeout 60s >"$T_TMP/install.log" 2>&1 &&
 	pass "helm install (defaults)" || fail "helm install (defaults)" "$(cat "$T_TMP/install.log")"
-helm install "$RELB" "$CHART" -n "$NSB" --set "watchNamespace=$WNS" --timeout 60s >"$T_TMP/install.log" 2>&1 &&
+check_contains "the cluster-wide install's notes say it may read every Secret" \
+	"$(cat "$T_TMP/install.log")" "may read every Secret of every namespace"
+helm install "$RELB" "$CHART" -n "$NSB" --set "watchNamespace=$WNS" --set "repositorySecrets={main-s3}" --timeout 60s >"$T_TMP/install.log" 2>&1 &&
 	pass "helm install (watchNamespace)" || fail "helm install (watchNamespace)" "$(cat "$T_TMP/install.log")"
+check_eq "the narrow install's notes have no such warning" \
+	"$(grep -c 'may read every Secret' "$T_TMP/install.log")" 0
 check_eq "release A: its objects in its namespace" \
 	"$(kc -n "$NS" get deployment,serviceaccount,service,role,rolebinding -l "app.kubernetes.io/instance=$REL" -o name | sort | tr '\n' ' ')" \
 	"deployment.apps/$REL role.rbac.authorization.k8s.io/$REL-leader-election rolebinding.rbac.authorization.k8s.io/$REL-leader-election service/$REL-metrics serviceaccount/$REL "
@@ -420,6 +424,7 @@ for v in get update patch; do can "${A[@]}" "$v" "leases.coordination.k8s.io/$LE
 can "${A[@]}" create leases.coordination.k8s.io -n "$NS"
 for v in get list watch; do can "${A[@]}" "$v" backuprepositories.lodestore.io -n "$ELSE"; done
 can "${A[@]}" patch backuprepositories.lodestore.io --subresource status -n "$ELSE"
+# The cluster-wide install without repositorySecrets may get any Secret (NOTES.txt warns).
 can "${A[@]}" get secrets -n "$ELSE"
 # ... and no more.
 for v in list watch create update patch delete; do can "${N[@]}" "$v" secrets -n "$ELSE"; done
@@ -455,7 +460,13 @@ for v in list create; do can "${NB[@]}" "$v" backups.lodestore.io -n "$ELSE"; do
 can "${NB[@]}" list backups.lodestore.io --all-namespaces
 can "${NB[@]}" create jobs.batch -n "$ELSE"
 can "${NB[@]}" create events -n "$ELSE"
-can "${B[@]}" get secrets -n "$WNS"
+# The narrow install (docs/security.md, "What the controller may read"): the one Secret its
+# BackupRepository names, in the watched namespace, and no other.
+can "${B[@]}" get secrets/main-s3 -n "$WNS"
+can "${NB[@]}" get secrets/someone-elses -n "$WNS"
+can "${NB[@]}" get secrets -n "$WNS"
+can "${NB[@]}" get secrets/main-s3 -n "$ELSE"
+can "${NB[@]}" get secrets/main-s3 -n "$NSB"
 can "${B[@]}" list pods -n "$WNS"
 can "${NB[@]}" list pods -n "$ELSE"
 can "${NB[@]}" get secrets -n "$ELSE"
