@@ -158,9 +158,24 @@ helm template "$REL" "$CHART" -n "$NS" --include-crds 2>/dev/null |
 
 kinds() { jq -r '"\(.kind)/\(.metadata.namespace // "-")"' "$1" | sort | tr '\n' ' '; }
 check_eq "the default render: what and where" "$(kinds "$T_TMP/default.json")" \
-	"ClusterRole/- ClusterRoleBinding/- Deployment/$NS Role/$NS RoleBinding/$NS Service/$NS ServiceAccount/$NS "
+	"ClusterRole/- ClusterRoleBinding/- Deployment/$NS NetworkPolicy/$NS Role/$NS RoleBinding/$NS Service/$NS ServiceAccount/$NS "
 check_eq "with watchNamespace: the namespaced rights are a Role there" "$(kinds "$T_TMP/full.json")" \
-	"ClusterRole/- ClusterRoleBinding/- Deployment/$NS PrometheusRule/$NS Role/$NS Role/$WNS RoleBinding/$NS RoleBinding/$WNS Service/$NS ServiceAccount/$NS ServiceMonitor/$NS "
+	"ClusterRole/- ClusterRoleBinding/- Deployment/$NS NetworkPolicy/$NS PrometheusRule/$NS Role/$NS Role/$WNS RoleBinding/$NS RoleBinding/$WNS Service/$NS ServiceAccount/$NS ServiceMonitor/$NS "
+
+# The NetworkPolicy: the controller's pods, the metrics port only, from anywhere by
+# default and from the given peers when set; egress open unless egressTo is set.
+np=$(jq -c 'select(.kind == "NetworkPolicy")' "$T_TMP/default.json")
+check_eq "the NetworkPolicy selects the controller's pods" \
+	"$(jq -c '.spec.podSelector.matchLabels' <<<"$np")" \
+	"$(dep "$T_TMP/default.json" | jq -c '.spec.selector.matchLabels')"
+check_eq "... and lets in the metrics port only, egress open" \
+	"$(jq -c '[.spec.policyTypes, .spec.ingress]' <<<"$np")" '[["Ingress"],[{"ports":[{"port":"metrics","protocol":"TCP"}]}]]'
+helm template "$REL" "$CHART" -n "$NS" --set-json 'networkPolicy.metricsFrom=[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"monitoring"}}}]' \
+	--set-json 'networkPolicy.egressTo=[{"ports":[{"port":443}]}]' >"$T_TMP/np.yaml" 2>/dev/null
+dry_run "the API server accepts the NetworkPolicy with peers and egress" "$T_TMP/np.yaml" "$T_TMP/np.json"
+check_eq "... which admits the metrics port from those peers only and restricts egress" \
+	"$(jq -c 'select(.kind == "NetworkPolicy") | [.spec.policyTypes, .spec.ingress[0].from[0].namespaceSelector.matchLabels, .spec.egress]' "$T_TMP/np.json")" \
+	'[["Ingress","Egress"],{"kubernetes.io/metadata.name":"monitoring"},[{"ports":[{"port":443,"protocol":"TCP"}]}]]'
 
 # The stand-in CRDs must be able to refuse: a misspelt field and a bad duration.
 jq -c 'select(.kind == "ServiceMonitor") | .spec.endpoints[0].intervall = "30s"' "$T_TMP/full.json" |
