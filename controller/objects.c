@@ -353,8 +353,22 @@ int ctl_backup_job_set_repository(json_t *job, const json_t *repo, struct util_e
     /* A node must never see the Secret that can delete: the kubelet of a node may read
      * every Secret a pod bound to it names, whole (docs/security.md, "Roles"). */
     bool agent = json_is_object(json_object_get(spec, "agentCredentialsSecret"));
-    return ctl_job_set_repository_from(job, repo,
-                                       agent ? "agentCredentialsSecret" : "credentialsSecret", err);
+    int rc = ctl_job_set_repository_from(
+        job, repo, agent ? "agentCredentialsSecret" : "credentialsSecret", err);
+    /* Object Lock on what the backup uploads: "MODE:DAYS" (docs/security.md). */
+    const json_t *lock = json_object_get(spec, "objectLock");
+    const char *mode = json_string_value(json_object_get(lock, "mode"));
+    json_int_t days = json_integer_value(json_object_get(lock, "days"));
+    if (rc == 0 && mode != NULL && days > 0) {
+        json_t *pod =
+            json_object_get(json_object_get(json_object_get(job, "spec"), "template"), "spec");
+        json_t *c = json_array_get(json_object_get(pod, "containers"), 0);
+        char *v = util_asprintf("%s:%lld", mode, (long long)days);
+        json_array_append_new(json_object_get(c, "env"),
+                              json_pack("{s:s, s:s}", "name", "LODE_OBJECT_LOCK", "value", v));
+        free(v);
+    }
+    return rc;
 }
 
 char *ctl_policy_document(const json_t *obj)

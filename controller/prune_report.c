@@ -63,7 +63,7 @@ void prune_job_release(struct prune_job *j)
     free(j->live);
     j->gone = NULL;
     j->live = NULL;
-    j->nlive = j->deleted = j->marks_deleted = j->refused = 0;
+    j->nlive = j->deleted = j->marks_deleted = j->refused = j->locked = 0;
     j->requests = 0;
     j->first_refusal[0] = '\0';
 }
@@ -191,6 +191,14 @@ void prune_report(struct prune_job *j, const char *failure)
                  failure != NULL ? failure : j->first_refusal);
         prune_finish(j, j->deleted > 0 || j->marks_deleted > 0 ? "Partial" : "Failed", msg);
         return;
+    }
+    if (j->locked > 0) {
+        /* Not a failure: the retention the repository asked for (docs/security.md). */
+        snprintf(msg, sizeof(msg),
+                 "%zu forgotten snapshot%s of host %s kept: the storage's Object Lock retains "
+                 "them; a forget after their retention ends deletes them",
+                 j->locked, j->locked == 1 ? "" : "s", j->host);
+        prune_event(j, "Normal", "KeptByObjectLock", msg);
     }
     /* Events name what was forgotten: one each, or one listing them when there are many. */
     const struct prune_host *h = p->nhosts ? &p->hosts[0] : NULL;

@@ -554,7 +554,7 @@ static void test_job_agent_credentials(void **state)
         "{\"spec\":{\"endpoint\":\"https://s3.lan\",\"bucket\":\"b\",\"credentialsSecret\":{"
         "\"name\":\"deleter\",\"accessKeyIDKey\":\"dak\"},\"agentCredentialsSecret\":{\"name\":"
         "\"writer\",\"accessKeyIDKey\":\"wak\",\"sessionTokenKey\":\"wst\",\"repositoryKeyKey\":"
-        "\"wrk\"}}}",
+        "\"wrk\"},\"objectLock\":{\"mode\":\"COMPLIANCE\",\"days\":30}}}",
         0, NULL);
     struct util_err err = {0};
     const char *key;
@@ -574,6 +574,8 @@ static void test_job_agent_credentials(void **state)
     assert_string_equal(
         json_string_value(json_object_get(json_array_get(json_object_get(kv, "items"), 0), "key")),
         "wrk");
+    /* Object Lock on what the backup uploads (docs/security.md). */
+    assert_string_equal(env_value(c, "LODE_OBJECT_LOCK"), "COMPLIANCE:30");
     char *s = json_dumps(job, JSON_COMPACT);
     assert_null(strstr(s, "deleter"));
     free(s);
@@ -584,6 +586,7 @@ static void test_job_agent_credentials(void **state)
     assert_int_equal(ctl_job_set_repository(job, repo, &err), 0);
     assert_string_equal(env_secret(job_container(job), "AWS_ACCESS_KEY_ID", &key), "deleter");
     assert_string_equal(key, "dak");
+    assert_null(by_name(json_object_get(job_container(job), "env"), "LODE_OBJECT_LOCK"));
     s = json_dumps(job, JSON_COMPACT);
     assert_null(strstr(s, "writer"));
     free(s);
