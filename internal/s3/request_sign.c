@@ -87,15 +87,16 @@ static void sign_headers(struct s3_op *op, const char *uri, const char *query,
     const char *payload_hash = payload_hash_of(op, body_hash);
     struct util_buf auth;
     int64_t signed_at = (int64_t)time(NULL);
-    bool lock = q->lock && c->cfg.lock_days > 0 && c->cfg.lock_mode[0] != '\0';
+    bool locking = c->cfg.lock_days > 0 && c->cfg.lock_mode[0] != '\0';
+    bool lock = q->lock && locking;
 
     s3_amz_date(signed_at, date);
-    if (lock) {
-        /* Retained from now: a retry extends it by the seconds it took. */
+    /* Retained from now: a retry extends it by the seconds it took. */
+    if (lock)
         util_format_utc(signed_at + c->cfg.lock_days * 86400, until, sizeof(until));
-        if (q->upload && q->content_md5[0] == '\0' && op->body.data != NULL)
-            s3__body_md5_base64(op, op->req.content_md5);
-    }
+    /* AWS wants Content-MD5 on every upload into a locked bucket, parts included. */
+    if (locking && q->upload && q->content_md5[0] == '\0' && op->body.data != NULL)
+        s3__body_md5_base64(op, op->req.content_md5);
     /* Signed headers, in name order. */
     if (q->content_md5[0] != '\0')
         hs[nh++] = (struct s3_header){"content-md5", q->content_md5};
