@@ -16,6 +16,7 @@ struct forget_del {
     size_t deleted;
     bool *gone; /* per key: deleted (or already absent) */
     size_t failed;
+    size_t locked; /* refused because Object Lock retains them: kept, not failed */
 };
 
 static int forget_cmp_key(const void *a, const void *b)
@@ -43,6 +44,12 @@ static void forget_deleted_cb(const char *key, int error, const char *code, cons
             d->gone[i] = true;
         return;
     }
+    if (s3_refusal_is_lock(code, message)) {
+        /* docs/security.md, "Object Lock": kept until its retention ends, then forgotten. */
+        d->locked++;
+        fprintf(stderr, "lode forget: kept %s: Object Lock retains it (%s)\n", key, message);
+        return;
+    }
     d->failed++;
     fprintf(stderr, "lode forget: cannot delete %s: %s%s%s\n", key, code, code[0] ? ": " : "",
             message);
@@ -60,9 +67,9 @@ static int forget_delete(struct storage *st, struct forget_del *d, unsigned *req
         return 0;
     rc = s3_sync_delete_objects(st->s3, d->keys, d->n, NULL, forget_deleted_cb, d, &info, &err);
     *requests += info.requests;
-    if (rc != 0 && d->failed == 0) {
+    if (rc != 0 && d->failed == 0 && d->deleted + d->locked < d->n) {
         fprintf(stderr, "lode forget: deleting from %s: %s\n", st->url, err.msg);
-        d->failed = d->n - d->deleted;
+        d->failed = d->n - d->deleted - d->locked;
     }
     return d->failed ? -1 : 0;
 }
@@ -84,6 +91,7 @@ int forget_apply(struct storage *st, const struct prune_plan *plan, struct forge
     out->manifests = dm.n;
     out->manifests_deleted = dm.deleted;
     out->manifests_failed = dm.failed;
+    out->manifests_locked = dm.locked;
     out->marks = dk.n;
     out->marks_deleted = dk.deleted;
     out->marks_failed = dk.failed;

@@ -18,6 +18,7 @@
 
 struct forget_outcome {
     size_t manifests, manifests_deleted, manifests_failed;
+    size_t manifests_locked; /* refused by Object Lock: kept (docs/security.md) */
     size_t marks, marks_deleted, marks_failed;
     unsigned requests;
 };

@@ -116,6 +116,7 @@ struct gc_delete {
     size_t deleted;
     uint64_t bytes;
     size_t failed;
+    size_t locked; /* refused because Object Lock retains them: kept */
 };
 
 static int gc_key_cmp(const void *a, const void *b)
@@ -127,6 +128,12 @@ static void gc_deleted_cb(const char *key, int error, const char *code, const ch
                           void *arg)
 {
     struct gc_delete *d = arg;
+    if (error != 0 && s3_refusal_is_lock(code, message)) {
+        /* Retained by Object Lock (docs/security.md): kept, not a failure; a later gc frees it. */
+        d->locked++;
+        fprintf(stderr, "lode gc: kept %s: Object Lock retains it (%s)\n", key, message);
+        return;
+    }
     if (error != 0) {
         d->failed++;
         fprintf(stderr, "lode gc: cannot delete %s: %s%s%s\n", key, code, code[0] ? ": " : "",
@@ -256,7 +263,7 @@ static void gc_plans_delete(struct gc_ctx *g, struct gc_plan *const ps[GC_PASSES
             /* A request that failed whole: every key not reported deleted is not. */
             if (ds[i].rc != S3_EPARTIAL)
                 fprintf(stderr, "lode gc: deleting from %s: %s\n", g->st.url, ds[i].err.msg);
-            d[i].failed = ps[i]->ndel - d[i].deleted;
+            d[i].failed = ps[i]->ndel - d[i].deleted - d[i].locked;
         }
         g->t.failed += d[i].failed;
         g->t.bytes_freed += d[i].bytes;

@@ -28,6 +28,14 @@ int storage_open(struct storage *st, const struct storage_opts *o, struct util_e
         }
         return rc;
     }
+    /* A BackupRepository's objectLock: what this process uploads is retained (storage.h). */
+    const char *lock = getenv("LODE_OBJECT_LOCK");
+    if (lock != NULL && lock[0] != '\0' && (rc = s3_lock_parse(&st->cfg, lock, err)) != 0) {
+        struct util_err e = *err;
+        util_err_set(err, rc, "LODE_OBJECT_LOCK: %.400s", e.msg);
+        s3_config_free(&st->cfg);
+        return rc;
+    }
     if ((rc = s3_sync_open(&st->s3, &st->cfg, o->client, err)) != 0) {
         s3_config_free(&st->cfg);
         return rc;

@@ -143,6 +143,11 @@ int cmd_forget_storage(const struct cmd_forget_storage_args *a)
             printf("deleted %zu manifest%s and %zu .incomplete mark%s in %u request%s\n",
                    fo.manifests_deleted, fo.manifests_deleted == 1 ? "" : "s", fo.marks_deleted,
                    fo.marks_deleted == 1 ? "" : "s", fo.requests, fo.requests == 1 ? "" : "s");
+        if (fo.manifests_locked > 0)
+            fprintf(stderr,
+                    "lode forget: %zu manifest%s kept: Object Lock retains them until their "
+                    "retention ends (docs/security.md)\n",
+                    fo.manifests_locked, fo.manifests_locked == 1 ? "" : "s");
         if (rc != CLI_OK)
             fprintf(stderr,
                     "lode forget: %zu of %zu manifests and %zu of %zu marks could not "

@@ -157,6 +157,7 @@ static void ctl_policy_upsert(struct kube_reflector *r, const char *ns, const ch
         free(e);
         return;
     }
+    ctl_policy_apply_allowlist(&e->p, obj, &c->allow, c->db);
     struct ctl_policy_entry *old = util_map_set(&c->policies, e->p.key, e);
     bool fresh = old == NULL;
     if (old != NULL) {

@@ -30,6 +30,35 @@ void ctl_options_defaults(struct ctl_options *o)
     o->log_level = 1;
 }
 
+/*
+ * Who may back up a node (docs/security.md, "Who may back up a node"): the flags, else the
+ * watched namespace, else the controller's own (the Lease's, or the kubeconfig's).
+ */
+static int ctl_allow_parse(struct ctl *c, const struct ctl_options *opts, struct util_err *err)
+{
+    for (size_t i = 0; i < opts->nallow_node_backups; i++) {
+        struct util_err e = {0};
+        if (ctl_allowlist_add(&c->allow, opts->allow_node_backups[i], &e) != 0) {
+            ctl_allowlist_free(&c->allow);
+            return util_err_set(err, UTIL_EINVAL, "--allow-node-backups %s", e.msg);
+        }
+    }
+    return 0;
+}
+
+/* The default, once the kubeconfig names the controller's namespace. */
+static void ctl_allow_default(struct ctl *c, const struct ctl_options *opts)
+{
+    if (c->allow.n > 0)
+        return;
+    const char *own = opts->namespace         ? opts->namespace
+                      : opts->lease_namespace ? opts->lease_namespace
+                                              : c->cfg.namespace;
+    struct util_err e = {0};
+    if (own != NULL && ctl_allowlist_add(&c->allow, own, &e) == 0)
+        ctl_log(c, 1, "node backups allowed in namespace %s only (--allow-node-backups)", own);
+}
+
 /* The Lease names its holder: the pod's name in a cluster, host and pid elsewhere. */
 static char *ctl_identity(const struct ctl_options *opts)
 {
@@ -78,9 +107,12 @@ int ctl_init(uv_loop_t *loop, struct ctl **out, const struct ctl_options *opts,
     c->rcfg.job.host_network = opts->agent_host_network;
     c->identity = ctl_identity(opts);
 
-    rc = tz_db_open(&c->db, opts->zoneinfo, err);
+    rc = ctl_allow_parse(c, opts, err);
     if (rc != 0)
         goto free_ctl;
+    rc = tz_db_open(&c->db, opts->zoneinfo, err);
+    if (rc != 0)
+        goto free_allow;
     rc = kube_config_load_default(&c->cfg, opts->kubeconfig, &kopts, err);
     if (rc != 0)
         goto close_db;
@@ -93,6 +125,7 @@ int ctl_init(uv_loop_t *loop, struct ctl **out, const struct ctl_options *opts,
     rc = kube_client_init(loop, &c->kube, &c->cfg, &copts, err);
     if (rc != 0)
         goto free_cfg;
+    ctl_allow_default(c, opts);
     rc = ctl_cache_init(c, err);
     if (rc != 0)
         goto close_client;
@@ -131,6 +164,8 @@ free_cfg:
     kube_config_free(&c->cfg);
 close_db:
     tz_db_close(c->db);
+free_allow:
+    ctl_allowlist_free(&c->allow);
 free_ctl:
     ctl_endpoints_close(c);
     free(c->identity);
@@ -221,6 +256,7 @@ void ctl_close(struct ctl *c)
     ctl_work_close(c);
     kube_config_free(&c->cfg);
     tz_db_close(c->db);
+    ctl_allowlist_free(&c->allow);
     free(c->identity);
     free(c);
 }

@@ -54,6 +54,10 @@ struct ctl_options {
     const char *identity; /* NULL = $POD_NAME or the host name and pid */
     int64_t lease_duration_ms, renew_deadline_ms, retry_period_ms;
     int log_level; /* 0 error, 1 info, 2 debug */
+    /* --allow-node-backups, each "NS" or "NS:/PREFIX,..." (ctl_allowlist_add); none: the
+     * watched namespace, else the controller's own (docs/security.md). */
+    const char *const *allow_node_backups;
+    size_t nallow_node_backups;
     /* Called once when the Lease is lost (acting has stopped); required with leader_elect. */
     void (*lease_lost_cb)(void *arg);
     void *cb_arg;

@@ -30,6 +30,7 @@
  *   objects.c        the objects the controller writes (objects.h)
  *   queue.c          the pairs to reconcile (queue.h)
  *   heap.c           their wake times (heap.h)
+ *   podsec.c         the pods' hardening (podsec.h)
  * Whatever consumes the cache sits above it and hears from it through a hook the
  * lifecycle sets, so the cache never calls up: work_cb (a pair is queued: work.c) and
  * backup_cb (a Backup came in: prune.c forgets after a success). gcjobs.c and prune.c
@@ -98,6 +99,7 @@ struct ctl_pair {
     /* The last result said the I/O priority had no effect: its Event was sent once, and is
      * sent again only after a result without it (one Event, not one per run). */
     bool ioprio_warned;
+    bool rro_warned; /* RecursiveReadOnlyUnavailable was said for this pair (once a process) */
     int64_t last_success, overdue_start, next_run;
     uint64_t missed;
 };
@@ -157,6 +159,7 @@ struct ctl {
     bool acting;
     bool stopping;
     struct ctl_config rcfg;
+    struct ctl_allowlist allow; /* who may back up a node (state.h) */
     /* metrics */
     struct ctl_metrics_histogram reconcile_hist;
     struct ctl_metrics_histogram skew_hist; /* run created minus run time */

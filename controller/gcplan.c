@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "podsec.h"
 #include "policy/policy.h"
 #include "state.h"
 
@@ -103,20 +104,20 @@ json_t *ctl_gc_job_json(const char *ns, const char *name, const char *uid, const
     snprintf(mr, sizeof(mr), "%llds", (long long)max_runtime);
     json_t *args = json_pack("[s, s, s, s, s, s]", "--output", "json", "--max-runtime", mr,
                              "--termination-log", "/dev/termination-log");
-    /* No host mount and no capability: gc only talks to the storage. /tmp is writable. */
-    json_t *security = json_pack("{s:b, s:b, s:{s:[s]}}", "readOnlyRootFilesystem", 1,
-                                 "allowPrivilegeEscalation", 0, "capabilities", "drop", "ALL");
+    /* No host mount and no capability (podsec.c): gc only talks to the storage. /tmp is
+     * writable. */
     json_t *container =
-        json_pack("{s:s, s:s, s:[s, s], s:o, s:[], s:[{s:s, s:s}], s:o, s:s}", "name", "gc",
-                  "image", opts->agent_image, "command", "/usr/local/bin/lode", "gc", "args", args,
-                  "env", "volumeMounts", "name", "tmp", "mountPath", "/tmp", "securityContext",
-                  security, "terminationMessagePolicy", "FallbackToLogsOnError");
+        json_pack("{s:s, s:s, s:[s, s], s:o, s:[], s:[{s:s, s:s}], s:s}", "name", "gc", "image",
+                  opts->agent_image, "command", "/usr/local/bin/lode", "gc", "args", args, "env",
+                  "volumeMounts", "name", "tmp", "mountPath", "/tmp", "terminationMessagePolicy",
+                  "FallbackToLogsOnError");
     json_t *pod_security = json_pack("{s:i, s:i, s:b, s:i}", "runAsUser", CTL_GC_USER, "runAsGroup",
                                      CTL_GC_USER, "runAsNonRoot", 1, "fsGroup", CTL_GC_USER);
     json_t *pod =
         json_pack("{s:s, s:[o], s:[{s:s, s:{}}], s:o}", "restartPolicy", "Never", "containers",
                   container, "volumes", "name", "tmp", "emptyDir", "securityContext", pod_security);
     ctl_pod_set_network(pod, opts);
+    ctl_pod_harden(pod, CTL_POD_GC, NULL, false);
     json_t *labels = json_pack("{s:s, s:s, s:s}", CTL_LABEL_MANAGED, CTL_MANAGER,
                                CTL_LABEL_COMPONENT, CTL_GC_COMPONENT, CTL_LABEL_REPOSITORY, name);
     json_t *meta =

@@ -32,6 +32,9 @@ static void usage(FILE *f)
         "                             the chart gives the pod's IP: docs/operator.md)\n"
         "  --agent-image IMAGE        image of the backup Jobs (runs lode backup)\n"
         "  --agent-host-network       the Jobs' pods use the node's network (hostNetwork)\n"
+        "  --allow-node-backups NS[:/PREFIX,...]  a namespace (\"*\": any) whose policies may\n"
+        "                             back up nodes, under these paths; repeatable (default:\n"
+        "                             the watched namespace, else the controller's own)\n"
         "  --job-ttl DURATION         keep finished Jobs this long (default 1h)\n"
         "  --backup-history N         finished Backups kept per policy and host (default 5)\n"
         "  --qps N --burst N          client-side rate limit (default 20, 30)\n"
@@ -119,7 +122,8 @@ int main(int argc, char **argv)
         F_LOG,
         F_OFFSET,
         F_VERSION,
-        F_HELP
+        F_HELP,
+        F_ALLOW
     };
     static const struct option opts[] = {
         {"kubeconfig", required_argument, NULL, F_KUBECONFIG},
@@ -142,11 +146,15 @@ int main(int argc, char **argv)
         {"retry-period", required_argument, NULL, F_RETRY},
         {"log-level", required_argument, NULL, F_LOG},
         {"clock-offset", required_argument, NULL, F_OFFSET},
+        {"allow-node-backups", required_argument, NULL, F_ALLOW},
         {"version", no_argument, NULL, F_VERSION},
         {"help", no_argument, NULL, F_HELP},
         {NULL, 0, NULL, 0},
     };
     int c, rc;
+    /* Argument strings, for the options (argv outlives the controller). */
+    static const char *allow[256];
+    size_t nallow = 0;
 
     ctl_options_defaults(&o);
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -251,6 +259,16 @@ int main(int argc, char **argv)
                     "lode-controller: WARNING: --clock-offset %s is for tests: the "
                     "controller's clock runs ahead of the cluster's\n",
                     optarg);
+            break;
+        case F_ALLOW:
+            if (nallow == sizeof(allow) / sizeof(allow[0])) {
+                fprintf(stderr, "lode-controller: at most %zu --allow-node-backups\n",
+                        sizeof(allow) / sizeof(allow[0]));
+                return 2;
+            }
+            allow[nallow++] = optarg;
+            o.allow_node_backups = allow;
+            o.nallow_node_backups = nallow;
             break;
         case F_VERSION:
             printf("lode-controller %s\n", LODE_VERSION);

@@ -7,6 +7,7 @@
 #include <openssl/evp.h>
 
 #include "kube/kube.h"
+#include "podsec.h"
 
 /* SHA-256, not a fast hash: a collision would give two runs one name, even for chosen names. */
 static void ctl_hash_hex(const char *const *parts, size_t nparts, char *out, size_t ndigits)
@@ -203,11 +204,9 @@ json_t *ctl_job_json(const struct policy *p, const struct ctl_run *run,
                   "/", "type", "Directory", "name", "tmp", "emptyDir");
     /* uid 0 with DAC_READ_SEARCH alone: reads and lists every file and directory, and
      * overrides nothing else (no DAC_OVERRIDE, FOWNER, CHOWN...). A non-root user would lose the
-     * capability at exec, as Kubernetes sets no ambient capabilities. */
-    json_t *security =
-        json_pack("{s:i, s:b, s:b, s:b, s:{s:[s], s:[s]}}", "runAsUser", 0, "runAsNonRoot", 0,
-                  "readOnlyRootFilesystem", 1, "allowPrivilegeEscalation", 0, "capabilities",
-                  "drop", "ALL", "add", "DAC_READ_SEARCH");
+     * capability at exec, as Kubernetes sets no ambient capabilities. The capabilities and
+     * the rest of the hardening are podsec.c's. */
+    json_t *security = json_pack("{s:i, s:b}", "runAsUser", 0, "runAsNonRoot", 0);
     json_t *container =
         json_pack("{s:s, s:s, s:[s, s], s:o, s:o, s:o, s:o, s:s}", "name", "backup", "image",
                   opts->agent_image, "command", "/usr/local/bin/lode", "backup", "args", args,
@@ -217,6 +216,7 @@ json_t *ctl_job_json(const struct policy *p, const struct ctl_run *run,
                             "restartPolicy", "Never", "tolerations", "operator", "Exists",
                             "containers", container, "volumes", volumes);
     ctl_pod_set_network(pod, opts);
+    ctl_pod_harden(pod, CTL_POD_BACKUP, "host-root", run->host_rro);
     json_t *meta =
         json_pack("{s:s, s:s, s:o, s:{s:s}}", "name", run->backup_name, "namespace", p->namespace,
                   "labels", ctl_labels(p, run), "annotations", CTL_ANNOT_HOST, run->host);
@@ -242,17 +242,23 @@ static json_t *ctl_secret_env(const char *name, const char *secret, const char *
                      secret, "key", key);
 }
 
-int ctl_job_set_repository(json_t *job, const json_t *repo, struct util_err *err)
+/*
+ * The body of ctl_job_set_repository and ctl_backup_job_set_repository: field names the
+ * member of the spec (a Secret's name and its keys) the Job's S3 keys and repository key
+ * come from.
+ */
+static int ctl_job_set_repository_from(json_t *job, const json_t *repo, const char *field,
+                                       struct util_err *err)
 {
     const json_t *spec = json_object_get(repo, "spec");
-    const json_t *creds = json_object_get(spec, "credentialsSecret");
+    const json_t *creds = json_object_get(spec, field);
     const char *endpoint = json_string_value(json_object_get(spec, "endpoint"));
     const char *bucket = json_string_value(json_object_get(spec, "bucket"));
     const char *secret = json_string_value(json_object_get(creds, "name"));
     if (endpoint == NULL || bucket == NULL || secret == NULL)
         return util_err_set(err, UTIL_EINVAL,
-                            "the BackupRepository lacks spec.endpoint, spec.bucket or "
-                            "spec.credentialsSecret.name");
+                            "the BackupRepository lacks spec.endpoint, spec.bucket or spec.%s.name",
+                            field);
     const char *ca = json_string_value(json_object_get(spec, "caBundle"));
     char *pem = NULL;
     size_t npem = 0;
@@ -334,6 +340,35 @@ int ctl_job_set_repository(json_t *job, const json_t *repo, struct util_err *err
                                         "fieldPath", "metadata.annotations['" CTL_ANNOT_CA "']"));
     }
     return 0;
+}
+
+int ctl_job_set_repository(json_t *job, const json_t *repo, struct util_err *err)
+{
+    return ctl_job_set_repository_from(job, repo, "credentialsSecret", err);
+}
+
+int ctl_backup_job_set_repository(json_t *job, const json_t *repo, struct util_err *err)
+{
+    const json_t *spec = json_object_get(repo, "spec");
+    /* A node must never see the Secret that can delete: the kubelet of a node may read
+     * every Secret a pod bound to it names, whole (docs/security.md, "Roles"). */
+    bool agent = json_is_object(json_object_get(spec, "agentCredentialsSecret"));
+    int rc = ctl_job_set_repository_from(
+        job, repo, agent ? "agentCredentialsSecret" : "credentialsSecret", err);
+    /* Object Lock on what the backup uploads: "MODE:DAYS" (docs/security.md). */
+    const json_t *lock = json_object_get(spec, "objectLock");
+    const char *mode = json_string_value(json_object_get(lock, "mode"));
+    json_int_t days = json_integer_value(json_object_get(lock, "days"));
+    if (rc == 0 && mode != NULL && days > 0) {
+        json_t *pod =
+            json_object_get(json_object_get(json_object_get(job, "spec"), "template"), "spec");
+        json_t *c = json_array_get(json_object_get(pod, "containers"), 0);
+        char *v = util_asprintf("%s:%lld", mode, (long long)days);
+        json_array_append_new(json_object_get(c, "env"),
+                              json_pack("{s:s, s:s}", "name", "LODE_OBJECT_LOCK", "value", v));
+        free(v);
+    }
+    return rc;
 }
 
 char *ctl_policy_document(const json_t *obj)

@@ -18,7 +18,9 @@
  * `lode backup --policy NS/NAME --host H --root CTL_HOST_ROOT --output json
  * --termination-log /dev/termination-log` as uid 0
  * with every capability dropped but DAC_READ_SEARCH (read and list any file, override
- * no permission to write), no privilege escalation and a read-only root file system. The
+ * no permission to write), no privilege escalation and a read-only root file system, and
+ * the rest of the hardening of podsec.h (seccomp, no token, resources, recursiveReadOnly
+ * when run->host_rro). The
  * policy reaches the agent as LODE_POLICY_DOCUMENT (ctl_policy_document), so the Job runs
  * the policy as it was when the run was created and the agent needs no API access. The
  * agent writes its result ({"snapshot": {...}}) as the container's termination message;
@@ -84,6 +86,7 @@ struct ctl_run {
     int64_t slot_time;      /* the slot's instant (the slot-time annotation), 0 for a manual run */
     const char
         *policy_document; /* ctl_policy_document(), the Job's LODE_POLICY_DOCUMENT, or NULL */
+    bool host_rro;        /* the node mounts recursively read-only (ctl_node_rro_supported) */
 };
 
 /* Where the Job mounts the node's "/" (read-only), passed to lode backup --root. */
@@ -143,6 +146,17 @@ json_t *ctl_job_json(const struct policy *p, const struct ctl_run *run,
  * credentialsSecret.name (job is then unchanged).
  */
 int ctl_job_set_repository(json_t *job, const json_t *repo, struct util_err *err);
+
+/*
+ * The same for a node's backup Job, with the agent's own credentials: from
+ * spec.agentCredentialsSecret (name, accessKeyIDKey, secretAccessKeyKey, sessionTokenKey,
+ * repositoryKeyKey) when the repository names one, so the Secret that can delete (the
+ * credentialsSecret, for forget and GC) is never referenced by a pod on a node; else from
+ * credentialsSecret as ctl_job_set_repository does (docs/security.md, "Roles with their
+ * own credentials"). UTIL_EINVAL as there, naming agentCredentialsSecret.name when it
+ * lacks one.
+ */
+int ctl_backup_job_set_repository(json_t *job, const json_t *repo, struct util_err *err);
 
 /*
  * The policy as the agent reads it (LODE_POLICY_DOCUMENT): compact JSON of apiVersion,

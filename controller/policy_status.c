@@ -126,9 +126,14 @@ static void ps_ready(const struct ctl_policy_status_input *in, const struct ps_c
         json_array_append_new(
             conds, ps_condition(in, "Valid", true, "Valid", "the policy passed validation"));
     else
-        json_array_append_new(conds,
-                              ps_condition(in, "Valid", false, "Invalid", p->invalid_message));
-    if (!p->valid) {
+        json_array_append_new(conds, ps_condition(in, "Valid", false,
+                                                  p->not_allowed ? "NotAllowed" : "Invalid",
+                                                  p->invalid_message));
+    if (!p->valid && p->not_allowed) {
+        /* docs/security.md, "Who may back up a node". */
+        out->alarm = util_asprintf("no backup runs: %s", p->invalid_message);
+        json_array_append_new(conds, ps_condition(in, "Ready", false, "NotAllowed", out->alarm));
+    } else if (!p->valid) {
         out->alarm =
             util_asprintf("the policy is not valid, so no backup runs: %s", p->invalid_message);
         json_array_append_new(conds, ps_condition(in, "Ready", false, "Invalid", out->alarm));

@@ -102,6 +102,10 @@ static void prune_deleted_each(const char *key, int error, const char *code, con
         }
         return;
     }
+    if (j->step == PRUNE_MANIFESTS && s3_refusal_is_lock(code, message)) {
+        j->locked++;
+        return;
+    }
     if (j->refused++ == 0)
         snprintf(j->first_refusal, sizeof(j->first_refusal), "cannot delete %s: %s%s%s", key, code,
                  code[0] ? ": " : "", message);

@@ -42,6 +42,7 @@ struct prune_job {
     const char **live; /* the marks of manifests that are gone */
     size_t nlive;
     size_t deleted, marks_deleted, refused;
+    size_t locked; /* manifests the storage's Object Lock kept (docs/security.md) */
     unsigned requests;
     char first_refusal[PRUNE_MSG];
 };

@@ -63,7 +63,7 @@ void prune_job_release(struct prune_job *j)
     free(j->live);
     j->gone = NULL;
     j->live = NULL;
-    j->nlive = j->deleted = j->marks_deleted = j->refused = 0;
+    j->nlive = j->deleted = j->marks_deleted = j->refused = j->locked = 0;
     j->requests = 0;
     j->first_refusal[0] = '\0';
 }
@@ -179,6 +179,20 @@ void prune_finish(struct prune_job *j, const char *result, const char *message)
     prune_job_release(j);
 }
 
+/* Whether the forgotten snapshot id's manifest is gone (deleted or absent). */
+static bool prune_id_gone(const struct prune_job *j, const char *id)
+{
+    size_t n = strlen(id);
+    for (size_t i = 0; i < j->plan.nmanifests; i++) {
+        const char *k = j->plan.manifests[i];
+        size_t kl = strlen(k);
+        if (kl > n + 5 && strcmp(k + kl - 5, ".json") == 0 && k[kl - n - 6] == '/' &&
+            strncmp(k + kl - n - 5, id, n) == 0)
+            return j->gone == NULL || j->gone[i];
+    }
+    return true;
+}
+
 void prune_report(struct prune_job *j, const char *failure)
 {
     char msg[1024];
@@ -192,6 +206,14 @@ void prune_report(struct prune_job *j, const char *failure)
         prune_finish(j, j->deleted > 0 || j->marks_deleted > 0 ? "Partial" : "Failed", msg);
         return;
     }
+    if (j->locked > 0) {
+        /* Not a failure: the retention the repository asked for (docs/security.md). */
+        snprintf(msg, sizeof(msg),
+                 "%zu forgotten snapshot%s of host %s kept: the storage's Object Lock retains "
+                 "them; a forget after their retention ends deletes them",
+                 j->locked, j->locked == 1 ? "" : "s", j->host);
+        prune_event(j, "Normal", "KeptByObjectLock", msg);
+    }
     /* Events name what was forgotten: one each, or one listing them when there are many. */
     const struct prune_host *h = p->nhosts ? &p->hosts[0] : NULL;
     struct util_buf ids;
@@ -200,6 +222,8 @@ void prune_report(struct prune_job *j, const char *failure)
         if (p->dec[h->from + i].keep)
             continue;
         const char *id = prune_snapshot(p, h, i)->id;
+        if (!prune_id_gone(j, id))
+            continue; /* kept by Object Lock: KeptByObjectLock says so */
         if (j->deleted <= PRUNE_EVENTS_EACH) {
             snprintf(msg, sizeof(msg), "forgot snapshot %s of host %s (retention of %s)", id,
                      j->host, j->policy);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "podsec.h"
 #include "util/map.h"
 
 /* Dotted paths keep the reducers below one line per field; no key here contains a dot. */
@@ -104,6 +105,7 @@ int ctl_node_from_json(struct ctl_node **out, const json_t *obj, struct util_err
         if (type != NULL && strcmp(type, "Ready") == 0)
             n->ready = status != NULL && strcmp(status, "True") == 0;
     }
+    n->rro = ctl_node_rro_supported(obj);
     /* A node being drained is not a place to start a backup. */
     if (json_is_true(ctl_json_path(obj, "spec.unschedulable")))
         n->ready = false;
@@ -408,4 +410,143 @@ json_t *ctl_policy_enrolled_json(const struct ctl_policy *p, const char *const *
         json_object_set_new(out, hosts[i], json_string(buf));
     }
     return out;
+}
+
+static void ctl_allowlist_free_entries(struct ctl_allowlist *a)
+{
+    for (size_t i = 0; i < a->n; i++) {
+        free(a->v[i].ns);
+        for (size_t j = 0; j < a->v[i].nprefixes; j++)
+            free(a->v[i].prefixes[j]);
+        free(a->v[i].prefixes);
+    }
+}
+
+static bool ctl_prefix_ok(const char *p)
+{
+    if (p[0] != '/')
+        return false;
+    for (const char *c = p; *c != '\0';) {
+        while (*c == '/')
+            c++;
+        const char *end = strchr(c, '/');
+        size_t n = end != NULL ? (size_t)(end - c) : strlen(c);
+        if ((n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+            return false;
+        c += n;
+    }
+    return true;
+}
+
+int ctl_allowlist_add(struct ctl_allowlist *a, const char *text, struct util_err *err)
+{
+    const char *colon = strchr(text, ':');
+    size_t nslen = colon != NULL ? (size_t)(colon - text) : strlen(text);
+    if (nslen == 0 || nslen > 253)
+        return util_err_set(err, UTIL_EINVAL,
+                            "\"%s\": NAMESPACE or NAMESPACE:/PREFIX[,/PREFIX...] (namespace "
+                            "\"*\" for every one)",
+                            text);
+    struct ctl_allow e = {0};
+    e.ns = util_strndup(text, nslen);
+    if (colon != NULL) {
+        const char *c = colon + 1;
+        for (;;) {
+            const char *comma = strchr(c, ',');
+            size_t n = comma != NULL ? (size_t)(comma - c) : strlen(c);
+            char *pre = util_strndup(c, n);
+            /* "/a/b/" is "/a/b"; "/" stays. */
+            while (strlen(pre) > 1 && pre[strlen(pre) - 1] == '/')
+                pre[strlen(pre) - 1] = '\0';
+            if (!ctl_prefix_ok(pre)) {
+                util_err_set(err, UTIL_EINVAL,
+                             "\"%s\": a path prefix must be absolute, without . or .. (\"%s\")",
+                             text, pre);
+                free(pre);
+                struct ctl_allowlist one = {&e, 1};
+                ctl_allowlist_free_entries(&one);
+                return UTIL_EINVAL;
+            }
+            e.prefixes = util_realloc(e.prefixes, (e.nprefixes + 1) * sizeof(*e.prefixes));
+            e.prefixes[e.nprefixes++] = pre;
+            if (comma == NULL)
+                break;
+            c = comma + 1;
+        }
+    }
+    a->v = util_realloc(a->v, (a->n + 1) * sizeof(*a->v));
+    a->v[a->n++] = e;
+    return 0;
+}
+
+void ctl_allowlist_free(struct ctl_allowlist *a)
+{
+    ctl_allowlist_free_entries(a);
+    free(a->v);
+    a->v = NULL;
+    a->n = 0;
+}
+
+static bool ctl_under(const char *path, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    if (strcmp(prefix, "/") == 0)
+        return true;
+    return strncmp(path, prefix, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+char *ctl_allowlist_refuses(const struct ctl_allowlist *a, const char *ns,
+                            const struct policy *spec)
+{
+    bool listed = false, any_path = false;
+    for (size_t i = 0; i < a->n; i++) {
+        if (strcmp(a->v[i].ns, "*") != 0 && strcmp(a->v[i].ns, ns) != 0)
+            continue;
+        listed = true;
+        if (a->v[i].nprefixes == 0)
+            any_path = true;
+    }
+    if (!listed)
+        return util_asprintf("namespace %s may not run node backups: the controller's "
+                             "--allow-node-backups (the chart's nodeBackups.allow) does not "
+                             "list it (docs/security.md, \"Who may back up a node\")",
+                             ns);
+    if (any_path)
+        return NULL;
+    for (size_t k = 0; k < spec->npaths; k++) {
+        bool ok = false;
+        for (size_t i = 0; i < a->n && !ok; i++) {
+            if (strcmp(a->v[i].ns, "*") != 0 && strcmp(a->v[i].ns, ns) != 0)
+                continue;
+            for (size_t j = 0; j < a->v[i].nprefixes && !ok; j++)
+                ok = ctl_under(spec->paths[k], a->v[i].prefixes[j]);
+        }
+        if (!ok)
+            return util_asprintf(
+                "spec.paths: %s is outside the path prefixes namespace %s may "
+                "back up (the controller's --allow-node-backups, docs/security.md, "
+                "\"Who may back up a node\")",
+                spec->paths[k], ns);
+    }
+    return NULL;
+}
+
+void ctl_policy_apply_allowlist(struct ctl_policy *p, const json_t *obj,
+                                const struct ctl_allowlist *a, const struct tz_db *db)
+{
+    if (!p->valid || a == NULL)
+        return;
+    char *why = ctl_allowlist_refuses(a, p->ns, &p->spec);
+    if (why == NULL)
+        return;
+    struct util_err zerr = {0};
+    /* As an invalid policy is kept (ctl_policy_from_json): no spec, an empty binding. */
+    p->valid = false;
+    p->not_allowed = true;
+    p->invalid_message = why;
+    binding_close(&p->bind);
+    policy_free(&p->spec);
+    memset(&p->spec, 0, sizeof(p->spec));
+    binding_init(&p->bind, NULL, db, &zerr);
+    p->has_selector = binding_selector_of(obj, &p->selector);
 }

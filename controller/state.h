@@ -32,6 +32,7 @@ struct ctl_node {
     char *name;
     int64_t created;
     bool ready;
+    bool rro; /* its runtime mounts recursively read-only (ctl_node_rro_supported) */
     size_t nlabels;
     uint64_t *labels; /* ctl_label_hash(key, value) of each label, sorted */
 };
@@ -93,6 +94,7 @@ struct ctl_policy {
     int64_t created;
     bool valid;
     char *invalid_message; /* every validator error, "; "-joined, when !valid */
+    bool not_allowed;      /* !valid because of the node-backup allowlist (invalid_message why) */
     struct policy spec;    /* filled when valid */
     /* When not valid: its spec.nodeSelector alone, when that part is well formed, so the
      * status still counts the hosts the policy would select (docs/operator.md). */
@@ -122,6 +124,46 @@ struct ctl_policy {
 int ctl_policy_from_json(struct ctl_policy *p, const json_t *obj, const struct tz_db *db,
                          int64_t now, struct util_err *err);
 void ctl_policy_free(struct ctl_policy *p);
+
+/*
+ * Who may back up a node (docs/security.md, "Who may back up a node"): namespaces whose
+ * policies may run node backup Jobs, each with the path prefixes its policies' paths
+ * must lie under (none: any path). An administrator sets it (lode-controller
+ * --allow-node-backups); a tenant who may create a BackupPolicy cannot.
+ */
+struct ctl_allow {
+    char *ns; /* a namespace, or "*" for every one */
+    char **prefixes;
+    size_t nprefixes;
+};
+struct ctl_allowlist {
+    struct ctl_allow *v;
+    size_t n;
+};
+
+/*
+ * Adds "NAMESPACE" or "NAMESPACE:/PREFIX[,/PREFIX...]" to a. UTIL_EINVAL, with a message,
+ * for an empty namespace or a prefix that is not an absolute path without "." or ".."
+ * components.
+ */
+int ctl_allowlist_add(struct ctl_allowlist *a, const char *text, struct util_err *err);
+void ctl_allowlist_free(struct ctl_allowlist *a);
+
+/*
+ * NULL when a lets the policy spec of namespace ns run, else why not, as a sentence
+ * (owned by the caller): its namespace is not listed, or the first of its paths outside
+ * every prefix its namespace's entries give. A path is under a prefix when it equals it
+ * or continues it after a "/"; "/" holds every path.
+ */
+char *ctl_allowlist_refuses(const struct ctl_allowlist *a, const char *ns,
+                            const struct policy *spec);
+
+/*
+ * Makes a valid policy that a refuses not valid (not_allowed, invalid_message the
+ * reason), as an invalid one is kept: no runs, its nodeSelector (from obj) still counted.
+ */
+void ctl_policy_apply_allowlist(struct ctl_policy *p, const json_t *obj,
+                                const struct ctl_allowlist *a, const struct tz_db *db);
 /* The slot time the status records as last started on host, or 0. */
 int64_t ctl_policy_started_slot(const struct ctl_policy *p, const char *host);
 /*

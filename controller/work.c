@@ -336,12 +336,36 @@ static json_t *ctl_job_for(struct ctl *c, struct ctl_policy_entry *e, struct ctl
         return util_err_set(err, UTIL_EINVAL, "its BackupRepository %s/%s is not Ready", e->p.ns,
                             e->p.spec.repository),
                NULL;
+    const struct ctl_node *n = util_map_get(&c->nodes, run->host);
+    run->host_rro = n != NULL && n->rro;
     json_t *job = ctl_job_json(&e->p.spec, run, &c->rcfg.job);
-    if (ctl_job_set_repository(job, v.obj, err) != 0) {
+    if (ctl_backup_job_set_repository(job, v.obj, err) != 0) {
         json_decref(job);
         return NULL;
     }
     return job;
+}
+
+/*
+ * The node's runtime cannot make the host mount recursively read-only (podsec.h): the
+ * backup runs, and the Backup says what that leaves open (docs/security.md, "Backup and
+ * GC pods").
+ */
+static void ctl_warn_no_rro(struct ctl *c, struct ctl_pair *pr, struct ctl_policy_entry *e,
+                            const struct ctl_action *a)
+{
+    struct util_err err = {0};
+    char *msg = util_asprintf(
+        "node %s does not report recursive read-only mounts (status.runtimeHandlers): its "
+        "file systems mounted below / (/var, /boot, the kubelet's) are writable by the backup "
+        "container's root for files root owns; use a runtime that supports them (containerd "
+        "2.0, CRI-O 1.30 or later)",
+        a->host);
+    struct ctl_op *ev = ctl_op_new(c, pr, CTL_ACT_EVENT, a->ns, a->name);
+    if (ctl_event_create(c, e, a->ns, a->name, "Warning", "RecursiveReadOnlyUnavailable", msg, ev,
+                         &err) != 0)
+        ctl_op_fail(ev, UTIL_EINVAL, err.msg);
+    free(msg);
 }
 
 static void ctl_execute(struct ctl *c, struct ctl_pair *pr, struct ctl_policy_entry *e,
@@ -351,7 +375,8 @@ static void ctl_execute(struct ctl *c, struct ctl_pair *pr, struct ctl_policy_en
     struct kube_resource rb = api_in(&api_backups, a->ns), rj = api_in(&api_jobs, a->ns);
     struct ctl_op *op = ctl_op_new(c, pr, a->type, a->ns, a->name);
     struct ctl_run run = {a->host, a->slot,       a->trigger,          e ? e->p.uid : NULL,
-                          a->name, a->backup_uid, a->status.slot_time, NULL};
+                          a->name, a->backup_uid, a->status.slot_time, NULL,
+                          false};
     json_t *obj = NULL;
     int rc = 0;
     if (e == NULL && (a->type == CTL_ACT_CREATE_RUN || a->type == CTL_ACT_CREATE_JOB)) {
@@ -370,6 +395,11 @@ static void ctl_execute(struct ctl *c, struct ctl_pair *pr, struct ctl_policy_en
         obj = ctl_job_for(c, e, &run, &err);
         rc = obj != NULL ? kube_create(c->kube, &rj, obj, ctl_simple_cb, op, NULL, &err)
                          : UTIL_EINVAL;
+        /* Once per pair and process: every run of the pair would say the same. */
+        if (rc == 0 && !run.host_rro && pr != NULL && !pr->rro_warned) {
+            pr->rro_warned = true;
+            ctl_warn_no_rro(c, pr, e, a);
+        }
         break;
     case CTL_ACT_BACKUP_STATUS:
         if (a->result_job != NULL) {

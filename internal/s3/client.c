@@ -280,6 +280,8 @@ int s3_client_init(uv_loop_t *loop, struct s3_client **out, const struct s3_conf
         c->cfg.ca_len = cfg->ca_len;
     }
     c->cfg.allow_plain_http = cfg->allow_plain_http;
+    memcpy(c->cfg.lock_mode, cfg->lock_mode, sizeof(c->cfg.lock_mode));
+    c->cfg.lock_days = cfg->lock_days;
     if (opts->http != NULL) {
         c->http = opts->http;
     } else {

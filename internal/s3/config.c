@@ -271,3 +271,39 @@ int s3_config_from_environment(struct s3_config *cfg, const char *repo_flag,
     };
     return s3_config_from(cfg, &env, err);
 }
+
+int s3_lock_parse(struct s3_config *cfg, const char *text, struct util_err *err)
+{
+    const char *colon = strchr(text, ':');
+    uint64_t days = 0;
+    size_t n = colon != NULL ? (size_t)(colon - text) : 0;
+    bool mode_ok = (n == 10 && strncmp(text, "GOVERNANCE", n) == 0) ||
+                   (n == 10 && strncmp(text, "COMPLIANCE", n) == 0);
+    if (!mode_ok || util_parse_u64(colon + 1, strlen(colon + 1), S3_LOCK_DAYS_MAX, &days) != 0 ||
+        days == 0)
+        return util_err_set(err, UTIL_EINVAL,
+                            "Object Lock \"%s\": give GOVERNANCE:DAYS or COMPLIANCE:DAYS, 1 to "
+                            "%d days",
+                            text, S3_LOCK_DAYS_MAX);
+    memcpy(cfg->lock_mode, text, n);
+    cfg->lock_mode[n] = '\0';
+    cfg->lock_days = (int64_t)days;
+    return 0;
+}
+
+/* Whether needle (lower case) is in hay, ignoring case. */
+static bool s3_has_word(const char *hay, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (; *hay != '\0'; hay++)
+        if (strncasecmp(hay, needle, n) == 0)
+            return true;
+    return false;
+}
+
+bool s3_refusal_is_lock(const char *code, const char *message)
+{
+    (void)code;
+    return message != NULL &&
+           (s3_has_word(message, "object lock") || s3_has_word(message, "worm protected"));
+}

@@ -64,6 +64,7 @@ int s3_multipart_create(struct s3_client *c, const char *key, const struct s3_op
         return rc;
     op->req.method = "POST";
     op->req.metric = "CREATE_MULTIPART";
+    op->req.lock = true;
     op->req.post_data = "";
     op->req.post_len = 0;
     mpu_start(op, out);

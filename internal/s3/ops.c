@@ -84,6 +84,7 @@ int s3_put(struct s3_client *c, const char *key, const struct s3_body *body,
     op->req.metric = "PUT";
     op->req.key = s3__full_key(c, key);
     op->req.upload = true;
+    op->req.lock = true;
     op->req.if_none_match = op->o.if_none_match;
     op_start(op, out);
     return 0;
@@ -194,6 +195,14 @@ static void md5_hex_of(struct s3_op *op)
         op->md5_hex[2 * i + 1] = digits[md[i] & 15];
     }
     op->md5_hex[32] = '\0';
+}
+
+void s3__body_md5_base64(const struct s3_op *op, char out[32])
+{
+    unsigned char md[16];
+    unsigned int n = 0;
+    EVP_Digest(op->body.data, (size_t)op->body.len, md, &n, EVP_md5(), NULL);
+    EVP_EncodeBlock((unsigned char *)out, md, 16);
 }
 
 /* ---- GET and HEAD ---- */

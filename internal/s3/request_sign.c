@@ -81,14 +81,22 @@ static void sign_headers(struct s3_op *op, const char *uri, const char *query,
 {
     struct s3_client *c = op->c;
     const struct s3_req *q = &op->req;
-    struct s3_header hs[8];
+    struct s3_header hs[10];
     size_t nh = 0;
-    char date[17], body_hash[65];
+    char date[17], body_hash[65], until[UTIL_TIME_BUF];
     const char *payload_hash = payload_hash_of(op, body_hash);
     struct util_buf auth;
     int64_t signed_at = (int64_t)time(NULL);
+    bool locking = c->cfg.lock_days > 0 && c->cfg.lock_mode[0] != '\0';
+    bool lock = q->lock && locking;
 
     s3_amz_date(signed_at, date);
+    /* Retained from now: a retry extends it by the seconds it took. */
+    if (lock)
+        util_format_utc(signed_at + c->cfg.lock_days * 86400, until, sizeof(until));
+    /* AWS wants Content-MD5 on every upload into a locked bucket, parts included. */
+    if (locking && q->upload && q->content_md5[0] == '\0' && op->body.data != NULL)
+        s3__body_md5_base64(op, op->req.content_md5);
     /* Signed headers, in name order. */
     if (q->content_md5[0] != '\0')
         hs[nh++] = (struct s3_header){"content-md5", q->content_md5};
@@ -101,6 +109,10 @@ static void sign_headers(struct s3_op *op, const char *uri, const char *query,
         hs[nh++] = (struct s3_header){"range", q->range};
     hs[nh++] = (struct s3_header){"x-amz-content-sha256", payload_hash};
     hs[nh++] = (struct s3_header){"x-amz-date", date};
+    if (lock) {
+        hs[nh++] = (struct s3_header){"x-amz-object-lock-mode", c->cfg.lock_mode};
+        hs[nh++] = (struct s3_header){"x-amz-object-lock-retain-until-date", until};
+    }
     if (c->cfg.session_token != NULL)
         hs[nh++] = (struct s3_header){"x-amz-security-token", c->cfg.session_token};
     struct s3_sign_input in = {.method = q->method,

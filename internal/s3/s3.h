@@ -151,7 +151,31 @@ struct s3_config {
     char *ca_pem;        /* an extra CA bundle (PEM), or NULL */
     size_t ca_len;
     bool allow_plain_http; /* http:// to a host that is not loopback */
+    /*
+     * S3 Object Lock on every object this client writes (PUT, CreateMultipartUpload):
+     * "GOVERNANCE" or "COMPLIANCE", retained lock_days from the request's time
+     * (x-amz-object-lock-mode, x-amz-object-lock-retain-until-date, and Content-MD5, which
+     * AWS requires with them, when the body is in memory). "" or 0 days: none.
+     */
+    char lock_mode[12];
+    int64_t lock_days;
 };
+
+/* Most days of Object Lock retention lode sets (100 years). */
+#define S3_LOCK_DAYS_MAX 36500
+
+/*
+ * Parses "MODE:DAYS" (LODE_OBJECT_LOCK: GOVERNANCE or COMPLIANCE, 1 to S3_LOCK_DAYS_MAX
+ * days) into cfg's lock_mode and lock_days. UTIL_EINVAL with a message otherwise.
+ */
+int s3_lock_parse(struct s3_config *cfg, const char *text, struct util_err *err);
+
+/*
+ * Whether a refused write or delete (its S3 error code and message) was refused because
+ * Object Lock retains the object: AWS and versitygw say "object protected by object
+ * lock", MinIO "WORM protected". forget and gc count such an object as kept.
+ */
+bool s3_refusal_is_lock(const char *code, const char *message);
 
 /*
  * Parses "s3:http(s)://HOST[:PORT]/BUCKET[/PREFIX]" into endpoint, host, bucket and

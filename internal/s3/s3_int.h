@@ -88,6 +88,7 @@ struct s3_req {
     size_t post_len;
     bool upload; /* the PUT body of the op */
     bool head;
+    bool lock; /* an object's creation: carries the client's Object Lock (s3_config) */
 };
 
 /* Per-key state of a DeleteObjects. */
@@ -248,5 +249,8 @@ void s3__request_build(struct s3_op *op);
  * then copied into the op (SHA-256 taken). */
 int s3__body_check(const struct s3_body *body, struct util_err *err);
 void s3__body_take(struct s3_op *op, const struct s3_body *body);
+
+/* Content-MD5 (base64) of an in-memory body, for a PUT that carries Object Lock. */
+void s3__body_md5_base64(const struct s3_op *op, char out[32]);
 
 #endif

@@ -179,6 +179,30 @@ check_eq "the agent runs as uid 0 with DAC_READ_SEARCH only, read-only root, no 
 	'[0,["ALL"],["DAC_READ_SEARCH"],true,false]'
 check_eq "the node's / is mounted read-only at /host" \
 	"$(jq -c '[.spec.template.spec.containers[0].volumeMounts[] | select(.mountPath == "/host") | .readOnly]' <<<"$pod_spec")" '[true]'
+# The hardening of docs/security.md ("Backup and GC pods"), as the API server stored it.
+check_eq "the pod runs under RuntimeDefault seccomp, without a token or service links" \
+	"$(jq -c '.spec.template.spec | [.securityContext.seccompProfile.type, .automountServiceAccountToken, .enableServiceLinks]' <<<"$pod_spec")" \
+	'["RuntimeDefault",false,false]'
+check_eq "the agent has memory and CPU requests and a memory limit" \
+	"$(jq -c '.spec.template.spec.containers[0].resources | [(.requests.cpu != null), (.requests.memory != null), (.limits.memory != null), .limits.cpu]' <<<"$pod_spec")" \
+	'[true,true,true,null]'
+# These nodes report no runtime handlers: IfPossible, and the Backup is told once.
+check_eq "the host mount is recursively read-only where possible (the node reports no support)" \
+	"$(jq -c '[.spec.template.spec.containers[0].volumeMounts[] | select(.mountPath == "/host") | .recursiveReadOnly]' <<<"$pod_spec")" '["IfPossible"]'
+check_contains "a Warning Event says the node cannot mount recursively read-only" \
+	"$(kc -n "$ns" get events --field-selector reason=RecursiveReadOnlyUnavailable -o jsonpath='{.items[*].message}')" \
+	"does not report recursive read-only mounts"
+# A node that reports support gets Enabled; the API server takes that spec (dry run).
+jq '.metadata = {name: "rro-dry-run", namespace: .metadata.namespace} | del(.status) |
+	del(.spec.selector, .spec.template.metadata.labels["controller-uid"], .spec.template.metadata.labels["batch.kubernetes.io/controller-uid"]) |
+	.spec.template.metadata.labels |= with_entries(select(.key | test("controller-uid|job-name") | not)) |
+	.spec.template.spec.containers[0].volumeMounts |= map(if .mountPath == "/host" then .recursiveReadOnly = "Enabled" else . end)' \
+	<<<"$pod_spec" >"$T_TMP/rro-job.json"
+if out=$(kc create --dry-run=server -f "$T_TMP/rro-job.json" 2>&1); then
+	pass "the API server accepts recursiveReadOnly: Enabled on the backup Job"
+else
+	fail "the API server accepts recursiveReadOnly: Enabled on the backup Job" "$out"
+fi
 check_eq "credentials come by reference, never by value" \
 	"$(jq -c '[.spec.template.spec.containers[0].env[] | select(.name | startswith("AWS_") and . != "AWS_REGION") | (.value == null and .valueFrom.secretKeyRef.name == "s3")] | unique' <<<"$pod_spec")" \
 	'[true]'

@@ -150,7 +150,7 @@ dry_run "the API server accepts every object of the default render" "$T_TMP/defa
 dry_run "the API server accepts every object of the monitoring/watchNamespace render" \
 	"$T_TMP/full.yaml" "$T_TMP/full.json"
 # Release B's render, for its controller below.
-helm template "$RELB" "$CHART" -n "$NSB" --set "watchNamespace=$WNS" >"$T_TMP/b.yaml" 2>/dev/null
+helm template "$RELB" "$CHART" -n "$NSB" --set "watchNamespace=$WNS" --set "repositorySecrets={main-s3}" >"$T_TMP/b.yaml" 2>/dev/null
 dry_run "the API server accepts every object of release B's render" "$T_TMP/b.yaml" "$T_TMP/b.json"
 helm template "$REL" "$CHART" -n "$NS" --include-crds 2>/dev/null |
 	kc apply --server-side --dry-run=server --field-manager lodestore-chart-test -f - >/dev/null 2>"$T_TMP/err" &&
@@ -158,9 +158,24 @@ helm template "$REL" "$CHART" -n "$NS" --include-crds 2>/dev/null |
 
 kinds() { jq -r '"\(.kind)/\(.metadata.namespace // "-")"' "$1" | sort | tr '\n' ' '; }
 check_eq "the default render: what and where" "$(kinds "$T_TMP/default.json")" \
-	"ClusterRole/- ClusterRoleBinding/- Deployment/$NS Role/$NS RoleBinding/$NS Service/$NS ServiceAccount/$NS "
+	"ClusterRole/- ClusterRoleBinding/- Deployment/$NS NetworkPolicy/$NS Role/$NS RoleBinding/$NS Service/$NS ServiceAccount/$NS "
 check_eq "with watchNamespace: the namespaced rights are a Role there" "$(kinds "$T_TMP/full.json")" \
-	"ClusterRole/- ClusterRoleBinding/- Deployment/$NS PrometheusRule/$NS Role/$NS Role/$WNS RoleBinding/$NS RoleBinding/$WNS Service/$NS ServiceAccount/$NS ServiceMonitor/$NS "
+	"ClusterRole/- ClusterRoleBinding/- Deployment/$NS NetworkPolicy/$NS PrometheusRule/$NS Role/$NS Role/$WNS RoleBinding/$NS RoleBinding/$WNS Service/$NS ServiceAccount/$NS ServiceMonitor/$NS "
+
+# The NetworkPolicy: the controller's pods, the metrics port only, from anywhere by
+# default and from the given peers when set; egress open unless egressTo is set.
+np=$(jq -c 'select(.kind == "NetworkPolicy")' "$T_TMP/default.json")
+check_eq "the NetworkPolicy selects the controller's pods" \
+	"$(jq -c '.spec.podSelector.matchLabels' <<<"$np")" \
+	"$(jq -c 'select(.kind == "Deployment") | .spec.selector.matchLabels' "$T_TMP/default.json")"
+check_eq "... and lets in the metrics port only, egress open" \
+	"$(jq -c '[.spec.policyTypes, .spec.ingress]' <<<"$np")" '[["Ingress"],[{"ports":[{"port":"metrics","protocol":"TCP"}]}]]'
+helm template "$REL" "$CHART" -n "$NS" --set-json 'networkPolicy.metricsFrom=[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"monitoring"}}}]' \
+	--set-json 'networkPolicy.egressTo=[{"ports":[{"port":443}]}]' >"$T_TMP/np.yaml" 2>/dev/null
+dry_run "the API server accepts the NetworkPolicy with peers and egress" "$T_TMP/np.yaml" "$T_TMP/np.json"
+check_eq "... which admits the metrics port from those peers only and restricts egress" \
+	"$(jq -c 'select(.kind == "NetworkPolicy") | [.spec.policyTypes, .spec.ingress[0].from[0].namespaceSelector.matchLabels, .spec.egress]' "$T_TMP/np.json")" \
+	'[["Ingress","Egress"],{"kubernetes.io/metadata.name":"monitoring"},[{"ports":[{"port":443,"protocol":"TCP"}]}]]'
 
 # The stand-in CRDs must be able to refuse: a misspelt field and a bad duration.
 jq -c 'select(.kind == "ServiceMonitor") | .spec.endpoints[0].intervall = "30s"' "$T_TMP/full.json" |
@@ -316,9 +331,11 @@ check_args "default args" "$T_TMP/default.json"
 check_args "watchNamespace args" "$T_TMP/full.json"
 check_eq "default args: what the values say" \
 	"$(dep "$T_TMP/default.json" | jq -r '.spec.template.spec.containers[0].args | join(" ")')" \
-	"--metrics-addr=\$(POD_IP):8080 --agent-image=ghcr.io/lodestore/lodestore:0.1.0 --qps=20 --burst=30 --job-ttl=1h --backup-history=5 --log-level=info --leader-elect --leader-election-namespace=$NS --lease-name=lodestore-controller --lease-duration=15s --renew-deadline=10s --retry-period=2s"
+	"--metrics-addr=\$(POD_IP):8080 --agent-image=ghcr.io/lodestore/lodestore:0.1.0 --qps=20 --burst=30 --job-ttl=1h --backup-history=5 --log-level=info --allow-node-backups=$NS --leader-elect --leader-election-namespace=$NS --lease-name=lodestore-controller --lease-duration=15s --renew-deadline=10s --retry-period=2s"
 check_contains "watchNamespace reaches --namespace" \
 	"$(dep "$T_TMP/full.json" | jq -r '.spec.template.spec.containers[0].args | join(" ")')" "--namespace=$WNS"
+check_contains "... and node backups are allowed there only" \
+	"$(dep "$T_TMP/full.json" | jq -r '.spec.template.spec.containers[0].args | join(" ")')" "--allow-node-backups=$WNS"
 d=$(dep "$T_TMP/default.json")
 check_eq "probes: /healthz and /readyz on the metrics port" \
 	"$(jq -r '.spec.template.spec.containers[0] | "\(.livenessProbe.httpGet.path) \(.readinessProbe.httpGet.path) \(.livenessProbe.httpGet.port) \(.ports[0].name)=\(.ports[0].containerPort)"' <<<"$d")" \
@@ -352,8 +369,12 @@ check_eq "helm package: the CRDs are in the archive" \
 # ---- install ----
 helm install "$REL" "$CHART" -n "$NS" --timeout 60s >"$T_TMP/install.log" 2>&1 &&
 	pass "helm install (defaults)" || fail "helm install (defaults)" "$(cat "$T_TMP/install.log")"
-helm install "$RELB" "$CHART" -n "$NSB" --set "watchNamespace=$WNS" --timeout 60s >"$T_TMP/install.log" 2>&1 &&
+check_contains "the cluster-wide install's notes say it may read every Secret" \
+	"$(cat "$T_TMP/install.log")" "may read every Secret of every namespace"
+helm install "$RELB" "$CHART" -n "$NSB" --set "watchNamespace=$WNS" --set "repositorySecrets={main-s3}" --timeout 60s >"$T_TMP/install.log" 2>&1 &&
 	pass "helm install (watchNamespace)" || fail "helm install (watchNamespace)" "$(cat "$T_TMP/install.log")"
+check_eq "the narrow install's notes have no such warning" \
+	"$(grep -c 'may read every Secret' "$T_TMP/install.log")" 0
 check_eq "release A: its objects in its namespace" \
 	"$(kc -n "$NS" get deployment,serviceaccount,service,role,rolebinding -l "app.kubernetes.io/instance=$REL" -o name | sort | tr '\n' ' ')" \
 	"deployment.apps/$REL role.rbac.authorization.k8s.io/$REL-leader-election rolebinding.rbac.authorization.k8s.io/$REL-leader-election service/$REL-metrics serviceaccount/$REL "
@@ -428,6 +449,7 @@ for v in get update patch; do can "${A[@]}" "$v" "leases.coordination.k8s.io/$LE
 can "${A[@]}" create leases.coordination.k8s.io -n "$NS"
 for v in get list watch; do can "${A[@]}" "$v" backuprepositories.lodestore.io -n "$ELSE"; done
 can "${A[@]}" patch backuprepositories.lodestore.io --subresource status -n "$ELSE"
+# The cluster-wide install without repositorySecrets may get any Secret (NOTES.txt warns).
 can "${A[@]}" get secrets -n "$ELSE"
 for v in get list watch; do can "${A[@]}" "$v" restores.lodestore.io -n "$ELSE"; done
 can "${A[@]}" patch restores.lodestore.io --subresource status -n "$ELSE"
@@ -468,7 +490,13 @@ for v in list create; do can "${NB[@]}" "$v" backups.lodestore.io -n "$ELSE"; do
 can "${NB[@]}" list backups.lodestore.io --all-namespaces
 can "${NB[@]}" create jobs.batch -n "$ELSE"
 can "${NB[@]}" create events -n "$ELSE"
-can "${B[@]}" get secrets -n "$WNS"
+# The narrow install (docs/security.md, "What the controller may read"): the one Secret its
+# BackupRepository names, in the watched namespace, and no other.
+can "${B[@]}" get secrets/main-s3 -n "$WNS"
+can "${NB[@]}" get secrets/someone-elses -n "$WNS"
+can "${NB[@]}" get secrets -n "$WNS"
+can "${NB[@]}" get secrets/main-s3 -n "$ELSE"
+can "${NB[@]}" get secrets/main-s3 -n "$NSB"
 can "${B[@]}" list pods -n "$WNS"
 can "${NB[@]}" list pods -n "$ELSE"
 can "${NB[@]}" get secrets -n "$ELSE"

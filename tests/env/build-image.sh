@@ -11,9 +11,10 @@
 #
 # How: Debian's buildah builds the Dockerfile with `--isolation chroot` (no daemon, no
 # namespaces beyond a mount namespace), `--pull-never`. The Dockerfile's FROM names
-# (debian:bookworm, debian:bookworm-slim) are one Debian 12 base made here with
-# debootstrap (variant minbase, from the mirror this machine's apt uses) and committed
-# into buildah's local storage under both names, so nothing is pulled from a registry.
+# (pinned Debian point releases, debian:12.N and debian:12.N-slim) are one Debian 12 base
+# made here with debootstrap (variant minbase, from the mirror this machine's apt uses),
+# committed into buildah's local storage and tagged under every FROM name (tag_bases),
+# so nothing is pulled from a registry.
 #
 # The cache, outside the work tree, in ${LODE_CACHE:-$HOME/.cache/lodestore}:
 #   buildah/                 buildah's storage (overlay driver) and run directory
@@ -150,6 +151,16 @@ base_image() {
 	echo "$id"
 }
 
+# The Dockerfile pins its bases by Debian point release (debian:12.N, debian:12.N-slim;
+# docs/security.md, "The image's bases"): the local base stands in under every name its
+# FROM lines give, so --pull-never finds them.
+tag_bases() { # BASE-ID
+	local from
+	for from in $(awk 'toupper($1) == "FROM" { print $2 }' "$root/Dockerfile"); do
+		"${bah[@]}" tag "$1" "docker.io/library/${from%@*}" >/dev/null
+	done
+}
+
 build() { # KEY DIR
 	local key=$1 dir=$2 tmp start ctx c m v
 	v=$(version)
@@ -218,6 +229,7 @@ main() {
 		touch "$dir"
 		log "lodestore $(cat "$dir/version") cached in $dir"
 	else
+		tag_bases "$base"
 		build "$key" "$dir"
 		prune
 	fi

@@ -218,6 +218,8 @@ static void start(struct t *t)
     c->cfg.server = util_asprintf("http://127.0.0.1:%d", t->srv.port);
     c->cfg.namespace = util_strdup("default");
     c->cfg.insecure = true;
+    /* Node backups allowed in the policy's namespace (docs/security.md). */
+    assert_int_equal(ctl_allowlist_add(&c->allow, NS, &err), 0);
     memset(&copts, 0, sizeof(copts));
     copts.qps = -1;
     assert_int_equal(kube_client_init(&t->loop, &c->kube, &c->cfg, &copts, &err), 0);
@@ -247,6 +249,7 @@ static void stop(struct t *t)
     ctl_cache_close(c);
     ctl_work_close(c);
     tz_db_close(c->db);
+    ctl_allowlist_free(&c->allow);
     kube_config_free(&c->cfg);
     free(c->identity);
     free(c);

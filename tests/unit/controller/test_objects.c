@@ -119,7 +119,8 @@ static void test_job_is_pinned_bounded_and_read_only(void **state)
                           "etc-and-home-202603290330-abc",
                           "buid",
                           0,
-                          NULL};
+                          NULL,
+                          false};
     struct ctl_job_opts opts = {"lodestore:test", 3600, false};
     json_t *job = ctl_job_json(&p, &run, &opts);
     json_t *spec = json_object_get(job, "spec");
@@ -155,9 +156,10 @@ static void test_job_is_pinned_bounded_and_read_only(void **state)
 
     /* Root with DAC_READ_SEARCH alone, nothing else, on a read-only root. */
     char *sc = json_dumps(json_object_get(c, "securityContext"), JSON_COMPACT | JSON_SORT_KEYS);
-    assert_string_equal(sc, "{\"allowPrivilegeEscalation\":false,\"capabilities\":{\"add\":["
-                            "\"DAC_READ_SEARCH\"],\"drop\":[\"ALL\"]},\"readOnlyRootFilesystem\":"
-                            "true,\"runAsNonRoot\":false,\"runAsUser\":0}");
+    assert_string_equal(sc,
+                        "{\"allowPrivilegeEscalation\":false,\"capabilities\":{\"add\":["
+                        "\"DAC_READ_SEARCH\"],\"drop\":[\"ALL\"]},\"privileged\":false,"
+                        "\"readOnlyRootFilesystem\":true,\"runAsNonRoot\":false,\"runAsUser\":0}");
     free(sc);
     assert_string_equal(json_string_value(json_object_get(c, "terminationMessagePolicy")),
                         "FallbackToLogsOnError");
@@ -189,7 +191,7 @@ static void test_job_host_network(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL};
+    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL, false};
     struct ctl_job_opts opts = {"img", 60, true};
     json_t *jobs[] = {ctl_job_json(&p, &run, &opts),
                       ctl_gc_job_json("ns", "main", NULL, "gc-main-x", 3600, &opts)};
@@ -207,7 +209,7 @@ static void test_job_manual(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL};
+    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL, false};
     struct ctl_job_opts opts = {"img", 60, false};
     json_t *job = ctl_job_json(&p, &run, &opts);
     char *s = json_dumps(job, JSON_COMPACT);
@@ -236,7 +238,7 @@ static void test_policy_document(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, doc};
+    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, doc, false};
     struct ctl_job_opts opts = {"img", 60, false};
     json_t *job = ctl_job_json(&p, &run, &opts);
     json_t *c = job_container(job);
@@ -444,7 +446,7 @@ static void test_job_repository(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL};
+    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL, false};
     struct ctl_job_opts opts = {"img", 60, false};
     json_t *job = ctl_job_json(&p, &run, &opts);
     /* "-----BEGIN CERTIFICATE-----\n" in base64. */
@@ -525,7 +527,7 @@ static void test_job_repository_defaults_and_errors(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL};
+    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL, false};
     struct ctl_job_opts opts = {"img", 60, false};
     json_t *job = ctl_job_json(&p, &run, &opts);
     char *before = json_dumps(job, JSON_SORT_KEYS);
@@ -574,13 +576,85 @@ static void test_job_repository_defaults_and_errors(void **state)
     json_decref(job);
 }
 
+/* The node's Job gets the agent's Secret, never the one that can delete; GC gets that one. */
+static void test_job_agent_credentials(void **state)
+{
+    char *paths[] = {"/etc", "/home"};
+    struct policy p;
+    make_policy(&p, paths);
+    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL, false};
+    struct ctl_job_opts opts = {"img", 60, false};
+    json_t *repo = json_loads(
+        "{\"spec\":{\"endpoint\":\"https://s3.lan\",\"bucket\":\"b\",\"credentialsSecret\":{"
+        "\"name\":\"deleter\",\"accessKeyIDKey\":\"dak\"},\"agentCredentialsSecret\":{\"name\":"
+        "\"writer\",\"accessKeyIDKey\":\"wak\",\"sessionTokenKey\":\"wst\",\"repositoryKeyKey\":"
+        "\"wrk\"},\"objectLock\":{\"mode\":\"COMPLIANCE\",\"days\":30}}}",
+        0, NULL);
+    struct util_err err = {0};
+    const char *key;
+
+    json_t *job = ctl_job_json(&p, &run, &opts);
+    assert_int_equal(ctl_backup_job_set_repository(job, repo, &err), 0);
+    json_t *c = job_container(job);
+    assert_string_equal(env_secret(c, "AWS_ACCESS_KEY_ID", &key), "writer");
+    assert_string_equal(key, "wak");
+    assert_string_equal(env_secret(c, "AWS_SECRET_ACCESS_KEY", &key), "writer");
+    assert_string_equal(key, "AWS_SECRET_ACCESS_KEY");
+    assert_string_equal(env_secret(c, "AWS_SESSION_TOKEN", &key), "writer");
+    assert_string_equal(key, "wst");
+    json_t *kv = json_object_get(
+        by_name(json_object_get(job_pod(job), "volumes"), "repository-key"), "secret");
+    assert_string_equal(json_string_value(json_object_get(kv, "secretName")), "writer");
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(json_object_get(kv, "items"), 0), "key")),
+        "wrk");
+    /* Object Lock on what the backup uploads (docs/security.md). */
+    assert_string_equal(env_value(c, "LODE_OBJECT_LOCK"), "COMPLIANCE:30");
+    char *s = json_dumps(job, JSON_COMPACT);
+    assert_null(strstr(s, "deleter"));
+    free(s);
+    json_decref(job);
+
+    /* GC (and the controller's forget) keep the deleting credentials. */
+    job = ctl_gc_job_json("ops", "main", NULL, "gc-main-x", 3600, &opts);
+    assert_int_equal(ctl_job_set_repository(job, repo, &err), 0);
+    assert_string_equal(env_secret(job_container(job), "AWS_ACCESS_KEY_ID", &key), "deleter");
+    assert_string_equal(key, "dak");
+    assert_null(by_name(json_object_get(job_container(job), "env"), "LODE_OBJECT_LOCK"));
+    s = json_dumps(job, JSON_COMPACT);
+    assert_null(strstr(s, "writer"));
+    free(s);
+    json_decref(job);
+    json_decref(repo);
+
+    /* Without an agent Secret the backup Job has the one there is (not recommended). */
+    repo = json_loads("{\"spec\":{\"endpoint\":\"https://s3.lan\",\"bucket\":\"b\","
+                      "\"credentialsSecret\":{\"name\":\"only\"}}}",
+                      0, NULL);
+    job = ctl_job_json(&p, &run, &opts);
+    assert_int_equal(ctl_backup_job_set_repository(job, repo, &err), 0);
+    assert_string_equal(env_secret(job_container(job), "AWS_ACCESS_KEY_ID", &key), "only");
+    json_decref(job);
+    json_decref(repo);
+
+    /* An agent Secret without a name is refused by name. */
+    repo = json_loads("{\"spec\":{\"endpoint\":\"https://s3.lan\",\"bucket\":\"b\","
+                      "\"credentialsSecret\":{\"name\":\"d\"},\"agentCredentialsSecret\":{}}}",
+                      0, NULL);
+    job = ctl_job_json(&p, &run, &opts);
+    assert_int_equal(ctl_backup_job_set_repository(job, repo, &err), UTIL_EINVAL);
+    assert_non_null(strstr(err.msg, "spec.agentCredentialsSecret.name"));
+    json_decref(job);
+    json_decref(repo);
+}
+
 static void test_backup_object(void **state)
 {
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "2026-03-29T03:30", CTL_TRIGGER_CATCH_UP, "puid", "bk", NULL, 0,
-                          NULL};
+    struct ctl_run run = {
+        "node-1", "2026-03-29T03:30", CTL_TRIGGER_CATCH_UP, "puid", "bk", NULL, 0, NULL, false};
     json_t *b = ctl_backup_json(&p, &run);
     json_t *spec = json_object_get(b, "spec");
     assert_string_equal(json_string_value(json_object_get(b, "apiVersion")), API_GROUP_VERSION);
@@ -662,6 +736,7 @@ int main(void)
         cmocka_unit_test(test_backup_result),
         cmocka_unit_test(test_job_repository),
         cmocka_unit_test(test_job_repository_defaults_and_errors),
+        cmocka_unit_test(test_job_agent_credentials),
         cmocka_unit_test(test_backup_object),
         cmocka_unit_test(test_backup_status),
     };
