@@ -15,20 +15,30 @@ static json_t *ctl_obj_child(json_t *parent, const char *key)
 
 static void ctl_container_harden(json_t *c, enum ctl_pod_kind kind)
 {
-    bool backup = kind == CTL_POD_BACKUP;
+    bool backup = kind == CTL_POD_BACKUP, restore = kind == CTL_POD_RESTORE;
     if (json_object_get(c, "resources") == NULL)
-        json_object_set_new(
-            c, "resources",
-            json_pack("{s:{s:s, s:s}, s:{s:s}}", "requests", "cpu",
-                      backup ? CTL_BACKUP_CPU_REQUEST : CTL_GC_CPU_REQUEST, "memory",
-                      backup ? CTL_BACKUP_MEMORY_REQUEST : CTL_GC_MEMORY_REQUEST, "limits",
-                      "memory", backup ? CTL_BACKUP_MEMORY_LIMIT : CTL_GC_MEMORY_LIMIT));
+        json_object_set_new(c, "resources",
+                            json_pack("{s:{s:s, s:s}, s:{s:s}}", "requests", "cpu",
+                                      backup    ? CTL_BACKUP_CPU_REQUEST
+                                      : restore ? CTL_RESTORE_CPU_REQUEST
+                                                : CTL_GC_CPU_REQUEST,
+                                      "memory",
+                                      backup    ? CTL_BACKUP_MEMORY_REQUEST
+                                      : restore ? CTL_RESTORE_MEMORY_REQUEST
+                                                : CTL_GC_MEMORY_REQUEST,
+                                      "limits", "memory",
+                                      backup    ? CTL_BACKUP_MEMORY_LIMIT
+                                      : restore ? CTL_RESTORE_MEMORY_LIMIT
+                                                : CTL_GC_MEMORY_LIMIT));
     json_t *sc = ctl_obj_child(c, "securityContext");
     json_object_set_new(sc, "allowPrivilegeEscalation", json_false());
     json_object_set_new(sc, "readOnlyRootFilesystem", json_true());
     json_object_set_new(sc, "privileged", json_false());
+    /* A restore container's own list of what it adds is kept; everything else dropped. */
+    json_t *add = restore ? json_object_get(json_object_get(sc, "capabilities"), "add") : NULL;
     json_t *caps = backup ? json_pack("{s:[s], s:[s]}", "drop", "ALL", "add", CTL_BACKUP_CAPABILITY)
-                          : json_pack("{s:[s]}", "drop", "ALL");
+                   : add != NULL ? json_pack("{s:[s], s:O}", "drop", "ALL", "add", add)
+                                 : json_pack("{s:[s]}", "drop", "ALL");
     json_object_set_new(sc, "capabilities", caps);
 }
 

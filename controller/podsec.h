@@ -41,7 +41,13 @@
 /* The only capability a backup container keeps: read and list any file, write none. */
 #define CTL_BACKUP_CAPABILITY "DAC_READ_SEARCH"
 
-enum ctl_pod_kind { CTL_POD_BACKUP, CTL_POD_GC };
+/* A restore's Job (docs/restoring.md) writes files with their owners, modes and times:
+ * its container lists the capabilities that takes, which are kept (drop ALL besides). */
+#define CTL_RESTORE_CPU_REQUEST    "100m"
+#define CTL_RESTORE_MEMORY_REQUEST "256Mi"
+#define CTL_RESTORE_MEMORY_LIMIT   "2Gi"
+
+enum ctl_pod_kind { CTL_POD_BACKUP, CTL_POD_GC, CTL_POD_RESTORE };
 
 /*
  * Hardens pod (a PodSpec with its containers): seccompProfile RuntimeDefault in the pod's

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "podsec.h"
 #include "state.h"
 
 static const char *rj_str(const json_t *obj, const char *key)
@@ -202,6 +203,7 @@ json_t *ctl_restore_job_json(const struct ctl_restore_spec *s, const char *id,
     if (s->node != NULL)
         json_object_set_new(pod, "nodeName", json_string(s->node));
     ctl_pod_set_network(pod, opts);
+    ctl_pod_harden(pod, CTL_POD_RESTORE, NULL, false);
     json_t *labels =
         json_pack("{s:s, s:s}", CTL_LABEL_MANAGED, CTL_MANAGER, CTL_LABEL_RESTORE, s->name);
     json_t *owner = json_pack("[{s:s, s:s, s:s, s:s, s:b, s:b}]", "apiVersion", API_GROUP_VERSION,

@@ -206,6 +206,15 @@ static void test_dry_run_and_pvc_jobs(void **state)
     assert_true(json_is_true(json_object_get(mount(job, "host-root"), "readOnly")));
     const json_t *c = json_array_get(ctl_json_path(job, "spec.template.spec.containers"), 0);
     assert_int_equal(json_array_size(ctl_json_path(c, "securityContext.capabilities.add")), 1);
+    /* Hardened like every pod the controller makes (docs/security.md). */
+    assert_string_equal(ctl_json_str(job, "spec.template.spec.securityContext.seccompProfile.type"),
+                        "RuntimeDefault");
+    assert_true(
+        json_is_false(ctl_json_path(job, "spec.template.spec.automountServiceAccountToken")));
+    assert_string_equal(
+        json_string_value(json_array_get(ctl_json_path(c, "securityContext.capabilities.drop"), 0)),
+        "ALL");
+    assert_non_null(ctl_json_path(c, "resources.limits.memory"));
     json_decref(job);
     ctl_restore_spec_free(&s);
     json_decref(obj);
