@@ -157,7 +157,7 @@ struct ctl {
     /* metrics */
     struct ctl_metrics_histogram reconcile_hist;
     struct ctl_metrics_histogram skew_hist; /* run created minus run time */
-    struct util_map api_counts;             /* "VERB code" -> counter (uint64_t*) */
+    struct util_map api_counts;             /* "VERB code resource" -> counter (uint64_t*) */
     struct ctl_metrics_histogram api_hist;
     uint64_t reconciles;
     struct util_list writes; /* of ctl_write, in flight, newest first */
@@ -240,7 +240,8 @@ void ctl_work_close(struct ctl *c);
 int ctl_endpoints_init(struct ctl *c, struct util_err *err);
 void ctl_endpoints_stop(struct ctl *c);
 void ctl_endpoints_close(struct ctl *c);
-void ctl_observe_cb(const char *verb, long status, int error, uint64_t ms, void *arg);
+void ctl_observe_cb(const char *verb, const char *resource, long status, int error, uint64_t ms,
+                    void *arg);
 
 /* acting.c */
 int ctl_acting_init(struct ctl *c, const char *user_agent, struct util_err *err);

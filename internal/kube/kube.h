@@ -319,8 +319,12 @@ typedef void (*kube_result_cb)(const struct kube_result *res, void *arg);
 /* A watch event; the event and its JSON are borrowed. */
 typedef void (*kube_watch_cb)(const struct kube_watch_event *ev, void *arg);
 typedef void (*kube_close_cb)(void *arg);
-/* One finished request, for metrics: verb ("GET", "LIST", "WATCH", "PATCH"...), status. */
-typedef void (*kube_observe_cb)(const char *verb, long status, int error, uint64_t ms, void *arg);
+/*
+ * One finished request, for metrics: verb ("GET", "LIST", "WATCH", "PATCH"...), the
+ * resource with its subresource ("backups", "backups/status"), status.
+ */
+typedef void (*kube_observe_cb)(const char *verb, const char *resource, long status, int error,
+                                uint64_t ms, void *arg);
 /* A warning the client cannot return to anyone (a failed token re-read). */
 typedef void (*kube_warn_cb)(const char *msg, void *arg);
 

@@ -40,6 +40,7 @@ struct kube_request {
     size_t body_len;
     const char *verb;   /* static: "GET", "LIST", ... */
     const char *method; /* static: the HTTP method */
+    char resource[64];  /* "backups" or "backups/status", for the observer (cut if longer) */
     const char *accept;
     const char *content_type;
     bool watch, limited, active, cancelled;
@@ -80,6 +81,8 @@ struct kube_client {
 /* What a verb function asks for. path is an owned buffer; body an owned string. */
 struct req_spec {
     const char *verb, *method, *accept, *content_type;
+    const struct kube_resource *res; /* what the observer is told, with subresource */
+    const char *subresource;
     struct util_buf *path;
     char *body;
     size_t body_len;

@@ -122,7 +122,7 @@ static void request_complete(struct kube_request *r, CURLcode code)
     if (res.status == 401 && c->cfg.token_file != NULL)
         uv_timer_start(&c->token_timer, kube__on_token_timer, 0, c->opts.token_reload_ms);
     if (c->opts.observe_cb != NULL)
-        c->opts.observe_cb(r->verb, res.status, res.error, ms, c->opts.cb_arg);
+        c->opts.observe_cb(r->verb, r->resource, res.status, res.error, ms, c->opts.cb_arg);
     if (r->cb != NULL)
         r->cb(&res, r->arg);
     if (c->opts.step_loop)
@@ -286,6 +286,9 @@ int kube__submit(struct kube_client *c, struct req_spec *s, kube_result_cb cb,
     r->easy = e;
     r->verb = s->verb;
     r->method = s->method;
+    if (s->res != NULL && s->res->resource != NULL)
+        snprintf(r->resource, sizeof(r->resource), "%s%s%s", s->res->resource,
+                 s->subresource != NULL ? "/" : "", s->subresource != NULL ? s->subresource : "");
     r->accept = s->accept;
     r->content_type = s->content_type;
     r->watch = s->watch;
