@@ -164,6 +164,7 @@ int ctl_backup_from_json(struct ctl_backup *b, const json_t *obj, struct util_er
         b->has_slot_time = b->slot[0] != '\0';
     b->created = ctl_json_time(obj, "metadata.creationTimestamp");
     b->phase = CTL_PHASE_PENDING;
+    b->has_status = phase != NULL;
     if (phase != NULL) {
         for (int p = CTL_PHASE_PENDING; p <= CTL_PHASE_FAILED; p++)
             if (strcmp(phase, ctl_phase_name(p)) == 0)

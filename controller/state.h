@@ -58,6 +58,7 @@ struct ctl_backup {
     int64_t slot_time; /* from the lodestore.io/slot-time annotation, set at creation */
     int64_t created;
     enum ctl_phase phase; /* Pending when the status has none yet */
+    bool has_status;      /* status.phase is set: the first status was written */
     char *reason;         /* status.reason, or NULL */
     int64_t started;      /* status.startTime, else 0 */
     int64_t completed;    /* status.completionTime, else 0 */

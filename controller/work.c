@@ -29,7 +29,7 @@ struct ctl_op {
     char *pair_key;
     char *ns, *name;
     enum ctl_action_type type;
-    json_t *status;           /* CREATE_RUN: the first status, patched once the Backup exists */
+    json_t *status;           /* BACKUP_STATUS of an ended Job: the patch, after the pods */
     int64_t run_time;         /* CREATE_RUN: for the start-delay histogram */
     enum ctl_trigger trigger; /* CREATE_JOB: what lodestore_runs_total counts it as */
 };
@@ -185,26 +185,17 @@ static void ctl_simple_cb(const struct kube_result *res, void *arg)
 }
 
 /*
- * A run's Backup exists: its first status follows. Its Job is not created here: the
- * answers queue the pair, and the reconcile that sees a Backup without a Job asks for
- * one (the only route to a Job, so it gets its owner's uid from the cache).
+ * A run's Backup exists. Its Job is not created here: the answer queues the pair, and the
+ * reconcile that sees a Backup without a Job asks for one (the only route to a Job, so it
+ * gets its owner's uid from the cache). Its first status waits for the Job to start
+ * (reconcile.h, CTL_FIRST_STATUS_GRACE): one status write per run, not two.
  */
 static void ctl_run_created_cb(const struct kube_result *res, void *arg)
 {
     struct ctl_op *op = arg;
     struct ctl *c = op->c;
-    struct util_err err = {0};
     if (res->error == 0 && res->status == 201) {
         ctl_write_through(op, res);
-        struct ctl_pair *pr = ctl_cache_pair_by_key(c, op->pair_key);
-        if (pr != NULL) {
-            struct ctl_op *st = ctl_op_new(c, pr, CTL_ACT_BACKUP_STATUS, op->ns, op->name);
-            struct kube_resource rb = api_in(&api_backups, op->ns);
-            int rc = kube_merge_patch(c->kube, &rb, op->name, "status", op->status, ctl_simple_cb,
-                                      st, NULL, &err);
-            if (rc != 0)
-                ctl_op_fail(st, rc, err.msg);
-        }
         /* How late the run started against its run time (slot + jitter offset). */
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -361,7 +352,6 @@ static void ctl_execute(struct ctl *c, struct ctl_pair *pr, struct ctl_policy_en
     switch (a->type) {
     case CTL_ACT_CREATE_RUN:
         obj = ctl_backup_json(&e->p.spec, &run);
-        op->status = ctl_backup_status_json(&a->status);
         op->run_time = a->status.run_time;
         rc = kube_create(c->kube, &rb, obj, ctl_run_created_cb, op, NULL, &err);
         break;
