@@ -14,6 +14,7 @@
  *   gcmetrics.c      the GC Jobs' state on /metrics
  *   prune.c          the forget after a backup (prune_int.h)
  *   prune_report.c   the forget's outcome: status.retention, Events, counters
+ *   events.c         Events about policies, paced and combined (eventagg.h)
  *   cache.c          informer callbacks and the caches they fill, (policy, host) pairs
  *   log.c            the clock, the log, cache keys and the list of writes in flight
  * and below them the modules with a header of their own, which know nothing of struct ctl:
@@ -22,6 +23,7 @@
  *   httpd.c          the endpoints' HTTP server (httpd.h)
  *   metrics.c        Prometheus text (metrics.h)
  *   policy_status.c  a policy's status from the caches' view and the clock (policy_status.h)
+ *   eventagg.c       Events paced and combined per object, type and reason (eventagg.h)
  *   reconcile.c      what to do for one (policy, host) now (reconcile.h)
  *   gcplan.c         a repository's GC decisions (gcplan.h)
  *   state.c          the compact structs the caches hold (state.h)
@@ -47,6 +49,7 @@
 
 #include "repository.h"
 #include "controller.h"
+#include "eventagg.h"
 #include "heap.h"
 #include "httpd.h"
 #include "leader.h"
@@ -109,6 +112,8 @@ struct ctl_policy_entry {
     int64_t limit;
     int64_t limit_at;
     bool status_dirty;
+    struct ctl_pace status_pace; /* of status writes (status.c) */
+    int64_t queued_slot;         /* the slot whose runs were last reported queuing (RateLimited) */
     uint64_t started, caught_up, succeeded, failed, time_limit;
     uint64_t incomplete; /* among the succeeded: reason incomplete */
 };
@@ -148,9 +153,11 @@ struct ctl {
     uv_timer_t wake_timer;
     uv_idle_t work;
     uv_timer_t status_timer;
-    uv_timer_t status_soon; /* one flush a second at most, however busy the loop */
-    uv_timer_t drain_timer; /* a graceful stop: the writes' deadline, then the rest */
-    bool draining;          /* stopping, waiting for the writes in flight */
+    uv_timer_t status_soon;     /* one flush a second at most, however busy the loop */
+    uv_timer_t drain_timer;     /* a graceful stop: the writes' deadline, then the rest */
+    struct ctl_eventagg events; /* Events about policies, paced (events.c) */
+    uv_timer_t events_timer;    /* when the held Events may go */
+    bool draining;              /* stopping, waiting for the writes in flight */
     bool acting;
     bool stopping;
     struct ctl_config rcfg;
@@ -220,14 +227,27 @@ void ctl_gc_close(struct ctl *c);
  */
 void ctl_gc_metrics(struct ctl *c, struct util_buf *b);
 
+/* events.c: Events about policies, paced and combined (docs/operator.md) */
+void ctl_events_init(struct ctl *c);
+/* Logs the Event and sends it now, or holds it for a combined Event within seconds. */
+void ctl_events_policy(struct ctl *c, const struct ctl_policy_entry *e, const char *type,
+                       const char *reason, const char *message);
+/* Sends every held Event now (a graceful stop). */
+void ctl_events_flush(struct ctl *c);
+void ctl_events_stop(struct ctl *c);
+void ctl_events_close(struct ctl *c);
+
 /* status.c */
 void ctl_status_init(struct ctl *c);
 void ctl_status_start(struct ctl *c);
 void ctl_status_stop(struct ctl *c);
 /* Writes the status of dirty policies within a second. */
 void ctl_status_soon(struct ctl *c);
-/* Writes every dirty policy status now (a graceful stop sends what was decided). */
-void ctl_status_flush(struct ctl *c);
+/*
+ * Writes the status of dirty policies, each at its pace (a busy policy once every few
+ * seconds); force: every one now (a graceful stop sends what was decided).
+ */
+void ctl_status_flush(struct ctl *c, bool force);
 
 /* work.c */
 void ctl_work_init(struct ctl *c);

@@ -1,6 +1,8 @@
 /*
  * Policy status: built by policy_status.c from the pairs and the clock, written only
- * when it changed and at most once a second, and looked at again every minute because
+ * when it changed, at most once a second, and for each policy at a pace of a few writes at
+ * once then one every CTL_STATUS_PACE_MS (a slot's runs change a policy's status with
+ * every run: its writes are merged, not one per run); looked at again every minute because
  * overdue is a matter of time passing; a Ready reason a person must act on is also a
  * Warning Event.
  */
@@ -9,6 +11,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+#define CTL_STATUS_PACE_MS 10000
+#define CTL_STATUS_BURST   3
 
 struct ctl_status_op {
     struct ctl_write w; /* first: the record of the write in flight */
@@ -130,6 +135,7 @@ static void ctl_status_write(struct ctl *c, struct ctl_policy_entry *e)
         ctl_policy_status_free(&out);
         return;
     }
+    ctl_pace_spend(&e->status_pace, CTL_STATUS_PACE_MS);
     free(e->last_status);
     e->last_status = text;
     /* A Ready reason a person must act on is also an Event, when it first says so. */
@@ -162,18 +168,31 @@ static void ctl_status_write(struct ctl *c, struct ctl_policy_entry *e)
     ctl_policy_status_free(&out);
 }
 
-void ctl_status_flush(struct ctl *c)
+static void ctl_status_soon_cb(uv_timer_t *t);
+
+void ctl_status_flush(struct ctl *c, bool force)
 {
     size_t it = 0;
     const char *k;
     void *v;
+    uint64_t wait = UINT64_MAX, now_ms = uv_now(c->loop);
     while (util_map_next(&c->policies, &it, &k, &v)) {
         struct ctl_policy_entry *e = v;
-        if (e->status_dirty) {
-            e->status_dirty = false;
-            ctl_status_write(c, e);
+        if (!e->status_dirty)
+            continue;
+        /* Held back by its pace (before it is built: building walks the pairs), it is
+         * written when the pace allows, with what it says then. */
+        uint64_t w = ctl_pace_wait(&e->status_pace, CTL_STATUS_PACE_MS, CTL_STATUS_BURST, now_ms);
+        if (w > 0 && !force) {
+            if (w < wait)
+                wait = w;
+            continue;
         }
+        e->status_dirty = false;
+        ctl_status_write(c, e);
     }
+    if (wait != UINT64_MAX && !c->stopping)
+        uv_timer_start(&c->status_soon, ctl_status_soon_cb, wait < 1000 ? 1000 : wait, 0);
 }
 
 /* Overdue is a matter of time passing: look at every policy's status once a minute. */
@@ -187,12 +206,12 @@ static void ctl_status_timer_cb(uv_timer_t *t)
     void *v;
     while (util_map_next(&c->policies, &it, &k, &v))
         ((struct ctl_policy_entry *)v)->status_dirty = true;
-    ctl_status_flush(c);
+    ctl_status_flush(c, false);
 }
 
 static void ctl_status_soon_cb(uv_timer_t *t)
 {
-    ctl_status_flush(t->data);
+    ctl_status_flush(t->data, false);
 }
 
 /*
@@ -201,7 +220,9 @@ static void ctl_status_soon_cb(uv_timer_t *t)
  */
 void ctl_status_soon(struct ctl *c)
 {
-    if (!c->stopping && !uv_is_active((uv_handle_t *)&c->status_soon))
+    /* A timer set for a paced policy must not hold back another one that may go. */
+    if (!c->stopping && (!uv_is_active((uv_handle_t *)&c->status_soon) ||
+                         uv_timer_get_due_in(&c->status_soon) > 1000))
         uv_timer_start(&c->status_soon, ctl_status_soon_cb, 1000, 0);
 }
 

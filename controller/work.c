@@ -31,7 +31,8 @@ struct ctl_op {
     enum ctl_action_type type;
     json_t *status;           /* BACKUP_STATUS of an ended Job: the patch, after the pods */
     int64_t run_time;         /* CREATE_RUN: for the start-delay histogram */
-    enum ctl_trigger trigger; /* CREATE_JOB: what lodestore_runs_total counts it as */
+    int64_t slot_time;        /* CREATE_RUN: the slot, for the RateLimited Warning */
+    enum ctl_trigger trigger; /* CREATE_JOB: what lodestore_runs_total counts it as; CREATE_RUN */
 };
 
 static void ctl_op_free_cb(struct ctl_write *w);
@@ -203,6 +204,14 @@ static void ctl_run_created_cb(const struct kube_result *res, void *arg)
         double skew = now - (double)op->run_time;
         ctl_metrics_observe(&c->skew_hist, skew > 0 ? skew : 0);
         ctl_log(c, 1, "started %s/%s skew_ms=%.0f", op->ns, op->name, skew * 1000);
+        /* Late with requests waiting for the rate limit: the policy is told, once a slot. */
+        struct ctl_pair *pr = ctl_cache_pair_by_key(c, op->pair_key);
+        struct ctl_policy_entry *e = pr != NULL ? ctl_cache_policy_of(c, pr) : NULL;
+        char msg[512];
+        if (e != NULL && op->trigger == CTL_TRIGGER_SCHEDULED &&
+            ctl_queue_warning(skew, kube_client_queued(c->kube), c->opts.qps, op->slot_time,
+                              &e->queued_slot, msg, sizeof(msg)))
+            ctl_events_policy(c, e, "Warning", "RateLimited", msg);
     }
     ctl_op_done(op, res);
 }
@@ -339,6 +348,12 @@ static void ctl_execute(struct ctl *c, struct ctl_pair *pr, struct ctl_policy_en
                         const struct ctl_action *a)
 {
     struct util_err err = {0};
+    /* An Event about the policy is paced and combined with its like (events.c); the pair
+     * does not wait for its answer. */
+    if (a->type == CTL_ACT_EVENT && a->name[0] == '\0' && e != NULL) {
+        ctl_events_policy(c, e, a->event_type, a->reason, a->message);
+        return;
+    }
     struct kube_resource rb = api_in(&api_backups, a->ns), rj = api_in(&api_jobs, a->ns);
     struct ctl_op *op = ctl_op_new(c, pr, a->type, a->ns, a->name);
     struct ctl_run run = {a->host, a->slot,       a->trigger,          e ? e->p.uid : NULL,
@@ -353,6 +368,8 @@ static void ctl_execute(struct ctl *c, struct ctl_pair *pr, struct ctl_policy_en
     case CTL_ACT_CREATE_RUN:
         obj = ctl_backup_json(&e->p.spec, &run);
         op->run_time = a->status.run_time;
+        op->slot_time = a->status.slot_time;
+        op->trigger = a->trigger;
         rc = kube_create(c->kube, &rb, obj, ctl_run_created_cb, op, NULL, &err);
         break;
     case CTL_ACT_CREATE_JOB:

@@ -145,8 +145,11 @@ int kube_delete(struct kube_client *c, const struct kube_resource *res, const ch
                 struct util_err *err)
 {
     struct util_buf path;
-    struct req_spec s = {
-        .verb = "DELETE", .method = "DELETE", .accept = CLIENT_ACCEPT_JSON, .res = res, .path = &path};
+    struct req_spec s = {.verb = "DELETE",
+                         .method = "DELETE",
+                         .accept = CLIENT_ACCEPT_JSON,
+                         .res = res,
+                         .path = &path};
     int rc;
     if (name == NULL)
         return util_err_set(err, UTIL_EINVAL, "a delete needs an object name");

@@ -392,8 +392,8 @@ static void test_rate_limit(void **state)
 }
 
 /* The observer hears every request with its verb, resource (and subresource) and status. */
-static void observe_cb(const char *verb, const char *resource, long status, int error,
-                       uint64_t ms, void *arg)
+static void observe_cb(const char *verb, const char *resource, long status, int error, uint64_t ms,
+                       void *arg)
 {
     struct t *t = arg;
     size_t n = strlen(t->events);
