@@ -46,6 +46,13 @@ static void ctl_event(struct ctl_actions *a, const char *ns, const char *backup,
     x->message = message;
 }
 
+bool ctl_write_refused(long status, int error)
+{
+    if (error == UTIL_EINVAL)
+        return true;
+    return error == 0 && status >= 400 && status < 500 && status != 408 && status != 429;
+}
+
 void ctl_slot_text(int64_t local, char out[CTL_SLOT_MAX])
 {
     util_format_time(local, 0, UTIL_TIME_MINUTE, out, CTL_SLOT_MAX);

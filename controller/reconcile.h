@@ -147,6 +147,15 @@ struct ctl_pair_output {
 void ctl_reconcile_pair(const struct ctl_pair_input *in, const struct ctl_config *cfg,
                         struct ctl_actions *acts, struct ctl_pair_output *out);
 
+/*
+ * Whether a create that failed with this HTTP status (0: not answered) or error is a
+ * refusal a person must fix, worth a Warning Event (docs/operator.md): a 4xx from the API
+ * server, or not sent because of what the cluster holds (UTIL_EINVAL). Throttling (429),
+ * a timeout (408), a server error and no answer are retried without one: an Event then
+ * would add requests to an API server that asked for fewer.
+ */
+bool ctl_write_refused(long status, int error);
+
 /* "YYYY-MM-DDTHH:MM" of a local time (seconds as in tz.h). */
 void ctl_slot_text(int64_t local, char out[CTL_SLOT_MAX]);
 

@@ -120,8 +120,9 @@ static void ctl_op_done(struct ctl_op *op, const struct kube_result *res)
     bool create = op->type == CTL_ACT_CREATE_RUN || op->type == CTL_ACT_CREATE_JOB;
     if (pr != NULL && create && ok)
         pr->error_hash = 0;
-    /* Refused by the server (4xx), or not sent because of what the cluster holds. */
-    if (pr != NULL && create && !ok && (res->status >= 400 || res->error == UTIL_EINVAL))
+    /* Refused by the server (4xx but throttling), or not sent because of what the cluster
+     * holds (reconcile.h). */
+    if (pr != NULL && create && !ok && ctl_write_refused(res->status, res->error))
         ctl_report_refusal(c, pr, op, why);
     free(why);
     if (pr != NULL) {

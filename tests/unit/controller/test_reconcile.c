@@ -795,6 +795,20 @@ static void test_backups_nothing_will_run_fail(void **state)
     fixture_free(&f);
 }
 
+/* Refusals a person must fix get an Event; throttling and failures below HTTP do not. */
+static void test_write_refused(void **state)
+{
+    assert_true(ctl_write_refused(403, 0));
+    assert_true(ctl_write_refused(422, 0));
+    assert_true(ctl_write_refused(0, UTIL_EINVAL));
+    assert_false(ctl_write_refused(429, 0));
+    assert_false(ctl_write_refused(408, 0));
+    assert_false(ctl_write_refused(500, 0));
+    assert_false(ctl_write_refused(503, 0));
+    assert_false(ctl_write_refused(0, KUBE_ECONN));
+    assert_false(ctl_write_refused(201, 0));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -808,6 +822,7 @@ int main(void)
         cmocka_unit_test(test_time_limit),
         cmocka_unit_test(test_job_outcomes),
         cmocka_unit_test(test_first_status_is_one_write),
+        cmocka_unit_test(test_write_refused),
         cmocka_unit_test(test_first_status_pending_after_grace),
         cmocka_unit_test(test_manual_backup_waits_its_turn),
         cmocka_unit_test(test_history_keeps_newest_success),
