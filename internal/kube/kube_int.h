@@ -44,6 +44,8 @@ struct kube_request {
     const char *accept;
     const char *content_type;
     bool watch, limited, active, cancelled;
+    const char *const *strip; /* a watch: members left out of each event (kube_json_strip) */
+    struct util_buf stripped; /* the event without them, reused from line to line */
     kube_result_cb cb;
     kube_watch_cb event_cb;
     void *arg;
@@ -87,6 +89,7 @@ struct req_spec {
     char *body;
     size_t body_len;
     bool watch;
+    const char *const *strip;
     uint64_t timeout_ms;
 };
 

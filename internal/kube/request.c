@@ -39,6 +39,7 @@ void kube__request_free(struct kube_request *r)
     free(r->url);
     free(r->body);
     util_buf_free(&r->resp);
+    util_buf_free(&r->stripped);
     kube_lines_free(&r->lines);
     free(r);
     c->live--;
@@ -155,6 +156,12 @@ static int on_watch_line(const char *line, size_t len, void *arg)
     json_t *root = NULL;
     if (len == 0)
         return 0;
+    if (r->strip != NULL) {
+        r->stripped.len = 0;
+        kube_json_strip(line, len, r->strip, &r->stripped);
+        line = r->stripped.data;
+        len = r->stripped.len;
+    }
     if (kube_watch_decode(line, len, &root, &ev, &r->werr) != 0) {
         r->werror = r->werr.code;
         json_decref(root);
@@ -292,6 +299,7 @@ int kube__submit(struct kube_client *c, struct req_spec *s, kube_result_cb cb,
     r->accept = s->accept;
     r->content_type = s->content_type;
     r->watch = s->watch;
+    r->strip = s->strip;
     r->limited = !s->watch;
     r->cb = cb;
     r->event_cb = event_cb;
@@ -301,6 +309,7 @@ int kube__submit(struct kube_client *c, struct req_spec *s, kube_result_cb cb,
     r->timeout_ms = s->timeout_ms ? s->timeout_ms : c->opts.timeout_ms;
     r->url = util_asprintf("%s%s", c->base_url, s->path->data);
     util_buf_init(&r->resp);
+    util_buf_init(&r->stripped);
     kube_lines_init(&r->lines, c->opts.max_line_bytes);
 
     curl_easy_setopt(e, CURLOPT_PRIVATE, r);

@@ -212,6 +212,7 @@ int kube_watch(struct kube_client *c, const struct kube_resource *res,
     if ((rc = client_path(&path, res, NULL, NULL, err)) != 0)
         return rc;
     s.accept = opts != NULL && opts->metadata_only ? CLIENT_ACCEPT_META : CLIENT_ACCEPT_JSON;
+    s.strip = opts != NULL ? opts->strip : NULL;
     kube_query_add(&path, "watch", "1");
     client_list_query(&path, opts);
     kube_query_add(&path, "allowWatchBookmarks", "true");
