@@ -159,7 +159,17 @@ static void ctl_policy_upsert(struct kube_reflector *r, const char *ns, const ch
     }
     struct ctl_policy_entry *old = util_map_set(&c->policies, e->p.key, e);
     bool fresh = old == NULL;
+    /*
+     * The same spec (generation), object and deletion state: a status write, most often our
+     * own coming back. Nothing a pair decides with changed, so the nodes are not selected
+     * again nor the pairs reconciled: at a slot that was the largest cost of a status
+     * write (every node, every pair of the policy).
+     */
+    bool same = old != NULL && ctl_policy_same_spec(&old->p, &e->p);
+    bool old_dirty = old != NULL && old->status_dirty;
     if (old != NULL) {
+        e->status_pace = old->status_pace;
+        e->queued_slot = old->queued_slot;
         /* The recorded change time may lag our own write: keep what we know. */
         if (strcmp(old->p.schedule_hash, e->p.schedule_hash) == 0)
             e->p.schedule_changed = old->p.schedule_changed;
@@ -193,6 +203,11 @@ static void ctl_policy_upsert(struct kube_reflector *r, const char *ns, const ch
     }
     e->limit = binding_alert_limit(&e->p.bind, ctl_now(c));
     e->limit_at = ctl_now(c);
+    if (same) {
+        /* Written again only if what it would say now differs from what was written. */
+        e->status_dirty = old_dirty;
+        return;
+    }
     e->status_dirty = true;
     c->work_cb(c); /* a policy with no pairs still gets its status */
     if (!e->p.valid)

@@ -57,7 +57,7 @@
  * one write instead of two; a run whose Job has not started this long after its Backup was
  * created gets it as Pending on its own.
  */
-#define CTL_FIRST_STATUS_GRACE 10
+#define CTL_FIRST_STATUS_GRACE 30
 
 enum ctl_action_type {
     CTL_ACT_CREATE_RUN,    /* create Backup name for run (its first status comes later) */

@@ -353,6 +353,15 @@ int ctl_policy_from_json(struct ctl_policy *p, const json_t *obj, const struct t
     return 0;
 }
 
+bool ctl_policy_same_spec(const struct ctl_policy *a, const struct ctl_policy *b)
+{
+    if (a->generation != b->generation || a->deleting != b->deleting || a->valid != b->valid)
+        return false;
+    if (a->uid == NULL || b->uid == NULL)
+        return a->uid == b->uid;
+    return strcmp(a->uid, b->uid) == 0;
+}
+
 void ctl_policy_free(struct ctl_policy *p)
 {
     free(p->ns);

@@ -123,6 +123,12 @@ struct ctl_policy {
 int ctl_policy_from_json(struct ctl_policy *p, const json_t *obj, const struct tz_db *db,
                          int64_t now, struct util_err *err);
 void ctl_policy_free(struct ctl_policy *p);
+/*
+ * True when b is a by the things the controller decides with: the same object (uid), spec
+ * (generation), validity and deletion state; what differs is then the status, most often
+ * the controller's own write coming back, which selects no node and reconciles no pair.
+ */
+bool ctl_policy_same_spec(const struct ctl_policy *a, const struct ctl_policy *b);
 /* The slot time the status records as last started on host, or 0. */
 int64_t ctl_policy_started_slot(const struct ctl_policy *p, const char *host);
 /*

@@ -468,10 +468,10 @@ static void test_first_status_pending_after_grace(void **state)
     struct ctl_backup *b = add_backup(&f, "2026-03-10T02:00", "2026-03-10T02:00:00Z", "",
                                       "2026-03-10T02:00:00Z", NULL);
     add_backup(&f, "", NULL, "", "2026-03-10T02:00:00Z", NULL); /* by hand: left alone */
-    run(&f, "2026-03-10T02:00:09Z", 0);
+    run(&f, "2026-03-10T02:00:29Z", 0);
     assert_int_equal(count(&f, CTL_ACT_BACKUP_STATUS), 0);
-    assert_int_equal(f.out.wake, tzf_at("2026-03-10T02:00:10Z"));
-    run(&f, "2026-03-10T02:00:10Z", 0);
+    assert_int_equal(f.out.wake, tzf_at("2026-03-10T02:00:30Z"));
+    run(&f, "2026-03-10T02:00:30Z", 0);
     assert_int_equal(count(&f, CTL_ACT_BACKUP_STATUS), 1);
     const struct ctl_action *a = first(&f, CTL_ACT_BACKUP_STATUS);
     assert_string_equal(a->name, b->name);
@@ -480,7 +480,7 @@ static void test_first_status_pending_after_grace(void **state)
     assert_string_equal(a->status.job_name, b->name);
     /* Written: nothing more until the Job starts. */
     b->has_status = true;
-    run(&f, "2026-03-10T02:00:11Z", 0);
+    run(&f, "2026-03-10T02:00:31Z", 0);
     assert_int_equal(count(&f, CTL_ACT_BACKUP_STATUS), 0);
     fixture_free(&f);
 }
@@ -809,6 +809,29 @@ static void test_write_refused(void **state)
     assert_false(ctl_write_refused(201, 0));
 }
 
+/* A status write coming back is the same policy; a new generation, uid or deletion is not. */
+static void test_policy_same_spec(void **state)
+{
+    struct ctl_policy a, b;
+    load_policy(&a, DAILY_UTC, tzf_at("2026-03-01T00:00:00Z"));
+    load_policy(&b, DAILY_UTC, tzf_at("2026-03-02T00:00:00Z"));
+    assert_true(ctl_policy_same_spec(&a, &b));
+    b.generation = 2;
+    assert_false(ctl_policy_same_spec(&a, &b));
+    b.generation = a.generation;
+    b.deleting = true;
+    assert_false(ctl_policy_same_spec(&a, &b));
+    b.deleting = false;
+    free(b.uid);
+    b.uid = util_strdup("another");
+    assert_false(ctl_policy_same_spec(&a, &b));
+    free(b.uid);
+    b.uid = NULL;
+    assert_false(ctl_policy_same_spec(&a, &b));
+    ctl_policy_free(&a);
+    ctl_policy_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -823,6 +846,7 @@ int main(void)
         cmocka_unit_test(test_job_outcomes),
         cmocka_unit_test(test_first_status_is_one_write),
         cmocka_unit_test(test_write_refused),
+        cmocka_unit_test(test_policy_same_spec),
         cmocka_unit_test(test_first_status_pending_after_grace),
         cmocka_unit_test(test_manual_backup_waits_its_turn),
         cmocka_unit_test(test_history_keeps_newest_success),
