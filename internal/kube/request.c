@@ -336,6 +336,10 @@ int kube__submit(struct kube_client *c, struct req_spec *s, kube_result_cb cb,
      * being retried. The cost is one TLS handshake after a quiet spell.
      */
     curl_easy_setopt(e, CURLOPT_MAXAGE_CONN, CLIENT_MAX_IDLE_S);
+    /* TLS sessions are resumed from the transport's share: a new connection in a burst
+     * costs an abbreviated handshake, not a full one. */
+    if (http_multi_share(c->http) != NULL)
+        curl_easy_setopt(e, CURLOPT_SHARE, http_multi_share(c->http));
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, c->cfg.insecure ? 0L : 1L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, c->cfg.insecure ? 0L : 2L);
     if (c->cfg.ca_pem != NULL) {
