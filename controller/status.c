@@ -47,44 +47,6 @@ static void ctl_status_cb(const struct kube_result *res, void *arg)
     ctl_status_op_free_cb(&op->w);
 }
 
-struct ctl_event_op {
-    struct ctl_write w; /* first: the record of the write in flight */
-    struct ctl *c;
-};
-
-static void ctl_event_op_free_cb(struct ctl_write *w)
-{
-    free(w);
-}
-
-static void ctl_event_cb(const struct kube_result *res, void *arg)
-{
-    struct ctl_event_op *op = arg;
-    if (res->error != 0 || res->status >= 300)
-        ctl_log(op->c, 0, "an Event could not be written: %s",
-                res->message ? res->message : "no answer");
-    ctl_write_untrack(op->c, &op->w);
-    free(op);
-}
-
-/* A Warning Event on the policy, and its log line. */
-static void ctl_policy_event(struct ctl *c, struct ctl_policy_entry *e, const char *reason,
-                             const char *message)
-{
-    struct util_err err = {0};
-    struct kube_object_ref ref = {API_GROUP_VERSION, "BackupPolicy", e->p.ns, e->p.name, e->p.uid};
-    struct ctl_event_op *op = util_calloc(1, sizeof(*op));
-    op->c = c;
-    ctl_write_track(c, &op->w, ctl_event_op_free_cb);
-    ctl_log(c, 0, "event Warning %s on BackupPolicy %s: %s", reason, e->p.key, message);
-    if (kube_event_create(c->kube, &ref, "Warning", reason, message, CTL_COMPONENT, ctl_now(c),
-                          ctl_event_cb, op, NULL, &err) != 0) {
-        ctl_log(c, 0, "Event on BackupPolicy %s: %s", e->p.key, err.msg);
-        ctl_write_untrack(c, &op->w);
-        free(op);
-    }
-}
-
 /* Builds the policy's status (policy_status.h) and writes it when it changed. */
 static void ctl_status_write(struct ctl *c, struct ctl_policy_entry *e)
 {
@@ -144,7 +106,7 @@ static void ctl_status_write(struct ctl *c, struct ctl_policy_entry *e)
         e->alarmed = NULL;
     } else if (!checking && out.ready_reason != NULL &&
                (e->alarmed == NULL || strcmp(e->alarmed, out.ready_reason) != 0)) {
-        ctl_policy_event(c, e, out.ready_reason, out.alarm);
+        ctl_events_policy(c, e, "Warning", out.ready_reason, out.alarm);
         free(e->alarmed);
         e->alarmed = util_strdup(out.ready_reason);
     }
