@@ -59,6 +59,8 @@ struct kube_request {
     char errbuf[CURL_ERROR_SIZE];
 };
 
+#define KUBE_EASY_IDLE_MAX 16
+
 struct kube_client {
     uv_loop_t *loop;
     struct http_multi *http;
@@ -74,6 +76,10 @@ struct kube_client {
     struct req_list limited_q, free_q, active;
     unsigned handles; /* libuv handles not yet closed */
     size_t live;      /* requests allocated and not yet freed */
+    /* curl handles of finished requests, reset for the next ones: a request then costs no
+     * handle of its own (they hold the transport's share: freed before it closes). */
+    CURL *easy_idle[KUBE_EASY_IDLE_MAX];
+    size_t n_easy_idle;
     bool closing;
     kube_close_cb close_cb;
     void *close_arg;

@@ -34,7 +34,12 @@ void kube__request_free(struct kube_request *r)
 {
     struct kube_client *c = r->c;
     list_unlink(r);
-    curl_easy_cleanup(r->easy);
+    if (!c->closing && c->n_easy_idle < KUBE_EASY_IDLE_MAX) {
+        curl_easy_reset(r->easy);
+        c->easy_idle[c->n_easy_idle++] = r->easy;
+    } else {
+        curl_easy_cleanup(r->easy);
+    }
     curl_slist_free_all(r->headers);
     free(r->url);
     free(r->body);
@@ -282,7 +287,7 @@ int kube__submit(struct kube_client *c, struct req_spec *s, kube_result_cb cb,
         free(s->body);
         return util_err_set(err, UTIL_EINVAL, "the Kubernetes client is closing");
     }
-    e = curl_easy_init();
+    e = c->n_easy_idle > 0 ? c->easy_idle[--c->n_easy_idle] : curl_easy_init();
     if (e == NULL) {
         free(s->body);
         return util_err_set(err, UTIL_EIO, "cannot create a curl handle");
