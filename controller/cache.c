@@ -188,7 +188,11 @@ static void ctl_policy_upsert(struct kube_reflector *r, const char *ns, const ch
     e->conditions = json_deep_copy(json_object_get(json_object_get(obj, "status"), "conditions"));
     e->document = ctl_policy_document(obj);
     if (fresh) {
-        /* A restart does not announce again what the status already says. */
+        /* A restart writes no status that only repeats what the object says (status.c
+         * compares the status it builds with this text), nor announces it again. */
+        const json_t *ost = json_object_get(obj, "status");
+        if (json_is_object(ost))
+            e->last_status = json_dumps(ost, JSON_COMPACT | JSON_SORT_KEYS);
         size_t i;
         const json_t *x;
         json_array_foreach(e->conditions, i, x)
