@@ -90,6 +90,13 @@ static void ctl_report_refusal(struct ctl *c, struct ctl_pair *pr, const struct 
     char *msg =
         util_asprintf("%s %s/%s was refused, retrying every %ds: %s",
                       job ? "the Job" : "the Backup", op->ns, op->name, CTL_RETRY_SECONDS, why);
+    /* About the policy: paced with the others (a fleet refused by RBAC is one Event a
+     * policy every few seconds, not one a host). */
+    if (!job && e != NULL) {
+        ctl_events_policy(c, e, "Warning", "BackupRefused", msg);
+        free(msg);
+        return;
+    }
     struct util_err err = {0};
     struct ctl_op *ev = ctl_op_new(c, pr, CTL_ACT_EVENT, op->ns, job ? op->name : "");
     if (ctl_event_create(c, e, op->ns, job ? op->name : "", "Warning",
