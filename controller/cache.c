@@ -160,7 +160,17 @@ static void ctl_policy_upsert(struct kube_reflector *r, const char *ns, const ch
     ctl_policy_apply_allowlist(&e->p, obj, &c->allow, c->db);
     struct ctl_policy_entry *old = util_map_set(&c->policies, e->p.key, e);
     bool fresh = old == NULL;
+    /*
+     * The same spec (generation), object and deletion state: a status write, most often our
+     * own coming back. Nothing a pair decides with changed, so the nodes are not selected
+     * again nor the pairs reconciled: at a slot that was the largest cost of a status
+     * write (every node, every pair of the policy).
+     */
+    bool same = old != NULL && ctl_policy_same_spec(&old->p, &e->p);
+    bool old_dirty = old != NULL && old->status_dirty;
     if (old != NULL) {
+        e->status_pace = old->status_pace;
+        e->queued_slot = old->queued_slot;
         /* The recorded change time may lag our own write: keep what we know. */
         if (strcmp(old->p.schedule_hash, e->p.schedule_hash) == 0)
             e->p.schedule_changed = old->p.schedule_changed;
@@ -179,7 +189,11 @@ static void ctl_policy_upsert(struct kube_reflector *r, const char *ns, const ch
     e->conditions = json_deep_copy(json_object_get(json_object_get(obj, "status"), "conditions"));
     e->document = ctl_policy_document(obj);
     if (fresh) {
-        /* A restart does not announce again what the status already says. */
+        /* A restart writes no status that only repeats what the object says (status.c
+         * compares the status it builds with this text), nor announces it again. */
+        const json_t *ost = json_object_get(obj, "status");
+        if (json_is_object(ost))
+            e->last_status = json_dumps(ost, JSON_COMPACT | JSON_SORT_KEYS);
         size_t i;
         const json_t *x;
         json_array_foreach(e->conditions, i, x)
@@ -194,6 +208,11 @@ static void ctl_policy_upsert(struct kube_reflector *r, const char *ns, const ch
     }
     e->limit = binding_alert_limit(&e->p.bind, ctl_now(c));
     e->limit_at = ctl_now(c);
+    if (same) {
+        /* Written again only if what it would say now differs from what was written. */
+        e->status_dirty = old_dirty;
+        return;
+    }
     e->status_dirty = true;
     c->work_cb(c); /* a policy with no pairs still gets its status */
     if (!e->p.valid)
@@ -495,6 +514,22 @@ int ctl_cache_init(struct ctl *c, struct util_err *err)
     static const char *const selectors[CTL_R_COUNT] = {
         [CTL_R_JOBS] = CTL_LABEL_MANAGED "=" CTL_MANAGER,
     };
+    /*
+     * What the caches never read is left out of each watch event before it is decoded
+     * (kube_json_strip): managedFields everywhere, a Job's pod template (most of a Job),
+     * a Node's list of images (most of a real Node). Decoding is the largest cost per event.
+     */
+    static const char *const strip_meta[] = {"object.metadata.managedFields", NULL};
+    static const char *const strip_job[] = {"object.metadata.managedFields", "object.spec.template",
+                                            NULL};
+    static const char *const strip_node[] = {"object.metadata.managedFields",
+                                             "object.status.images", NULL};
+    static const char *const *const strip[CTL_R_COUNT] = {
+        [CTL_R_POLICIES] = strip_meta,
+        [CTL_R_BACKUPS] = strip_meta,
+        [CTL_R_JOBS] = strip_job,
+        [CTL_R_NODES] = strip_node,
+    };
     const struct kube_resource *res[CTL_R_COUNT] = {
         [CTL_R_POLICIES] = &api_backuppolicies,
         [CTL_R_BACKUPS] = &api_backups,
@@ -512,6 +547,7 @@ int ctl_cache_init(struct ctl *c, struct util_err *err)
         o.res = *res[i];
         o.res.namespace = i == CTL_R_NODES ? NULL : c->opts.namespace;
         o.label_selector = selectors[i];
+        o.strip = strip[i];
         int rc = kube_reflector_init(c->kube, &c->refl[i], &o, &cbs[i], c, err);
         if (rc != 0) {
             ctl_cache_stop(c);

@@ -141,6 +141,7 @@ int ctl_init(uv_loop_t *loop, struct ctl **out, const struct ctl_options *opts,
         goto close_acting;
     /* Handles last: a failed init has none to close, so c can be freed at once. */
     ctl_work_init(c);
+    ctl_events_init(c);
     ctl_status_init(c);
     ctl_prune_init(c);
     ctl_gc_init(c);
@@ -211,8 +212,10 @@ void ctl_stop(struct ctl *c)
     c->stopping = true;
     ctl_log(c, 1, "stopping");
     ctl_cache_stop(c);
-    if (c->acting) /* a standby writes nothing */
-        ctl_status_flush(c);
+    if (c->acting) { /* a standby writes nothing */
+        ctl_status_flush(c, true);
+        ctl_events_flush(c);
+    }
     c->draining = true;
     uv_timer_start(&c->drain_timer, ctl_drained_cb, util_list_empty(&c->writes) ? 0 : CTL_DRAIN_MS,
                    0);
@@ -241,6 +244,7 @@ static void ctl_drained_cb(uv_timer_t *t)
     kube_client_close(c->kube, NULL, NULL);
     c->kube = NULL;
     ctl_work_stop(c);
+    ctl_events_stop(c);
     ctl_status_stop(c);
     ctl_endpoints_stop(c);
 }
@@ -254,6 +258,7 @@ void ctl_close(struct ctl *c)
     ctl_cache_close(c);
     ctl_endpoints_close(c);
     ctl_work_close(c);
+    ctl_events_close(c);
     kube_config_free(&c->cfg);
     tz_db_close(c->db);
     ctl_allowlist_free(&c->allow);

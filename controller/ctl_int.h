@@ -15,6 +15,7 @@
  *   restores.c       the Job of each Restore, its status and Events (docs/restoring.md)
  *   prune.c          the forget after a backup (prune_int.h)
  *   prune_report.c   the forget's outcome: status.retention, Events, counters
+ *   events.c         Events about policies, paced and combined (eventagg.h)
  *   cache.c          informer callbacks and the caches they fill, (policy, host) pairs
  *   log.c            the clock, the log, cache keys and the list of writes in flight
  * and below them the modules with a header of their own, which know nothing of struct ctl:
@@ -23,6 +24,7 @@
  *   httpd.c          the endpoints' HTTP server (httpd.h)
  *   metrics.c        Prometheus text (metrics.h)
  *   policy_status.c  a policy's status from the caches' view and the clock (policy_status.h)
+ *   eventagg.c       Events paced and combined per object, type and reason (eventagg.h)
  *   reconcile.c      what to do for one (policy, host) now (reconcile.h)
  *   gcplan.c         a repository's GC decisions (gcplan.h)
  *   restorejob.c     a Restore's Job and status (restorejob.h)
@@ -50,6 +52,7 @@
 
 #include "repository.h"
 #include "controller.h"
+#include "eventagg.h"
 #include "heap.h"
 #include "httpd.h"
 #include "leader.h"
@@ -113,6 +116,8 @@ struct ctl_policy_entry {
     int64_t limit;
     int64_t limit_at;
     bool status_dirty;
+    struct ctl_pace status_pace; /* of status writes (status.c) */
+    int64_t queued_slot;         /* the slot whose runs were last reported queuing (RateLimited) */
     uint64_t started, caught_up, succeeded, failed, time_limit;
     uint64_t incomplete; /* among the succeeded: reason incomplete */
 };
@@ -153,9 +158,11 @@ struct ctl {
     uv_timer_t wake_timer;
     uv_idle_t work;
     uv_timer_t status_timer;
-    uv_timer_t status_soon; /* one flush a second at most, however busy the loop */
-    uv_timer_t drain_timer; /* a graceful stop: the writes' deadline, then the rest */
-    bool draining;          /* stopping, waiting for the writes in flight */
+    uv_timer_t status_soon;     /* one flush a second at most, however busy the loop */
+    uv_timer_t drain_timer;     /* a graceful stop: the writes' deadline, then the rest */
+    struct ctl_eventagg events; /* Events about policies, paced (events.c) */
+    uv_timer_t events_timer;    /* when the held Events may go */
+    bool draining;              /* stopping, waiting for the writes in flight */
     bool acting;
     bool stopping;
     struct ctl_config rcfg;
@@ -163,7 +170,7 @@ struct ctl {
     /* metrics */
     struct ctl_metrics_histogram reconcile_hist;
     struct ctl_metrics_histogram skew_hist; /* run created minus run time */
-    struct util_map api_counts;             /* "VERB code" -> counter (uint64_t*) */
+    struct util_map api_counts;             /* "VERB code resource" -> counter (uint64_t*) */
     struct ctl_metrics_histogram api_hist;
     uint64_t reconciles;
     struct util_list writes; /* of ctl_write, in flight, newest first */
@@ -233,6 +240,15 @@ void ctl_restores_start(struct ctl *c);
 /* Before the API client's close: the watch and the timer. */
 void ctl_restores_stop(struct ctl *c);
 void ctl_restores_close(struct ctl *c);
+/* events.c: Events about policies, paced and combined (docs/operator.md) */
+void ctl_events_init(struct ctl *c);
+/* Logs the Event and sends it now, or holds it for a combined Event within seconds. */
+void ctl_events_policy(struct ctl *c, const struct ctl_policy_entry *e, const char *type,
+                       const char *reason, const char *message);
+/* Sends every held Event now (a graceful stop). */
+void ctl_events_flush(struct ctl *c);
+void ctl_events_stop(struct ctl *c);
+void ctl_events_close(struct ctl *c);
 
 /* status.c */
 void ctl_status_init(struct ctl *c);
@@ -240,8 +256,11 @@ void ctl_status_start(struct ctl *c);
 void ctl_status_stop(struct ctl *c);
 /* Writes the status of dirty policies within a second. */
 void ctl_status_soon(struct ctl *c);
-/* Writes every dirty policy status now (a graceful stop sends what was decided). */
-void ctl_status_flush(struct ctl *c);
+/*
+ * Writes the status of dirty policies, each at its pace (a busy policy once every few
+ * seconds); force: every one now (a graceful stop sends what was decided).
+ */
+void ctl_status_flush(struct ctl *c, bool force);
 
 /* work.c */
 void ctl_work_init(struct ctl *c);
@@ -254,7 +273,8 @@ void ctl_work_close(struct ctl *c);
 int ctl_endpoints_init(struct ctl *c, struct util_err *err);
 void ctl_endpoints_stop(struct ctl *c);
 void ctl_endpoints_close(struct ctl *c);
-void ctl_observe_cb(const char *verb, long status, int error, uint64_t ms, void *arg);
+void ctl_observe_cb(const char *verb, const char *resource, long status, int error, uint64_t ms,
+                    void *arg);
 
 /* acting.c */
 int ctl_acting_init(struct ctl *c, const char *user_agent, struct util_err *err);

@@ -9,11 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-void ctl_observe_cb(const char *verb, long status, int error, uint64_t ms, void *arg)
+void ctl_observe_cb(const char *verb, const char *resource, long status, int error, uint64_t ms,
+                    void *arg)
 {
     struct ctl *c = arg;
-    char key[48];
-    snprintf(key, sizeof(key), "%s %ld", verb, error ? 0L : status);
+    char key[112];
+    snprintf(key, sizeof(key), "%s %ld %s", verb, error ? 0L : status,
+             resource[0] ? resource : "-");
     uint64_t *n = util_map_get(&c->api_counts, key);
     if (n == NULL) {
         n = util_calloc(1, sizeof(*n));
@@ -121,13 +123,14 @@ static void ctl_metrics_write(struct ctl *c, struct util_buf *b)
     ctl_metrics_histogram_write(b, "lodestore_reconcile_duration_seconds", NULL,
                                 &c->reconcile_hist);
     ctl_metrics_family(b, "lodestore_api_requests_total", "counter",
-                       "Requests to the Kubernetes API by verb and HTTP code (0: no answer).");
+                       "Requests to the Kubernetes API by verb, HTTP code (0: no answer) and "
+                       "resource (with its subresource: backups/status).");
     it = 0;
     while (util_map_next(&c->api_counts, &it, &k, &v)) {
-        char verb[32], code[16];
-        if (sscanf(k, "%31s %15s", verb, code) != 2)
+        char verb[32], code[16], resource[64];
+        if (sscanf(k, "%31s %15s %63s", verb, code, resource) != 3)
             continue;
-        const char *l[] = {"verb", verb, "code", code, NULL};
+        const char *l[] = {"verb", verb, "code", code, "resource", resource, NULL};
         ctl_metrics_sample(b, "lodestore_api_requests_total", l, (double)*(uint64_t *)v);
     }
     ctl_metrics_family(b, "lodestore_api_request_duration_seconds", "histogram",

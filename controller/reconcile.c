@@ -46,13 +46,35 @@ static void ctl_event(struct ctl_actions *a, const char *ns, const char *backup,
     x->message = message;
 }
 
+bool ctl_write_refused(long status, int error)
+{
+    if (error == UTIL_EINVAL)
+        return true;
+    return error == 0 && status >= 400 && status < 500 && status != 408 && status != 429;
+}
+
 void ctl_slot_text(int64_t local, char out[CTL_SLOT_MAX])
 {
     util_format_time(local, 0, UTIL_TIME_MINUTE, out, CTL_SLOT_MAX);
 }
 
+/*
+ * The first status of a scheduled run (its slot, its run time and its Job's name) rides on
+ * whichever patch comes first, so a run that starts at once costs one status write.
+ */
+static void ctl_first_status(const struct ctl_pair_input *in, const struct ctl_backup *b,
+                             struct ctl_action *x)
+{
+    if (b->has_status || !b->has_slot_time)
+        return;
+    x->status.slot_time = b->slot_time;
+    x->status.run_time = b->slot_time + in->offset;
+    x->status.job_name = x->name;
+}
+
 /* The status patch that makes a Backup final. */
-static struct ctl_action *ctl_finish_backup(struct ctl_actions *acts, const struct ctl_backup *b,
+static struct ctl_action *ctl_finish_backup(const struct ctl_pair_input *in,
+                                            struct ctl_actions *acts, const struct ctl_backup *b,
                                             enum ctl_phase phase, const char *reason,
                                             const char *message, int64_t started, int64_t completed)
 {
@@ -66,6 +88,7 @@ static struct ctl_action *ctl_finish_backup(struct ctl_actions *acts, const stru
         .has_duration = true,
         .duration = completed - (started > 0 ? started : b->created),
     };
+    ctl_first_status(in, b, x);
     return x;
 }
 
@@ -95,19 +118,19 @@ static bool ctl_reconcile_backup(const struct ctl_pair_input *in, const struct c
     if (job != NULL && job->finished) {
         struct ctl_action *x;
         if (job->succeeded) {
-            x = ctl_finish_backup(acts, b, CTL_PHASE_SUCCEEDED, NULL, "", start,
+            x = ctl_finish_backup(in, acts, b, CTL_PHASE_SUCCEEDED, NULL, "", start,
                                   job->completed ? job->completed : in->now);
         } else if (job->fail_reason != NULL && strcmp(job->fail_reason, "DeadlineExceeded") == 0) {
             policy_format_duration(max_runtime, buf, sizeof(buf));
             char *msg =
                 util_asprintf("stopped at its maxRuntime of %s; no snapshot was written", buf);
-            x = ctl_finish_backup(acts, b, CTL_PHASE_FAILED, "max_runtime", msg, start,
+            x = ctl_finish_backup(in, acts, b, CTL_PHASE_FAILED, "max_runtime", msg, start,
                                   job->completed ? job->completed : in->now);
             free(msg);
         } else {
             char *msg = util_asprintf("the backup Job %s failed (%s)", job->name,
                                       job->fail_reason ? job->fail_reason : "no reason given");
-            x = ctl_finish_backup(acts, b, CTL_PHASE_FAILED, "job_failed", msg, start,
+            x = ctl_finish_backup(in, acts, b, CTL_PHASE_FAILED, "job_failed", msg, start,
                                   job->completed ? job->completed : in->now);
             free(msg);
         }
@@ -125,7 +148,7 @@ static bool ctl_reconcile_backup(const struct ctl_pair_input *in, const struct c
         char *msg = util_asprintf("still active one hour after its maxRuntime of %s ended; the "
                                   "node may be gone or the pod stuck, so the run was stopped",
                                   buf);
-        ctl_finish_backup(acts, b, CTL_PHASE_FAILED, "time_limit", msg, start, in->now);
+        ctl_finish_backup(in, acts, b, CTL_PHASE_FAILED, "time_limit", msg, start, in->now);
         if (job != NULL)
             ctl_action_add(acts, CTL_ACT_DELETE_JOB, b->ns, job->name);
         ctl_event(acts, b->ns, b->name, "Warning", "TimeLimit",
@@ -144,6 +167,18 @@ static bool ctl_reconcile_backup(const struct ctl_pair_input *in, const struct c
             .started = job->started ? job->started : in->now,
             .job_name = job->name,
         };
+        ctl_first_status(in, b, x);
+    } else if (!b->has_status && b->has_slot_time) {
+        /* Not started within the grace: Pending says which slot it waits for, and why not
+         * is in the Job (or the Events about the pair). */
+        int64_t due = b->created + CTL_FIRST_STATUS_GRACE;
+        if (in->now >= due) {
+            struct ctl_action *x = ctl_action_add(acts, CTL_ACT_BACKUP_STATUS, b->ns, b->name);
+            x->status = (struct ctl_backup_status){.phase = CTL_PHASE_PENDING};
+            ctl_first_status(in, b, x);
+        } else if (due < *wake) {
+            *wake = due;
+        }
     }
     return true;
 }
@@ -206,7 +241,6 @@ static void ctl_create_run(const struct ctl_pair_input *in, const struct sched_d
         .phase = CTL_PHASE_PENDING,
         .slot_time = d->slot.at,
         .run_time = d->run_time,
-        .job_name = x->name,
     };
 
     if (trigger == CTL_TRIGGER_CATCH_UP) {
@@ -356,7 +390,7 @@ static void ctl_reject_backups(const struct ctl_pair_input *in, struct ctl_actio
             continue;
         char *msg =
             util_asprintf("backup of policy %s on host %s cannot run: %s", b->policy, b->host, why);
-        ctl_finish_backup(acts, b, CTL_PHASE_FAILED, reason, msg, 0, in->now);
+        ctl_finish_backup(in, acts, b, CTL_PHASE_FAILED, reason, msg, 0, in->now);
         ctl_event(acts, b->ns, b->name, "Warning", event, msg);
     }
 }

@@ -52,9 +52,15 @@
 #define CTL_ON_TIME_SECONDS 60
 /* A Backup still active this long past start + maxRuntime fails with time_limit. */
 #define CTL_TIME_LIMIT_GRACE 3600
+/*
+ * A run's first status (slotTime, runTime, jobName) goes with the patch that says Running,
+ * one write instead of two; a run whose Job has not started this long after its Backup was
+ * created gets it as Pending on its own.
+ */
+#define CTL_FIRST_STATUS_GRACE 30
 
 enum ctl_action_type {
-    CTL_ACT_CREATE_RUN,    /* create Backup name for run, then patch its first status */
+    CTL_ACT_CREATE_RUN,    /* create Backup name for run (its first status comes later) */
     CTL_ACT_CREATE_JOB,    /* create the Job of Backup name (the only route to a Job) */
     CTL_ACT_BACKUP_STATUS, /* merge-patch status into Backup name's status */
     CTL_ACT_DELETE_JOB,    /* delete Job name (background propagation) */
@@ -74,9 +80,8 @@ struct ctl_action {
     char slot[CTL_SLOT_MAX]; /* local slot text, "" for a run started by hand */
     enum ctl_trigger trigger;
     char *backup_uid; /* CREATE_JOB: the Backup that owns the Job */
-    /* CREATE_RUN: the Backup's first status (phase Pending, slot and run time, job name);
-     * BACKUP_STATUS: the patch. Its job_name is borrowed: carry actions out before the
-     * caches or the action list change. */
+    /* CREATE_RUN: slot and run time (for the start delay); BACKUP_STATUS: the patch. Its
+     * job_name is borrowed: carry actions out before the caches or the action list change. */
     struct ctl_backup_status status;
     /* BACKUP_STATUS of a run whose Job ended: the Job, whose pod's termination message
      * (the agent's result) the executor reads into the patch (ctl_backup_result), or NULL */
@@ -141,6 +146,15 @@ struct ctl_pair_output {
 /* Appends the pair's actions to acts and fills out. */
 void ctl_reconcile_pair(const struct ctl_pair_input *in, const struct ctl_config *cfg,
                         struct ctl_actions *acts, struct ctl_pair_output *out);
+
+/*
+ * Whether a create that failed with this HTTP status (0: not answered) or error is a
+ * refusal a person must fix, worth a Warning Event (docs/operator.md): a 4xx from the API
+ * server, or not sent because of what the cluster holds (UTIL_EINVAL). Throttling (429),
+ * a timeout (408), a server error and no answer are retried without one: an Event then
+ * would add requests to an API server that asked for fewer.
+ */
+bool ctl_write_refused(long status, int error);
 
 /* "YYYY-MM-DDTHH:MM" of a local time (seconds as in tz.h). */
 void ctl_slot_text(int64_t local, char out[CTL_SLOT_MAX]);

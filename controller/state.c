@@ -166,6 +166,7 @@ int ctl_backup_from_json(struct ctl_backup *b, const json_t *obj, struct util_er
         b->has_slot_time = b->slot[0] != '\0';
     b->created = ctl_json_time(obj, "metadata.creationTimestamp");
     b->phase = CTL_PHASE_PENDING;
+    b->has_status = phase != NULL;
     if (phase != NULL) {
         for (int p = CTL_PHASE_PENDING; p <= CTL_PHASE_FAILED; p++)
             if (strcmp(phase, ctl_phase_name(p)) == 0)
@@ -352,6 +353,15 @@ int ctl_policy_from_json(struct ctl_policy *p, const json_t *obj, const struct t
     else
         p->schedule_changed = now;
     return 0;
+}
+
+bool ctl_policy_same_spec(const struct ctl_policy *a, const struct ctl_policy *b)
+{
+    if (a->generation != b->generation || a->deleting != b->deleting || a->valid != b->valid)
+        return false;
+    if (a->uid == NULL || b->uid == NULL)
+        return a->uid == b->uid;
+    return strcmp(a->uid, b->uid) == 0;
 }
 
 void ctl_policy_free(struct ctl_policy *p)

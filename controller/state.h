@@ -59,6 +59,7 @@ struct ctl_backup {
     int64_t slot_time; /* from the lodestore.io/slot-time annotation, set at creation */
     int64_t created;
     enum ctl_phase phase; /* Pending when the status has none yet */
+    bool has_status;      /* status.phase is set: the first status was written */
     char *reason;         /* status.reason, or NULL */
     int64_t started;      /* status.startTime, else 0 */
     int64_t completed;    /* status.completionTime, else 0 */
@@ -164,6 +165,12 @@ char *ctl_allowlist_refuses(const struct ctl_allowlist *a, const char *ns,
  */
 void ctl_policy_apply_allowlist(struct ctl_policy *p, const json_t *obj,
                                 const struct ctl_allowlist *a, const struct tz_db *db);
+/*
+ * True when b is a by the things the controller decides with: the same object (uid), spec
+ * (generation), validity and deletion state; what differs is then the status, most often
+ * the controller's own write coming back, which selects no node and reconciles no pair.
+ */
+bool ctl_policy_same_spec(const struct ctl_policy *a, const struct ctl_policy *b);
 /* The slot time the status records as last started on host, or 0. */
 int64_t ctl_policy_started_slot(const struct ctl_policy *p, const char *host);
 /*

@@ -1,6 +1,8 @@
 /*
  * Policy status: built by policy_status.c from the pairs and the clock, written only
- * when it changed and at most once a second, and looked at again every minute because
+ * when it changed, at most once a second, and for each policy at a pace of a few writes at
+ * once then one every CTL_STATUS_PACE_MS (a slot's runs change a policy's status with
+ * every run: its writes are merged, not one per run); looked at again every minute because
  * overdue is a matter of time passing; a Ready reason a person must act on is also a
  * Warning Event.
  */
@@ -9,6 +11,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+#define CTL_STATUS_PACE_MS 10000
+#define CTL_STATUS_BURST   3
 
 struct ctl_status_op {
     struct ctl_write w; /* first: the record of the write in flight */
@@ -40,44 +45,6 @@ static void ctl_status_cb(const struct kube_result *res, void *arg)
     }
     ctl_write_untrack(op->c, &op->w);
     ctl_status_op_free_cb(&op->w);
-}
-
-struct ctl_event_op {
-    struct ctl_write w; /* first: the record of the write in flight */
-    struct ctl *c;
-};
-
-static void ctl_event_op_free_cb(struct ctl_write *w)
-{
-    free(w);
-}
-
-static void ctl_event_cb(const struct kube_result *res, void *arg)
-{
-    struct ctl_event_op *op = arg;
-    if (res->error != 0 || res->status >= 300)
-        ctl_log(op->c, 0, "an Event could not be written: %s",
-                res->message ? res->message : "no answer");
-    ctl_write_untrack(op->c, &op->w);
-    free(op);
-}
-
-/* A Warning Event on the policy, and its log line. */
-static void ctl_policy_event(struct ctl *c, struct ctl_policy_entry *e, const char *reason,
-                             const char *message)
-{
-    struct util_err err = {0};
-    struct kube_object_ref ref = {API_GROUP_VERSION, "BackupPolicy", e->p.ns, e->p.name, e->p.uid};
-    struct ctl_event_op *op = util_calloc(1, sizeof(*op));
-    op->c = c;
-    ctl_write_track(c, &op->w, ctl_event_op_free_cb);
-    ctl_log(c, 0, "event Warning %s on BackupPolicy %s: %s", reason, e->p.key, message);
-    if (kube_event_create(c->kube, &ref, "Warning", reason, message, CTL_COMPONENT, ctl_now(c),
-                          ctl_event_cb, op, NULL, &err) != 0) {
-        ctl_log(c, 0, "Event on BackupPolicy %s: %s", e->p.key, err.msg);
-        ctl_write_untrack(c, &op->w);
-        free(op);
-    }
 }
 
 /* Builds the policy's status (policy_status.h) and writes it when it changed. */
@@ -130,6 +97,7 @@ static void ctl_status_write(struct ctl *c, struct ctl_policy_entry *e)
         ctl_policy_status_free(&out);
         return;
     }
+    ctl_pace_spend(&e->status_pace, CTL_STATUS_PACE_MS);
     free(e->last_status);
     e->last_status = text;
     /* A Ready reason a person must act on is also an Event, when it first says so. */
@@ -138,7 +106,7 @@ static void ctl_status_write(struct ctl *c, struct ctl_policy_entry *e)
         e->alarmed = NULL;
     } else if (!checking && out.ready_reason != NULL &&
                (e->alarmed == NULL || strcmp(e->alarmed, out.ready_reason) != 0)) {
-        ctl_policy_event(c, e, out.ready_reason, out.alarm);
+        ctl_events_policy(c, e, "Warning", out.ready_reason, out.alarm);
         free(e->alarmed);
         e->alarmed = util_strdup(out.ready_reason);
     }
@@ -162,18 +130,31 @@ static void ctl_status_write(struct ctl *c, struct ctl_policy_entry *e)
     ctl_policy_status_free(&out);
 }
 
-void ctl_status_flush(struct ctl *c)
+static void ctl_status_soon_cb(uv_timer_t *t);
+
+void ctl_status_flush(struct ctl *c, bool force)
 {
     size_t it = 0;
     const char *k;
     void *v;
+    uint64_t wait = UINT64_MAX, now_ms = uv_now(c->loop);
     while (util_map_next(&c->policies, &it, &k, &v)) {
         struct ctl_policy_entry *e = v;
-        if (e->status_dirty) {
-            e->status_dirty = false;
-            ctl_status_write(c, e);
+        if (!e->status_dirty)
+            continue;
+        /* Held back by its pace (before it is built: building walks the pairs), it is
+         * written when the pace allows, with what it says then. */
+        uint64_t w = ctl_pace_wait(&e->status_pace, CTL_STATUS_PACE_MS, CTL_STATUS_BURST, now_ms);
+        if (w > 0 && !force) {
+            if (w < wait)
+                wait = w;
+            continue;
         }
+        e->status_dirty = false;
+        ctl_status_write(c, e);
     }
+    if (wait != UINT64_MAX && !c->stopping)
+        uv_timer_start(&c->status_soon, ctl_status_soon_cb, wait < 1000 ? 1000 : wait, 0);
 }
 
 /* Overdue is a matter of time passing: look at every policy's status once a minute. */
@@ -187,12 +168,12 @@ static void ctl_status_timer_cb(uv_timer_t *t)
     void *v;
     while (util_map_next(&c->policies, &it, &k, &v))
         ((struct ctl_policy_entry *)v)->status_dirty = true;
-    ctl_status_flush(c);
+    ctl_status_flush(c, false);
 }
 
 static void ctl_status_soon_cb(uv_timer_t *t)
 {
-    ctl_status_flush(t->data);
+    ctl_status_flush(t->data, false);
 }
 
 /*
@@ -201,7 +182,9 @@ static void ctl_status_soon_cb(uv_timer_t *t)
  */
 void ctl_status_soon(struct ctl *c)
 {
-    if (!c->stopping && !uv_is_active((uv_handle_t *)&c->status_soon))
+    /* A timer set for a paced policy must not hold back another one that may go. */
+    if (!c->stopping && (!uv_is_active((uv_handle_t *)&c->status_soon) ||
+                         uv_timer_get_due_in(&c->status_soon) > 1000))
         uv_timer_start(&c->status_soon, ctl_status_soon_cb, 1000, 0);
 }
 

@@ -29,9 +29,10 @@ struct ctl_op {
     char *pair_key;
     char *ns, *name;
     enum ctl_action_type type;
-    json_t *status;           /* CREATE_RUN: the first status, patched once the Backup exists */
+    json_t *status;           /* BACKUP_STATUS of an ended Job: the patch, after the pods */
     int64_t run_time;         /* CREATE_RUN: for the start-delay histogram */
-    enum ctl_trigger trigger; /* CREATE_JOB: what lodestore_runs_total counts it as */
+    int64_t slot_time;        /* CREATE_RUN: the slot, for the RateLimited Warning */
+    enum ctl_trigger trigger; /* CREATE_JOB: what lodestore_runs_total counts it as; CREATE_RUN */
 };
 
 static void ctl_op_free_cb(struct ctl_write *w);
@@ -89,6 +90,13 @@ static void ctl_report_refusal(struct ctl *c, struct ctl_pair *pr, const struct 
     char *msg =
         util_asprintf("%s %s/%s was refused, retrying every %ds: %s",
                       job ? "the Job" : "the Backup", op->ns, op->name, CTL_RETRY_SECONDS, why);
+    /* About the policy: paced with the others (a fleet refused by RBAC is one Event a
+     * policy every few seconds, not one a host). */
+    if (!job && e != NULL) {
+        ctl_events_policy(c, e, "Warning", "BackupRefused", msg);
+        free(msg);
+        return;
+    }
     struct util_err err = {0};
     struct ctl_op *ev = ctl_op_new(c, pr, CTL_ACT_EVENT, op->ns, job ? op->name : "");
     if (ctl_event_create(c, e, op->ns, job ? op->name : "", "Warning",
@@ -119,8 +127,9 @@ static void ctl_op_done(struct ctl_op *op, const struct kube_result *res)
     bool create = op->type == CTL_ACT_CREATE_RUN || op->type == CTL_ACT_CREATE_JOB;
     if (pr != NULL && create && ok)
         pr->error_hash = 0;
-    /* Refused by the server (4xx), or not sent because of what the cluster holds. */
-    if (pr != NULL && create && !ok && (res->status >= 400 || res->error == UTIL_EINVAL))
+    /* Refused by the server (4xx but throttling), or not sent because of what the cluster
+     * holds (reconcile.h). */
+    if (pr != NULL && create && !ok && ctl_write_refused(res->status, res->error))
         ctl_report_refusal(c, pr, op, why);
     free(why);
     if (pr != NULL) {
@@ -185,26 +194,17 @@ static void ctl_simple_cb(const struct kube_result *res, void *arg)
 }
 
 /*
- * A run's Backup exists: its first status follows. Its Job is not created here: the
- * answers queue the pair, and the reconcile that sees a Backup without a Job asks for
- * one (the only route to a Job, so it gets its owner's uid from the cache).
+ * A run's Backup exists. Its Job is not created here: the answer queues the pair, and the
+ * reconcile that sees a Backup without a Job asks for one (the only route to a Job, so it
+ * gets its owner's uid from the cache). Its first status waits for the Job to start
+ * (reconcile.h, CTL_FIRST_STATUS_GRACE): one status write per run, not two.
  */
 static void ctl_run_created_cb(const struct kube_result *res, void *arg)
 {
     struct ctl_op *op = arg;
     struct ctl *c = op->c;
-    struct util_err err = {0};
     if (res->error == 0 && res->status == 201) {
         ctl_write_through(op, res);
-        struct ctl_pair *pr = ctl_cache_pair_by_key(c, op->pair_key);
-        if (pr != NULL) {
-            struct ctl_op *st = ctl_op_new(c, pr, CTL_ACT_BACKUP_STATUS, op->ns, op->name);
-            struct kube_resource rb = api_in(&api_backups, op->ns);
-            int rc = kube_merge_patch(c->kube, &rb, op->name, "status", op->status, ctl_simple_cb,
-                                      st, NULL, &err);
-            if (rc != 0)
-                ctl_op_fail(st, rc, err.msg);
-        }
         /* How late the run started against its run time (slot + jitter offset). */
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -212,6 +212,14 @@ static void ctl_run_created_cb(const struct kube_result *res, void *arg)
         double skew = now - (double)op->run_time;
         ctl_metrics_observe(&c->skew_hist, skew > 0 ? skew : 0);
         ctl_log(c, 1, "started %s/%s skew_ms=%.0f", op->ns, op->name, skew * 1000);
+        /* Late with requests waiting for the rate limit: the policy is told, once a slot. */
+        struct ctl_pair *pr = ctl_cache_pair_by_key(c, op->pair_key);
+        struct ctl_policy_entry *e = pr != NULL ? ctl_cache_policy_of(c, pr) : NULL;
+        char msg[512];
+        if (e != NULL && op->trigger == CTL_TRIGGER_SCHEDULED &&
+            ctl_queue_warning(skew, kube_client_queued(c->kube), c->opts.qps, op->slot_time,
+                              &e->queued_slot, msg, sizeof(msg)))
+            ctl_events_policy(c, e, "Warning", "RateLimited", msg);
     }
     ctl_op_done(op, res);
 }
@@ -372,6 +380,12 @@ static void ctl_execute(struct ctl *c, struct ctl_pair *pr, struct ctl_policy_en
                         const struct ctl_action *a)
 {
     struct util_err err = {0};
+    /* An Event about the policy is paced and combined with its like (events.c); the pair
+     * does not wait for its answer. */
+    if (a->type == CTL_ACT_EVENT && a->name[0] == '\0' && e != NULL) {
+        ctl_events_policy(c, e, a->event_type, a->reason, a->message);
+        return;
+    }
     struct kube_resource rb = api_in(&api_backups, a->ns), rj = api_in(&api_jobs, a->ns);
     struct ctl_op *op = ctl_op_new(c, pr, a->type, a->ns, a->name);
     struct ctl_run run = {a->host, a->slot,       a->trigger,          e ? e->p.uid : NULL,
@@ -386,8 +400,9 @@ static void ctl_execute(struct ctl *c, struct ctl_pair *pr, struct ctl_policy_en
     switch (a->type) {
     case CTL_ACT_CREATE_RUN:
         obj = ctl_backup_json(&e->p.spec, &run);
-        op->status = ctl_backup_status_json(&a->status);
         op->run_time = a->status.run_time;
+        op->slot_time = a->status.slot_time;
+        op->trigger = a->trigger;
         rc = kube_create(c->kube, &rb, obj, ctl_run_created_cb, op, NULL, &err);
         break;
     case CTL_ACT_CREATE_JOB:

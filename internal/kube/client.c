@@ -81,6 +81,8 @@ void kube__client_maybe_finish(struct kube_client *c)
     if (!c->closing || c->handles > 0 || c->live > 0)
         return;
     c->handles = 1; /* finish once */
+    while (c->n_easy_idle > 0)
+        curl_easy_cleanup(c->easy_idle[--c->n_easy_idle]);
     if (c->own_http)
         http_multi_close(c->http, client_finish_close, c);
     else

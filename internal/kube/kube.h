@@ -319,8 +319,12 @@ typedef void (*kube_result_cb)(const struct kube_result *res, void *arg);
 /* A watch event; the event and its JSON are borrowed. */
 typedef void (*kube_watch_cb)(const struct kube_watch_event *ev, void *arg);
 typedef void (*kube_close_cb)(void *arg);
-/* One finished request, for metrics: verb ("GET", "LIST", "WATCH", "PATCH"...), status. */
-typedef void (*kube_observe_cb)(const char *verb, long status, int error, uint64_t ms, void *arg);
+/*
+ * One finished request, for metrics: verb ("GET", "LIST", "WATCH", "PATCH"...), the
+ * resource with its subresource ("backups", "backups/status"), status.
+ */
+typedef void (*kube_observe_cb)(const char *verb, const char *resource, long status, int error,
+                                uint64_t ms, void *arg);
 /* A warning the client cannot return to anyone (a failed token re-read). */
 typedef void (*kube_warn_cb)(const char *msg, void *arg);
 
@@ -384,7 +388,20 @@ struct kube_list_opts {
     const char *resource_version;
     bool metadata_only;       /* PartialObjectMetadata(List) instead of whole objects */
     unsigned timeout_seconds; /* WATCH: the server ends the watch after this; 0 = 300 */
+    /* WATCH: members of each event left out before it is decoded (kube_json_strip), paths
+     * from the event ("object.metadata.managedFields"); NULL-terminated, borrowed for the
+     * watch's life, or NULL. */
+    const char *const *strip;
 };
+
+/*
+ * Appends the JSON text in[0..len) to out without the members the paths name (dotted
+ * member names from the root: "object.spec.template"), as text, building nothing: a watch
+ * event is then decoded without what nobody reads. One pass over the bytes. A text that
+ * is not a well-formed object where it is looked at is appended whole, for the decoder to
+ * judge; a member name with an escape never matches.
+ */
+void kube_json_strip(const char *in, size_t len, const char *const *paths, struct util_buf *out);
 
 /* In the request functions, `out` (may be NULL) receives the handle for cancelling. */
 int kube_get(struct kube_client *c, const struct kube_resource *res, const char *name,
@@ -464,6 +481,9 @@ struct kube_reflector_opts {
     /* Each watch asks the server to end after a random time in [min, max) s; 0 = 300/600. */
     unsigned watch_timeout_min_s, watch_timeout_max_s;
     uint64_t backoff_base_ms, backoff_cap_ms; /* 0 = 1 s and 30 s */
+    /* Members of the objects the watch leaves out (kube_list_opts.strip; the paths start at
+     * "object."); borrowed for the reflector's life, or NULL. */
+    const char *const *strip;
 };
 
 /*

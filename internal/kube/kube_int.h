@@ -40,9 +40,12 @@ struct kube_request {
     size_t body_len;
     const char *verb;   /* static: "GET", "LIST", ... */
     const char *method; /* static: the HTTP method */
+    char resource[64];  /* "backups" or "backups/status", for the observer (cut if longer) */
     const char *accept;
     const char *content_type;
     bool watch, limited, active, cancelled;
+    const char *const *strip; /* a watch: members left out of each event (kube_json_strip) */
+    struct util_buf stripped; /* the event without them, reused from line to line */
     kube_result_cb cb;
     kube_watch_cb event_cb;
     void *arg;
@@ -55,6 +58,8 @@ struct kube_request {
     struct util_err werr;
     char errbuf[CURL_ERROR_SIZE];
 };
+
+#define KUBE_EASY_IDLE_MAX 16
 
 struct kube_client {
     uv_loop_t *loop;
@@ -71,6 +76,10 @@ struct kube_client {
     struct req_list limited_q, free_q, active;
     unsigned handles; /* libuv handles not yet closed */
     size_t live;      /* requests allocated and not yet freed */
+    /* curl handles of finished requests, reset for the next ones: a request then costs no
+     * handle of its own (they hold the transport's share: freed before it closes). */
+    CURL *easy_idle[KUBE_EASY_IDLE_MAX];
+    size_t n_easy_idle;
     bool closing;
     kube_close_cb close_cb;
     void *close_arg;
@@ -80,10 +89,13 @@ struct kube_client {
 /* What a verb function asks for. path is an owned buffer; body an owned string. */
 struct req_spec {
     const char *verb, *method, *accept, *content_type;
+    const struct kube_resource *res; /* what the observer is told, with subresource */
+    const char *subresource;
     struct util_buf *path;
     char *body;
     size_t body_len;
     bool watch;
+    const char *const *strip;
     uint64_t timeout_ms;
 };
 

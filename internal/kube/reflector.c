@@ -38,6 +38,7 @@ struct kube_reflector {
     char *group, *version, *resource, *namespace, *label_selector, *field_selector;
     struct kube_resource res;
     bool metadata_only;
+    const char *const *strip; /* borrowed: kube_reflector_opts.strip */
     unsigned page_size, watch_min_s, watch_max_s;
     struct kube_backoff backoff;
     struct kube_reflector_cbs cbs;
@@ -376,6 +377,7 @@ static void refl_watch(struct kube_reflector *r)
         .resource_version = r->rv,
         .metadata_only = r->metadata_only,
         .timeout_seconds = r->watch_min_s + (span ? kube__rand(r->c) % span : 0),
+        .strip = r->strip,
     };
     struct util_err err;
     r->watch_start_ms = uv_now(kube__loop(r->c));
@@ -420,6 +422,7 @@ int kube_reflector_init(struct kube_client *c, struct kube_reflector **out,
     r->field_selector = dup_or_null(opts->field_selector);
     r->res = (struct kube_resource){r->group, r->version, r->resource, r->namespace};
     r->metadata_only = opts->metadata_only;
+    r->strip = opts->strip;
     r->page_size = opts->page_size ? opts->page_size : REFL_PAGE_DEFAULT;
     r->watch_min_s = opts->watch_timeout_min_s ? opts->watch_timeout_min_s : REFL_WATCH_MIN_S;
     r->watch_max_s = opts->watch_timeout_max_s ? opts->watch_timeout_max_s : REFL_WATCH_MAX_S;

@@ -34,11 +34,17 @@ void kube__request_free(struct kube_request *r)
 {
     struct kube_client *c = r->c;
     list_unlink(r);
-    curl_easy_cleanup(r->easy);
+    if (!c->closing && c->n_easy_idle < KUBE_EASY_IDLE_MAX) {
+        curl_easy_reset(r->easy);
+        c->easy_idle[c->n_easy_idle++] = r->easy;
+    } else {
+        curl_easy_cleanup(r->easy);
+    }
     curl_slist_free_all(r->headers);
     free(r->url);
     free(r->body);
     util_buf_free(&r->resp);
+    util_buf_free(&r->stripped);
     kube_lines_free(&r->lines);
     free(r);
     c->live--;
@@ -122,7 +128,7 @@ static void request_complete(struct kube_request *r, CURLcode code)
     if (res.status == 401 && c->cfg.token_file != NULL)
         uv_timer_start(&c->token_timer, kube__on_token_timer, 0, c->opts.token_reload_ms);
     if (c->opts.observe_cb != NULL)
-        c->opts.observe_cb(r->verb, res.status, res.error, ms, c->opts.cb_arg);
+        c->opts.observe_cb(r->verb, r->resource, res.status, res.error, ms, c->opts.cb_arg);
     if (r->cb != NULL)
         r->cb(&res, r->arg);
     if (c->opts.step_loop)
@@ -155,6 +161,12 @@ static int on_watch_line(const char *line, size_t len, void *arg)
     json_t *root = NULL;
     if (len == 0)
         return 0;
+    if (r->strip != NULL) {
+        r->stripped.len = 0;
+        kube_json_strip(line, len, r->strip, &r->stripped);
+        line = r->stripped.data;
+        len = r->stripped.len;
+    }
     if (kube_watch_decode(line, len, &root, &ev, &r->werr) != 0) {
         r->werror = r->werr.code;
         json_decref(root);
@@ -275,7 +287,7 @@ int kube__submit(struct kube_client *c, struct req_spec *s, kube_result_cb cb,
         free(s->body);
         return util_err_set(err, UTIL_EINVAL, "the Kubernetes client is closing");
     }
-    e = curl_easy_init();
+    e = c->n_easy_idle > 0 ? c->easy_idle[--c->n_easy_idle] : curl_easy_init();
     if (e == NULL) {
         free(s->body);
         return util_err_set(err, UTIL_EIO, "cannot create a curl handle");
@@ -286,9 +298,13 @@ int kube__submit(struct kube_client *c, struct req_spec *s, kube_result_cb cb,
     r->easy = e;
     r->verb = s->verb;
     r->method = s->method;
+    if (s->res != NULL && s->res->resource != NULL)
+        snprintf(r->resource, sizeof(r->resource), "%s%s%s", s->res->resource,
+                 s->subresource != NULL ? "/" : "", s->subresource != NULL ? s->subresource : "");
     r->accept = s->accept;
     r->content_type = s->content_type;
     r->watch = s->watch;
+    r->strip = s->strip;
     r->limited = !s->watch;
     r->cb = cb;
     r->event_cb = event_cb;
@@ -298,6 +314,7 @@ int kube__submit(struct kube_client *c, struct req_spec *s, kube_result_cb cb,
     r->timeout_ms = s->timeout_ms ? s->timeout_ms : c->opts.timeout_ms;
     r->url = util_asprintf("%s%s", c->base_url, s->path->data);
     util_buf_init(&r->resp);
+    util_buf_init(&r->stripped);
     kube_lines_init(&r->lines, c->opts.max_line_bytes);
 
     curl_easy_setopt(e, CURLOPT_PRIVATE, r);
@@ -324,6 +341,10 @@ int kube__submit(struct kube_client *c, struct req_spec *s, kube_result_cb cb,
      * being retried. The cost is one TLS handshake after a quiet spell.
      */
     curl_easy_setopt(e, CURLOPT_MAXAGE_CONN, CLIENT_MAX_IDLE_S);
+    /* TLS sessions are resumed from the transport's share: a new connection in a burst
+     * costs an abbreviated handshake, not a full one. */
+    if (http_multi_share(c->http) != NULL)
+        curl_easy_setopt(e, CURLOPT_SHARE, http_multi_share(c->http));
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, c->cfg.insecure ? 0L : 1L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, c->cfg.insecure ? 0L : 2L);
     if (c->cfg.ca_pem != NULL) {

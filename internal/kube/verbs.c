@@ -61,6 +61,8 @@ static int client_send(struct kube_client *c, const char *verb, const char *meth
                          .method = method,
                          .accept = CLIENT_ACCEPT_JSON,
                          .content_type = content_type,
+                         .res = res,
+                         .subresource = subresource,
                          .path = &path};
     int rc;
 
@@ -143,8 +145,11 @@ int kube_delete(struct kube_client *c, const struct kube_resource *res, const ch
                 struct util_err *err)
 {
     struct util_buf path;
-    struct req_spec s = {
-        .verb = "DELETE", .method = "DELETE", .accept = CLIENT_ACCEPT_JSON, .path = &path};
+    struct req_spec s = {.verb = "DELETE",
+                         .method = "DELETE",
+                         .accept = CLIENT_ACCEPT_JSON,
+                         .res = res,
+                         .path = &path};
     int rc;
     if (name == NULL)
         return util_err_set(err, UTIL_EINVAL, "a delete needs an object name");
@@ -175,7 +180,7 @@ int kube_list(struct kube_client *c, const struct kube_resource *res,
               struct kube_request **out, struct util_err *err)
 {
     struct util_buf path;
-    struct req_spec s = {.verb = "LIST", .method = "GET", .path = &path};
+    struct req_spec s = {.verb = "LIST", .method = "GET", .res = res, .path = &path};
     char num[24];
     int rc;
     if ((rc = client_path(&path, res, NULL, NULL, err)) != 0)
@@ -198,7 +203,8 @@ int kube_watch(struct kube_client *c, const struct kube_resource *res,
                void *arg, struct kube_request **out, struct util_err *err)
 {
     struct util_buf path;
-    struct req_spec s = {.verb = "WATCH", .method = "GET", .path = &path, .watch = true};
+    struct req_spec s = {
+        .verb = "WATCH", .method = "GET", .res = res, .path = &path, .watch = true};
     unsigned secs =
         opts != NULL && opts->timeout_seconds ? opts->timeout_seconds : CLIENT_WATCH_DEFAULT_S;
     char num[24];
@@ -206,6 +212,7 @@ int kube_watch(struct kube_client *c, const struct kube_resource *res,
     if ((rc = client_path(&path, res, NULL, NULL, err)) != 0)
         return rc;
     s.accept = opts != NULL && opts->metadata_only ? CLIENT_ACCEPT_META : CLIENT_ACCEPT_JSON;
+    s.strip = opts != NULL ? opts->strip : NULL;
     kube_query_add(&path, "watch", "1");
     client_list_query(&path, opts);
     kube_query_add(&path, "allowWatchBookmarks", "true");

@@ -287,7 +287,8 @@ expire_etcd_history() {
 }
 # The controller's successful LISTs so far (its reflectors list at start and after a 410).
 lists_of() { # PORT
-    curl -fsS "http://127.0.0.1:$1/metrics" | awk '/^lodestore_api_requests_total\{verb="LIST",code="200"\}/ { print $2 }'
+    curl -fsS "http://127.0.0.1:$1/metrics" |
+        awk '/^lodestore_api_requests_total\{verb="LIST",code="200"[,}]/ { n += $NF } END { print n + 0 }'
 }
 restart_apiserver_across_slot() {
     local pid=$APISERVER_PID args=() boundary cwd

@@ -3,8 +3,11 @@
  * the line splitter in chunks whose sizes the first byte picks; the lines it emits
  * must be exactly the input's "\n"-separated lines (a trailing "\r" dropped), and
  * a line over the bound must be refused. Each line goes to the event decoder,
- * whose successes must carry what a reflector relies on.
+ * whose successes must carry what a reflector relies on; and stripped of the members a
+ * reflector may leave out (kube_json_strip), a line that decoded must decode to the same
+ * type, name and resourceVersion.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +23,31 @@ struct state {
     const char *end;
     size_t lines;
 };
+
+static bool same_str(const char *a, const char *b)
+{
+    return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+/* The line without what a Job's reflector leaves out decodes to the same event. */
+static void check_stripped(const char *line, size_t len, const struct kube_watch_event *ev)
+{
+    static const char *const paths[] = {"object.metadata.managedFields", "object.spec.template",
+                                        "object.status", NULL};
+    struct util_buf b;
+    json_t *root = NULL;
+    struct kube_watch_event sev;
+    util_buf_init(&b);
+    kube_json_strip(line, len, paths, &b);
+    if (b.len > len || kube_watch_decode(b.data, b.len, &root, &sev, NULL) != 0)
+        abort();
+    if (sev.type != ev->type || !same_str(sev.name, ev->name) ||
+        !same_str(sev.resource_version, ev->resource_version) ||
+        !same_str(sev.namespace, ev->namespace))
+        abort();
+    json_decref(root);
+    util_buf_free(&b);
+}
 
 static int on_line(const char *line, size_t len, void *arg)
 {
@@ -47,6 +75,7 @@ static int on_line(const char *line, size_t len, void *arg)
             abort();
         if (ev.code < 0 || ev.code >= 1000)
             abort();
+        check_stripped(line, len, &ev);
     }
     json_decref(root);
     return 0;

@@ -227,6 +227,7 @@ static void start(struct t *t)
     assert_int_equal(ctl_repos_init(&t->loop, c->kube, NULL, ctl_log_cb, c, &c->repos, &err), 0);
     ctl_repos_set_change_cb(c->repos, repo_changed_cb, c);
     ctl_work_init(c);
+    ctl_events_init(c);
     ctl_status_init(c);
     c->acting = true;
     ctl_cache_start(c);
@@ -241,6 +242,7 @@ static void stop(struct t *t)
     ctl_repos_close(c->repos);
     kube_client_close(c->kube, NULL, NULL);
     ctl_work_stop(c);
+    ctl_events_stop(c);
     ctl_status_stop(c);
     uv_close((uv_handle_t *)&t->deadline, NULL);
     fake_stop(&t->srv);
@@ -248,6 +250,7 @@ static void stop(struct t *t)
     ctl_write_free_all(c);
     ctl_cache_close(c);
     ctl_work_close(c);
+    ctl_events_close(c);
     tz_db_close(c->db);
     ctl_allowlist_free(&c->allow);
     kube_config_free(&c->cfg);

@@ -339,6 +339,7 @@ static void test_incomplete_run(void **state)
     struct util_err err = {0};
     assert_int_equal(ctl_backup_from_json(&b, obj, &err), 0);
     assert_int_equal(b.phase, CTL_PHASE_SUCCEEDED);
+    assert_true(b.has_status);
     assert_string_equal(b.reason, "incomplete");
     assert_false(b.good);
     ctl_backup_free(&b);
@@ -435,6 +436,23 @@ static void test_pending_verdict_holds(void **state)
     fixture_free(&f);
 }
 
+/* A Backup whose status has no phase yet is Pending with no status written (reconcile.h). */
+static void test_backup_without_status(void **state)
+{
+    json_t *obj = backup_obj("fresh", "2026-03-10T02:00:00Z", "{}");
+    struct ctl_backup b;
+    struct util_err err = {0};
+    assert_int_equal(ctl_backup_from_json(&b, obj, &err), 0);
+    assert_int_equal(b.phase, CTL_PHASE_PENDING);
+    assert_false(b.has_status);
+    ctl_backup_free(&b);
+    json_object_set_new(json_object_get(obj, "status"), "phase", json_string("Pending"));
+    assert_int_equal(ctl_backup_from_json(&b, obj, &err), 0);
+    assert_true(b.has_status);
+    ctl_backup_free(&b);
+    json_decref(obj);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -444,6 +462,7 @@ int main(void)
         cmocka_unit_test(test_incomplete_run),
         cmocka_unit_test(test_other_failures_stay_failed),
         cmocka_unit_test(test_pending_verdict_holds),
+        cmocka_unit_test(test_backup_without_status),
     };
     return cmocka_run_group_tests(tests, tzf_setup, tzf_teardown);
 }

@@ -94,6 +94,7 @@ static struct ctl_backup *add_backup(struct fixture *f, const char *slot, const 
     }
     b->created = tzf_at(created);
     b->phase = CTL_PHASE_PENDING;
+    b->has_status = phase[0] != '\0'; /* "": no status written yet */
     for (int p = CTL_PHASE_PENDING; p <= CTL_PHASE_FAILED; p++)
         if (strcmp(phase, ctl_phase_name(p)) == 0)
             b->phase = p;
@@ -212,8 +213,8 @@ static void test_on_time_run(void **state)
     assert_string_equal(ctl_trigger_name(a->trigger), "scheduled");
     assert_int_equal(a->status.slot_time, tzf_at("2026-03-10T02:00:00Z"));
     assert_int_equal(a->status.run_time, tzf_at("2026-03-10T02:00:00Z"));
-    assert_int_equal(a->status.phase, CTL_PHASE_PENDING);
-    assert_string_equal(a->status.job_name, name);
+    /* Its first status is not written with it: it rides on the Running patch. */
+    assert_int_equal(count(&f, CTL_ACT_BACKUP_STATUS), 0);
     assert_string_equal(a->host, "node-1");
     assert_string_equal(first(&f, CTL_ACT_EVENT)->reason, "BackupStarted");
     assert_int_equal(f.out.wake, tzf_at("2026-03-11T02:00:00Z"));
@@ -417,6 +418,70 @@ static void test_job_outcomes(void **state)
     assert_string_equal(f.acts.v[1].status.reason, "job_failed");
     assert_int_equal(f.acts.v[2].status.phase, CTL_PHASE_RUNNING);
     assert_int_equal(count(&f, CTL_ACT_CREATE_RUN), 0);
+    fixture_free(&f);
+}
+
+/* A run's first status (slot, run time, Job) is one write: with Running, or Pending late. */
+static void test_first_status_is_one_write(void **state)
+{
+    struct fixture f;
+    fixture_init(&f, DAILY_UTC);
+    struct ctl_backup *b = add_backup(&f, "2026-03-10T02:00", "2026-03-10T02:00:00Z", "",
+                                      "2026-03-10T02:00:00Z", "active");
+    run(&f, "2026-03-10T02:00:06Z", 0);
+    assert_int_equal(count(&f, CTL_ACT_BACKUP_STATUS), 1);
+    const struct ctl_action *a = first(&f, CTL_ACT_BACKUP_STATUS);
+    assert_int_equal(a->status.phase, CTL_PHASE_RUNNING);
+    assert_int_equal(a->status.slot_time, tzf_at("2026-03-10T02:00:00Z"));
+    assert_int_equal(a->status.run_time, tzf_at("2026-03-10T02:00:00Z"));
+    assert_int_equal(a->status.started, tzf_at("2026-03-10T02:00:05Z"));
+    assert_string_equal(a->status.job_name, b->name);
+
+    /* Once written, the Running patch does not repeat the slot. */
+    b->has_status = true;
+    run(&f, "2026-03-10T02:00:07Z", 0);
+    a = first(&f, CTL_ACT_BACKUP_STATUS);
+    assert_int_equal(a->status.phase, CTL_PHASE_RUNNING);
+    assert_int_equal(a->status.slot_time, 0);
+    assert_int_equal(a->status.run_time, 0);
+
+    /* A Job that ended before any status: the final patch carries the first status too. */
+    f.jobs[0].active = 0;
+    f.jobs[0].finished = true;
+    f.jobs[0].succeeded = true;
+    f.jobs[0].completed = tzf_at("2026-03-10T02:00:08Z");
+    b->has_status = false;
+    run(&f, "2026-03-10T02:00:09Z", 0);
+    a = first(&f, CTL_ACT_BACKUP_STATUS);
+    assert_int_equal(a->status.phase, CTL_PHASE_SUCCEEDED);
+    assert_int_equal(a->status.slot_time, tzf_at("2026-03-10T02:00:00Z"));
+    assert_string_equal(a->status.job_name, b->name);
+    fixture_free(&f);
+}
+
+/* A run whose Job has not started CTL_FIRST_STATUS_GRACE after its Backup says Pending. */
+static void test_first_status_pending_after_grace(void **state)
+{
+    struct fixture f;
+    fixture_init(&f, DAILY_UTC);
+    f.node.ready = false; /* so no Job starts */
+    struct ctl_backup *b = add_backup(&f, "2026-03-10T02:00", "2026-03-10T02:00:00Z", "",
+                                      "2026-03-10T02:00:00Z", NULL);
+    add_backup(&f, "", NULL, "", "2026-03-10T02:00:00Z", NULL); /* by hand: left alone */
+    run(&f, "2026-03-10T02:00:29Z", 0);
+    assert_int_equal(count(&f, CTL_ACT_BACKUP_STATUS), 0);
+    assert_int_equal(f.out.wake, tzf_at("2026-03-10T02:00:30Z"));
+    run(&f, "2026-03-10T02:00:30Z", 0);
+    assert_int_equal(count(&f, CTL_ACT_BACKUP_STATUS), 1);
+    const struct ctl_action *a = first(&f, CTL_ACT_BACKUP_STATUS);
+    assert_string_equal(a->name, b->name);
+    assert_int_equal(a->status.phase, CTL_PHASE_PENDING);
+    assert_int_equal(a->status.slot_time, tzf_at("2026-03-10T02:00:00Z"));
+    assert_string_equal(a->status.job_name, b->name);
+    /* Written: nothing more until the Job starts. */
+    b->has_status = true;
+    run(&f, "2026-03-10T02:00:31Z", 0);
+    assert_int_equal(count(&f, CTL_ACT_BACKUP_STATUS), 0);
     fixture_free(&f);
 }
 
@@ -730,6 +795,43 @@ static void test_backups_nothing_will_run_fail(void **state)
     fixture_free(&f);
 }
 
+/* Refusals a person must fix get an Event; throttling and failures below HTTP do not. */
+static void test_write_refused(void **state)
+{
+    assert_true(ctl_write_refused(403, 0));
+    assert_true(ctl_write_refused(422, 0));
+    assert_true(ctl_write_refused(0, UTIL_EINVAL));
+    assert_false(ctl_write_refused(429, 0));
+    assert_false(ctl_write_refused(408, 0));
+    assert_false(ctl_write_refused(500, 0));
+    assert_false(ctl_write_refused(503, 0));
+    assert_false(ctl_write_refused(0, KUBE_ECONN));
+    assert_false(ctl_write_refused(201, 0));
+}
+
+/* A status write coming back is the same policy; a new generation, uid or deletion is not. */
+static void test_policy_same_spec(void **state)
+{
+    struct ctl_policy a, b;
+    load_policy(&a, DAILY_UTC, tzf_at("2026-03-01T00:00:00Z"));
+    load_policy(&b, DAILY_UTC, tzf_at("2026-03-02T00:00:00Z"));
+    assert_true(ctl_policy_same_spec(&a, &b));
+    b.generation = 2;
+    assert_false(ctl_policy_same_spec(&a, &b));
+    b.generation = a.generation;
+    b.deleting = true;
+    assert_false(ctl_policy_same_spec(&a, &b));
+    b.deleting = false;
+    free(b.uid);
+    b.uid = util_strdup("another");
+    assert_false(ctl_policy_same_spec(&a, &b));
+    free(b.uid);
+    b.uid = NULL;
+    assert_false(ctl_policy_same_spec(&a, &b));
+    ctl_policy_free(&a);
+    ctl_policy_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -742,6 +844,10 @@ int main(void)
         cmocka_unit_test(test_skip_behind_running_then_catch_up),
         cmocka_unit_test(test_time_limit),
         cmocka_unit_test(test_job_outcomes),
+        cmocka_unit_test(test_first_status_is_one_write),
+        cmocka_unit_test(test_write_refused),
+        cmocka_unit_test(test_policy_same_spec),
+        cmocka_unit_test(test_first_status_pending_after_grace),
         cmocka_unit_test(test_manual_backup_waits_its_turn),
         cmocka_unit_test(test_history_keeps_newest_success),
         cmocka_unit_test(test_overdue),

@@ -391,6 +391,37 @@ static void test_rate_limit(void **state)
     assert_true(t.got[1].at_ms < 300);
 }
 
+/* The observer hears every request with its verb, resource (and subresource) and status. */
+static void observe_cb(const char *verb, const char *resource, long status, int error, uint64_t ms,
+                       void *arg)
+{
+    struct t *t = arg;
+    size_t n = strlen(t->events);
+    snprintf(t->events + n, sizeof(t->events) - n, "%s %s %ld;", verb, resource,
+             error ? 0L : status);
+}
+
+static void test_observer(void **state)
+{
+    struct t t;
+    struct kube_client_opts o = {0};
+    json_t *patch = json_pack("{s:{s:i}}", "status", "hosts", 3);
+    json_t *obj = json_pack("{s:s}", "kind", "ConfigMap");
+    o.observe_cb = observe_cb;
+    o.cb_arg = &t;
+    setup_t(&t, verbs_handler, &o);
+    t.want = 4;
+    assert_int_equal(kube_get(t.c, &cms, "a", NULL, got_cb, &t, NULL, NULL), 0);
+    assert_int_equal(kube_merge_patch(t.c, &bps, "p", "status", patch, got_cb, &t, NULL, NULL), 0);
+    assert_int_equal(kube_create(t.c, &cms, obj, got_cb, &t, NULL, NULL), 0);
+    assert_int_equal(kube_delete(t.c, &cms, "a", NULL, got_cb, &t, NULL, NULL), 0);
+    run_t(&t);
+    assert_string_equal(t.events, "GET configmaps 200;PATCH backuppolicies/status 200;"
+                                  "CREATE configmaps 409;DELETE configmaps 200;");
+    json_decref(patch);
+    json_decref(obj);
+}
+
 /* ---- watches ---- */
 
 #define EV(type, name, rv)                                                                         \
@@ -735,6 +766,7 @@ int main(void)
         cmocka_unit_test(test_step_loop),
         cmocka_unit_test(test_connection_refused),
         cmocka_unit_test(test_rate_limit),
+        cmocka_unit_test(test_observer),
         cmocka_unit_test(test_watch_stream),
         cmocka_unit_test(test_watch_failures),
         cmocka_unit_test(test_watch_cancel_inside_callback),

@@ -1,0 +1,100 @@
+/*
+ * kube_json_strip: members left out by path, everything else kept byte for byte, and a
+ * text that is not what it looks like passed on whole for the decoder to judge.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kube/kube.h"
+
+static const char *const job_paths[] = {"object.metadata.managedFields", "object.spec.template",
+                                        NULL};
+
+/* The stripped text of in, in a static buffer. */
+static const char *strip(const char *in, const char *const *paths)
+{
+    static char out[4096];
+    struct util_buf b;
+    util_buf_init(&b);
+    util_buf_puts(&b, "prefix:"); /* appended after what out held */
+    kube_json_strip(in, strlen(in), paths, &b);
+    assert_true(b.len < sizeof(out));
+    assert_memory_equal(b.data, "prefix:", 7);
+    memcpy(out, b.data + 7, b.len - 7);
+    out[b.len - 7] = '\0';
+    util_buf_free(&b);
+    return out;
+}
+
+static void test_leaves_out_members(void **state)
+{
+    const char *ev =
+        "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Job\",\"metadata\":{\"name\":\"j\","
+        "\"managedFields\":[{\"manager\":\"x\",\"fieldsV1\":{\"f:spec\":{\"}\":\"[\"}}}],"
+        "\"resourceVersion\":\"7\"},\"spec\":{\"backoffLimit\":0,\"template\":{\"spec\":"
+        "{\"containers\":[{\"env\":[{\"name\":\"D\",\"value\":\"{\\\"a\\\":\\\"}\\\"}\"}]}]}},"
+        "\"completions\":1},\"status\":{\"active\":1,\"template\":true}}}";
+    assert_string_equal(
+        strip(ev, job_paths),
+        "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Job\",\"metadata\":{\"name\":"
+        "\"j\",\"resourceVersion\":\"7\"},\"spec\":{\"backoffLimit\":0,"
+        "\"completions\":1},\"status\":{\"active\":1,\"template\":true}}}");
+    /* The result decodes, and says what the controller reads. */
+    json_t *root;
+    struct kube_watch_event we;
+    struct util_err err = {0};
+    const char *s = strip(ev, job_paths);
+    assert_int_equal(kube_watch_decode(s, strlen(s), &root, &we, &err), 0);
+    assert_string_equal(we.resource_version, "7");
+    json_decref(root);
+}
+
+static void test_first_last_and_only(void **state)
+{
+    static const char *const p[] = {"a", NULL};
+    assert_string_equal(strip("{\"a\":1,\"b\":2}", p), "{\"b\":2}");
+    assert_string_equal(strip("{\"b\":2,\"a\":[1,{\"x\":\"]\"}]}", p), "{\"b\":2}");
+    assert_string_equal(strip("{ \"a\" : null }", p), "{}");
+    assert_string_equal(strip("{}", p), "{}");
+    /* Whitespace around kept members is kept inside values, dropped between members. */
+    assert_string_equal(strip("{\"c\": [1, 2] , \"a\":\"\\\"\", \"d\":true}\n", p),
+                        "{\"c\": [1, 2],\"d\":true}");
+    /* A path into something that is not an object leaves it alone. */
+    static const char *const deep[] = {"b.c", NULL};
+    assert_string_equal(strip("{\"b\":[{\"c\":1}],\"c\":2}", deep), "{\"b\":[{\"c\":1}],\"c\":2}");
+    assert_string_equal(strip("{\"b\":{\"c\":1,\"d\":2},\"c\":2}", deep),
+                        "{\"b\":{\"d\":2},\"c\":2}");
+    /* An escaped name is never taken for a path's name. */
+    assert_string_equal(strip("{\"\\u0061\":1}", p), "{\"\\u0061\":1}");
+    /* No paths: the text as it is. */
+    assert_string_equal(strip("{\"a\":1}", NULL), "{\"a\":1}");
+}
+
+/* Anything unexpected is passed on whole: the decoder says what is wrong with it. */
+static void test_malformed_whole(void **state)
+{
+    static const char *const p[] = {"a", NULL};
+    const char *bad[] = {
+        "{\"a\":1",          "{\"a\" 1}",    "{\"a\":\"x}",      "[1,2]",    "{\"a\":1}}",
+        "{\"a\":{\"b\":[}}", "{a:1}",        "{\"b\":1,}x",      "",         "{\"b\":1 \"a\":2}",
+        "{\"b\":\"\\",       "{\"a\":[1,2}", "{\"b\":{\"c\":1}", "  {\"a\"",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+        assert_string_equal(strip(bad[i], p), bad[i]);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_leaves_out_members),
+        cmocka_unit_test(test_first_last_and_only),
+        cmocka_unit_test(test_malformed_whole),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
