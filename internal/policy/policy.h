@@ -116,6 +116,7 @@ struct policy {
     struct policy_limits limits;
     int64_t alerts_max_age; /* seconds; 0 = derived from the schedule (docs/schedule.md, "The alert
                                limit") */
+    bool suspend;           /* spec.suspend: no scheduled run starts (docs/policy.md, "Suspend") */
 };
 
 /* One error: line and column are 1-based, 0 when unknown (the JSON form). */

@@ -477,6 +477,12 @@ static void schema_walk_value(struct schema_walk *w, const struct schema_field *
         if (schema_rate(w, f, n, &rate))
             w->p->limits.upload_rate = rate;
         return;
+    case SK_BOOL: {
+        bool b;
+        if (schema_bool(w, n, &b) && f->slot == SLOT_SUSPEND)
+            w->p->suspend = b;
+        return;
+    }
     }
 }
 

@@ -26,7 +26,8 @@ enum schema_kind {
     SK_ENUM,
     SK_INT,
     SK_DURATION,
-    SK_RATE
+    SK_RATE,
+    SK_BOOL /* true or false, unquoted */
 };
 
 enum schema_slot {
@@ -55,7 +56,8 @@ enum schema_slot {
     SLOT_IONICE_CLASS,
     SLOT_IONICE_LEVEL,
     SLOT_MAX_RUNTIME,
-    SLOT_MAX_AGE
+    SLOT_MAX_AGE,
+    SLOT_SUSPEND
 };
 
 struct schema_walk;
@@ -128,6 +130,8 @@ bool schema_duration(struct schema_walk *w, const struct schema_field *f,
                      const struct policy_node *n, int64_t *out);
 bool schema_rate(struct schema_walk *w, const struct schema_field *f, const struct policy_node *n,
                  uint64_t *out);
+/* true or false: a plain (or JSON) true or false; "true" quoted, yes, on and 1 are errors. */
+bool schema_bool(struct schema_walk *w, const struct policy_node *n, bool *out);
 
 /* ---- duplicates (schema_values.c) ---- */
 

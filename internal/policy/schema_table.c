@@ -155,6 +155,7 @@ static const struct schema_field schema_alerts[] = {
 };
 
 static const struct schema_field schema_spec[] = {
+    {.name = "suspend", .kind = SK_BOOL, .slot = SLOT_SUSPEND},
     {.name = "repository",
      .kind = SK_STRING,
      .required = true,

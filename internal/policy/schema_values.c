@@ -342,6 +342,30 @@ bool schema_duration(struct schema_walk *w, const struct schema_field *f,
     return true;
 }
 
+/* ---- booleans ---- */
+
+bool schema_bool(struct schema_walk *w, const struct policy_node *n, bool *out)
+{
+    if (n->kind == POLICY_NODE_SCALAR && n->style == POLICY_SCALAR_BOOL) {
+        *out = strcmp(n->text, "true") == 0;
+        return true;
+    }
+    if (n->kind == POLICY_NODE_SCALAR && n->style == POLICY_SCALAR_PLAIN &&
+        (strcmp(n->text, "true") == 0 || strcmp(n->text, "false") == 0)) {
+        *out = n->text[0] == 't';
+        return true;
+    }
+    /* YAML 1.1 read yes, on, True and 1 as booleans; here only the two words are. */
+    if (n->kind == POLICY_NODE_SCALAR && n->style == POLICY_SCALAR_QUOTED &&
+        (strcmp(n->text, "true") == 0 || strcmp(n->text, "false") == 0)) {
+        schema_error(w, n, "a boolean is written without quotes: write %s, not \"%s\"", n->text,
+                     n->text);
+        return false;
+    }
+    schema_kind_error(w, n, "true or false", NULL);
+    return false;
+}
+
 bool schema_rate(struct schema_walk *w, const struct schema_field *f, const struct policy_node *n,
                  uint64_t *out)
 {

@@ -116,3 +116,17 @@ describe("helpers", () => {
     expect(scalarSource(f, "#x")).not.toBe("#x");
   });
 });
+
+describe("spec.suspend", () => {
+  it("writes a plain boolean, never a quoted string, and reads it back", () => {
+    const w = writeField(PAGE, "spec.suspend", "true");
+    expect(w.error).toBeUndefined();
+    expect(w.text).toMatch(/\n {2}suspend: true\n/);
+    expect(readFields(w.text).values["spec.suspend"]).toBe("true");
+    const back = writeField(w.text, "spec.suspend", "false");
+    expect(back.text).toMatch(/\n {2}suspend: false\n/);
+    expect(scalarSource(FIELDS.find((f) => f.path === "spec.suspend")!, "true")).toBe("true");
+    const gone = writeField(back.text, "spec.suspend", "");
+    expect(gone.text).not.toContain("suspend");
+  });
+});
