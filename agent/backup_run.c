@@ -363,6 +363,7 @@ void backup_run(struct backup *b, const struct policy *pol, int64_t max_runtime,
     m.npaths = pol->npaths;
     m.errs = b->errs;
     m.nerrs = b->nerrs;
+    memcpy(m.excluded, b->excluded, sizeof(m.excluded));
     r->suspicious = backup_run_anomaly(b, &cat, &m, parent.have, r->anomaly, sizeof(r->anomaly));
     if (r->suspicious && (rc = backup_run_put(b, REPO_KEY_SUSPICIOUS, "", 0, &err)) != 0)
         goto fail;

@@ -46,6 +46,7 @@ static json_t *backup_json(const struct backup *b, const struct backup_result *r
         json_object_set_new(s, "bytes", json_integer((json_int_t)b->bytes));
         json_object_set_new(s, "newBytes", json_integer((json_int_t)b->new_bytes));
         json_object_set_new(s, "uploadedBytes", json_integer((json_int_t)b->uploaded_bytes));
+        json_object_set_new(s, "excluded", repo_excluded_json(b->excluded));
         json_object_set_new(root, "snapshot", s);
         free(pol);
     } else {

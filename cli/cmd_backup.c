@@ -310,6 +310,7 @@ int cmd_backup(int argc, char **argv)
     for (size_t i = 0; i < pol.npaths; i++)
         b.paths[i] = cmd_backup_path_clean(pol.paths[i]);
     b.npaths = pol.npaths;
+    b.exclude = &pol.exclude;
     qsort(b.paths, b.npaths, sizeof(char *), cmd_backup_paths_cmp);
     /* An I/O priority that the devices' scheduler ignores is said, not refused: the
      * backup runs as it would without it (docs/operator.md, "The I/O scheduler"). */

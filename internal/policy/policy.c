@@ -34,6 +34,9 @@ void policy_free(struct policy *p)
     policy_labels_free(p->annotations, p->nannotations);
     free(p->schedule.cron_text);
     free(p->schedule.timezone);
+    for (size_t i = 0; i < p->exclude.npatterns; i++)
+        free(p->exclude.patterns[i]);
+    free(p->exclude.patterns);
     memset(p, 0, sizeof(*p));
 }
 

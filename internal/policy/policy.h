@@ -58,6 +58,8 @@
 #define POLICY_MAX_CRON_CHARS     256  /* spec.schedule.cron */
 #define POLICY_MAX_DURATION_CHARS 12   /* every duration field */
 #define POLICY_MAX_RATE_CHARS     14   /* spec.limits.uploadRate */
+#define POLICY_MAX_EXCLUDES       128  /* spec.exclude.patterns items */
+#define POLICY_MAX_SIZE_CHARS     14   /* spec.exclude.largerThan */
 
 /* Defaults of docs/policy.md, in seconds. */
 #define POLICY_DEFAULT_JITTER      (15 * 60)
@@ -97,6 +99,14 @@ struct policy_limits {
     int64_t max_runtime; /* seconds */
 };
 
+/* spec.exclude (docs/policy.md, "spec.exclude"): what the walk leaves out. */
+struct policy_exclude {
+    char **patterns; /* glob.h patterns, as written */
+    size_t npatterns;
+    bool caches;          /* directories holding a CACHEDIR.TAG with its signature */
+    uint64_t larger_than; /* bytes; 0 = no limit */
+};
+
 struct policy {
     char *name;
     char *namespace; /* "default" when the document has none */
@@ -116,7 +126,8 @@ struct policy {
     struct policy_limits limits;
     int64_t alerts_max_age; /* seconds; 0 = derived from the schedule (docs/schedule.md, "The alert
                                limit") */
-    bool suspend;           /* spec.suspend: no scheduled run starts (docs/policy.md, "Suspend") */
+    struct policy_exclude exclude;
+    bool suspend; /* spec.suspend: no scheduled run starts (docs/policy.md, "Suspend") */
 };
 
 /* One error: line and column are 1-based, 0 when unknown (the JSON form). */
@@ -170,6 +181,8 @@ void policy_free(struct policy *p);
 int policy_parse_duration(const char *s, int64_t *seconds, struct util_err *err);
 /* Rates: "50MiB/s" -> bytes per second. */
 int policy_parse_rate(const char *s, uint64_t *bytes_per_second, struct util_err *err);
+/* Sizes: "512MiB" -> bytes (B, KiB, MiB, GiB, TiB); at most INT64_MAX. */
+int policy_parse_size(const char *s, uint64_t *bytes, struct util_err *err);
 /* Formats a duration in the largest exact unit mix for people: 181500 -> "50h25m". */
 void policy_format_duration(int64_t seconds, char *buf, size_t size);
 

@@ -479,8 +479,29 @@ static void schema_walk_value(struct schema_walk *w, const struct schema_field *
         return;
     case SK_BOOL: {
         bool b;
-        if (schema_bool(w, n, &b) && f->slot == SLOT_SUSPEND)
+        if (!schema_bool(w, n, &b))
+            return;
+        if (f->slot == SLOT_SUSPEND)
             w->p->suspend = b;
+        else if (f->slot == SLOT_EXCLUDE_CACHES)
+            w->p->exclude.caches = b;
+        return;
+    }
+    case SK_GLOBS:
+        if (n->kind != POLICY_NODE_LIST) {
+            schema_kind_error(w, n, "a list of patterns",
+                              n->kind == POLICY_NODE_SCALAR && !schema_is_null(n)
+                                  ? ": write each pattern as a list item (\"- *.tmp\") or in "
+                                    "brackets ([\"*.tmp\"])"
+                                  : NULL);
+            return;
+        }
+        schema_walk_globs(w, f, n);
+        return;
+    case SK_SIZE: {
+        uint64_t size;
+        if (schema_size(w, f, n, &size))
+            w->p->exclude.larger_than = size;
         return;
     }
     }
@@ -513,6 +534,7 @@ void policy_walk(struct policy *out, const struct policy_node *root, bool json,
     } else {
         schema_walk_map(&w, &schema_document, root, NULL);
     }
+    schema_excludes_end(&w);
     if (out->namespace == NULL)
         out->namespace = util_strdup("default");
     if (out->has_schedule && out->schedule.timezone == NULL)

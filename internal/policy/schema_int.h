@@ -27,7 +27,9 @@ enum schema_kind {
     SK_INT,
     SK_DURATION,
     SK_RATE,
-    SK_BOOL /* true or false, unquoted */
+    SK_BOOL,  /* true or false, unquoted */
+    SK_GLOBS, /* a list of exclude patterns (glob.h) */
+    SK_SIZE   /* 512MiB */
 };
 
 enum schema_slot {
@@ -57,7 +59,11 @@ enum schema_slot {
     SLOT_IONICE_LEVEL,
     SLOT_MAX_RUNTIME,
     SLOT_MAX_AGE,
-    SLOT_SUSPEND
+    SLOT_SUSPEND,
+    SLOT_EXCLUDE,
+    SLOT_EXCLUDE_PATTERNS,
+    SLOT_EXCLUDE_CACHES,
+    SLOT_EXCLUDE_LARGER
 };
 
 struct schema_walk;
@@ -94,6 +100,11 @@ struct schema_walk {
     /* The cross-field rule of limits: ioniceLevel only with ioniceClass: best-effort. */
     const struct policy_node *ionice_level;
     int ionice_class; /* 0 absent, 1 best-effort, 2 idle, -1 invalid */
+    /* The exclude patterns stored, and their nodes: whether each can match under the
+     * policy's paths is known only once the paths are read (schema_excludes_end). */
+    const struct policy_node **globs;
+    size_t *glob_at; /* each one's index in the list */
+    size_t nglobs;
 };
 
 /* The document: a map of apiVersion, kind, metadata and spec (schema_table.c). */
@@ -130,6 +141,14 @@ bool schema_duration(struct schema_walk *w, const struct schema_field *f,
                      const struct policy_node *n, int64_t *out);
 bool schema_rate(struct schema_walk *w, const struct schema_field *f, const struct policy_node *n,
                  uint64_t *out);
+/* A size such as 512MiB (policy_parse_size), at least the field's min. */
+bool schema_size(struct schema_walk *w, const struct schema_field *f, const struct policy_node *n,
+                 uint64_t *out);
+/* ---- exclude patterns (schema_exclude.c) ---- */
+void schema_walk_globs(struct schema_walk *w, const struct schema_field *f,
+                       const struct policy_node *list);
+/* After the whole document: each anchored pattern can match under some path. */
+void schema_excludes_end(struct schema_walk *w);
 /* true or false: a plain (or JSON) true or false; "true" quoted, yes, on and 1 are errors. */
 bool schema_bool(struct schema_walk *w, const struct policy_node *n, bool *out);
 

@@ -5,6 +5,7 @@
  */
 #include <stdint.h>
 
+#include "glob/glob.h"
 #include "schema_int.h"
 
 /* ---- checks of strings ---- */
@@ -154,6 +155,23 @@ static const struct schema_field schema_alerts[] = {
     {.name = NULL},
 };
 
+static const struct schema_field schema_exclude[] = {
+    {.name = "patterns",
+     .kind = SK_GLOBS,
+     .max_items = POLICY_MAX_EXCLUDES,
+     .max_chars = GLOB_MAX_CHARS,
+     .slot = SLOT_EXCLUDE_PATTERNS},
+    {.name = "caches", .kind = SK_BOOL, .slot = SLOT_EXCLUDE_CACHES},
+    {.name = "largerThan",
+     .kind = SK_SIZE,
+     .min = 1,
+     .max = INT64_MAX,
+     .min_text = "1B",
+     .max_chars = POLICY_MAX_SIZE_CHARS,
+     .slot = SLOT_EXCLUDE_LARGER},
+    {.name = NULL},
+};
+
 static const struct schema_field schema_spec[] = {
     {.name = "suspend", .kind = SK_BOOL, .slot = SLOT_SUSPEND},
     {.name = "repository",
@@ -168,6 +186,7 @@ static const struct schema_field schema_spec[] = {
      .missing = "a list of 1 or more absolute paths on the node, such as [/etc]",
      .max_items = POLICY_MAX_PATHS,
      .slot = SLOT_PATHS},
+    {.name = "exclude", .kind = SK_MAP, .fields = schema_exclude, .slot = SLOT_EXCLUDE},
     {.name = "nodeSelector",
      .kind = SK_LABELS,
      .max_items = POLICY_MAX_NODE_SELECTOR,

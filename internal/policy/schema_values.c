@@ -342,6 +342,33 @@ bool schema_duration(struct schema_walk *w, const struct schema_field *f,
     return true;
 }
 
+bool schema_size(struct schema_walk *w, const struct schema_field *f, const struct policy_node *n,
+                 uint64_t *out)
+{
+    struct util_err err = {0};
+    uint64_t v;
+    int rc;
+
+    if (!schema_string(w, n, "a size such as 512MiB"))
+        return false;
+    rc = policy_parse_size(n->text, &v, &err);
+    if ((rc == 0 || rc == UTIL_ERANGE) &&
+        !schema_length_ok(w, f, n, "the size",
+                          "write it without leading zeros, or in a larger unit (1GiB, not "
+                          "1073741824B)"))
+        return false;
+    if (rc != 0) {
+        schema_error(w, n, "%s", err.msg);
+        return false;
+    }
+    if (v < (uint64_t)f->min) {
+        schema_range_error(w, f, n);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
 /* ---- booleans ---- */
 
 bool schema_bool(struct schema_walk *w, const struct policy_node *n, bool *out)

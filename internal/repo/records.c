@@ -101,6 +101,7 @@ char *repo_manifest_encode(const struct repo_manifest *m, const struct repo_keys
             errs, json_pack("{s:s, s:s}", "path", m->errs[i].path, "message", m->errs[i].message));
     json_object_set_new(priv, "paths", paths);
     json_object_set_new(priv, "errors", errs);
+    json_object_set_new(priv, "excluded", repo_excluded_json(m->excluded));
     char *plain = json_dumps(priv, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(priv);
     size_t plen = strlen(plain);
@@ -142,7 +143,7 @@ static int repo_manifest_private(struct repo_manifest *m, const char *b64,
     uint8_t *sealed, *plain;
     char aad[64];
     json_error_t jerr;
-    json_t *o = NULL, *paths, *errs;
+    json_t *o = NULL, *paths, *errs, *excl = NULL;
     int rc = UTIL_EINVAL;
 
     if (n == 0 || n % 4 != 0)
@@ -167,9 +168,10 @@ static int repo_manifest_private(struct repo_manifest *m, const char *b64,
     rc = UTIL_EINVAL;
     o = json_loadb((const char *)plain, slen - REPO_SEAL_EXTRA, JSON_REJECT_DUPLICATES, &jerr);
     if (!o ||
-        json_unpack_ex(o, &jerr, JSON_STRICT, "{s:o, s:o}", "paths", &paths, "errors", &errs) !=
-            0 ||
-        !json_is_array(paths) || !json_is_array(errs)) {
+        json_unpack_ex(o, &jerr, JSON_STRICT, "{s:o, s:o, s?o}", "paths", &paths, "errors", &errs,
+                       "excluded", &excl) != 0 ||
+        !json_is_array(paths) || !json_is_array(errs) ||
+        (excl != NULL && repo_excluded_parse(excl, m->excluded) != 0)) {
         util_err_set(err, UTIL_EINVAL, "manifest %s: the private part is malformed", m->id);
         goto out;
     }

@@ -37,6 +37,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "util/util.h"
 
 #define REPO_FORMAT     1
@@ -482,6 +484,31 @@ struct repo_error {
     char *message;
 };
 
+/*
+ * What a backup left out, by rule (docs/policy.md, "spec.exclude"): entries and, for
+ * regular files, their bytes. A directory left out whole counts as one entry; what it
+ * holds is never read, so neither counted. Kept in the manifest's private part under
+ * "excluded" (repo_excluded_json), so a person can see why a file is missing.
+ */
+enum repo_exclude_rule {
+    REPO_EXCL_PATTERN, /* spec.exclude.patterns */
+    REPO_EXCL_CACHE,   /* a directory with CACHEDIR.TAG: recorded, not entered */
+    REPO_EXCL_SIZE,    /* spec.exclude.largerThan */
+    REPO_EXCL_FS,      /* a mount point of another file system: recorded, not entered */
+    REPO_EXCL_RULES
+};
+
+struct repo_excluded {
+    uint64_t entries, bytes;
+};
+
+/* The names of the rules in JSON: "pattern", "cache", "largerThan", "otherFileSystem". */
+extern const char *const repo_exclude_rule_names[REPO_EXCL_RULES];
+/* {"pattern": {"entries": n, "bytes": n}, ...}, every rule, in enum order. */
+json_t *repo_excluded_json(const struct repo_excluded x[REPO_EXCL_RULES]);
+/* The reverse; an absent rule is zero. UTIL_EINVAL when malformed. */
+int repo_excluded_parse(const json_t *o, struct repo_excluded x[REPO_EXCL_RULES]);
+
 struct repo_manifest {
     char id[REPO_ID_LEN + 1];
     struct repo_source src;
@@ -497,6 +524,7 @@ struct repo_manifest {
     size_t npaths;
     struct repo_error *errs;
     size_t nerrs;
+    struct repo_excluded excluded[REPO_EXCL_RULES]; /* sealed, "excluded" */
 };
 
 char *repo_manifest_encode(const struct repo_manifest *m, const struct repo_keys *k);

@@ -130,7 +130,7 @@ static json_t *crd_read(const char *path, struct util_err *err)
 
 /* ---- what the generator knows per field ---- */
 
-enum crd_kind { CK_NAME, CK_PATH, CK_LABEL_VALUE, CK_CRON, CK_ZONE, CK_DURATION, CK_RATE };
+enum crd_kind { CK_NAME, CK_PATH, CK_LABEL_VALUE, CK_CRON, CK_ZONE, CK_DURATION, CK_RATE, CK_GLOB };
 
 struct crd_field {
     const char *field;
@@ -154,6 +154,9 @@ static const struct crd_field crd_fields[] = {
     {"spec.retention.keepWithin", CK_DURATION, "30d", {"1.5d", "1d12h", "-30d", "30", "30D"}},
     {"spec.limits.maxRuntime", CK_DURATION, "12h", {"1.5h", "12h30m", "-12h", "12", " 12h"}},
     {"spec.alerts.maxAge", CK_DURATION, "36h", {"1.5d", "1d12h", "-36h", "36", "36h "}},
+    {"spec.exclude.patterns[]", CK_GLOB, "*.tmp", {NULL}},
+    /* A size is written like a rate without /s: the same leading-zero lengths. */
+    {"spec.exclude.largerThan", CK_RATE, "512MiB", {"512MB", "1.5GiB", "-1KiB", "512mib", "512"}},
     {"spec.limits.uploadRate",
      CK_RATE,
      "50MiB/s",
@@ -194,6 +197,12 @@ static char *crd_sized(const struct crd_field *f, size_t n)
     case CK_LABEL_VALUE:
         for (size_t i = 0; i < n; i++)
             util_buf_puts(&b, "v");
+        break;
+    case CK_GLOB: /* an unanchored name: it can match under any path */
+        if (n == 0)
+            goto none;
+        for (size_t i = 0; i < n; i++)
+            util_buf_puts(&b, "g");
         break;
     case CK_CRON: /* "0 0 * * *" with the first gap widened */
         if (n < 9)
@@ -372,7 +381,8 @@ static void crd_items(struct crd_gen *g, const struct crd_loc *loc, const char *
             snprintf(item, sizeof(item), "k%zu", i);
             json_object_set_new(v, item, json_string("v"));
         } else {
-            snprintf(item, sizeof(item), "/p%zu", i);
+            /* Paths are absolute; exclude patterns unanchored, so each can match. */
+            snprintf(item, sizeof(item), strstr(loc->field, "exclude") ? "p%zu" : "/p%zu", i);
             json_array_append_new(v, json_string(item));
         }
     }

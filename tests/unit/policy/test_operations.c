@@ -97,10 +97,91 @@ static void test_suspend(void **state)
     policy_diags_free(&d);
 }
 
+/* ---- spec.exclude ---- */
+
+static void test_exclude(void **state)
+{
+    struct pt_result r;
+    char *doc;
+
+    doc = pt_doc("  exclude:\n"
+                 "    patterns: [\"*.tmp\", /etc/ssl/**, \"cache/\"]\n"
+                 "    caches: true\n"
+                 "    largerThan: 512MiB\n");
+    expect_ok(doc, &r);
+    assert_int_equal(r.p.exclude.npatterns, 3);
+    assert_string_equal(r.p.exclude.patterns[0], "*.tmp");
+    assert_string_equal(r.p.exclude.patterns[1], "/etc/ssl/**");
+    assert_true(r.p.exclude.caches);
+    assert_int_equal(r.p.exclude.larger_than, 512ull << 20);
+    pt_free(&r);
+    free(doc);
+    doc = pt_doc("  exclude: {largerThan: 1TiB}\n");
+    expect_ok(doc, &r);
+    assert_int_equal(r.p.exclude.larger_than, 1ull << 40);
+    assert_false(r.p.exclude.caches);
+    pt_free(&r);
+    free(doc);
+
+    /* Line 8 is "  exclude:", line 9 its first field. */
+    doc = pt_doc("  exclude:\n    patterns: [\"/opt/**\"]\n");
+    pt_expect_one(doc, NULL, 9, 16, "spec.exclude.patterns[0]", "the pattern can never match");
+    free(doc);
+    doc = pt_doc("  exclude:\n    patterns: [\"/etc/[ab\"]\n");
+    pt_expect_one(doc, NULL, 9, 16, "spec.exclude.patterns[0]", "not closed");
+    free(doc);
+    doc = pt_doc("  exclude:\n    patterns: [\"\"]\n");
+    pt_expect_one(doc, NULL, 9, 16, "spec.exclude.patterns[0]", "the pattern is empty");
+    free(doc);
+    doc = pt_doc("  exclude:\n    patterns: [a, b, a]\n");
+    pt_expect_one(doc, NULL, 9, 22, "spec.exclude.patterns[2]", "duplicate pattern \"a\"");
+    free(doc);
+    doc = pt_doc("  exclude:\n    patterns: \"*.tmp\"\n");
+    pt_expect_one(doc, NULL, 9, 15, "spec.exclude.patterns",
+                  "expected a list of patterns, got the string \"*.tmp\": write each pattern");
+    free(doc);
+    doc = pt_doc("  exclude:\n    caches: \"true\"\n");
+    pt_expect_one(doc, NULL, 9, 13, "spec.exclude.caches", "a boolean is written without quotes");
+    free(doc);
+    doc = pt_doc("  exclude:\n    largerThan: 1GB\n");
+    pt_expect_one(doc, NULL, 9, 17, "spec.exclude.largerThan", "units are binary: write 1GiB");
+    free(doc);
+    doc = pt_doc("  exclude:\n    largerThan: 1.5GiB\n");
+    pt_expect_one(doc, NULL, 9, 17, "spec.exclude.largerThan", "fractions are not accepted");
+    free(doc);
+    doc = pt_doc("  exclude:\n    largerThan: 0B\n");
+    pt_expect_one(doc, NULL, 9, 17, "spec.exclude.largerThan", "must be at least 1B, not 0B");
+    free(doc);
+    doc = pt_doc("  exclude:\n    largerThan: 999999999999TiB\n");
+    pt_expect_one(doc, NULL, 9, 17, "spec.exclude.largerThan", "15 characters long, more than 14");
+    free(doc);
+    doc = pt_doc("  exclude:\n    largerThan: 9999999999TiB\n");
+    pt_expect_one(doc, NULL, 9, 17, "spec.exclude.largerThan", "too large");
+    free(doc);
+    doc = pt_doc("  exclude:\n    largerThan: 5\n");
+    pt_expect_one(doc, NULL, 9, 17, "spec.exclude.largerThan", "unknown unit");
+    free(doc);
+    doc = pt_doc("  exclude:\n    pattern: [a]\n");
+    pt_expect_one(doc, NULL, 9, 5, "spec.exclude.pattern",
+                  "unknown field (did you mean \"patterns\"?)");
+    free(doc);
+
+    /* JSON: the same pattern checks, by path. */
+    struct policy p = {0};
+    struct policy_diags d;
+    assert_int_equal(json_parse(",\"exclude\":{\"patterns\":[\"/etc/x\",\"/srv/y\"]}", &p, &d),
+                     UTIL_EINVAL);
+    assert_int_equal(d.n, 1);
+    assert_string_equal(d.v[0].path, "spec.exclude.patterns[1]");
+    policy_free(&p);
+    policy_diags_free(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_suspend),
+        cmocka_unit_test(test_exclude),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -130,3 +130,17 @@ describe("spec.suspend", () => {
     expect(gone.text).not.toContain("suspend");
   });
 });
+
+describe("spec.exclude", () => {
+  it("writes patterns as a list, caches as a boolean, and reads them back", () => {
+    let t = writeField(PAGE, "spec.exclude.patterns", "*.tmp\n/var/cache/**").text;
+    t = writeField(t, "spec.exclude.caches", "true").text;
+    t = writeField(t, "spec.exclude.largerThan", "4GiB").text;
+    const v = readFields(t).values;
+    expect(v["spec.exclude.patterns"]).toBe("*.tmp\n/var/cache/**");
+    expect(v["spec.exclude.caches"]).toBe("true");
+    expect(v["spec.exclude.largerThan"]).toBe("4GiB");
+    expect(t).toMatch(/\n {4}caches: true\n/);
+    expect(fieldForPath("spec.exclude.patterns[1]")?.path).toBe("spec.exclude.patterns");
+  });
+});
