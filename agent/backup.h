@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 
 #include "anomaly/anomaly.h"
+#include "hooks.h"
 #include "policy/policy.h"
 #include "repo/repo.h"
 #include "storage.h"
@@ -183,7 +184,9 @@ struct backup_result {
     bool suspicious;
     char anomaly[1024]; /* the rules that fired, with their numbers, when suspicious */
     char ioprio[512];   /* why the policy's I/O priority has no effect, or "" (iosched.h) */
-    const char *error;  /* why no snapshot, or NULL */
+    const char *error;  /* why no snapshot, or NULL; or why an after-hook failed */
+    const struct hook_outcome *hooks; /* spec.hooks that ran (hooks.h), in order */
+    size_t nhooks;
 };
 
 /* ---- backup_run.c ---- */

@@ -332,11 +332,31 @@ int cmd_backup(int argc, char **argv)
     }
     b.keys = &st.config.keys;
     backup_store_init(&b, pol.limits.upload_rate);
-    backup_run(&b, &pol, max_runtime, &r);
+    struct hook_outcome hooks[2 * POLICY_MAX_HOOKS];
+    char before_why[640] = "", after_why[640] = "";
+    char *ref = util_asprintf("%s/%s", pol.namespace, pol.name);
+    struct hook_env henv = {.root = o.root, .phase = "before", .policy = ref, .host = o.host};
+    r.hooks = hooks;
+    /* Before-hooks: one that fails with onError: fail means no backup (docs/policy.md). */
+    if (hooks_phase(pol.hooks.before, pol.hooks.nbefore, &henv, b.deadline_ns, b.stop, hooks,
+                    &r.nhooks, before_why, sizeof(before_why)) == 0)
+        backup_run(&b, &pol, max_runtime, &r);
+    else
+        r.error = before_why;
     if (!r.written && b.timed_out)
         r.error = "stopped at maxRuntime before the snapshot was written";
+    /* After-hooks run whatever happened, and are told what. */
+    henv.phase = "after";
+    henv.result = r.written ? "succeeded" : "failed";
+    henv.snapshot = r.written ? b.id : NULL;
+    henv.error = r.written ? NULL : r.error;
+    if (hooks_phase(pol.hooks.after, pol.hooks.nafter, &henv, 0, b.stop, hooks, &r.nhooks,
+                    after_why, sizeof(after_why)) != 0 &&
+        r.written)
+        r.error = after_why;
+    free(ref);
     cli_backup_print(&b, &r, o.output == CLI_OUTPUT_JSON, o.termlog);
-    rc = !r.written ? CLI_INVALID : b.nerrs > 0 ? 3 : CLI_OK;
+    rc = !r.written || r.error != NULL ? CLI_INVALID : b.nerrs > 0 ? 3 : CLI_OK;
 
     backup_store_close(&b);
     storage_close(&st);

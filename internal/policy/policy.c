@@ -19,6 +19,17 @@ static void policy_labels_free(struct policy_label *v, size_t n)
     free(v);
 }
 
+static void policy_hooks_free(struct policy_hook *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(v[i].name);
+        for (size_t k = 0; k < v[i].argc; k++)
+            free(v[i].argv[k]);
+        free(v[i].argv);
+    }
+    free(v);
+}
+
 void policy_free(struct policy *p)
 {
     if (p == NULL)
@@ -37,6 +48,8 @@ void policy_free(struct policy *p)
     for (size_t i = 0; i < p->exclude.npatterns; i++)
         free(p->exclude.patterns[i]);
     free(p->exclude.patterns);
+    policy_hooks_free(p->hooks.before, p->hooks.nbefore);
+    policy_hooks_free(p->hooks.after, p->hooks.nafter);
     memset(p, 0, sizeof(*p));
 }
 

@@ -60,11 +60,15 @@
 #define POLICY_MAX_RATE_CHARS     14   /* spec.limits.uploadRate */
 #define POLICY_MAX_EXCLUDES       128  /* spec.exclude.patterns items */
 #define POLICY_MAX_SIZE_CHARS     14   /* spec.exclude.largerThan */
+#define POLICY_MAX_HOOKS          8    /* spec.hooks.before and .after items, each */
+#define POLICY_MAX_HOOK_ARGS      64   /* one hook's command items */
+#define POLICY_MAX_HOOK_ARG_CHARS 4096 /* one command item */
 
 /* Defaults of docs/policy.md, in seconds. */
-#define POLICY_DEFAULT_JITTER      (15 * 60)
-#define POLICY_DEFAULT_CATCH_UP    (24 * 3600)
-#define POLICY_DEFAULT_MAX_RUNTIME (12 * 3600)
+#define POLICY_DEFAULT_HOOK_TIMEOUT (5 * 60)
+#define POLICY_DEFAULT_JITTER       (15 * 60)
+#define POLICY_DEFAULT_CATCH_UP     (24 * 3600)
+#define POLICY_DEFAULT_MAX_RUNTIME  (12 * 3600)
 
 struct policy_label {
     char *key;
@@ -107,6 +111,20 @@ struct policy_exclude {
     uint64_t larger_than; /* bytes; 0 = no limit */
 };
 
+/* One command of spec.hooks (docs/policy.md, "spec.hooks"). */
+struct policy_hook {
+    char *name;  /* as written, or "before[0]" when absent */
+    char **argv; /* NULL-terminated */
+    size_t argc;
+    int64_t timeout;        /* seconds */
+    bool on_error_continue; /* onError: continue; false: fail */
+};
+
+struct policy_hooks {
+    struct policy_hook *before, *after;
+    size_t nbefore, nafter;
+};
+
 struct policy {
     char *name;
     char *namespace; /* "default" when the document has none */
@@ -127,6 +145,7 @@ struct policy {
     int64_t alerts_max_age; /* seconds; 0 = derived from the schedule (docs/schedule.md, "The alert
                                limit") */
     struct policy_exclude exclude;
+    struct policy_hooks hooks;
     bool suspend; /* spec.suspend: no scheduled run starts (docs/policy.md, "Suspend") */
 };
 

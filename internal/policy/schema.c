@@ -47,6 +47,9 @@ static void schema_store_string(struct schema_walk *w, enum schema_slot slot,
     case SLOT_TIMEZONE:
         dst = &p->schedule.timezone;
         break;
+    case SLOT_HOOK_NAME:
+        schema_hook_string(w, slot, n);
+        return;
     default:
         return;
     }
@@ -202,8 +205,8 @@ static void schema_map_end(struct schema_walk *w, const struct schema_field *f,
     }
 }
 
-static void schema_walk_map(struct schema_walk *w, const struct schema_field *f,
-                            const struct policy_node *map, const struct policy_node *key)
+void schema_walk_map(struct schema_walk *w, const struct schema_field *f,
+                     const struct policy_node *map, const struct policy_node *key)
 {
     const struct schema_field *fields = f->fields;
     bool seen[32] = {false};
@@ -438,6 +441,8 @@ static void schema_walk_value(struct schema_walk *w, const struct schema_field *
             if (strcmp(f->choices[i], n->text) == 0)
                 break;
         }
+        if (f->slot == SLOT_HOOK_ON_ERROR && f->choices[i] != NULL && w->hook != NULL)
+            w->hook->on_error_continue = i == 1;
         if (f->slot == SLOT_IONICE_CLASS) {
             w->ionice_class = f->choices[i] == NULL ? -1 : (int)i + 1;
             if (f->choices[i] != NULL)
@@ -470,8 +475,11 @@ static void schema_walk_value(struct schema_walk *w, const struct schema_field *
             schema_store_int(w, f->slot, v);
         return;
     case SK_DURATION:
-        if (schema_duration(w, f, n, &v))
+        if (schema_duration(w, f, n, &v)) {
+            if (f->slot == SLOT_HOOK_TIMEOUT && w->hook != NULL)
+                w->hook->timeout = v;
             schema_store_int(w, f->slot, v);
+        }
         return;
     case SK_RATE:
         if (schema_rate(w, f, n, &rate))
@@ -497,6 +505,23 @@ static void schema_walk_value(struct schema_walk *w, const struct schema_field *
             return;
         }
         schema_walk_globs(w, f, n);
+        return;
+    case SK_HOOKS:
+        if (n->kind != POLICY_NODE_LIST) {
+            schema_kind_error(w, n, "a list of hooks", NULL);
+            return;
+        }
+        schema_walk_hooks(w, f, n);
+        return;
+    case SK_ARGV:
+        if (n->kind != POLICY_NODE_LIST) {
+            schema_kind_error(w, n, "a list of strings (the command and its arguments)",
+                              n->kind == POLICY_NODE_SCALAR && !schema_is_null(n)
+                                  ? ": write [/bin/sh, -c, \"...\"] or one item a line"
+                                  : NULL);
+            return;
+        }
+        schema_walk_argv(w, f, n);
         return;
     case SK_SIZE: {
         uint64_t size;

@@ -29,7 +29,9 @@ enum schema_kind {
     SK_RATE,
     SK_BOOL,  /* true or false, unquoted */
     SK_GLOBS, /* a list of exclude patterns (glob.h) */
-    SK_SIZE   /* 512MiB */
+    SK_SIZE,  /* 512MiB */
+    SK_HOOKS, /* a list of hook maps (schema_hooks.c) */
+    SK_ARGV   /* a list of strings: a command and its arguments */
 };
 
 enum schema_slot {
@@ -63,7 +65,14 @@ enum schema_slot {
     SLOT_EXCLUDE,
     SLOT_EXCLUDE_PATTERNS,
     SLOT_EXCLUDE_CACHES,
-    SLOT_EXCLUDE_LARGER
+    SLOT_EXCLUDE_LARGER,
+    SLOT_HOOKS,
+    SLOT_HOOKS_BEFORE,
+    SLOT_HOOKS_AFTER,
+    SLOT_HOOK_NAME,
+    SLOT_HOOK_COMMAND,
+    SLOT_HOOK_TIMEOUT,
+    SLOT_HOOK_ON_ERROR
 };
 
 struct schema_walk;
@@ -105,6 +114,7 @@ struct schema_walk {
     const struct policy_node **globs;
     size_t *glob_at; /* each one's index in the list */
     size_t nglobs;
+    struct policy_hook *hook; /* the hook being walked, or NULL */
 };
 
 /* The document: a map of apiVersion, kind, metadata and spec (schema_table.c). */
@@ -144,6 +154,15 @@ bool schema_rate(struct schema_walk *w, const struct schema_field *f, const stru
 /* A size such as 512MiB (policy_parse_size), at least the field's min. */
 bool schema_size(struct schema_walk *w, const struct schema_field *f, const struct policy_node *n,
                  uint64_t *out);
+/* The walk of one map against its fields (schema.c), for the items of a list of maps. */
+void schema_walk_map(struct schema_walk *w, const struct schema_field *f,
+                     const struct policy_node *map, const struct policy_node *key);
+/* ---- hooks (schema_hooks.c) ---- */
+void schema_walk_hooks(struct schema_walk *w, const struct schema_field *f,
+                       const struct policy_node *list);
+void schema_walk_argv(struct schema_walk *w, const struct schema_field *f,
+                      const struct policy_node *list);
+void schema_hook_string(struct schema_walk *w, enum schema_slot slot, const struct policy_node *n);
 /* ---- exclude patterns (schema_exclude.c) ---- */
 void schema_walk_globs(struct schema_walk *w, const struct schema_field *f,
                        const struct policy_node *list);

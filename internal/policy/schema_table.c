@@ -155,6 +155,44 @@ static const struct schema_field schema_alerts[] = {
     {.name = NULL},
 };
 
+static const char *const schema_on_error[] = {"fail", "continue", NULL};
+
+static const struct schema_field schema_hook[] = {
+    {.name = "name", .kind = SK_STRING, .check = schema_check_name, .slot = SLOT_HOOK_NAME},
+    {.name = "command",
+     .kind = SK_ARGV,
+     .required = true,
+     .missing = "the command and its arguments, such as [/bin/sh, -c, \"pg_dump app > "
+                "/var/backups/app.sql\"]",
+     .max_items = POLICY_MAX_HOOK_ARGS,
+     .max_chars = POLICY_MAX_HOOK_ARG_CHARS,
+     .slot = SLOT_HOOK_COMMAND},
+    {.name = "timeout",
+     .kind = SK_DURATION,
+     .min = 1,
+     .max = 86400,
+     .min_text = "1s",
+     .max_text = "24h",
+     .max_chars = POLICY_MAX_DURATION_CHARS,
+     .slot = SLOT_HOOK_TIMEOUT},
+    {.name = "onError", .kind = SK_ENUM, .choices = schema_on_error, .slot = SLOT_HOOK_ON_ERROR},
+    {.name = NULL},
+};
+
+static const struct schema_field schema_hooks[] = {
+    {.name = "before",
+     .kind = SK_HOOKS,
+     .fields = schema_hook,
+     .max_items = POLICY_MAX_HOOKS,
+     .slot = SLOT_HOOKS_BEFORE},
+    {.name = "after",
+     .kind = SK_HOOKS,
+     .fields = schema_hook,
+     .max_items = POLICY_MAX_HOOKS,
+     .slot = SLOT_HOOKS_AFTER},
+    {.name = NULL},
+};
+
 static const struct schema_field schema_exclude[] = {
     {.name = "patterns",
      .kind = SK_GLOBS,
@@ -187,6 +225,7 @@ static const struct schema_field schema_spec[] = {
      .max_items = POLICY_MAX_PATHS,
      .slot = SLOT_PATHS},
     {.name = "exclude", .kind = SK_MAP, .fields = schema_exclude, .slot = SLOT_EXCLUDE},
+    {.name = "hooks", .kind = SK_MAP, .fields = schema_hooks, .slot = SLOT_HOOKS},
     {.name = "nodeSelector",
      .kind = SK_LABELS,
      .max_items = POLICY_MAX_NODE_SELECTOR,

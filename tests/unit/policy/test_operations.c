@@ -177,11 +177,96 @@ static void test_exclude(void **state)
     policy_diags_free(&d);
 }
 
+/* ---- spec.hooks ---- */
+
+static void test_hooks(void **state)
+{
+    struct pt_result r;
+    char *doc;
+
+    doc = pt_doc("  hooks:\n"
+                 "    before:\n"
+                 "    - name: dump\n"
+                 "      command: [/bin/sh, -c, \"pg_dump app > /var/backups/app.sql\"]\n"
+                 "      timeout: 10m\n"
+                 "      onError: fail\n"
+                 "    - command: [/usr/bin/sync]\n"
+                 "    after:\n"
+                 "    - {command: [/bin/true], onError: continue, timeout: 1s}\n");
+    expect_ok(doc, &r);
+    assert_int_equal(r.p.hooks.nbefore, 2);
+    assert_int_equal(r.p.hooks.nafter, 1);
+    assert_string_equal(r.p.hooks.before[0].name, "dump");
+    assert_int_equal(r.p.hooks.before[0].argc, 3);
+    assert_string_equal(r.p.hooks.before[0].argv[2], "pg_dump app > /var/backups/app.sql");
+    assert_null(r.p.hooks.before[0].argv[3]);
+    assert_int_equal(r.p.hooks.before[0].timeout, 600);
+    assert_false(r.p.hooks.before[0].on_error_continue);
+    assert_string_equal(r.p.hooks.before[1].name, "before[1]");
+    assert_int_equal(r.p.hooks.before[1].timeout, 300); /* the default, 5m */
+    assert_true(r.p.hooks.after[0].on_error_continue);
+    assert_int_equal(r.p.hooks.after[0].timeout, 1);
+    assert_string_equal(r.p.hooks.after[0].name, "after[0]");
+    pt_free(&r);
+    free(doc);
+
+    /* Line 8 "  hooks:", 9 "    before:", 10 the first item. */
+    doc = pt_doc("  hooks:\n    before:\n    - name: x\n");
+    pt_expect_one(doc, NULL, 10, 7, "spec.hooks.before[0].command",
+                  "required field is missing: the command and its arguments");
+    free(doc);
+    doc = pt_doc("  hooks:\n    before:\n    - command: []\n");
+    pt_expect_one(doc, NULL, 10, 16, "spec.hooks.before[0].command",
+                  "at least one item is required");
+    free(doc);
+    doc = pt_doc("  hooks:\n    before:\n    - command: /bin/true\n");
+    pt_expect_one(doc, NULL, 10, 16, "spec.hooks.before[0].command",
+                  "expected a list of strings (the command and its arguments), got \"/bin/true\"");
+    free(doc);
+    doc = pt_doc("  hooks:\n    before:\n    - command: [\"\"]\n");
+    pt_expect_one(doc, NULL, 10, 17, "spec.hooks.before[0].command[0]", "the command is empty");
+    free(doc);
+    doc = pt_doc("  hooks:\n    before:\n    - command: [/bin/true]\n      timeout: 0s\n");
+    pt_expect_one(doc, NULL, 11, 16, "spec.hooks.before[0].timeout",
+                  "must be from 1s to 24h, not 0s");
+    free(doc);
+    doc = pt_doc("  hooks:\n    before:\n    - command: [/bin/true]\n      timeout: 25h\n");
+    pt_expect_one(doc, NULL, 11, 16, "spec.hooks.before[0].timeout",
+                  "must be from 1s to 24h, not 25h");
+    free(doc);
+    doc = pt_doc("  hooks:\n    before:\n    - command: [/bin/true]\n      onError: ignore\n");
+    pt_expect_one(doc, NULL, 11, 16, "spec.hooks.before[0].onError",
+                  "must be \"fail\" or \"continue\", not \"ignore\"");
+    free(doc);
+    doc = pt_doc("  hooks:\n    before:\n    - command: [/bin/true]\n      name: Dump\n");
+    pt_expect_one(doc, NULL, 11, 13, "spec.hooks.before[0].name", "uppercase");
+    free(doc);
+    doc = pt_doc("  hooks:\n    before:\n    - [/bin/true]\n");
+    pt_expect_one(doc, NULL, 10, 7, "spec.hooks.before[0]", "expected a map with command");
+    free(doc);
+    doc = pt_doc("  hooks:\n    befor: []\n");
+    pt_expect_one(doc, NULL, 9, 5, "spec.hooks.befor", "did you mean \"before\"?");
+    free(doc);
+    doc = pt_doc("  hooks:\n    before:\n    - command: [/bin/true]\n      shell: true\n");
+    pt_expect_one(doc, NULL, 11, 7, "spec.hooks.before[0].shell", "unknown field");
+    free(doc);
+    struct util_buf b;
+    util_buf_init(&b);
+    util_buf_puts(&b, "  hooks:\n    after:\n");
+    for (int i = 0; i < POLICY_MAX_HOOKS + 1; i++)
+        util_buf_puts(&b, "    - command: [/bin/true]\n");
+    doc = pt_doc("%s", b.data);
+    pt_expect_one(doc, NULL, 10, 5, "spec.hooks.after", "9 hooks, more than 8");
+    free(doc);
+    util_buf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_suspend),
         cmocka_unit_test(test_exclude),
+        cmocka_unit_test(test_hooks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
