@@ -337,9 +337,20 @@ int cmd_backup(int argc, char **argv)
     char *ref = util_asprintf("%s/%s", pol.namespace, pol.name);
     struct hook_env henv = {.root = o.root, .phase = "before", .policy = ref, .host = o.host};
     r.hooks = hooks;
-    /* Before-hooks: one that fails with onError: fail means no backup (docs/policy.md). */
-    if (hooks_phase(pol.hooks.before, pol.hooks.nbefore, &henv, b.deadline_ns, b.stop, hooks,
-                    &r.nhooks, before_why, sizeof(before_why)) == 0)
+    /* Before-hooks: one that fails with onError: fail means no backup (docs/policy.md). The
+     * controller says LODE_HOOKS_ALLOWED=0 in a namespace its operator did not allow. */
+    const char *allowed = getenv("LODE_HOOKS_ALLOWED");
+    size_t nafter = pol.hooks.nafter;
+    if (pol.hooks.nbefore + pol.hooks.nafter > 0 && allowed != NULL && strcmp(allowed, "0") == 0) {
+        snprintf(before_why, sizeof(before_why),
+                 "spec.hooks are not allowed in namespace %s: the operator lists the namespaces "
+                 "whose policies may run hooks (--hook-namespaces, the chart's "
+                 "hooks.namespaces); nothing ran",
+                 pol.namespace);
+        r.error = before_why;
+        nafter = 0;
+    } else if (hooks_phase(pol.hooks.before, pol.hooks.nbefore, &henv, b.deadline_ns, b.stop, hooks,
+                           &r.nhooks, before_why, sizeof(before_why)) == 0)
         backup_run(&b, &pol, max_runtime, &r);
     else
         r.error = before_why;
@@ -350,8 +361,8 @@ int cmd_backup(int argc, char **argv)
     henv.result = r.written ? "succeeded" : "failed";
     henv.snapshot = r.written ? b.id : NULL;
     henv.error = r.written ? NULL : r.error;
-    if (hooks_phase(pol.hooks.after, pol.hooks.nafter, &henv, 0, b.stop, hooks, &r.nhooks,
-                    after_why, sizeof(after_why)) != 0 &&
+    if (hooks_phase(pol.hooks.after, nafter, &henv, 0, b.stop, hooks, &r.nhooks, after_why,
+                    sizeof(after_why)) != 0 &&
         r.written)
         r.error = after_why;
     free(ref);

@@ -223,11 +223,57 @@ json_t *ctl_job_json(const struct policy *p, const struct ctl_run *run,
     if (run->backup_uid != NULL)
         json_object_set_new(meta, "ownerReferences",
                             ctl_owner("Backup", run->backup_name, run->backup_uid));
-    return json_pack("{s:s, s:s, s:o, s:{s:i, s:I, s:I, s:{s:{s:o}, s:o}}}", "apiVersion",
-                     "batch/v1", "kind", "Job", "metadata", meta, "spec", "backoffLimit", 0,
-                     "activeDeadlineSeconds", (json_int_t)p->limits.max_runtime,
-                     "ttlSecondsAfterFinished", (json_int_t)opts->ttl_seconds, "template",
-                     "metadata", "labels", ctl_labels(p, run), "spec", pod);
+    json_t *job = json_pack("{s:s, s:s, s:o, s:{s:i, s:I, s:I, s:{s:{s:o}, s:o}}}", "apiVersion",
+                            "batch/v1", "kind", "Job", "metadata", meta, "spec", "backoffLimit", 0,
+                            "activeDeadlineSeconds", (json_int_t)p->limits.max_runtime,
+                            "ttlSecondsAfterFinished", (json_int_t)opts->ttl_seconds, "template",
+                            "metadata", "labels", ctl_labels(p, run), "spec", pod);
+    ctl_job_set_hooks(job, p, opts);
+    return job;
+}
+
+/* ---- spec.hooks (docs/policy.md, "Where a hook runs") ---- */
+
+bool ctl_hooks_allowed(const struct ctl_job_opts *opts, const char *ns)
+{
+    const char *s = opts->hook_namespaces;
+    size_t n = strlen(ns);
+    while (s != NULL && *s != '\0') {
+        const char *comma = strchr(s, ',');
+        size_t len = comma != NULL ? (size_t)(comma - s) : strlen(s);
+        if ((len == 1 && s[0] == '*') || (len == n && strncmp(s, ns, n) == 0))
+            return true;
+        s = comma != NULL ? comma + 1 : NULL;
+    }
+    return false;
+}
+
+void ctl_job_set_hooks(json_t *job, const struct policy *p, const struct ctl_job_opts *opts)
+{
+    if (p->hooks.nbefore == 0 && p->hooks.nafter == 0)
+        return;
+    json_t *c = json_array_get(
+        json_object_get(
+            json_object_get(json_object_get(json_object_get(job, "spec"), "template"), "spec"),
+            "containers"),
+        0);
+    if (!ctl_hooks_allowed(opts, p->namespace)) {
+        json_array_append_new(json_object_get(c, "env"),
+                              json_pack("{s:s, s:s}", "name", "LODE_HOOKS_ALLOWED", "value", "0"));
+        return;
+    }
+    /* Entering the node's root (chroot) and writing a dump there; nothing else. */
+    json_t *add = json_object_get(
+        json_object_get(json_object_get(c, "securityContext"), "capabilities"), "add");
+    if (json_is_array(add))
+        json_array_append_new(add, json_string("SYS_CHROOT"));
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(c, "volumeMounts"), i, m)
+    {
+        if (strcmp(json_string_value(json_object_get(m, "name")), "host-root") == 0)
+            json_object_set_new(m, "readOnly", json_false());
+    }
 }
 
 static const char *ctl_str_or(const json_t *obj, const char *key, const char *dflt)

@@ -120,7 +120,7 @@ static void test_job_is_pinned_bounded_and_read_only(void **state)
                           "buid",
                           0,
                           NULL};
-    struct ctl_job_opts opts = {"lodestore:test", 3600, false};
+    struct ctl_job_opts opts = {"lodestore:test", 3600, false, NULL};
     json_t *job = ctl_job_json(&p, &run, &opts);
     json_t *spec = json_object_get(job, "spec");
     json_t *pod = job_pod(job);
@@ -190,7 +190,7 @@ static void test_job_host_network(void **state)
     struct policy p;
     make_policy(&p, paths);
     struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL};
-    struct ctl_job_opts opts = {"img", 60, true};
+    struct ctl_job_opts opts = {"img", 60, true, NULL};
     json_t *jobs[] = {ctl_job_json(&p, &run, &opts),
                       ctl_gc_job_json("ns", "main", NULL, "gc-main-x", 3600, &opts)};
     for (size_t i = 0; i < 2; i++) {
@@ -202,13 +202,51 @@ static void test_job_host_network(void **state)
     }
 }
 
+/* spec.hooks: only in a namespace the operator allows do they get SYS_CHROOT and a
+ * writable node root; elsewhere the agent is told LODE_HOOKS_ALLOWED=0. */
+static void test_job_hooks(void **state)
+{
+    char *paths[] = {"/etc", "/home"};
+    char *argv[] = {"/bin/true", NULL};
+    struct policy_hook h = {.name = "dump", .argv = argv, .argc = 1, .timeout = 60};
+    struct policy p;
+    make_policy(&p, paths);
+    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL};
+    const char *lists[] = {NULL, "", "db,other", "db,ops", "*", "ops"};
+    const bool want[] = {false, false, false, true, true, true};
+    assert_false(ctl_hooks_allowed(&(struct ctl_job_opts){.hook_namespaces = "op"}, "ops"));
+    assert_false(ctl_hooks_allowed(&(struct ctl_job_opts){.hook_namespaces = "opsx"}, "ops"));
+    for (size_t k = 0; k < 2; k++) {
+        p.hooks.before = k == 0 ? NULL : &h;
+        p.hooks.nbefore = k;
+        for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+            struct ctl_job_opts opts = {"img", 60, false, lists[i]};
+            assert_int_equal(ctl_hooks_allowed(&opts, "ops"), want[i]);
+            json_t *job = ctl_job_json(&p, &run, &opts);
+            json_t *c = job_container(job);
+            json_t *add = json_object_get(
+                json_object_get(json_object_get(c, "securityContext"), "capabilities"), "add");
+            json_t *root = by_name(json_object_get(c, "volumeMounts"), "host-root");
+            json_t *env = by_name(json_object_get(c, "env"), "LODE_HOOKS_ALLOWED");
+            bool granted = k == 1 && want[i];
+            assert_int_equal(json_array_size(add), granted ? 2 : 1);
+            assert_int_equal(json_is_true(json_object_get(root, "readOnly")), !granted);
+            if (k == 1 && !want[i])
+                assert_string_equal(json_string_value(json_object_get(env, "value")), "0");
+            else
+                assert_null(env);
+            json_decref(job);
+        }
+    }
+}
+
 static void test_job_manual(void **state)
 {
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
     struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL};
-    struct ctl_job_opts opts = {"img", 60, false};
+    struct ctl_job_opts opts = {"img", 60, false, NULL};
     json_t *job = ctl_job_json(&p, &run, &opts);
     char *s = json_dumps(job, JSON_COMPACT);
     assert_null(strstr(s, "ownerReferences"));
@@ -237,7 +275,7 @@ static void test_policy_document(void **state)
     struct policy p;
     make_policy(&p, paths);
     struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, doc};
-    struct ctl_job_opts opts = {"img", 60, false};
+    struct ctl_job_opts opts = {"img", 60, false, NULL};
     json_t *job = ctl_job_json(&p, &run, &opts);
     json_t *c = job_container(job);
     json_t *env = by_name(json_object_get(c, "env"), "LODE_POLICY_DOCUMENT");
@@ -411,7 +449,7 @@ static void test_job_repository(void **state)
     struct policy p;
     make_policy(&p, paths);
     struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL};
-    struct ctl_job_opts opts = {"img", 60, false};
+    struct ctl_job_opts opts = {"img", 60, false, NULL};
     json_t *job = ctl_job_json(&p, &run, &opts);
     /* "-----BEGIN CERTIFICATE-----\n" in base64. */
     json_t *repo = json_loads(
@@ -492,7 +530,7 @@ static void test_job_repository_defaults_and_errors(void **state)
     struct policy p;
     make_policy(&p, paths);
     struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL};
-    struct ctl_job_opts opts = {"img", 60, false};
+    struct ctl_job_opts opts = {"img", 60, false, NULL};
     json_t *job = ctl_job_json(&p, &run, &opts);
     char *before = json_dumps(job, JSON_SORT_KEYS);
     struct util_err err = {0};
@@ -622,6 +660,7 @@ int main(void)
         cmocka_unit_test(test_names_are_deterministic_and_valid),
         cmocka_unit_test(test_labels),
         cmocka_unit_test(test_job_is_pinned_bounded_and_read_only),
+        cmocka_unit_test(test_job_hooks),
         cmocka_unit_test(test_job_manual),
         cmocka_unit_test(test_job_host_network),
         cmocka_unit_test(test_policy_document),
