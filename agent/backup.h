@@ -186,6 +186,7 @@ struct backup_result {
     char ioprio[512];   /* why the policy's I/O priority has no effect, or "" (iosched.h) */
     const char *error;  /* why no snapshot, or NULL; or why an after-hook failed */
     const struct hook_outcome *hooks; /* spec.hooks that ran (hooks.h), in order */
+    const char *pinned;               /* the reason it was pinned with (--pin), or NULL */
     size_t nhooks;
 };
 

@@ -72,6 +72,8 @@ static json_t *backup_json(const struct backup *b, const struct backup_result *r
         json_object_set_new(s, "newBytes", json_integer((json_int_t)b->new_bytes));
         json_object_set_new(s, "uploadedBytes", json_integer((json_int_t)b->uploaded_bytes));
         json_object_set_new(s, "excluded", repo_excluded_json(b->excluded));
+        if (r->pinned != NULL)
+            json_object_set_new(s, "pinned", cli_json_string_lossy(r->pinned));
         json_object_set_new(root, "snapshot", s);
         free(pol);
     } else {

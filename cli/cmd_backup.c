@@ -23,6 +23,7 @@
 
 #include "anomaly/anomaly.h"
 #include "agent/backup.h"
+#include "agent/pin.h"
 #include "agent/iosched.h"
 #include "cli.h"
 #include "agent/storage.h"
@@ -58,6 +59,8 @@ static void cmd_backup_usage(FILE *f)
         "                         \"incomplete\",\"suspicious\",\"files\",\"bytes\",\"newBytes\",\n"
         "                         \"uploadedBytes\"},\"errors\":[{\"path\",\"message\"}]}\n"
         "  --termination-log FILE also write that JSON, at most 4096 bytes, to FILE\n"
+        "  --pin REASON           pin the snapshot once written: retention keeps it until\n"
+        "                         it is unpinned (lode mark ID --unpin)\n"
         "  --kubeconfig PATH      for --policy NS/NAME read from the API\n"
         "%s\n"
         "Exit codes: 0 snapshot written, 3 snapshot written but incomplete (files that\n"
@@ -110,6 +113,7 @@ static int cmd_backup_limits(const struct policy_limits *l, struct util_err *err
 
 struct cmd_backup_opts {
     const char *policy, *host, *root, *max_runtime, *termlog, *kubeconfig;
+    const char *pin; /* --pin REASON: pin the snapshot written (docs/retention.md) */
     enum cli_output output;
     struct storage_opts so;
 };
@@ -209,6 +213,7 @@ int cmd_backup(int argc, char **argv)
         {"output", required_argument, NULL, 'o'},
         {"termination-log", required_argument, NULL, 't'},
         {"kubeconfig", required_argument, NULL, 'k'},
+        {"pin", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -251,6 +256,11 @@ int cmd_backup(int argc, char **argv)
             break;
         case 'k':
             o.kubeconfig = optarg;
+            break;
+        case 'P':
+            if (pin_reason_check(optarg, &err) != 0)
+                return cli_usage_error("backup", "--pin: %s", err.msg);
+            o.pin = optarg;
             break;
         case 'h':
             cmd_backup_usage(stdout);
@@ -366,6 +376,21 @@ int cmd_backup(int argc, char **argv)
         r.written)
         r.error = after_why;
     free(ref);
+    char pin_why[600];
+    if (r.written && o.pin != NULL) {
+        struct repo_snapshot snap = {.src = b.src};
+        bool changed;
+        memcpy(snap.id, b.id, sizeof(snap.id));
+        if (pin_set(&st, &snap, o.pin, &changed, &err) != 0) {
+            snprintf(pin_why, sizeof(pin_why),
+                     "the snapshot was written but not pinned (pin it with lode mark %s --pin): "
+                     "%.400s",
+                     b.id, err.msg);
+            r.error = pin_why;
+        } else {
+            r.pinned = o.pin;
+        }
+    }
     cli_backup_print(&b, &r, o.output == CLI_OUTPUT_JSON, o.termlog);
     rc = !r.written || r.error != NULL ? CLI_INVALID : b.nerrs > 0 ? 3 : CLI_OK;
 

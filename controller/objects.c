@@ -191,6 +191,11 @@ json_t *ctl_job_json(const struct policy *p, const struct ctl_run *run,
         json_array_append_new(env, json_pack("{s:s, s:s}", "name", "LODE_POLICY_DOCUMENT", "value",
                                              run->policy_document));
     free(ref);
+    /* A Backup made by hand may ask for its snapshot to be pinned (docs/retention.md). */
+    if (run->pin_reason != NULL) {
+        json_array_append_new(args, json_string("--pin"));
+        json_array_append_new(args, json_string(run->pin_reason));
+    }
     /* The whole node, read-only: the policy's paths are looked up under --root, and a
      * path the node lacks is the agent's to report, not a mount failure. The runtime
      * binds it recursively, so file systems mounted below "/" are there too (the

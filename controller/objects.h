@@ -83,7 +83,8 @@ struct ctl_run {
     const char *backup_uid; /* the owner of the Job */
     int64_t slot_time;      /* the slot's instant (the slot-time annotation), 0 for a manual run */
     const char
-        *policy_document; /* ctl_policy_document(), the Job's LODE_POLICY_DOCUMENT, or NULL */
+        *policy_document;   /* ctl_policy_document(), the Job's LODE_POLICY_DOCUMENT, or NULL */
+    const char *pin_reason; /* the Backup's spec.pin.reason (lode backup --pin), or NULL */
 };
 
 /* Where the Job mounts the node's "/" (read-only), passed to lode backup --root. */

@@ -17,6 +17,7 @@ void ctl_actions_free(struct ctl_actions *a)
         free(x->name);
         free(x->host);
         free(x->backup_uid);
+        free(x->pin_reason);
         free(x->result_job);
         free(x->status.message);
         free(x->message);
@@ -156,6 +157,7 @@ static void ctl_add_job(const struct ctl_backup *b, struct ctl_actions *acts)
     snprintf(x->slot, sizeof(x->slot), "%s", b->slot);
     x->trigger = b->trigger;
     x->backup_uid = b->uid ? util_strdup(b->uid) : NULL;
+    x->pin_reason = b->pin_reason ? util_strdup(b->pin_reason) : NULL;
 }
 
 /* Ties on creation time fall back to the name, so the same history is trimmed on every replica. */

@@ -350,8 +350,9 @@ static void ctl_execute(struct ctl *c, struct ctl_pair *pr, struct ctl_policy_en
     struct util_err err = {0};
     struct kube_resource rb = api_in(&api_backups, a->ns), rj = api_in(&api_jobs, a->ns);
     struct ctl_op *op = ctl_op_new(c, pr, a->type, a->ns, a->name);
-    struct ctl_run run = {a->host, a->slot,       a->trigger,          e ? e->p.uid : NULL,
-                          a->name, a->backup_uid, a->status.slot_time, NULL};
+    struct ctl_run run = {a->host,      a->slot,       a->trigger,          e ? e->p.uid : NULL,
+                          a->name,      a->backup_uid, a->status.slot_time, NULL,
+                          a->pin_reason};
     json_t *obj = NULL;
     int rc = 0;
     if (e == NULL && (a->type == CTL_ACT_CREATE_RUN || a->type == CTL_ACT_CREATE_JOB)) {

@@ -11,6 +11,7 @@
  *   snapshots/<source>/<id>.json         the manifest, written last
  *   snapshots/<source>/<id>.incomplete   marks: empty objects beside the manifest
  *   snapshots/<source>/<id>.suspicious
+ *   snapshots/<source>/<id>.pinned
  * repo_key_build() makes every one of these keys from parsed names and
  * repo_key_parse() reads them back; nothing else in Lodestore formats a key.
  *
@@ -77,7 +78,8 @@ enum repo_kind {
     REPO_KEY_RUN,
     REPO_KEY_MANIFEST,
     REPO_KEY_INCOMPLETE,
-    REPO_KEY_SUSPICIOUS
+    REPO_KEY_SUSPICIOUS,
+    REPO_KEY_PINNED /* <id>.pinned: kept until unpinned; its body says why (agent/pin.c) */
 };
 
 struct repo_key {
@@ -114,7 +116,7 @@ struct repo_snapshot {
     struct repo_source src;
     char id[REPO_ID_LEN + 1];
     int64_t time; /* the manifest's modification time */
-    bool incomplete, suspicious;
+    bool incomplete, suspicious, pinned;
 };
 
 struct repo_catalog {

@@ -119,6 +119,7 @@ static void test_job_is_pinned_bounded_and_read_only(void **state)
                           "etc-and-home-202603290330-abc",
                           "buid",
                           0,
+                          NULL,
                           NULL};
     struct ctl_job_opts opts = {"lodestore:test", 3600, false, NULL};
     json_t *job = ctl_job_json(&p, &run, &opts);
@@ -189,7 +190,7 @@ static void test_job_host_network(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL};
+    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL, NULL};
     struct ctl_job_opts opts = {"img", 60, true, NULL};
     json_t *jobs[] = {ctl_job_json(&p, &run, &opts),
                       ctl_gc_job_json("ns", "main", NULL, "gc-main-x", 3600, &opts)};
@@ -211,7 +212,7 @@ static void test_job_hooks(void **state)
     struct policy_hook h = {.name = "dump", .argv = argv, .argc = 1, .timeout = 60};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL};
+    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL, NULL};
     const char *lists[] = {NULL, "", "db,other", "db,ops", "*", "ops"};
     const bool want[] = {false, false, false, true, true, true};
     assert_false(ctl_hooks_allowed(&(struct ctl_job_opts){.hook_namespaces = "op"}, "ops"));
@@ -240,12 +241,35 @@ static void test_job_hooks(void **state)
     }
 }
 
+/* A Backup made by hand that asks for a pin: lode backup --pin REASON. */
+static void test_job_pin(void **state)
+{
+    char *paths[] = {"/etc", "/home"};
+    struct policy p;
+    make_policy(&p, paths);
+    struct ctl_run run = {"node-1", "",   CTL_TRIGGER_MANUAL,      NULL, "by-hand", NULL,
+                          0,        NULL, "before the 3.2 upgrade"};
+    struct ctl_job_opts opts = {"img", 60, false, NULL};
+    json_t *job = ctl_job_json(&p, &run, &opts);
+    json_t *args = json_object_get(job_container(job), "args");
+    size_t n = json_array_size(args);
+    assert_string_equal(json_string_value(json_array_get(args, n - 2)), "--pin");
+    assert_string_equal(json_string_value(json_array_get(args, n - 1)), "before the 3.2 upgrade");
+    json_decref(job);
+    run.pin_reason = NULL;
+    job = ctl_job_json(&p, &run, &opts);
+    args = json_object_get(job_container(job), "args");
+    for (size_t i = 0; i < json_array_size(args); i++)
+        assert_string_not_equal(json_string_value(json_array_get(args, i)), "--pin");
+    json_decref(job);
+}
+
 static void test_job_manual(void **state)
 {
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL};
+    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL, NULL};
     struct ctl_job_opts opts = {"img", 60, false, NULL};
     json_t *job = ctl_job_json(&p, &run, &opts);
     char *s = json_dumps(job, JSON_COMPACT);
@@ -274,7 +298,7 @@ static void test_policy_document(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, doc};
+    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, doc, NULL};
     struct ctl_job_opts opts = {"img", 60, false, NULL};
     json_t *job = ctl_job_json(&p, &run, &opts);
     json_t *c = job_container(job);
@@ -448,7 +472,7 @@ static void test_job_repository(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL};
+    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL, NULL};
     struct ctl_job_opts opts = {"img", 60, false, NULL};
     json_t *job = ctl_job_json(&p, &run, &opts);
     /* "-----BEGIN CERTIFICATE-----\n" in base64. */
@@ -529,7 +553,7 @@ static void test_job_repository_defaults_and_errors(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL};
+    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL, NULL};
     struct ctl_job_opts opts = {"img", 60, false, NULL};
     json_t *job = ctl_job_json(&p, &run, &opts);
     char *before = json_dumps(job, JSON_SORT_KEYS);
@@ -583,8 +607,8 @@ static void test_backup_object(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "2026-03-29T03:30", CTL_TRIGGER_CATCH_UP, "puid", "bk", NULL, 0,
-                          NULL};
+    struct ctl_run run = {
+        "node-1", "2026-03-29T03:30", CTL_TRIGGER_CATCH_UP, "puid", "bk", NULL, 0, NULL, NULL};
     json_t *b = ctl_backup_json(&p, &run);
     json_t *spec = json_object_get(b, "spec");
     assert_string_equal(json_string_value(json_object_get(b, "apiVersion")), API_GROUP_VERSION);
@@ -661,6 +685,7 @@ int main(void)
         cmocka_unit_test(test_labels),
         cmocka_unit_test(test_job_is_pinned_bounded_and_read_only),
         cmocka_unit_test(test_job_hooks),
+        cmocka_unit_test(test_job_pin),
         cmocka_unit_test(test_job_manual),
         cmocka_unit_test(test_job_host_network),
         cmocka_unit_test(test_policy_document),
