@@ -234,6 +234,7 @@ json_t *ctl_job_json(const struct policy *p, const struct ctl_run *run,
                             "ttlSecondsAfterFinished", (json_int_t)opts->ttl_seconds, "template",
                             "metadata", "labels", ctl_labels(p, run), "spec", pod);
     ctl_job_set_hooks(job, p, opts);
+    ctl_job_set_pod(job, p);
     return job;
 }
 
@@ -278,6 +279,68 @@ void ctl_job_set_hooks(json_t *job, const struct policy *p, const struct ctl_job
     {
         if (strcmp(json_string_value(json_object_get(m, "name")), "host-root") == 0)
             json_object_set_new(m, "readOnly", json_false());
+    }
+}
+
+/* ---- spec.pod ---- */
+
+/* obj[key], made an object when it is not one. */
+static json_t *ctl_obj_at(json_t *obj, const char *key)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!json_is_object(v)) {
+        v = json_object();
+        json_object_set_new(obj, key, v);
+    }
+    return v;
+}
+
+static void ctl_set_quantity(json_t *resources, const char *kind, const char *name,
+                             const char *value)
+{
+    if (value != NULL)
+        json_object_set_new(ctl_obj_at(resources, kind), name, json_string(value));
+}
+
+void ctl_job_set_pod(json_t *job, const struct policy *p)
+{
+    const struct policy_pod *pod = &p->pod;
+    json_t *spec =
+        json_object_get(json_object_get(json_object_get(job, "spec"), "template"), "spec");
+    json_t *c = json_array_get(json_object_get(spec, "containers"), 0);
+    if (pod->priority_class != NULL)
+        json_object_set_new(spec, "priorityClassName", json_string(pod->priority_class));
+    if (pod->npull_secrets > 0) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < pod->npull_secrets; i++)
+            json_array_append_new(a, json_pack("{s:s}", "name", pod->pull_secrets[i]));
+        json_object_set_new(spec, "imagePullSecrets", a);
+    }
+    if (pod->has_tolerations) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < pod->ntolerations; i++) {
+            const struct policy_toleration *t = &pod->tolerations[i];
+            json_t *o = json_object();
+            if (t->key != NULL)
+                json_object_set_new(o, "key", json_string(t->key));
+            if (t->op != NULL)
+                json_object_set_new(o, "operator", json_string(t->op));
+            if (t->value != NULL)
+                json_object_set_new(o, "value", json_string(t->value));
+            if (t->effect != NULL)
+                json_object_set_new(o, "effect", json_string(t->effect));
+            if (t->has_seconds)
+                json_object_set_new(o, "tolerationSeconds", json_integer(t->seconds));
+            json_array_append_new(a, o);
+        }
+        json_object_set_new(spec, "tolerations", a);
+    }
+    if (pod->requests_cpu || pod->requests_memory || pod->limits_cpu || pod->limits_memory) {
+        json_t *res = ctl_obj_at(c, "resources");
+        ctl_set_quantity(res, "requests", "cpu", pod->requests_cpu);
+        ctl_set_quantity(res, "requests", "memory", pod->requests_memory);
+        ctl_set_quantity(res, "limits", "cpu", pod->limits_cpu);
+        ctl_set_quantity(res, "limits", "memory", pod->limits_memory);
     }
 }
 

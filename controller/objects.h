@@ -119,6 +119,14 @@ bool ctl_hooks_allowed(const struct ctl_job_opts *opts, const char *ns);
  * left as it is.
  */
 void ctl_job_set_hooks(json_t *job, const struct policy *p, const struct ctl_job_opts *opts);
+/*
+ * spec.pod (docs/policy.md, "spec.pod"): the policy's priorityClassName,
+ * imagePullSecrets and tolerations on the Job's pod (its tolerations replace the
+ * default, which tolerates every taint), and its resources on the container, each
+ * value over any default set before it. Called last, so what the policy author wrote
+ * wins over the defaults.
+ */
+void ctl_job_set_pod(json_t *job, const struct policy *p);
 
 /* Sets hostNetwork (and the DNS policy that goes with it) on pod when opts asks for it. */
 void ctl_pod_set_network(json_t *pod, const struct ctl_job_opts *opts);

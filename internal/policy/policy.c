@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "policy_int.h"
+#include "schema_int.h"
 
 static void policy_labels_free(struct policy_label *v, size_t n)
 {
@@ -50,6 +51,7 @@ void policy_free(struct policy *p)
     free(p->exclude.patterns);
     policy_hooks_free(p->hooks.before, p->hooks.nbefore);
     policy_hooks_free(p->hooks.after, p->hooks.nafter);
+    schema_pod_free(&p->pod);
     memset(p, 0, sizeof(*p));
 }
 

@@ -63,6 +63,9 @@
 #define POLICY_MAX_HOOKS          8    /* spec.hooks.before and .after items, each */
 #define POLICY_MAX_HOOK_ARGS      64   /* one hook's command items */
 #define POLICY_MAX_HOOK_ARG_CHARS 4096 /* one command item */
+#define POLICY_MAX_TOLERATIONS    16   /* spec.pod.tolerations items */
+#define POLICY_MAX_PULL_SECRETS   8    /* spec.pod.imagePullSecrets items */
+#define POLICY_MAX_QUANTITY_CHARS 20   /* a resource quantity, such as 512Mi */
 
 /* Defaults of docs/policy.md, in seconds. */
 #define POLICY_DEFAULT_HOOK_TIMEOUT (5 * 60)
@@ -125,6 +128,24 @@ struct policy_hooks {
     size_t nbefore, nafter;
 };
 
+/* One of spec.pod.tolerations, as Kubernetes has it; NULL members are absent. */
+struct policy_toleration {
+    char *key, *op, *value, *effect;
+    bool has_seconds;
+    int64_t seconds;
+};
+
+/* spec.pod (docs/policy.md, "spec.pod"): the backup Job's pod; NULL or 0 is absent. */
+struct policy_pod {
+    char *priority_class;
+    char **pull_secrets;
+    size_t npull_secrets;
+    bool has_tolerations; /* set: they replace the Job's default (tolerate every taint) */
+    struct policy_toleration *tolerations;
+    size_t ntolerations;
+    char *requests_cpu, *requests_memory, *limits_cpu, *limits_memory;
+};
+
 struct policy {
     char *name;
     char *namespace; /* "default" when the document has none */
@@ -146,6 +167,7 @@ struct policy {
                                limit") */
     struct policy_exclude exclude;
     struct policy_hooks hooks;
+    struct policy_pod pod;
     bool suspend; /* spec.suspend: no scheduled run starts (docs/policy.md, "Suspend") */
 };
 

@@ -50,6 +50,15 @@ static void schema_store_string(struct schema_walk *w, enum schema_slot slot,
     case SLOT_HOOK_NAME:
         schema_hook_string(w, slot, n);
         return;
+    case SLOT_POD_PRIORITY:
+    case SLOT_TOL_KEY:
+    case SLOT_TOL_VALUE:
+    case SLOT_REQ_CPU:
+    case SLOT_REQ_MEMORY:
+    case SLOT_LIM_CPU:
+    case SLOT_LIM_MEMORY:
+        schema_pod_string(w, slot, n);
+        return;
     default:
         return;
     }
@@ -441,6 +450,8 @@ static void schema_walk_value(struct schema_walk *w, const struct schema_field *
             if (strcmp(f->choices[i], n->text) == 0)
                 break;
         }
+        if ((f->slot == SLOT_TOL_OPERATOR || f->slot == SLOT_TOL_EFFECT) && f->choices[i] != NULL)
+            schema_pod_string(w, f->slot, n);
         if (f->slot == SLOT_HOOK_ON_ERROR && f->choices[i] != NULL && w->hook != NULL)
             w->hook->on_error_continue = i == 1;
         if (f->slot == SLOT_IONICE_CLASS) {
@@ -471,8 +482,37 @@ static void schema_walk_value(struct schema_walk *w, const struct schema_field *
     case SK_INT:
         if (f->slot == SLOT_IONICE_LEVEL)
             w->ionice_level = n;
-        if (schema_int(w, f, n, &v))
+        if (schema_int(w, f, n, &v)) {
+            if (f->slot == SLOT_TOL_SECONDS && w->toleration != NULL) {
+                w->toleration->has_seconds = true;
+                w->toleration->seconds = v;
+            }
             schema_store_int(w, f->slot, v);
+        }
+        return;
+    case SK_QUANTITY:
+        if (!schema_string(w, n, "a quantity such as 500m or 512Mi") ||
+            !schema_length_ok(w, f, n, "the quantity", "write it in a larger unit"))
+            return;
+        if (schema_check_quantity(w, n->text, n->len, &err) != 0) {
+            schema_error(w, n, "%s", err.msg);
+            return;
+        }
+        schema_pod_string(w, f->slot, n);
+        return;
+    case SK_NAMES:
+        if (n->kind != POLICY_NODE_LIST) {
+            schema_kind_error(w, n, "a list of Secret names", NULL);
+            return;
+        }
+        schema_walk_names(w, f, n);
+        return;
+    case SK_TOLERATIONS:
+        if (n->kind != POLICY_NODE_LIST) {
+            schema_kind_error(w, n, "a list of tolerations", NULL);
+            return;
+        }
+        schema_walk_tolerations(w, f, n);
         return;
     case SK_DURATION:
         if (schema_duration(w, f, n, &v)) {

@@ -27,11 +27,14 @@ enum schema_kind {
     SK_INT,
     SK_DURATION,
     SK_RATE,
-    SK_BOOL,  /* true or false, unquoted */
-    SK_GLOBS, /* a list of exclude patterns (glob.h) */
-    SK_SIZE,  /* 512MiB */
-    SK_HOOKS, /* a list of hook maps (schema_hooks.c) */
-    SK_ARGV   /* a list of strings: a command and its arguments */
+    SK_BOOL,        /* true or false, unquoted */
+    SK_GLOBS,       /* a list of exclude patterns (glob.h) */
+    SK_SIZE,        /* 512MiB */
+    SK_HOOKS,       /* a list of hook maps (schema_hooks.c) */
+    SK_ARGV,        /* a list of strings: a command and its arguments */
+    SK_NAMES,       /* a list of object names (spec.pod.imagePullSecrets) */
+    SK_TOLERATIONS, /* a list of toleration maps (schema_pod.c) */
+    SK_QUANTITY     /* a Kubernetes quantity such as 500m or 512Mi */
 };
 
 enum schema_slot {
@@ -72,7 +75,19 @@ enum schema_slot {
     SLOT_HOOK_NAME,
     SLOT_HOOK_COMMAND,
     SLOT_HOOK_TIMEOUT,
-    SLOT_HOOK_ON_ERROR
+    SLOT_HOOK_ON_ERROR,
+    SLOT_POD_PRIORITY,
+    SLOT_POD_PULL_SECRETS,
+    SLOT_POD_TOLERATIONS,
+    SLOT_TOL_KEY,
+    SLOT_TOL_OPERATOR,
+    SLOT_TOL_VALUE,
+    SLOT_TOL_EFFECT,
+    SLOT_TOL_SECONDS,
+    SLOT_REQ_CPU,
+    SLOT_REQ_MEMORY,
+    SLOT_LIM_CPU,
+    SLOT_LIM_MEMORY
 };
 
 struct schema_walk;
@@ -114,7 +129,8 @@ struct schema_walk {
     const struct policy_node **globs;
     size_t *glob_at; /* each one's index in the list */
     size_t nglobs;
-    struct policy_hook *hook; /* the hook being walked, or NULL */
+    struct policy_hook *hook;             /* the hook being walked, or NULL */
+    struct policy_toleration *toleration; /* the toleration being walked, or NULL */
 };
 
 /* The document: a map of apiVersion, kind, metadata and spec (schema_table.c). */
@@ -163,6 +179,15 @@ void schema_walk_hooks(struct schema_walk *w, const struct schema_field *f,
 void schema_walk_argv(struct schema_walk *w, const struct schema_field *f,
                       const struct policy_node *list);
 void schema_hook_string(struct schema_walk *w, enum schema_slot slot, const struct policy_node *n);
+/* ---- spec.pod (schema_pod.c) ---- */
+void schema_walk_names(struct schema_walk *w, const struct schema_field *f,
+                       const struct policy_node *list);
+void schema_walk_tolerations(struct schema_walk *w, const struct schema_field *f,
+                             const struct policy_node *list);
+int schema_check_quantity(struct schema_walk *w, const char *s, size_t len, struct util_err *err);
+/* Stores the strings of spec.pod; true when slot is one of them. */
+bool schema_pod_string(struct schema_walk *w, enum schema_slot slot, const struct policy_node *n);
+void schema_pod_free(struct policy_pod *pod);
 /* ---- exclude patterns (schema_exclude.c) ---- */
 void schema_walk_globs(struct schema_walk *w, const struct schema_field *f,
                        const struct policy_node *list);

@@ -193,6 +193,80 @@ static const struct schema_field schema_hooks[] = {
     {.name = NULL},
 };
 
+static int schema_check_label_key(struct schema_walk *w, const char *s, size_t len,
+                                  struct util_err *err)
+{
+    return policy_check_qualified_name(s, len, err);
+}
+
+static int schema_check_label_value(struct schema_walk *w, const char *s, size_t len,
+                                    struct util_err *err)
+{
+    return policy_check_label_value(s, len, err);
+}
+
+static const char *const schema_tol_operators[] = {"Exists", "Equal", NULL};
+static const char *const schema_tol_effects[] = {"NoSchedule", "PreferNoSchedule", "NoExecute",
+                                                 NULL};
+
+static const struct schema_field schema_toleration[] = {
+    {.name = "key", .kind = SK_STRING, .check = schema_check_label_key, .slot = SLOT_TOL_KEY},
+    {.name = "operator",
+     .kind = SK_ENUM,
+     .choices = schema_tol_operators,
+     .slot = SLOT_TOL_OPERATOR},
+    {.name = "value", .kind = SK_STRING, .check = schema_check_label_value, .slot = SLOT_TOL_VALUE},
+    {.name = "effect", .kind = SK_ENUM, .choices = schema_tol_effects, .slot = SLOT_TOL_EFFECT},
+    {.name = "tolerationSeconds",
+     .kind = SK_INT,
+     .min = 0,
+     .max = INT32_MAX,
+     .slot = SLOT_TOL_SECONDS},
+    {.name = NULL},
+};
+
+#define QUANTITY(n, s)                                                                             \
+    {                                                                                              \
+        .name = n, .kind = SK_QUANTITY, .check = schema_check_quantity,                            \
+        .max_chars = POLICY_MAX_QUANTITY_CHARS, .slot = s                                          \
+    }
+
+static const struct schema_field schema_requests[] = {
+    QUANTITY("cpu", SLOT_REQ_CPU),
+    QUANTITY("memory", SLOT_REQ_MEMORY),
+    {.name = NULL},
+};
+
+static const struct schema_field schema_limits_res[] = {
+    QUANTITY("cpu", SLOT_LIM_CPU),
+    QUANTITY("memory", SLOT_LIM_MEMORY),
+    {.name = NULL},
+};
+
+static const struct schema_field schema_resources[] = {
+    {.name = "requests", .kind = SK_MAP, .fields = schema_requests},
+    {.name = "limits", .kind = SK_MAP, .fields = schema_limits_res},
+    {.name = NULL},
+};
+
+static const struct schema_field schema_pod[] = {
+    {.name = "priorityClassName",
+     .kind = SK_STRING,
+     .check = schema_check_subdomain,
+     .slot = SLOT_POD_PRIORITY},
+    {.name = "imagePullSecrets",
+     .kind = SK_NAMES,
+     .max_items = POLICY_MAX_PULL_SECRETS,
+     .slot = SLOT_POD_PULL_SECRETS},
+    {.name = "tolerations",
+     .kind = SK_TOLERATIONS,
+     .fields = schema_toleration,
+     .max_items = POLICY_MAX_TOLERATIONS,
+     .slot = SLOT_POD_TOLERATIONS},
+    {.name = "resources", .kind = SK_MAP, .fields = schema_resources},
+    {.name = NULL},
+};
+
 static const struct schema_field schema_exclude[] = {
     {.name = "patterns",
      .kind = SK_GLOBS,
@@ -226,6 +300,7 @@ static const struct schema_field schema_spec[] = {
      .slot = SLOT_PATHS},
     {.name = "exclude", .kind = SK_MAP, .fields = schema_exclude, .slot = SLOT_EXCLUDE},
     {.name = "hooks", .kind = SK_MAP, .fields = schema_hooks, .slot = SLOT_HOOKS},
+    {.name = "pod", .kind = SK_MAP, .fields = schema_pod},
     {.name = "nodeSelector",
      .kind = SK_LABELS,
      .max_items = POLICY_MAX_NODE_SELECTOR,

@@ -264,6 +264,67 @@ static void test_job_pin(void **state)
     json_decref(job);
 }
 
+/* spec.pod on the Job's pod; a resource set before (a default) is overridden, not lost. */
+static void test_job_pod_settings(void **state)
+{
+    char *paths[] = {"/etc", "/home"};
+    char *secrets[] = {"regcred"};
+    struct policy_toleration tol[] = {
+        {.key = "node-role.kubernetes.io/control-plane", .op = "Exists", .effect = "NoSchedule"},
+        {.key = "dedicated",
+         .op = "Equal",
+         .value = "db",
+         .effect = "NoExecute",
+         .has_seconds = true,
+         .seconds = 60},
+    };
+    struct policy p;
+    make_policy(&p, paths);
+    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL, NULL};
+    struct ctl_job_opts opts = {"img", 60, false, NULL};
+    json_t *job = ctl_job_json(&p, &run, &opts);
+    /* Without spec.pod: the default tolerates every taint, no priority, no pull secrets. */
+    json_t *tols = json_object_get(job_pod(job), "tolerations");
+    assert_int_equal(json_array_size(tols), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(tols, 0), "operator")),
+                        "Exists");
+    assert_null(json_object_get(job_pod(job), "priorityClassName"));
+    json_decref(job);
+
+    p.pod.priority_class = "backup-low";
+    p.pod.pull_secrets = secrets;
+    p.pod.npull_secrets = 1;
+    p.pod.has_tolerations = true;
+    p.pod.tolerations = tol;
+    p.pod.ntolerations = 2;
+    p.pod.requests_memory = "128Mi";
+    p.pod.limits_memory = "1Gi";
+    job = ctl_job_json(&p, &run, &opts);
+    json_t *pod = job_pod(job), *c = job_container(job);
+    assert_string_equal(json_string_value(json_object_get(pod, "priorityClassName")), "backup-low");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(pod, "imagePullSecrets"), 0), "name")),
+                        "regcred");
+    tols = json_object_get(pod, "tolerations");
+    assert_int_equal(json_array_size(tols), 2);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_array_get(tols, 1), "tolerationSeconds")), 60);
+    assert_null(json_object_get(json_array_get(tols, 0), "value"));
+    json_t *res = json_object_get(c, "resources");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(res, "limits"), "memory")), "1Gi");
+    assert_null(json_object_get(json_object_get(res, "limits"), "cpu"));
+    /* A default set before (as the pod's hardening may) is overridden by the policy's. */
+    json_object_set_new(json_object_get(res, "requests"), "memory", json_string("64Mi"));
+    json_object_set_new(json_object_get(res, "requests"), "cpu", json_string("50m"));
+    ctl_job_set_pod(job, &p);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(res, "requests"), "memory")), "128Mi");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(res, "requests"), "cpu")),
+                        "50m");
+    json_decref(job);
+}
+
 static void test_job_manual(void **state)
 {
     char *paths[] = {"/etc", "/home"};
@@ -686,6 +747,7 @@ int main(void)
         cmocka_unit_test(test_job_is_pinned_bounded_and_read_only),
         cmocka_unit_test(test_job_hooks),
         cmocka_unit_test(test_job_pin),
+        cmocka_unit_test(test_job_pod_settings),
         cmocka_unit_test(test_job_manual),
         cmocka_unit_test(test_job_host_network),
         cmocka_unit_test(test_policy_document),

@@ -165,6 +165,13 @@ static const struct crd_field crd_fields[] = {
     {"spec.limits.maxRuntime", CK_DURATION, "12h", {"1.5h", "12h30m", "-12h", "12", " 12h"}},
     {"spec.alerts.maxAge", CK_DURATION, "36h", {"1.5d", "1d12h", "-36h", "36", "36h "}},
     {"spec.exclude.patterns[]", CK_GLOB, "*.tmp", {NULL}},
+    {"spec.pod.priorityClassName", CK_NAME, "backup-low", {"Backup", "-low", "low-", "a_b"}},
+    {"spec.pod.imagePullSecrets[]", CK_NAME, "regcred", {"Reg", "-reg", "reg-", "a_b"}},
+    {"spec.pod.tolerations[].value", CK_LABEL_VALUE, "db", {NULL}},
+    {"spec.pod.resources.requests.cpu", CK_RATE, "100m", {"1.5.5", "-1", "m", "1 m", "1x"}},
+    {"spec.pod.resources.requests.memory", CK_RATE, "128Mi", {"128MB", "Mi", "1 Mi", ".5Gi"}},
+    {"spec.pod.resources.limits.cpu", CK_RATE, "100m", {"1.5.5", "-1", "m", "1 m", "1x"}},
+    {"spec.pod.resources.limits.memory", CK_RATE, "128Mi", {"128MB", "Mi", "1 Mi", ".5Gi"}},
     {"spec.hooks.before[].name", CK_NAME, "dump", {"Dump", "-dump", "dump-", "a_b", "a.b"}},
     {"spec.hooks.after[].name", CK_NAME, "dump", {"Dump", "-dump", "dump-", "a_b", "a.b"}},
     {"spec.hooks.before[].command", CK_ARGV, "/bin/true", {NULL}},
@@ -370,6 +377,14 @@ static void crd_case_at(struct crd_gen *g, const struct crd_loc *loc, json_t *va
         json_object_set_new(parent, key, json_pack("{s:o}", "role", value));
     else
         json_object_set_new(parent, key, value);
+    /* A toleration needs a key (or operator Exists), and tolerationSeconds effect:
+     * NoExecute: rules of the validator's own, kept out of the cases of other limits. */
+    if (strncmp(loc->field, "spec.pod.tolerations[].", 23) == 0 && value != NULL) {
+        if (strcmp(key, "key") != 0)
+            json_object_set_new(parent, "key", json_string("k"));
+        if (strcmp(key, "tolerationSeconds") == 0)
+            json_object_set_new(parent, "effect", json_string("NoExecute"));
+    }
     /* ioniceLevel is valid only beside ioniceClass: best-effort (a rule of its own). */
     if (strcmp(loc->field, "spec.limits.ioniceLevel") == 0)
         json_object_set_new(parent, "ioniceClass", json_string("best-effort"));
@@ -422,6 +437,10 @@ static void crd_items(struct crd_gen *g, const struct crd_loc *loc, const char *
             /* A list of hooks holds maps, each with its command. */
             if (strstr(loc->field, "hooks") != NULL && strstr(loc->field, "command") == NULL)
                 json_array_append_new(v, json_pack("{s:[s]}", "command", "/bin/true"));
+            else if (strstr(loc->field, "tolerations") != NULL)
+                json_array_append_new(v, json_pack("{s:s}", "operator", "Exists"));
+            else if (strstr(loc->field, "imagePullSecrets") != NULL)
+                json_array_append_new(v, json_sprintf("p%zu", i));
             else
                 json_array_append_new(v, json_string(item));
         }

@@ -261,12 +261,88 @@ static void test_hooks(void **state)
     util_buf_free(&b);
 }
 
+/* ---- spec.pod ---- */
+
+static void test_pod(void **state)
+{
+    struct pt_result r;
+    char *doc;
+
+    doc = pt_doc("  pod:\n"
+                 "    priorityClassName: backup-low\n"
+                 "    imagePullSecrets: [regcred]\n"
+                 "    tolerations:\n"
+                 "    - {key: node-role.kubernetes.io/control-plane, operator: Exists, effect: "
+                 "NoSchedule}\n"
+                 "    - {key: dedicated, operator: Equal, value: db, effect: NoExecute, "
+                 "tolerationSeconds: 60}\n"
+                 "    resources:\n"
+                 "      requests: {cpu: 100m, memory: 128Mi}\n"
+                 "      limits: {cpu: \"1\", memory: 1Gi}\n");
+    expect_ok(doc, &r);
+    assert_string_equal(r.p.pod.priority_class, "backup-low");
+    assert_int_equal(r.p.pod.npull_secrets, 1);
+    assert_string_equal(r.p.pod.pull_secrets[0], "regcred");
+    assert_true(r.p.pod.has_tolerations);
+    assert_int_equal(r.p.pod.ntolerations, 2);
+    assert_string_equal(r.p.pod.tolerations[0].op, "Exists");
+    assert_null(r.p.pod.tolerations[0].value);
+    assert_string_equal(r.p.pod.tolerations[1].value, "db");
+    assert_true(r.p.pod.tolerations[1].has_seconds);
+    assert_int_equal(r.p.pod.tolerations[1].seconds, 60);
+    assert_string_equal(r.p.pod.requests_cpu, "100m");
+    assert_string_equal(r.p.pod.limits_memory, "1Gi");
+    pt_free(&r);
+    free(doc);
+    doc = pt_doc("  pod: {tolerations: []}\n");
+    expect_ok(doc, &r);
+    assert_true(r.p.pod.has_tolerations); /* none at all: the default is replaced */
+    pt_free(&r);
+    free(doc);
+
+    /* Line 8 "  pod:", 9 its first field. */
+    doc = pt_doc("  pod:\n    priorityClassName: Backup\n");
+    pt_expect_one(doc, NULL, 9, 24, "spec.pod.priorityClassName", "uppercase");
+    free(doc);
+    doc = pt_doc("  pod:\n    imagePullSecrets: [reg_cred]\n");
+    pt_expect_one(doc, NULL, 9, 24, "spec.pod.imagePullSecrets[0]", "'_'");
+    free(doc);
+    doc = pt_doc("  pod:\n    imagePullSecrets: regcred\n");
+    pt_expect_one(doc, NULL, 9, 23, "spec.pod.imagePullSecrets", "expected a list of Secret names");
+    free(doc);
+    doc = pt_doc("  pod:\n    resources: {requests: {memory: 128MB}}\n");
+    pt_expect_one(doc, NULL, 9, 36, "spec.pod.resources.requests.memory", "unknown unit \"MB\"");
+    free(doc);
+    doc = pt_doc("  pod:\n    resources: {limits: {cpu: lots}}\n");
+    pt_expect_one(doc, NULL, 9, 31, "spec.pod.resources.limits.cpu", "a quantity is a number");
+    free(doc);
+    doc = pt_doc("  pod:\n    resources: {limits: {gpu: 1}}\n");
+    pt_expect_one(doc, NULL, 9, 26, "spec.pod.resources.limits.gpu", "unknown field");
+    free(doc);
+    doc = pt_doc("  pod:\n    tolerations:\n    - {operator: Exists, value: x}\n");
+    pt_expect_one(doc, NULL, 10, 7, "spec.pod.tolerations[0]", "operator Exists takes no value");
+    free(doc);
+    doc = pt_doc("  pod:\n    tolerations:\n    - {operator: Equal, value: x}\n");
+    pt_expect_one(doc, NULL, 10, 7, "spec.pod.tolerations[0]", "without key must have operator");
+    free(doc);
+    doc = pt_doc(
+        "  pod:\n    tolerations:\n    - {key: a, effect: NoSchedule, tolerationSeconds: 5}\n");
+    pt_expect_one(doc, NULL, 10, 7, "spec.pod.tolerations[0]",
+                  "tolerationSeconds is only valid with effect: NoExecute");
+    free(doc);
+    doc = pt_doc("  pod:\n    tolerations:\n    - {key: a, effect: NoRun}\n");
+    pt_expect_one(doc, NULL, 10, 24, "spec.pod.tolerations[0].effect",
+                  "must be \"NoSchedule\", \"PreferNoSchedule\" or \"NoExecute\"");
+    free(doc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_suspend),
         cmocka_unit_test(test_exclude),
         cmocka_unit_test(test_hooks),
+        cmocka_unit_test(test_pod),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
