@@ -223,6 +223,7 @@ int hooks_phase(const struct policy_hook *v, size_t n, const struct hook_env *en
 {
     for (size_t i = 0; i < n; i++) {
         struct hook_outcome *o = &out[(*nout)++];
+        memset(o, 0, sizeof(*o));
         o->name = v[i].name;
         o->phase = env->phase;
         if (hook_run(&v[i], env, deadline_ns, stop, &o->r) == 0)
