@@ -316,15 +316,7 @@ static void schema_walk_paths(struct schema_walk *w, const struct schema_field *
         if (first[i] == SIZE_MAX)
             continue;
         if (first[i] != i) {
-            /* The first one's path, for the JSON form, which has no lines to point at. */
-            struct util_buf fp;
-            util_buf_init(&fp);
-            util_buf_append(&fp, w->path.data, w->path.len);
-            util_buf_printf(&fp, "[%zu]", first[i]);
-            size_t mark = schema_path_push_index(w, i);
-            schema_duplicate_error(w, list->items[i], "path", list->items[first[i]], fp.data);
-            schema_path_pop(w, mark);
-            util_buf_free(&fp);
+            schema_duplicate_item(w, list, i, first[i], "path");
             continue;
         }
         p->paths = util_realloc(p->paths, (p->npaths + 1) * sizeof(*p->paths));

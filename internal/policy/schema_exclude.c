@@ -45,14 +45,7 @@ void schema_walk_globs(struct schema_walk *w, const struct schema_field *f,
         if (first[i] == SIZE_MAX)
             continue;
         if (first[i] != i) {
-            struct util_buf fp;
-            util_buf_init(&fp);
-            util_buf_append(&fp, w->path.data, w->path.len);
-            util_buf_printf(&fp, "[%zu]", first[i]);
-            size_t mark = schema_path_push_index(w, i);
-            schema_duplicate_error(w, list->items[i], "pattern", list->items[first[i]], fp.data);
-            schema_path_pop(w, mark);
-            util_buf_free(&fp);
+            schema_duplicate_item(w, list, i, first[i], "pattern");
             continue;
         }
         x->patterns = util_realloc(x->patterns, (x->npatterns + 1) * sizeof(*x->patterns));

@@ -214,6 +214,9 @@ size_t *schema_first_equal(struct schema_text *texts, size_t n);
  * Returns first[] as schema_first_equal does; a pair to skip has first[i] != i.
  */
 size_t *schema_check_keys(struct schema_walk *w, const struct policy_node *map);
+/* Item i of list repeats item first: the duplicate error at list[i], naming list[first]. */
+void schema_duplicate_item(struct schema_walk *w, const struct policy_node *list, size_t i,
+                           size_t first, const char *what);
 /* "duplicate WHAT "n" (first at line L)", or at first_path in the JSON form. */
 void schema_duplicate_error(struct schema_walk *w, const struct policy_node *n, const char *what,
                             const struct policy_node *first, const char *first_path);

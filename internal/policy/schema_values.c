@@ -521,3 +521,17 @@ size_t *schema_check_keys(struct schema_walk *w, const struct policy_node *map)
     }
     return first;
 }
+
+void schema_duplicate_item(struct schema_walk *w, const struct policy_node *list, size_t i,
+                           size_t first, const char *what)
+{
+    /* The first one's path, for the JSON form, which has no lines to point at. */
+    struct util_buf fp;
+    util_buf_init(&fp);
+    util_buf_append(&fp, w->path.data, w->path.len);
+    util_buf_printf(&fp, "[%zu]", first);
+    size_t mark = schema_path_push_index(w, i);
+    schema_duplicate_error(w, list->items[i], what, list->items[first], fp.data);
+    schema_path_pop(w, mark);
+    util_buf_free(&fp);
+}
