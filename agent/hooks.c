@@ -71,8 +71,45 @@ static void hook_take(struct hook_out *o, const char *buf, size_t n)
     }
 }
 
-/* The child: its own process group, the node's root, the environment, the command. */
-static void hook_child(const struct policy_hook *h, const struct hook_env *env, int out)
+/*
+ * The hook's environment: the agent's, less its secrets and settings (every AWS_ and
+ * LODE_ variable: the storage credentials, the repository and its key's file are the
+ * agent's, never a hook's), plus what a hook is told. Built before the fork, because the agent has
+ * threads (the seal pool) and the child of a threaded process may call only async-signal-safe
+ * functions until it execs: no malloc, so no setenv there. One allocation per variable; freed by
+ * hook_env_free.
+ */
+static char **hook_envp(const struct policy_hook *h, const struct hook_env *env)
+{
+    extern char **environ;
+    const char *names[] = {"LODE_HOOK_PHASE",    "LODE_HOOK_NAME", "LODE_POLICY",      "LODE_HOST",
+                           "LODE_BACKUP_RESULT", "LODE_SNAPSHOT",  "LODE_BACKUP_ERROR"};
+    const char *values[] = {env->phase,  h->name,       env->policy, env->host,
+                            env->result, env->snapshot, env->error};
+    size_t n = 0, k = 0;
+    while (environ[n] != NULL)
+        n++;
+    char **v = util_calloc(n + 8, sizeof(*v));
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "AWS_", 4) != 0 && strncmp(environ[i], "LODE_", 5) != 0)
+            v[k++] = util_strdup(environ[i]);
+    for (size_t m = 0; m < 7; m++)
+        if (values[m] != NULL)
+            v[k++] = util_asprintf("%s=%s", names[m], values[m]);
+    return v;
+}
+
+static void hook_envp_free(char **v)
+{
+    for (size_t i = 0; v[i] != NULL; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* The child: its own process group, the node's root, the command. Only async-signal-safe
+ * calls until the exec (a message on a failure is the exception: the child ends there). */
+static void hook_child(const struct policy_hook *h, const struct hook_env *env, char **envp,
+                       int out)
 {
     int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
     setpgid(0, 0);
@@ -84,18 +121,7 @@ static void hook_child(const struct policy_hook *h, const struct hook_env *env, 
     }
     if (chdir("/") != 0)
         _exit(126);
-    /* In the child only: the agent's own environment is not changed. */
-    setenv("LODE_HOOK_PHASE", env->phase, 1);
-    setenv("LODE_HOOK_NAME", h->name, 1);
-    setenv("LODE_POLICY", env->policy, 1);
-    setenv("LODE_HOST", env->host, 1);
-    if (env->result != NULL)
-        setenv("LODE_BACKUP_RESULT", env->result, 1);
-    if (env->snapshot != NULL)
-        setenv("LODE_SNAPSHOT", env->snapshot, 1);
-    if (env->error != NULL)
-        setenv("LODE_BACKUP_ERROR", env->error, 1);
-    execvp(h->argv[0], h->argv);
+    execvpe(h->argv[0], h->argv, envp);
     dprintf(2, "cannot run %s: %s\n", h->argv[0], strerror(errno));
     _exit(127);
 }
@@ -145,16 +171,19 @@ int hook_run(const struct policy_hook *h, const struct hook_env *env, uint64_t d
                  strerror(errno));
         return UTIL_EIO;
     }
+    char **envp = hook_envp(h, env);
     fflush(stderr);
     pid_t pid = fork();
     if (pid < 0) {
         snprintf(r->error, sizeof(r->error), "hook %s: cannot fork: %s", h->name, strerror(errno));
         close(fds[0]);
         close(fds[1]);
+        hook_envp_free(envp);
         return UTIL_EIO;
     }
     if (pid == 0)
-        hook_child(h, env, fds[1]);
+        hook_child(h, env, envp, fds[1]);
+    hook_envp_free(envp);
     setpgid(pid, pid); /* also here: either side may run first */
     close(fds[1]);
     fprintf(stderr, "lode backup: hook %s (%s) started: %s\n", h->name, env->phase, h->argv[0]);

@@ -74,8 +74,12 @@ static bool ends_soon(int pid)
 
 static void test_success_and_env(void **state)
 {
+    /* The agent's secrets and settings are not the hook's. */
+    setenv("AWS_SECRET_ACCESS_KEY", "secret", 1);
+    setenv("LODE_KEY_FILE", "/etc/lode/key", 1);
     struct policy_hook h = sh("echo one; echo \"$LODE_HOOK_PHASE $LODE_POLICY $LODE_HOST "
-                              "${LODE_BACKUP_RESULT-none} $LODE_SNAPSHOT\"; pwd",
+                              "${LODE_BACKUP_RESULT-none} $LODE_SNAPSHOT\"; pwd; "
+                              "echo \"${AWS_SECRET_ACCESS_KEY-unset} ${LODE_KEY_FILE-unset}\"",
                               10);
     struct hook_result r;
     struct hook_env e = {.root = "/",
@@ -88,7 +92,9 @@ static void test_success_and_env(void **state)
     assert_true(r.ok);
     assert_int_equal(r.exit_code, 0);
     assert_string_equal(r.tail, "one\nafter ops/db node-1 succeeded "
-                                "20261204T180000Z-0123456789abcdef\n/\n");
+                                "20261204T180000Z-0123456789abcdef\n/\nunset unset\n");
+    unsetenv("AWS_SECRET_ACCESS_KEY");
+    unsetenv("LODE_KEY_FILE");
     free(h.argv);
 }
 
