@@ -16,6 +16,8 @@
  *               chunk sets, the plan of what to delete, the deletion
  *   iosched.h   whether the policy's I/O priority can have an effect: the scheduler
  *               of the devices a backup reads
+ *   hooks.h     the commands of spec.hooks, run as the agent's children and watched
+ *   pin.h       the .pinned mark of a snapshot, written and read in one place
  *
  * Errors: functions return 0 or a negative code and fill a struct util_err with a
  * message a user can act on. The codes are internal/util's (UTIL_E*), internal/s3's

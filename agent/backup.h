@@ -22,8 +22,11 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "anomaly/anomaly.h"
+#include "hooks.h"
+#include "policy/policy.h"
 #include "repo/repo.h"
 #include "storage.h"
 
@@ -51,6 +54,7 @@ struct backup {
     char **paths;      /* the policy's paths, sorted, nested ones kept */
     size_t npaths;
     uint64_t deadline_ns;                 /* uv_hrtime() at which maxRuntime has passed */
+    const struct policy_exclude *exclude; /* spec.exclude, or NULL (borrowed) */
     struct anomaly_thresholds thresholds; /* defaults, or $LODE_ANOMALY's */
 
     /* The parent: its chunk set (sorted) and its file list reader, or none. */
@@ -96,6 +100,7 @@ struct backup {
     uint64_t files, bytes, new_files, changed_files;
     uint64_t new_bytes, raw_new_bytes, uploaded_bytes;
     uint64_t changed_bytes, raw_changed_bytes;
+    struct repo_excluded excluded[REPO_EXCL_RULES]; /* backup_exclude.c */
 };
 
 /* ---- backup_store.c ---- */
@@ -184,7 +189,10 @@ struct backup_result {
     bool suspicious;
     char anomaly[1024]; /* the rules that fired, with their numbers, when suspicious */
     char ioprio[512];   /* why the policy's I/O priority has no effect, or "" (iosched.h) */
-    const char *error;  /* why no snapshot, or NULL */
+    const char *error;  /* why no snapshot, or NULL; or why an after-hook failed */
+    const struct hook_outcome *hooks; /* spec.hooks that ran (hooks.h), in order */
+    const char *pinned;               /* the reason it was pinned with (--pin), or NULL */
+    size_t nhooks;
 };
 
 /* ---- backup_run.c ---- */
@@ -195,6 +203,16 @@ struct backup_result {
  */
 void backup_run(struct backup *b, const struct policy *pol, int64_t max_runtime,
                 struct backup_result *r);
+
+/* ---- backup_exclude.c (docs/policy.md, "spec.exclude") ---- */
+
+/* Whether the entry at path is left out by a pattern or by its size; counts it. */
+bool backup_exclude_entry(struct backup *b, const char *path, const struct stat *sb);
+/* Whether the directory open at dirfd holds a CACHEDIR.TAG with the standard signature
+ * and caches are excluded: it is then recorded but not entered; counts it. */
+bool backup_exclude_cache(struct backup *b, int dirfd);
+/* Counts a mount point of another file system, recorded but not entered. */
+void backup_exclude_other_fs(struct backup *b);
 
 /* ---- backup_walk.c ---- */
 

@@ -315,6 +315,7 @@ void backup_run(struct backup *b, const struct policy *pol, int64_t max_runtime,
     m.npaths = pol->npaths;
     m.errs = b->errs;
     m.nerrs = b->nerrs;
+    memcpy(m.excluded, b->excluded, sizeof(m.excluded));
     r->suspicious = backup_run_anomaly(b, &cat, &m, parent.have, r->anomaly, sizeof(r->anomaly));
     m.suspicious = r->suspicious;
     /* The marks carry a tag bound to this snapshot, and the manifest records them. */

@@ -297,6 +297,8 @@ static bool walk_entry(struct walk *w, int dirfd, const char *name, dev_t dev)
                          errno == ENOENT ? "vanished during the backup" : strerror(errno));
         return true;
     }
+    if (backup_exclude_entry(b, w->path.data, &sb))
+        return true; /* left out (backup_exclude.c) */
     f.path = util_strdup(w->path.data);
     walk_fill(&f, &sb);
     found = repo_merge_find(&b->merge, f.path, &match, &err);
@@ -351,7 +353,12 @@ static bool walk_entry(struct walk *w, int dirfd, const char *name, dev_t dev)
             goto out;
         }
         if (sb.st_dev != dev && !walk_is_listed(b, f.path)) {
+            backup_exclude_other_fs(b);
             close(fd); /* another file system: recorded, not entered */
+            goto out;
+        }
+        if (backup_exclude_cache(b, fd)) {
+            close(fd); /* a cache: recorded, not entered */
             goto out;
         }
         walk_push(w, fd, sb.st_dev);

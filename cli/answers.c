@@ -99,6 +99,7 @@ json_t *cli_schedule_json(const struct policy *pol, const char *host, const stru
     json_object_set_new(root, "offsetSeconds", json_integer(l->offset));
     json_object_set_new(root, "alertLimitSeconds",
                         l->limit == SCHED_NO_LIMIT ? json_null() : json_integer(l->limit));
+    json_object_set_new(root, "suspended", json_boolean(pol->suspend));
     for (size_t i = 0; i < l->nruns; i++) {
         const struct cli_schedule_run *r = &l->runs[i];
         json_t *o = json_object();

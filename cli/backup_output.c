@@ -29,6 +29,31 @@ static json_t *backup_errors_json(const struct backup *b, size_t n, size_t msg_m
     return arr;
 }
 
+/* spec.hooks as they ran (docs/commands.md): the output's tail is cut to tail_max bytes
+ * (the termination log has 4096 bytes for everything). */
+static json_t *backup_hooks_json(const struct backup_result *r, size_t tail_max)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < r->nhooks; i++) {
+        const struct hook_outcome *o = &r->hooks[i];
+        size_t n = strlen(o->r.tail);
+        json_t *h = json_pack("{s:s, s:s, s:s}", "name", o->name, "phase", o->phase, "result",
+                              o->r.ok          ? "succeeded"
+                              : o->r.timed_out ? "timedOut"
+                                               : "failed");
+        json_object_set_new(h, "exitCode",
+                            o->r.exit_code >= 0 ? json_integer(o->r.exit_code) : json_null());
+        json_object_set_new(h, "continued", json_boolean(o->continued));
+        json_object_set_new(h, "outputBytes", json_integer((json_int_t)o->r.output_bytes));
+        json_object_set_new(h, "outputTail",
+                            cli_json_string_lossy(o->r.tail + (n > tail_max ? n - tail_max : 0)));
+        if (!o->r.ok)
+            json_object_set_new(h, "error", cli_json_string_lossy(o->r.error));
+        json_array_append_new(a, h);
+    }
+    return a;
+}
+
 static json_t *backup_json(const struct backup *b, const struct backup_result *r, size_t nerrs,
                            size_t msg_max, bool termlog)
 {
@@ -46,13 +71,20 @@ static json_t *backup_json(const struct backup *b, const struct backup_result *r
         json_object_set_new(s, "bytes", json_integer((json_int_t)b->bytes));
         json_object_set_new(s, "newBytes", json_integer((json_int_t)b->new_bytes));
         json_object_set_new(s, "uploadedBytes", json_integer((json_int_t)b->uploaded_bytes));
+        json_object_set_new(s, "excluded", repo_excluded_json(b->excluded));
+        if (r->pinned != NULL)
+            json_object_set_new(s, "pinned", cli_json_string_lossy(r->pinned));
         json_object_set_new(root, "snapshot", s);
         free(pol);
     } else {
         json_object_set_new(root, "snapshot", json_null());
         json_object_set_new(root, "error", cli_json_string_lossy(r->error ? r->error : ""));
     }
+    if (r->written && r->error != NULL) /* an after-hook failed with onError: fail */
+        json_object_set_new(root, "error", cli_json_string_lossy(r->error));
     json_object_set_new(root, "errors", backup_errors_json(b, nerrs, msg_max));
+    if (r->nhooks > 0)
+        json_object_set_new(root, "hooks", backup_hooks_json(r, termlog ? 96 : HOOK_TAIL));
     /* Only in the termination log (the printed JSON is docs/commands.md's, exactly): the
      * rules that fired, for the Backup's Suspicious condition. */
     if (termlog && r->written && r->suspicious && r->anomaly[0] != '\0')

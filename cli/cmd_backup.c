@@ -23,6 +23,7 @@
 
 #include "anomaly/anomaly.h"
 #include "agent/backup.h"
+#include "agent/pin.h"
 #include "agent/iosched.h"
 #include "cli.h"
 #include "agent/storage.h"
@@ -58,6 +59,8 @@ static void cmd_backup_usage(FILE *f)
         "                         \"incomplete\",\"suspicious\",\"files\",\"bytes\",\"newBytes\",\n"
         "                         \"uploadedBytes\"},\"errors\":[{\"path\",\"message\"}]}\n"
         "  --termination-log FILE also write that JSON, at most 4096 bytes, to FILE\n"
+        "  --pin REASON           pin the snapshot once written: retention keeps it until\n"
+        "                         it is unpinned (lode mark ID --unpin)\n"
         "  --kubeconfig PATH      for --policy NS/NAME read from the API\n"
         "%s\n"
         "Exit codes: 0 snapshot written, 3 snapshot written but incomplete (files that\n"
@@ -110,6 +113,7 @@ static int cmd_backup_limits(const struct policy_limits *l, struct util_err *err
 
 struct cmd_backup_opts {
     const char *policy, *host, *root, *max_runtime, *termlog, *kubeconfig;
+    const char *pin; /* --pin REASON: pin the snapshot written (docs/retention.md) */
     enum cli_output output;
     struct storage_opts so;
 };
@@ -209,6 +213,7 @@ int cmd_backup(int argc, char **argv)
         {"output", required_argument, NULL, 'o'},
         {"termination-log", required_argument, NULL, 't'},
         {"kubeconfig", required_argument, NULL, 'k'},
+        {"pin", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -251,6 +256,11 @@ int cmd_backup(int argc, char **argv)
             break;
         case 'k':
             o.kubeconfig = optarg;
+            break;
+        case 'P':
+            if (pin_reason_check(optarg, &err) != 0)
+                return cli_usage_error("backup", "--pin: %s", err.msg);
+            o.pin = optarg;
             break;
         case 'h':
             cmd_backup_usage(stdout);
@@ -310,6 +320,7 @@ int cmd_backup(int argc, char **argv)
     for (size_t i = 0; i < pol.npaths; i++)
         b.paths[i] = cmd_backup_path_clean(pol.paths[i]);
     b.npaths = pol.npaths;
+    b.exclude = &pol.exclude;
     qsort(b.paths, b.npaths, sizeof(char *), cmd_backup_paths_cmp);
     /* An I/O priority that the devices' scheduler ignores is said, not refused: the
      * backup runs as it would without it (docs/operator.md, "The I/O scheduler"). */
@@ -331,11 +342,57 @@ int cmd_backup(int argc, char **argv)
     }
     b.keys = &st.config.keys;
     backup_store_init(&b, pol.limits.upload_rate);
-    backup_run(&b, &pol, max_runtime, &r);
+    struct hook_outcome hooks[2 * POLICY_MAX_HOOKS];
+    char before_why[640] = "", after_why[640] = "";
+    char *ref = util_asprintf("%s/%s", pol.namespace, pol.name);
+    struct hook_env henv = {.root = o.root, .phase = "before", .policy = ref, .host = o.host};
+    r.hooks = hooks;
+    /* Before-hooks: one that fails with onError: fail means no backup (docs/policy.md). The
+     * controller says LODE_HOOKS_ALLOWED=0 in a namespace its operator did not allow. */
+    const char *allowed = getenv("LODE_HOOKS_ALLOWED");
+    size_t nafter = pol.hooks.nafter;
+    if (pol.hooks.nbefore + pol.hooks.nafter > 0 && allowed != NULL && strcmp(allowed, "0") == 0) {
+        snprintf(before_why, sizeof(before_why),
+                 "spec.hooks are not allowed in namespace %s: the operator lists the namespaces "
+                 "whose policies may run hooks (--hook-namespaces, the chart's "
+                 "hooks.namespaces); nothing ran",
+                 pol.namespace);
+        r.error = before_why;
+        nafter = 0;
+    } else if (hooks_phase(pol.hooks.before, pol.hooks.nbefore, &henv, b.deadline_ns, b.stop, hooks,
+                           &r.nhooks, before_why, sizeof(before_why)) == 0)
+        backup_run(&b, &pol, max_runtime, &r);
+    else
+        r.error = before_why;
     if (!r.written && b.timed_out)
         r.error = "stopped at maxRuntime before the snapshot was written";
+    /* After-hooks run whatever happened, and are told what. */
+    henv.phase = "after";
+    henv.result = r.written ? "succeeded" : "failed";
+    henv.snapshot = r.written ? b.id : NULL;
+    henv.error = r.written ? NULL : r.error;
+    if (hooks_phase(pol.hooks.after, nafter, &henv, 0, b.stop, hooks, &r.nhooks, after_why,
+                    sizeof(after_why)) != 0 &&
+        r.written)
+        r.error = after_why;
+    free(ref);
+    char pin_why[600];
+    if (r.written && o.pin != NULL) {
+        struct repo_snapshot snap = {.src = b.src};
+        bool changed;
+        memcpy(snap.id, b.id, sizeof(snap.id));
+        if (pin_set(&st, &snap, o.pin, &changed, &err) != 0) {
+            snprintf(pin_why, sizeof(pin_why),
+                     "the snapshot was written but not pinned (pin it with lode mark %s --pin): "
+                     "%.400s",
+                     b.id, err.msg);
+            r.error = pin_why;
+        } else {
+            r.pinned = o.pin;
+        }
+    }
     cli_backup_print(&b, &r, o.output == CLI_OUTPUT_JSON, o.termlog);
-    rc = !r.written ? CLI_INVALID : b.nerrs > 0 ? 3 : CLI_OK;
+    rc = !r.written || r.error != NULL ? CLI_INVALID : b.nerrs > 0 ? 3 : CLI_OK;
 
     backup_store_close(&b);
     storage_close(&st);

@@ -30,6 +30,7 @@
 #include "cli.h"
 #include "prune/prune.h"
 #include "agent/forget.h"
+#include "agent/pin.h"
 
 /* One host of `lode forget --output json`'s storage form: the offline answer and its host. */
 static json_t *forget_host_json(const char *host, const struct ret_snapshot *snaps, size_t n,
@@ -134,6 +135,24 @@ int cmd_forget_storage(const struct cmd_forget_storage_args *a)
         }
     }
 
+    /* Pinned snapshots with their reasons (docs/retention.md, "Pinned snapshots"). */
+    json_t *pinned = json_array();
+    for (size_t i = 0; i < cat.n; i++) {
+        char *why = NULL;
+        if (!cat.v[i].pinned)
+            continue;
+        if (pin_reason(&st, &cat.v[i], &why, &err) != 0) {
+            fprintf(stderr, "lode forget: %s (the pin still holds)\n", err.msg);
+            why = util_strdup("");
+        }
+        if (a->output == CLI_OUTPUT_TEXT)
+            printf("pinned on host %s: %s: %s\n", cat.v[i].src.host, cat.v[i].id, why);
+        json_array_append_new(pinned, json_pack("{s:s, s:o, s:o}", "id", cat.v[i].id, "host",
+                                                cli_json_string_lossy(cat.v[i].src.host), "reason",
+                                                cli_json_string_lossy(why)));
+        free(why);
+    }
+
     rc = CLI_OK;
     if (!a->dry_run && plan.nmanifests > 0) {
         struct forget_outcome fo;
@@ -157,10 +176,11 @@ int cmd_forget_storage(const struct cmd_forget_storage_args *a)
         printf("%s\n", a->dry_run ? "dry run: nothing was deleted" : "nothing to delete");
     }
     if (a->output == CLI_OUTPUT_JSON) {
-        json_t *root = json_pack("{s:O}", "hosts", hosts);
+        json_t *root = json_pack("{s:O, s:O}", "hosts", hosts, "pinned", pinned);
         cli_print_json(root);
         json_decref(root);
     }
+    json_decref(pinned);
 
 out:
     json_decref(hosts);

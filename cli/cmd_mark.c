@@ -1,5 +1,6 @@
 /*
- * lode mark: sets or clears a snapshot's .suspicious mark by hand (docs/anomaly.md).
+ * lode mark: sets or clears a snapshot's .suspicious mark by hand (docs/anomaly.md), or
+ * pins and unpins it (docs/retention.md, "Pinned snapshots"; the mark is agent/pin.c's).
  *
  * The mark is the empty object snapshots/<ns>/<policy>/<host>/<id>.suspicious
  * beside the manifest, the same one the anomaly detector writes. A marked
@@ -16,13 +17,15 @@
 #include <string.h>
 
 #include "cli.h"
+#include "agent/pin.h"
 #include "agent/storage.h"
 
 static void cmd_mark_usage(FILE *f)
 {
     fprintf(
         f,
-        "usage: lode mark ID (--suspicious | --clear) [--policy FILE|NS/NAME] [--host H]\n"
+        "usage: lode mark ID (--suspicious | --clear | --pin REASON | --unpin)\n"
+        "                 [--policy FILE|NS/NAME] [--host H]\n"
         "                 [--output text|json] [--repo URL] [--cacert FILE] [--key-file FILE]\n\n"
         "Marks snapshot ID suspicious (retention keeps it, whatever the rules say, until\n"
         "the mark is cleared) or clears the mark. Marking a marked snapshot or clearing an\n"
@@ -30,10 +33,16 @@ static void cmd_mark_usage(FILE *f)
         "  --suspicious      write <id>.suspicious beside the manifest, with a tag only the\n"
         "                    repository key makes (the key is needed)\n"
         "  --clear           delete it\n"
+        "  --pin REASON      pin it: retention never forgets it, and it takes no slot,\n"
+        "                    until unpinned; the reason is shown with it (a second\n"
+        "                    --pin changes the reason)\n"
+        "  --unpin           delete the pin\n"
         "  --policy P        look for ID only among this policy's snapshots\n"
         "  --host H          look for ID only among this host's snapshots\n"
         "  --output json     {\"id\",\"policy\":\"NS/NAME\",\"host\",\"suspicious\","
-        "\"changed\"}\n"
+        "\"changed\"}, or\n"
+        "                    with --pin/--unpin {\"id\",\"policy\",\"host\",\"pinned\","
+        "\"reason\",\"changed\"}\n"
         "%s\n"
         "Exit codes: 0 ok, 1 no such snapshot, 2 usage or I/O error.\n",
         cli_storage_usage);
@@ -73,15 +82,47 @@ static int cmd_mark_find(struct storage *st, const char *id, const char *ns, con
     return found == 1 ? CLI_OK : CLI_USAGE;
 }
 
+/* --pin REASON (reason set) or --unpin: writes or deletes the mark and says what it did. */
+static int cmd_mark_pin(struct storage *st, const struct repo_snapshot *snap, const char *reason,
+                        enum cli_output output)
+{
+    struct util_err err = {0};
+    bool changed = false;
+    int rc = reason != NULL ? pin_set(st, snap, reason, &changed, &err)
+                            : pin_clear(st, snap, &changed, &err);
+    if (rc != 0) {
+        fprintf(stderr, "lode mark: %s\n", err.msg);
+        return CLI_USAGE;
+    }
+    if (output == CLI_OUTPUT_JSON) {
+        char *pol = util_asprintf("%s/%s", snap->src.ns, snap->src.policy);
+        json_t *o = json_pack(
+            "{s:s, s:o, s:o, s:b, s:o, s:b}", "id", snap->id, "policy", cli_json_string_lossy(pol),
+            "host", cli_json_string_lossy(snap->src.host), "pinned", reason != NULL, "reason",
+            reason != NULL ? json_string(reason) : json_null(), "changed", changed);
+        cli_print_json(o);
+        json_decref(o);
+        free(pol);
+    } else {
+        printf("%s/%s/%s %s: %s%s%s\n", snap->src.ns, snap->src.policy, snap->src.host, snap->id,
+               reason != NULL ? (changed ? "pinned: " : "was already pinned: ")
+                              : (changed ? "unpinned" : "was not pinned: nothing to unpin"),
+               reason != NULL ? reason : "", "");
+    }
+    return CLI_OK;
+}
+
 int cmd_mark(int argc, char **argv)
 {
     enum cli_output output = CLI_OUTPUT_TEXT;
-    const char *policy_arg = NULL, *host = NULL, *id;
-    int action = 0; /* 's' or 'c' */
+    const char *policy_arg = NULL, *host = NULL, *id, *reason = NULL;
+    int action = 0; /* 's', 'c', 'P' (pin) or 'U' (unpin) */
     struct storage_opts sopts = {0};
     static const struct option opts[] = {
         {"suspicious", no_argument, NULL, 's'},
         {"clear", no_argument, NULL, 'c'},
+        {"pin", required_argument, NULL, 'P'},
+        {"unpin", no_argument, NULL, 'U'},
         {"policy", required_argument, NULL, 'p'},
         {"host", required_argument, NULL, 'H'},
         {"output", required_argument, NULL, 'o'},
@@ -102,9 +143,14 @@ int cmd_mark(int argc, char **argv)
         switch (c) {
         case 's':
         case 'c':
+        case 'P':
+        case 'U':
             if (action != 0 && action != c)
-                return cli_usage_error("mark", "give one of --suspicious and --clear");
+                return cli_usage_error("mark",
+                                       "give one of --suspicious, --clear, --pin and --unpin");
             action = c;
+            if (c == 'P')
+                reason = optarg;
             break;
         case 'p':
             policy_arg = optarg;
@@ -132,7 +178,9 @@ int cmd_mark(int argc, char **argv)
         return cli_usage_error("mark", "unexpected argument \"%s\"", argv[optind + 1]);
     id = argv[optind];
     if (action == 0)
-        return cli_usage_error("mark", "give --suspicious or --clear");
+        return cli_usage_error("mark", "give --suspicious, --clear, --pin REASON or --unpin");
+    if (reason != NULL && pin_reason_check(reason, &err) != 0)
+        return cli_usage_error("mark", "--pin: %s", err.msg);
     if (repo_id_parse(id, NULL, &err) != 0)
         return cli_usage_error("mark", "%s", err.msg);
     if (host != NULL && repo_name_check(host, "host", &err) != 0)
@@ -164,6 +212,10 @@ int cmd_mark(int argc, char **argv)
     if ((rc = cmd_mark_find(&st, id, ns, pname, host, &snap)) != CLI_OK)
         goto out;
 
+    if (action == 'P' || action == 'U') {
+        rc = cmd_mark_pin(&st, &snap, reason, output);
+        goto out;
+    }
     if (storage_mark_suspicious(&st, action == 's' ? &st.config.keys : NULL, &snap, action == 's',
                                 &changed, &err) != 0) {
         fprintf(stderr, "lode mark: %s\n", err.msg);

@@ -153,6 +153,10 @@ static void cmd_schedule_print_text(const struct policy *pol, const char *host,
         policy_format_duration(offset, run, sizeof(run));
         printf("Jitter up to %s: this host runs %s after each slot\n", buf, run);
     }
+    if (pol->suspend)
+        printf(
+            "Suspended (spec.suspend: true): none of these slots runs until the policy is "
+            "resumed; then the last slot missed runs once if it is within the catch-up window\n");
     putchar('\n');
     printf("%-30s %-22s %s\n", "Slot (local time)", "Slot (UTC)", "This host runs");
     for (size_t i = 0; i < l->nruns; i++) {

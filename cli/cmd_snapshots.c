@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "agent/pin.h"
 #include "agent/storage.h"
 
 static void cmd_snapshots_usage(FILE *f)
@@ -21,13 +22,15 @@ static void cmd_snapshots_usage(FILE *f)
             "  --policy P        only this policy's (a BackupPolicy file or NAMESPACE/NAME)\n"
             "  --host H          only this host's\n"
             "  --output json     {\"snapshots\":[{\"id\",\"policy\",\"host\",\"time\",\n"
-            "                    \"incomplete\",\"suspicious\",\"files\",\"bytes\"}]}\n"
+            "                    \"incomplete\",\"suspicious\",\"files\",\"bytes\",\n"
+            "                    \"pinned\": the pin's reason, or null}]}\n"
             "%s\n"
             "Exit codes: 0 ok, 1 invalid policy file, 2 usage or storage error.\n",
             cli_storage_usage);
 }
 
-static void cmd_snapshots_text(const struct repo_catalog *cat, const struct repo_manifest *m)
+static void cmd_snapshots_text(const struct repo_catalog *cat, const struct repo_manifest *m,
+                               char *const *pins)
 {
     printf("%-33s  %-20s  %-30s  %-20s  %9s  %14s  %s\n", "ID", "TIME", "POLICY", "HOST", "FILES",
            "BYTES", "MARKS");
@@ -36,16 +39,19 @@ static void cmd_snapshots_text(const struct repo_catalog *cat, const struct repo
         char t[UTIL_TIME_BUF], pol[2 * REPO_NAME_MAX + 2];
         util_format_utc(s->time, t, sizeof(t));
         snprintf(pol, sizeof(pol), "%s/%s", s->src.ns, s->src.policy);
-        printf("%-33s  %-20s  %-30s  %-20s  %9llu  %14llu  %s%s%s\n", s->id, t, pol, s->src.host,
-               (unsigned long long)m[i].files, (unsigned long long)m[i].bytes,
+        printf("%-33s  %-20s  %-30s  %-20s  %9llu  %14llu  %s%s%s%s%s%s\n", s->id, t, pol,
+               s->src.host, (unsigned long long)m[i].files, (unsigned long long)m[i].bytes,
                s->incomplete ? "incomplete" : "", s->incomplete && s->suspicious ? "," : "",
-               s->suspicious ? "suspicious" : "");
+               s->suspicious ? "suspicious" : "",
+               s->pinned && (s->incomplete || s->suspicious) ? "," : "",
+               s->pinned ? "pinned: " : "", s->pinned && pins[i] ? pins[i] : "");
     }
     if (cat->n == 0)
         printf("(no snapshots)\n");
 }
 
-static void cmd_snapshots_json(const struct repo_catalog *cat, const struct repo_manifest *m)
+static void cmd_snapshots_json(const struct repo_catalog *cat, const struct repo_manifest *m,
+                               char *const *pins)
 {
     json_t *root = json_object(), *arr = json_array();
     for (size_t i = 0; i < cat->n; i++) {
@@ -60,6 +66,8 @@ static void cmd_snapshots_json(const struct repo_catalog *cat, const struct repo
         json_object_set_new(o, "suspicious", json_boolean(s->suspicious));
         json_object_set_new(o, "files", json_integer((json_int_t)m[i].files));
         json_object_set_new(o, "bytes", json_integer((json_int_t)m[i].bytes));
+        json_object_set_new(
+            o, "pinned", s->pinned ? cli_json_string_lossy(pins[i] ? pins[i] : "") : json_null());
         json_array_append_new(arr, o);
         free(pol);
     }
@@ -82,6 +90,7 @@ int cmd_snapshots(int argc, char **argv)
     struct storage st;
     struct repo_catalog cat;
     struct repo_manifest *m = NULL;
+    char **pins = NULL;
     struct util_err err = {0};
     struct policy_diags diags;
     enum cli_output output = CLI_OUTPUT_TEXT;
@@ -142,11 +151,23 @@ int cmd_snapshots(int argc, char **argv)
         fprintf(stderr, "lode snapshots: %s\n", err.msg);
         goto out_cat;
     }
+    /* A pinned snapshot's reason: one GET each (docs/retention.md, "Pinned snapshots"). */
+    pins = util_calloc(cat.n + 1, sizeof(*pins));
+    for (size_t i = 0; i < cat.n; i++) {
+        if (cat.v[i].pinned && pin_reason(&st, &cat.v[i], &pins[i], &err) != 0) {
+            fprintf(stderr, "lode snapshots: %s\n", err.msg);
+            goto out_pins;
+        }
+    }
     if (output == CLI_OUTPUT_JSON)
-        cmd_snapshots_json(&cat, m);
+        cmd_snapshots_json(&cat, m, pins);
     else
-        cmd_snapshots_text(&cat, m);
+        cmd_snapshots_text(&cat, m, pins);
     rc = CLI_OK;
+out_pins:
+    for (size_t i = 0; i < cat.n; i++)
+        free(pins[i]);
+    free(pins);
 out_cat:
     for (size_t i = 0; m != NULL && i < cat.n; i++)
         repo_manifest_free(&m[i]);

@@ -354,6 +354,7 @@ static void ui_api_schedule(struct ui_ctx *ctx, const json_t *body, struct ui_re
         "limit", limit, "hosts", hosts_out, "calendar", "from", cli_json_time(from), "to",
         cli_json_time(from + 366 * 86400), "days", calendar, "serverMicros",
         (json_int_t)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000));
+    json_object_set_new(out->body, "suspended", json_boolean(pol.suspend));
     /* The wall time above counts waiting for a busy CPU; this is the work itself. */
     json_object_set_new(
         out->body, "serverCpuMicros",

@@ -105,6 +105,7 @@ int ctl_init(uv_loop_t *loop, struct ctl **out, const struct ctl_options *opts,
     c->rcfg.job.agent_image = opts->agent_image;
     c->rcfg.job.ttl_seconds = opts->job_ttl;
     c->rcfg.job.host_network = opts->agent_host_network;
+    c->rcfg.job.hook_namespaces = opts->hook_namespaces;
     c->identity = ctl_identity(opts);
 
     rc = ctl_allow_parse(c, opts, err);

@@ -41,9 +41,10 @@ struct ctl_options {
     const char *metrics_host;
     int metrics_port; /* 0 = pick a free one (tests) */
     const char *agent_image;
-    bool agent_host_network; /* Jobs' pods use the node's network */
-    int64_t job_ttl;         /* seconds */
-    int64_t history;         /* finished Backups kept per (policy, host) */
+    bool agent_host_network;     /* Jobs' pods use the node's network */
+    const char *hook_namespaces; /* --hook-namespaces: where spec.hooks may run */
+    int64_t job_ttl;             /* seconds */
+    int64_t history;             /* finished Backups kept per (policy, host) */
     double qps;
     unsigned burst;
     const char *zoneinfo; /* NULL = $LODE_ZONEINFO or the system's */

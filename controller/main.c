@@ -35,6 +35,8 @@ static void usage(FILE *f)
         "  --allow-node-backups NS[:/PREFIX,...]  a namespace (\"*\": any) whose policies may\n"
         "                             back up nodes, under these paths; repeatable (default:\n"
         "                             the watched namespace, else the controller's own)\n"
+        "  --hook-namespaces NS,...   namespaces whose policies may run spec.hooks on nodes\n"
+        "                             (\"*\": all; default none)\n"
         "  --job-ttl DURATION         keep finished Jobs this long (default 1h)\n"
         "  --backup-history N         finished Backups kept per policy and host (default 5)\n"
         "  --qps N --burst N          client-side rate limit (default 20, 30)\n"
@@ -107,6 +109,7 @@ int main(int argc, char **argv)
         F_METRICS,
         F_AGENT,
         F_HOSTNET,
+        F_HOOKNS,
         F_TTL,
         F_HISTORY,
         F_QPS,
@@ -132,6 +135,7 @@ int main(int argc, char **argv)
         {"metrics-addr", required_argument, NULL, F_METRICS},
         {"agent-image", required_argument, NULL, F_AGENT},
         {"agent-host-network", no_argument, NULL, F_HOSTNET},
+        {"hook-namespaces", required_argument, NULL, F_HOOKNS},
         {"job-ttl", required_argument, NULL, F_TTL},
         {"backup-history", required_argument, NULL, F_HISTORY},
         {"qps", required_argument, NULL, F_QPS},
@@ -191,6 +195,9 @@ int main(int argc, char **argv)
             break;
         case F_HOSTNET:
             o.agent_host_network = true;
+            break;
+        case F_HOOKNS:
+            o.hook_namespaces = optarg;
             break;
         case F_TTL:
             if (parse_duration_flag("--job-ttl", optarg, &o.job_ttl) != 0)

@@ -192,6 +192,11 @@ json_t *ctl_job_json(const struct policy *p, const struct ctl_run *run,
         json_array_append_new(env, json_pack("{s:s, s:s}", "name", "LODE_POLICY_DOCUMENT", "value",
                                              run->policy_document));
     free(ref);
+    /* A Backup made by hand may ask for its snapshot to be pinned (docs/retention.md). */
+    if (run->pin_reason != NULL) {
+        json_array_append_new(args, json_string("--pin"));
+        json_array_append_new(args, json_string(run->pin_reason));
+    }
     /* The whole node, read-only: the policy's paths are looked up under --root, and a
      * path the node lacks is the agent's to report, not a mount failure. The runtime
      * binds it recursively, so file systems mounted below "/" are there too (the
@@ -223,11 +228,120 @@ json_t *ctl_job_json(const struct policy *p, const struct ctl_run *run,
     if (run->backup_uid != NULL)
         json_object_set_new(meta, "ownerReferences",
                             ctl_owner("Backup", run->backup_name, run->backup_uid));
-    return json_pack("{s:s, s:s, s:o, s:{s:i, s:I, s:I, s:{s:{s:o}, s:o}}}", "apiVersion",
-                     "batch/v1", "kind", "Job", "metadata", meta, "spec", "backoffLimit", 0,
-                     "activeDeadlineSeconds", (json_int_t)p->limits.max_runtime,
-                     "ttlSecondsAfterFinished", (json_int_t)opts->ttl_seconds, "template",
-                     "metadata", "labels", ctl_labels(p, run), "spec", pod);
+    json_t *job = json_pack("{s:s, s:s, s:o, s:{s:i, s:I, s:I, s:{s:{s:o}, s:o}}}", "apiVersion",
+                            "batch/v1", "kind", "Job", "metadata", meta, "spec", "backoffLimit", 0,
+                            "activeDeadlineSeconds", (json_int_t)p->limits.max_runtime,
+                            "ttlSecondsAfterFinished", (json_int_t)opts->ttl_seconds, "template",
+                            "metadata", "labels", ctl_labels(p, run), "spec", pod);
+    ctl_job_set_hooks(job, p, opts);
+    ctl_job_set_pod(job, p);
+    return job;
+}
+
+/* ---- spec.hooks (docs/policy.md, "Where a hook runs") ---- */
+
+bool ctl_hooks_allowed(const struct ctl_job_opts *opts, const char *ns)
+{
+    const char *s = opts->hook_namespaces;
+    size_t n = strlen(ns);
+    while (s != NULL && *s != '\0') {
+        const char *comma = strchr(s, ',');
+        size_t len = comma != NULL ? (size_t)(comma - s) : strlen(s);
+        if ((len == 1 && s[0] == '*') || (len == n && strncmp(s, ns, n) == 0))
+            return true;
+        s = comma != NULL ? comma + 1 : NULL;
+    }
+    return false;
+}
+
+void ctl_job_set_hooks(json_t *job, const struct policy *p, const struct ctl_job_opts *opts)
+{
+    if (p->hooks.nbefore == 0 && p->hooks.nafter == 0)
+        return;
+    json_t *c = json_array_get(
+        json_object_get(
+            json_object_get(json_object_get(json_object_get(job, "spec"), "template"), "spec"),
+            "containers"),
+        0);
+    if (!ctl_hooks_allowed(opts, p->namespace)) {
+        json_array_append_new(json_object_get(c, "env"),
+                              json_pack("{s:s, s:s}", "name", "LODE_HOOKS_ALLOWED", "value", "0"));
+        return;
+    }
+    /* Entering the node's root (chroot) and writing a dump there; nothing else. */
+    json_t *add = json_object_get(
+        json_object_get(json_object_get(c, "securityContext"), "capabilities"), "add");
+    if (json_is_array(add))
+        json_array_append_new(add, json_string("SYS_CHROOT"));
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(c, "volumeMounts"), i, m)
+    {
+        if (strcmp(json_string_value(json_object_get(m, "name")), "host-root") == 0)
+            json_object_set_new(m, "readOnly", json_false());
+    }
+}
+
+/* ---- spec.pod ---- */
+
+/* obj[key], made an object when it is not one. */
+static json_t *ctl_obj_at(json_t *obj, const char *key)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!json_is_object(v)) {
+        v = json_object();
+        json_object_set_new(obj, key, v);
+    }
+    return v;
+}
+
+static void ctl_set_quantity(json_t *resources, const char *kind, const char *name,
+                             const char *value)
+{
+    if (value != NULL)
+        json_object_set_new(ctl_obj_at(resources, kind), name, json_string(value));
+}
+
+void ctl_job_set_pod(json_t *job, const struct policy *p)
+{
+    const struct policy_pod *pod = &p->pod;
+    json_t *spec =
+        json_object_get(json_object_get(json_object_get(job, "spec"), "template"), "spec");
+    json_t *c = json_array_get(json_object_get(spec, "containers"), 0);
+    if (pod->priority_class != NULL)
+        json_object_set_new(spec, "priorityClassName", json_string(pod->priority_class));
+    if (pod->npull_secrets > 0) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < pod->npull_secrets; i++)
+            json_array_append_new(a, json_pack("{s:s}", "name", pod->pull_secrets[i]));
+        json_object_set_new(spec, "imagePullSecrets", a);
+    }
+    if (pod->has_tolerations) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < pod->ntolerations; i++) {
+            const struct policy_toleration *t = &pod->tolerations[i];
+            json_t *o = json_object();
+            if (t->key != NULL)
+                json_object_set_new(o, "key", json_string(t->key));
+            if (t->op != NULL)
+                json_object_set_new(o, "operator", json_string(t->op));
+            if (t->value != NULL)
+                json_object_set_new(o, "value", json_string(t->value));
+            if (t->effect != NULL)
+                json_object_set_new(o, "effect", json_string(t->effect));
+            if (t->has_seconds)
+                json_object_set_new(o, "tolerationSeconds", json_integer(t->seconds));
+            json_array_append_new(a, o);
+        }
+        json_object_set_new(spec, "tolerations", a);
+    }
+    if (pod->requests_cpu || pod->requests_memory || pod->limits_cpu || pod->limits_memory) {
+        json_t *res = ctl_obj_at(c, "resources");
+        ctl_set_quantity(res, "requests", "cpu", pod->requests_cpu);
+        ctl_set_quantity(res, "requests", "memory", pod->requests_memory);
+        ctl_set_quantity(res, "limits", "cpu", pod->limits_cpu);
+        ctl_set_quantity(res, "limits", "memory", pod->limits_memory);
+    }
 }
 
 static const char *ctl_str_or(const json_t *obj, const char *key, const char *dflt)

@@ -85,8 +85,9 @@ struct ctl_run {
     const char *backup_uid; /* the owner of the Job */
     int64_t slot_time;      /* the slot's instant (the slot-time annotation), 0 for a manual run */
     const char
-        *policy_document; /* ctl_policy_document(), the Job's LODE_POLICY_DOCUMENT, or NULL */
-    bool host_rro;        /* the node mounts recursively read-only (ctl_node_rro_supported) */
+        *policy_document;   /* ctl_policy_document(), the Job's LODE_POLICY_DOCUMENT, or NULL */
+    bool host_rro;          /* the node mounts recursively read-only (ctl_node_rro_supported) */
+    const char *pin_reason; /* the Backup's spec.pin.reason (lode backup --pin), or NULL */
 };
 
 /* Where the Job mounts the node's "/" (read-only), passed to lode backup --root. */
@@ -103,7 +104,32 @@ struct ctl_job_opts {
     const char *agent_image;
     int64_t ttl_seconds; /* ttlSecondsAfterFinished */
     bool host_network;   /* pods use the node's network (docs/operator.md, agentHostNetwork) */
+    /* The namespaces whose policies may run spec.hooks (docs/policy.md, "Where a hook
+     * runs"), comma-separated; NULL or "" for none. */
+    const char *hook_namespaces;
 };
+
+/*
+ * Whether ns is one of opts->hook_namespaces (a comma-separated list; "*" is every
+ * namespace).
+ */
+bool ctl_hooks_allowed(const struct ctl_job_opts *opts, const char *ns);
+/*
+ * For a policy with spec.hooks: in a namespace the operator allows, the agent's
+ * container gets CAP_SYS_CHROOT (to enter the node's root) and the node's root
+ * writable (for a dump); elsewhere LODE_HOOKS_ALLOWED=0, which makes the agent refuse
+ * the hooks and fail the run with a message that says so. A policy without hooks is
+ * left as it is.
+ */
+void ctl_job_set_hooks(json_t *job, const struct policy *p, const struct ctl_job_opts *opts);
+/*
+ * spec.pod (docs/policy.md, "spec.pod"): the policy's priorityClassName,
+ * imagePullSecrets and tolerations on the Job's pod (its tolerations replace the
+ * default, which tolerates every taint), and its resources on the container, each
+ * value over any default set before it. Called last, so what the policy author wrote
+ * wins over the defaults.
+ */
+void ctl_job_set_pod(json_t *job, const struct policy *p);
 
 /* Sets hostNetwork (and the DNS policy that goes with it) on pod when opts asks for it. */
 void ctl_pod_set_network(json_t *pod, const struct ctl_job_opts *opts);

@@ -144,6 +144,12 @@ static void ps_ready(const struct ctl_policy_status_input *in, const struct ps_c
                           in->blocked);
         json_array_append_new(conds,
                               ps_condition(in, "Ready", false, in->blocked_reason, out->alarm));
+    } else if (p->spec.suspend && p->bind.has_sched) {
+        /* Asked for, so no alarm: the Suspended condition says the rest. */
+        json_array_append_new(
+            conds, ps_condition(in, "Ready", false, "Suspended",
+                                "spec.suspend is true: no scheduled backup starts; a Backup "
+                                "made by hand still runs"));
     } else if (n->hosts == 0) {
         json_array_append_new(conds, ps_condition(in, "Ready", false, "NoMatchingNodes",
                                                   "no node matches the policy's nodeSelector"));
@@ -205,6 +211,27 @@ static void ps_overdue(const struct ctl_policy_status_input *in, const struct ps
     }
 }
 
+/*
+ * Suspended (docs/policy.md, "Suspend"): True while spec.suspend holds. The alert limit
+ * stays in force, so a policy left suspended too long still goes Overdue.
+ */
+static void ps_suspended(const struct ctl_policy_status_input *in, json_t *conds)
+{
+    const struct ctl_policy *p = in->policy;
+    if (p->valid && p->spec.suspend)
+        json_array_append_new(
+            conds, ps_condition(in, "Suspended", true, "Suspended",
+                                p->bind.has_sched
+                                    ? "spec.suspend is true: no scheduled backup starts; on "
+                                      "resuming, the last slot missed runs once if it is within "
+                                      "the catch-up window"
+                                    : "spec.suspend is true (the policy has no schedule, so "
+                                      "nothing would start by itself anyway)"));
+    else
+        json_array_append_new(conds, ps_condition(in, "Suspended", false, "Active",
+                                                  "scheduled backups start as the schedule says"));
+}
+
 void ctl_policy_status_build(const struct ctl_policy_status_input *in,
                              struct ctl_policy_status *out)
 {
@@ -257,11 +284,12 @@ void ctl_policy_status_build(const struct ctl_policy_status_input *in,
     json_t *conds = json_array();
     ps_ready(in, &n, conds, out);
     ps_overdue(in, &n, conds);
+    ps_suspended(in, conds);
     json_object_set_new(st, "conditions", conds);
     free(n.od);
     out->status = st;
     out->conditions = conds;
-    /* Valid, Ready, Overdue: always these three, in this order. */
+    /* Valid, Ready, Overdue, Suspended: always these four, in this order. */
     out->ready_reason = json_string_value(json_object_get(json_array_get(conds, 1), "reason"));
 }
 

@@ -17,6 +17,7 @@ void ctl_actions_free(struct ctl_actions *a)
         free(x->name);
         free(x->host);
         free(x->backup_uid);
+        free(x->pin_reason);
         free(x->result_job);
         free(x->status.message);
         free(x->message);
@@ -191,6 +192,7 @@ static void ctl_add_job(const struct ctl_backup *b, struct ctl_actions *acts)
     snprintf(x->slot, sizeof(x->slot), "%s", b->slot);
     x->trigger = b->trigger;
     x->backup_uid = b->uid ? util_strdup(b->uid) : NULL;
+    x->pin_reason = b->pin_reason ? util_strdup(b->pin_reason) : NULL;
 }
 
 /* Ties on creation time fall back to the name, so the same history is trimmed on every replica. */
@@ -367,6 +369,22 @@ static void ctl_report_gap(const struct ctl_pair_input *in, const struct sched_d
                                 in->host, a, b, r, then));
 }
 
+/*
+ * A suspended policy (docs/policy.md, "Suspend") starts nothing and reports nothing
+ * missed, but the slots that pass count as seen: resuming then reports no gap for them
+ * and runs one catch-up of the last one if it is within the catch-up window, as after
+ * an outage. The pair still wakes at each slot, to see it; the status shows no next run.
+ */
+static void ctl_pass_suspended(const struct sched_decision *d, struct ctl_pair_output *out)
+{
+    if (d->has_slot) {
+        out->reported_slot = d->slot.at;
+        if (d->slot.at > out->gap_slot)
+            out->gap_slot = d->slot.at;
+    }
+    out->next_run = INT64_MAX;
+}
+
 /* Nothing will ever run these: say so on each, once (their phase then ends it). */
 static void ctl_reject_backups(const struct ctl_pair_input *in, struct ctl_actions *acts)
 {
@@ -475,7 +493,7 @@ void ctl_reconcile_pair(const struct ctl_pair_input *in, const struct ctl_config
     /* 3. The schedule. */
     if (p->valid && !p->deleting && p->bind.has_sched && in->node != NULL) {
         struct sched_host h = {
-            .ready = node_ready && in->blocked == NULL,
+            .ready = node_ready && in->blocked == NULL && !p->spec.suspend,
             .backup_running = running,
             .node_joined = in->node->created,
             .policy_created = p->created,
@@ -488,13 +506,16 @@ void ctl_reconcile_pair(const struct ctl_pair_input *in, const struct ctl_config
         sched_decide(&p->bind.sched, &h, in->now, &out->decision);
         out->decided = true;
         out->next_run = out->decision.next_run;
-        if (out->decision.run) {
+        if (p->spec.suspend) {
+            ctl_pass_suspended(&out->decision, out);
+        } else if (out->decision.run) {
             ctl_create_run(in, &out->decision, acts);
             running = true;
         } else {
             ctl_report_missed(in, &out->decision, last_started, acts, out);
         }
-        ctl_report_gap(in, &out->decision, last_started, acts, out);
+        if (!p->spec.suspend)
+            ctl_report_gap(in, &out->decision, last_started, acts, out);
         if (out->decision.next_run < out->wake)
             out->wake = out->decision.next_run;
     }

@@ -80,8 +80,10 @@ struct ctl_action {
     char slot[CTL_SLOT_MAX]; /* local slot text, "" for a run started by hand */
     enum ctl_trigger trigger;
     char *backup_uid; /* CREATE_JOB: the Backup that owns the Job */
-    /* CREATE_RUN: slot and run time (for the start delay); BACKUP_STATUS: the patch. Its
-     * job_name is borrowed: carry actions out before the caches or the action list change. */
+    char *pin_reason; /* CREATE_JOB: the Backup's spec.pin.reason, or NULL */
+    /* CREATE_RUN: the Backup's first status (phase Pending, slot and run time, job name);
+     * BACKUP_STATUS: the patch. Its job_name is borrowed: carry actions out before the
+     * caches or the action list change. */
     struct ctl_backup_status status;
     /* BACKUP_STATUS of a run whose Job ended: the Job, whose pod's termination message
      * (the agent's result) the executor reads into the patch (ctl_backup_result), or NULL */

@@ -157,6 +157,8 @@ int ctl_backup_from_json(struct ctl_backup *b, const json_t *obj, struct util_er
     b->policy = util_strdup(policy);
     b->host = util_strdup(host);
     b->slot = util_strdup(slot ? slot : "");
+    const char *pin = ctl_json_str(obj, "spec.pin.reason");
+    b->pin_reason = pin != NULL && pin[0] != '\0' ? util_strdup(pin) : NULL;
     b->trigger = CTL_TRIGGER_MANUAL;
     if (trigger != NULL && strcmp(trigger, "scheduled") == 0)
         b->trigger = CTL_TRIGGER_SCHEDULED;
@@ -189,6 +191,7 @@ void ctl_backup_free(struct ctl_backup *b)
     free(b->host);
     free(b->slot);
     free(b->reason);
+    free(b->pin_reason);
     memset(b, 0, sizeof(*b));
 }
 

@@ -68,6 +68,7 @@ struct ctl_backup {
      * snapshot neither suspicious nor incomplete), and when. */
     bool good;
     int64_t good_at;
+    char *pin_reason; /* spec.pin.reason: the snapshot is pinned with it (docs/retention.md) */
 };
 
 int ctl_backup_from_json(struct ctl_backup *b, const json_t *obj, struct util_err *err);

@@ -390,7 +390,7 @@ static void ctl_execute(struct ctl *c, struct ctl_pair *pr, struct ctl_policy_en
     struct ctl_op *op = ctl_op_new(c, pr, a->type, a->ns, a->name);
     struct ctl_run run = {a->host, a->slot,       a->trigger,          e ? e->p.uid : NULL,
                           a->name, a->backup_uid, a->status.slot_time, NULL,
-                          false};
+                          false,   a->pin_reason};
     json_t *obj = NULL;
     int rc = 0;
     if (e == NULL && (a->type == CTL_ACT_CREATE_RUN || a->type == CTL_ACT_CREATE_JOB)) {

@@ -2,7 +2,8 @@
 # make demo: Lodestore on a local cluster, from a fresh machine.
 #
 #  1. the lode command on the page's example policy: validate (and a policy with
-#     mistakes, every error in one run), the next runs across the spring DST change
+#     mistakes, every error in one run; a database node's policy with a dump hook and
+#     excludes, and its mistakes), the next runs across the spring DST change
 #     in Kyiv, and what retention keeps of 100 nightly snapshots;
 #  2. a real control plane on 127.0.0.1 (tests/env: etcd, kube-apiserver, the Job
 #     controller, KWOK, versitygw; built from their Go modules the first time, which
@@ -38,6 +39,34 @@ bad=$(mktemp --suffix=.yaml)
 sed -e 's/^  retention:/  retension:/' -e 's/nice: 10/nice: 20/' -e 's/jitter: 15m/jitter: 1h30m/' "$example" >"$bad"
 $lode validate "$bad" || echo "(exit $?: invalid, as expected)"
 rm -f "$bad"
+
+step "a database node: a dump before the backup, caches and temporary files left out"
+live=$(mktemp --suffix=.yaml)
+cat >"$live" <<'EOF'
+apiVersion: lodestore.io/v1alpha1
+kind: BackupPolicy
+metadata: {name: db-live, namespace: ops}
+spec:
+  repository: main
+  paths: [/etc, /var/backups, /var/lib/app]
+  schedule: {cron: "30 2 * * *", timezone: Europe/Kyiv}
+  hooks:
+    before:
+    - name: dump
+      command: [/bin/sh, -c, "pg_dump -U app app > /var/backups/app.sql"]
+      timeout: 10m
+    after:
+    - {name: notify, command: [/usr/local/bin/backup-done], onError: continue}
+  exclude:
+    patterns: ["*.tmp", "/var/lib/app/cache/**"]
+    caches: true
+    largerThan: 4GiB
+EOF
+cat "$live"
+$lode validate "$live" && echo "valid"
+sed -i -e 's|/var/lib/app/cache/|/opt/cache/|' -e 's|timeout: 10m|timeout: 2d|' "$live"
+$lode validate "$live" || echo "(exit $?: a pattern outside the paths and a timeout too long)"
+rm -f "$live"
 
 step "lode schedule: the next runs for host node-1, across the spring DST change in Kyiv"
 $lode schedule "$example" --host node-1 --from 2026-03-26T00:00:00Z --count 5

@@ -119,8 +119,8 @@ int main(int argc, char **argv)
         util_civil_from_seconds(t, &c);
         snprintf(ids + 24 * i, 24, "%04lld%02u%02uT%02u%02u%02u-%04x", (long long)c.year, c.month,
                  c.day, c.hour, c.minute, c.second, (unsigned)(bench_rng() & 0xffff));
-        s[i] =
-            (struct ret_snapshot){ids + 24 * i, t, bench_rng() % 10 == 0, bench_rng() % 100 == 0};
+        s[i] = (struct ret_snapshot){ids + 24 * i, t, bench_rng() % 10 == 0, bench_rng() % 100 == 0,
+                                     false};
     }
     memcpy(sorted, s, n * sizeof(*s)); /* oldest first: the order a storage listing gives */
     for (size_t i = n; i > 1; i--) {

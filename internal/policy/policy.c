@@ -9,12 +9,24 @@
 #include <string.h>
 
 #include "policy_int.h"
+#include "schema_int.h"
 
 static void policy_labels_free(struct policy_label *v, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         free(v[i].key);
         free(v[i].value);
+    }
+    free(v);
+}
+
+static void policy_hooks_free(struct policy_hook *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(v[i].name);
+        for (size_t k = 0; k < v[i].argc; k++)
+            free(v[i].argv[k]);
+        free(v[i].argv);
     }
     free(v);
 }
@@ -34,6 +46,12 @@ void policy_free(struct policy *p)
     policy_labels_free(p->annotations, p->nannotations);
     free(p->schedule.cron_text);
     free(p->schedule.timezone);
+    for (size_t i = 0; i < p->exclude.npatterns; i++)
+        free(p->exclude.patterns[i]);
+    free(p->exclude.patterns);
+    policy_hooks_free(p->hooks.before, p->hooks.nbefore);
+    policy_hooks_free(p->hooks.after, p->hooks.nafter);
+    schema_pod_free(&p->pod);
     memset(p, 0, sizeof(*p));
 }
 

@@ -58,11 +58,20 @@
 #define POLICY_MAX_CRON_CHARS     256  /* spec.schedule.cron */
 #define POLICY_MAX_DURATION_CHARS 12   /* every duration field */
 #define POLICY_MAX_RATE_CHARS     14   /* spec.limits.uploadRate */
+#define POLICY_MAX_EXCLUDES       128  /* spec.exclude.patterns items */
+#define POLICY_MAX_SIZE_CHARS     14   /* spec.exclude.largerThan */
+#define POLICY_MAX_HOOKS          8    /* spec.hooks.before and .after items, each */
+#define POLICY_MAX_HOOK_ARGS      64   /* one hook's command items */
+#define POLICY_MAX_HOOK_ARG_CHARS 4096 /* one command item */
+#define POLICY_MAX_TOLERATIONS    16   /* spec.pod.tolerations items */
+#define POLICY_MAX_PULL_SECRETS   8    /* spec.pod.imagePullSecrets items */
+#define POLICY_MAX_QUANTITY_CHARS 20   /* a resource quantity, such as 512Mi */
 
 /* Defaults of docs/policy.md, in seconds. */
-#define POLICY_DEFAULT_JITTER      (15 * 60)
-#define POLICY_DEFAULT_CATCH_UP    (24 * 3600)
-#define POLICY_DEFAULT_MAX_RUNTIME (12 * 3600)
+#define POLICY_DEFAULT_HOOK_TIMEOUT (5 * 60)
+#define POLICY_DEFAULT_JITTER       (15 * 60)
+#define POLICY_DEFAULT_CATCH_UP     (24 * 3600)
+#define POLICY_DEFAULT_MAX_RUNTIME  (12 * 3600)
 
 struct policy_label {
     char *key;
@@ -97,6 +106,46 @@ struct policy_limits {
     int64_t max_runtime; /* seconds */
 };
 
+/* spec.exclude (docs/policy.md, "spec.exclude"): what the walk leaves out. */
+struct policy_exclude {
+    char **patterns; /* glob.h patterns, as written */
+    size_t npatterns;
+    bool caches;          /* directories holding a CACHEDIR.TAG with its signature */
+    uint64_t larger_than; /* bytes; 0 = no limit */
+};
+
+/* One command of spec.hooks (docs/policy.md, "spec.hooks"). */
+struct policy_hook {
+    char *name;  /* as written, or "before[0]" when absent */
+    char **argv; /* NULL-terminated */
+    size_t argc;
+    int64_t timeout;        /* seconds */
+    bool on_error_continue; /* onError: continue; false: fail */
+};
+
+struct policy_hooks {
+    struct policy_hook *before, *after;
+    size_t nbefore, nafter;
+};
+
+/* One of spec.pod.tolerations, as Kubernetes has it; NULL members are absent. */
+struct policy_toleration {
+    char *key, *op, *value, *effect;
+    bool has_seconds;
+    int64_t seconds;
+};
+
+/* spec.pod (docs/policy.md, "spec.pod"): the backup Job's pod; NULL or 0 is absent. */
+struct policy_pod {
+    char *priority_class;
+    char **pull_secrets;
+    size_t npull_secrets;
+    bool has_tolerations; /* set: they replace the Job's default (tolerate every taint) */
+    struct policy_toleration *tolerations;
+    size_t ntolerations;
+    char *requests_cpu, *requests_memory, *limits_cpu, *limits_memory;
+};
+
 struct policy {
     char *name;
     char *namespace; /* "default" when the document has none */
@@ -116,6 +165,10 @@ struct policy {
     struct policy_limits limits;
     int64_t alerts_max_age; /* seconds; 0 = derived from the schedule (docs/schedule.md, "The alert
                                limit") */
+    struct policy_exclude exclude;
+    struct policy_hooks hooks;
+    struct policy_pod pod;
+    bool suspend; /* spec.suspend: no scheduled run starts (docs/policy.md, "Suspend") */
 };
 
 /* One error: line and column are 1-based, 0 when unknown (the JSON form). */
@@ -169,6 +222,8 @@ void policy_free(struct policy *p);
 int policy_parse_duration(const char *s, int64_t *seconds, struct util_err *err);
 /* Rates: "50MiB/s" -> bytes per second. */
 int policy_parse_rate(const char *s, uint64_t *bytes_per_second, struct util_err *err);
+/* Sizes: "512MiB" -> bytes (B, KiB, MiB, GiB, TiB); at most INT64_MAX. */
+int policy_parse_size(const char *s, uint64_t *bytes, struct util_err *err);
 /* Formats a duration in the largest exact unit mix for people: 181500 -> "50h25m". */
 void policy_format_duration(int64_t seconds, char *buf, size_t size);
 

@@ -47,6 +47,18 @@ static void schema_store_string(struct schema_walk *w, enum schema_slot slot,
     case SLOT_TIMEZONE:
         dst = &p->schedule.timezone;
         break;
+    case SLOT_HOOK_NAME:
+        schema_hook_string(w, slot, n);
+        return;
+    case SLOT_POD_PRIORITY:
+    case SLOT_TOL_KEY:
+    case SLOT_TOL_VALUE:
+    case SLOT_REQ_CPU:
+    case SLOT_REQ_MEMORY:
+    case SLOT_LIM_CPU:
+    case SLOT_LIM_MEMORY:
+        schema_pod_string(w, slot, n);
+        return;
     default:
         return;
     }
@@ -202,8 +214,8 @@ static void schema_map_end(struct schema_walk *w, const struct schema_field *f,
     }
 }
 
-static void schema_walk_map(struct schema_walk *w, const struct schema_field *f,
-                            const struct policy_node *map, const struct policy_node *key)
+void schema_walk_map(struct schema_walk *w, const struct schema_field *f,
+                     const struct policy_node *map, const struct policy_node *key)
 {
     const struct schema_field *fields = f->fields;
     bool seen[32] = {false};
@@ -304,15 +316,7 @@ static void schema_walk_paths(struct schema_walk *w, const struct schema_field *
         if (first[i] == SIZE_MAX)
             continue;
         if (first[i] != i) {
-            /* The first one's path, for the JSON form, which has no lines to point at. */
-            struct util_buf fp;
-            util_buf_init(&fp);
-            util_buf_append(&fp, w->path.data, w->path.len);
-            util_buf_printf(&fp, "[%zu]", first[i]);
-            size_t mark = schema_path_push_index(w, i);
-            schema_duplicate_error(w, list->items[i], "path", list->items[first[i]], fp.data);
-            schema_path_pop(w, mark);
-            util_buf_free(&fp);
+            schema_duplicate_item(w, list, i, first[i], "path");
             continue;
         }
         p->paths = util_realloc(p->paths, (p->npaths + 1) * sizeof(*p->paths));
@@ -438,6 +442,10 @@ static void schema_walk_value(struct schema_walk *w, const struct schema_field *
             if (strcmp(f->choices[i], n->text) == 0)
                 break;
         }
+        if ((f->slot == SLOT_TOL_OPERATOR || f->slot == SLOT_TOL_EFFECT) && f->choices[i] != NULL)
+            schema_pod_string(w, f->slot, n);
+        if (f->slot == SLOT_HOOK_ON_ERROR && f->choices[i] != NULL && w->hook != NULL)
+            w->hook->on_error_continue = i == 1;
         if (f->slot == SLOT_IONICE_CLASS) {
             w->ionice_class = f->choices[i] == NULL ? -1 : (int)i + 1;
             if (f->choices[i] != NULL)
@@ -466,17 +474,93 @@ static void schema_walk_value(struct schema_walk *w, const struct schema_field *
     case SK_INT:
         if (f->slot == SLOT_IONICE_LEVEL)
             w->ionice_level = n;
-        if (schema_int(w, f, n, &v))
+        if (schema_int(w, f, n, &v)) {
+            if (f->slot == SLOT_TOL_SECONDS && w->toleration != NULL) {
+                w->toleration->has_seconds = true;
+                w->toleration->seconds = v;
+            }
             schema_store_int(w, f->slot, v);
+        }
+        return;
+    case SK_QUANTITY:
+        if (!schema_string(w, n, "a quantity such as 500m or 512Mi") ||
+            !schema_length_ok(w, f, n, "the quantity", "write it in a larger unit"))
+            return;
+        if (schema_check_quantity(w, n->text, n->len, &err) != 0) {
+            schema_error(w, n, "%s", err.msg);
+            return;
+        }
+        schema_pod_string(w, f->slot, n);
+        return;
+    case SK_NAMES:
+        if (n->kind != POLICY_NODE_LIST) {
+            schema_kind_error(w, n, "a list of Secret names", NULL);
+            return;
+        }
+        schema_walk_names(w, f, n);
+        return;
+    case SK_TOLERATIONS:
+        if (n->kind != POLICY_NODE_LIST) {
+            schema_kind_error(w, n, "a list of tolerations", NULL);
+            return;
+        }
+        schema_walk_tolerations(w, f, n);
         return;
     case SK_DURATION:
-        if (schema_duration(w, f, n, &v))
+        if (schema_duration(w, f, n, &v)) {
+            if (f->slot == SLOT_HOOK_TIMEOUT && w->hook != NULL)
+                w->hook->timeout = v;
             schema_store_int(w, f->slot, v);
+        }
         return;
     case SK_RATE:
         if (schema_rate(w, f, n, &rate))
             w->p->limits.upload_rate = rate;
         return;
+    case SK_BOOL: {
+        bool b;
+        if (!schema_bool(w, n, &b))
+            return;
+        if (f->slot == SLOT_SUSPEND)
+            w->p->suspend = b;
+        else if (f->slot == SLOT_EXCLUDE_CACHES)
+            w->p->exclude.caches = b;
+        return;
+    }
+    case SK_GLOBS:
+        if (n->kind != POLICY_NODE_LIST) {
+            schema_kind_error(w, n, "a list of patterns",
+                              n->kind == POLICY_NODE_SCALAR && !schema_is_null(n)
+                                  ? ": write each pattern as a list item (\"- *.tmp\") or in "
+                                    "brackets ([\"*.tmp\"])"
+                                  : NULL);
+            return;
+        }
+        schema_walk_globs(w, f, n);
+        return;
+    case SK_HOOKS:
+        if (n->kind != POLICY_NODE_LIST) {
+            schema_kind_error(w, n, "a list of hooks", NULL);
+            return;
+        }
+        schema_walk_hooks(w, f, n);
+        return;
+    case SK_ARGV:
+        if (n->kind != POLICY_NODE_LIST) {
+            schema_kind_error(w, n, "a list of strings (the command and its arguments)",
+                              n->kind == POLICY_NODE_SCALAR && !schema_is_null(n)
+                                  ? ": write [/bin/sh, -c, \"...\"] or one item a line"
+                                  : NULL);
+            return;
+        }
+        schema_walk_argv(w, f, n);
+        return;
+    case SK_SIZE: {
+        uint64_t size;
+        if (schema_size(w, f, n, &size))
+            w->p->exclude.larger_than = size;
+        return;
+    }
     }
 }
 
@@ -507,6 +591,7 @@ void policy_walk(struct policy *out, const struct policy_node *root, bool json,
     } else {
         schema_walk_map(&w, &schema_document, root, NULL);
     }
+    schema_excludes_end(&w);
     if (out->namespace == NULL)
         out->namespace = util_strdup("default");
     if (out->has_schedule && out->schedule.timezone == NULL)

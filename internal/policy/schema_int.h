@@ -26,7 +26,15 @@ enum schema_kind {
     SK_ENUM,
     SK_INT,
     SK_DURATION,
-    SK_RATE
+    SK_RATE,
+    SK_BOOL,        /* true or false, unquoted */
+    SK_GLOBS,       /* a list of exclude patterns (glob.h) */
+    SK_SIZE,        /* 512MiB */
+    SK_HOOKS,       /* a list of hook maps (schema_hooks.c) */
+    SK_ARGV,        /* a list of strings: a command and its arguments */
+    SK_NAMES,       /* a list of object names (spec.pod.imagePullSecrets) */
+    SK_TOLERATIONS, /* a list of toleration maps (schema_pod.c) */
+    SK_QUANTITY     /* a Kubernetes quantity such as 500m or 512Mi */
 };
 
 enum schema_slot {
@@ -55,7 +63,31 @@ enum schema_slot {
     SLOT_IONICE_CLASS,
     SLOT_IONICE_LEVEL,
     SLOT_MAX_RUNTIME,
-    SLOT_MAX_AGE
+    SLOT_MAX_AGE,
+    SLOT_SUSPEND,
+    SLOT_EXCLUDE,
+    SLOT_EXCLUDE_PATTERNS,
+    SLOT_EXCLUDE_CACHES,
+    SLOT_EXCLUDE_LARGER,
+    SLOT_HOOKS,
+    SLOT_HOOKS_BEFORE,
+    SLOT_HOOKS_AFTER,
+    SLOT_HOOK_NAME,
+    SLOT_HOOK_COMMAND,
+    SLOT_HOOK_TIMEOUT,
+    SLOT_HOOK_ON_ERROR,
+    SLOT_POD_PRIORITY,
+    SLOT_POD_PULL_SECRETS,
+    SLOT_POD_TOLERATIONS,
+    SLOT_TOL_KEY,
+    SLOT_TOL_OPERATOR,
+    SLOT_TOL_VALUE,
+    SLOT_TOL_EFFECT,
+    SLOT_TOL_SECONDS,
+    SLOT_REQ_CPU,
+    SLOT_REQ_MEMORY,
+    SLOT_LIM_CPU,
+    SLOT_LIM_MEMORY
 };
 
 struct schema_walk;
@@ -92,6 +124,13 @@ struct schema_walk {
     /* The cross-field rule of limits: ioniceLevel only with ioniceClass: best-effort. */
     const struct policy_node *ionice_level;
     int ionice_class; /* 0 absent, 1 best-effort, 2 idle, -1 invalid */
+    /* The exclude patterns stored, and their nodes: whether each can match under the
+     * policy's paths is known only once the paths are read (schema_excludes_end). */
+    const struct policy_node **globs;
+    size_t *glob_at; /* each one's index in the list */
+    size_t nglobs;
+    struct policy_hook *hook;             /* the hook being walked, or NULL */
+    struct policy_toleration *toleration; /* the toleration being walked, or NULL */
 };
 
 /* The document: a map of apiVersion, kind, metadata and spec (schema_table.c). */
@@ -128,6 +167,34 @@ bool schema_duration(struct schema_walk *w, const struct schema_field *f,
                      const struct policy_node *n, int64_t *out);
 bool schema_rate(struct schema_walk *w, const struct schema_field *f, const struct policy_node *n,
                  uint64_t *out);
+/* A size such as 512MiB (policy_parse_size), at least the field's min. */
+bool schema_size(struct schema_walk *w, const struct schema_field *f, const struct policy_node *n,
+                 uint64_t *out);
+/* The walk of one map against its fields (schema.c), for the items of a list of maps. */
+void schema_walk_map(struct schema_walk *w, const struct schema_field *f,
+                     const struct policy_node *map, const struct policy_node *key);
+/* ---- hooks (schema_hooks.c) ---- */
+void schema_walk_hooks(struct schema_walk *w, const struct schema_field *f,
+                       const struct policy_node *list);
+void schema_walk_argv(struct schema_walk *w, const struct schema_field *f,
+                      const struct policy_node *list);
+void schema_hook_string(struct schema_walk *w, enum schema_slot slot, const struct policy_node *n);
+/* ---- spec.pod (schema_pod.c) ---- */
+void schema_walk_names(struct schema_walk *w, const struct schema_field *f,
+                       const struct policy_node *list);
+void schema_walk_tolerations(struct schema_walk *w, const struct schema_field *f,
+                             const struct policy_node *list);
+int schema_check_quantity(struct schema_walk *w, const char *s, size_t len, struct util_err *err);
+/* Stores the strings of spec.pod; true when slot is one of them. */
+bool schema_pod_string(struct schema_walk *w, enum schema_slot slot, const struct policy_node *n);
+void schema_pod_free(struct policy_pod *pod);
+/* ---- exclude patterns (schema_exclude.c) ---- */
+void schema_walk_globs(struct schema_walk *w, const struct schema_field *f,
+                       const struct policy_node *list);
+/* After the whole document: each anchored pattern can match under some path. */
+void schema_excludes_end(struct schema_walk *w);
+/* true or false: a plain (or JSON) true or false; "true" quoted, yes, on and 1 are errors. */
+bool schema_bool(struct schema_walk *w, const struct policy_node *n, bool *out);
 
 /* ---- duplicates (schema_values.c) ---- */
 
@@ -147,6 +214,9 @@ size_t *schema_first_equal(struct schema_text *texts, size_t n);
  * Returns first[] as schema_first_equal does; a pair to skip has first[i] != i.
  */
 size_t *schema_check_keys(struct schema_walk *w, const struct policy_node *map);
+/* Item i of list repeats item first: the duplicate error at list[i], naming list[first]. */
+void schema_duplicate_item(struct schema_walk *w, const struct policy_node *list, size_t i,
+                           size_t first, const char *what);
 /* "duplicate WHAT "n" (first at line L)", or at first_path in the JSON form. */
 void schema_duplicate_error(struct schema_walk *w, const struct policy_node *n, const char *what,
                             const struct policy_node *first, const char *first_path);

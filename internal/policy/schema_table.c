@@ -5,6 +5,7 @@
  */
 #include <stdint.h>
 
+#include "glob/glob.h"
 #include "schema_int.h"
 
 /* ---- checks of strings ---- */
@@ -154,7 +155,137 @@ static const struct schema_field schema_alerts[] = {
     {.name = NULL},
 };
 
+static const char *const schema_on_error[] = {"fail", "continue", NULL};
+
+static const struct schema_field schema_hook[] = {
+    {.name = "name", .kind = SK_STRING, .check = schema_check_name, .slot = SLOT_HOOK_NAME},
+    {.name = "command",
+     .kind = SK_ARGV,
+     .required = true,
+     .missing = "the command and its arguments, such as [/bin/sh, -c, \"pg_dump app > "
+                "/var/backups/app.sql\"]",
+     .max_items = POLICY_MAX_HOOK_ARGS,
+     .max_chars = POLICY_MAX_HOOK_ARG_CHARS,
+     .slot = SLOT_HOOK_COMMAND},
+    {.name = "timeout",
+     .kind = SK_DURATION,
+     .min = 1,
+     .max = 86400,
+     .min_text = "1s",
+     .max_text = "24h",
+     .max_chars = POLICY_MAX_DURATION_CHARS,
+     .slot = SLOT_HOOK_TIMEOUT},
+    {.name = "onError", .kind = SK_ENUM, .choices = schema_on_error, .slot = SLOT_HOOK_ON_ERROR},
+    {.name = NULL},
+};
+
+static const struct schema_field schema_hooks[] = {
+    {.name = "before",
+     .kind = SK_HOOKS,
+     .fields = schema_hook,
+     .max_items = POLICY_MAX_HOOKS,
+     .slot = SLOT_HOOKS_BEFORE},
+    {.name = "after",
+     .kind = SK_HOOKS,
+     .fields = schema_hook,
+     .max_items = POLICY_MAX_HOOKS,
+     .slot = SLOT_HOOKS_AFTER},
+    {.name = NULL},
+};
+
+static int schema_check_label_key(struct schema_walk *w, const char *s, size_t len,
+                                  struct util_err *err)
+{
+    return policy_check_qualified_name(s, len, err);
+}
+
+static int schema_check_label_value(struct schema_walk *w, const char *s, size_t len,
+                                    struct util_err *err)
+{
+    return policy_check_label_value(s, len, err);
+}
+
+static const char *const schema_tol_operators[] = {"Exists", "Equal", NULL};
+static const char *const schema_tol_effects[] = {"NoSchedule", "PreferNoSchedule", "NoExecute",
+                                                 NULL};
+
+static const struct schema_field schema_toleration[] = {
+    {.name = "key", .kind = SK_STRING, .check = schema_check_label_key, .slot = SLOT_TOL_KEY},
+    {.name = "operator",
+     .kind = SK_ENUM,
+     .choices = schema_tol_operators,
+     .slot = SLOT_TOL_OPERATOR},
+    {.name = "value", .kind = SK_STRING, .check = schema_check_label_value, .slot = SLOT_TOL_VALUE},
+    {.name = "effect", .kind = SK_ENUM, .choices = schema_tol_effects, .slot = SLOT_TOL_EFFECT},
+    {.name = "tolerationSeconds",
+     .kind = SK_INT,
+     .min = 0,
+     .max = INT32_MAX,
+     .slot = SLOT_TOL_SECONDS},
+    {.name = NULL},
+};
+
+#define QUANTITY(n, s)                                                                             \
+    {                                                                                              \
+        .name = n, .kind = SK_QUANTITY, .check = schema_check_quantity,                            \
+        .max_chars = POLICY_MAX_QUANTITY_CHARS, .slot = s                                          \
+    }
+
+static const struct schema_field schema_requests[] = {
+    QUANTITY("cpu", SLOT_REQ_CPU),
+    QUANTITY("memory", SLOT_REQ_MEMORY),
+    {.name = NULL},
+};
+
+static const struct schema_field schema_limits_res[] = {
+    QUANTITY("cpu", SLOT_LIM_CPU),
+    QUANTITY("memory", SLOT_LIM_MEMORY),
+    {.name = NULL},
+};
+
+static const struct schema_field schema_resources[] = {
+    {.name = "requests", .kind = SK_MAP, .fields = schema_requests},
+    {.name = "limits", .kind = SK_MAP, .fields = schema_limits_res},
+    {.name = NULL},
+};
+
+static const struct schema_field schema_pod[] = {
+    {.name = "priorityClassName",
+     .kind = SK_STRING,
+     .check = schema_check_subdomain,
+     .slot = SLOT_POD_PRIORITY},
+    {.name = "imagePullSecrets",
+     .kind = SK_NAMES,
+     .max_items = POLICY_MAX_PULL_SECRETS,
+     .slot = SLOT_POD_PULL_SECRETS},
+    {.name = "tolerations",
+     .kind = SK_TOLERATIONS,
+     .fields = schema_toleration,
+     .max_items = POLICY_MAX_TOLERATIONS,
+     .slot = SLOT_POD_TOLERATIONS},
+    {.name = "resources", .kind = SK_MAP, .fields = schema_resources},
+    {.name = NULL},
+};
+
+static const struct schema_field schema_exclude[] = {
+    {.name = "patterns",
+     .kind = SK_GLOBS,
+     .max_items = POLICY_MAX_EXCLUDES,
+     .max_chars = GLOB_MAX_CHARS,
+     .slot = SLOT_EXCLUDE_PATTERNS},
+    {.name = "caches", .kind = SK_BOOL, .slot = SLOT_EXCLUDE_CACHES},
+    {.name = "largerThan",
+     .kind = SK_SIZE,
+     .min = 1,
+     .max = INT64_MAX,
+     .min_text = "1B",
+     .max_chars = POLICY_MAX_SIZE_CHARS,
+     .slot = SLOT_EXCLUDE_LARGER},
+    {.name = NULL},
+};
+
 static const struct schema_field schema_spec[] = {
+    {.name = "suspend", .kind = SK_BOOL, .slot = SLOT_SUSPEND},
     {.name = "repository",
      .kind = SK_STRING,
      .required = true,
@@ -167,6 +298,9 @@ static const struct schema_field schema_spec[] = {
      .missing = "a list of 1 or more absolute paths on the node, such as [/etc]",
      .max_items = POLICY_MAX_PATHS,
      .slot = SLOT_PATHS},
+    {.name = "exclude", .kind = SK_MAP, .fields = schema_exclude, .slot = SLOT_EXCLUDE},
+    {.name = "hooks", .kind = SK_MAP, .fields = schema_hooks, .slot = SLOT_HOOKS},
+    {.name = "pod", .kind = SK_MAP, .fields = schema_pod},
     {.name = "nodeSelector",
      .kind = SK_LABELS,
      .max_items = POLICY_MAX_NODE_SELECTOR,

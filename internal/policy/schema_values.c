@@ -342,6 +342,57 @@ bool schema_duration(struct schema_walk *w, const struct schema_field *f,
     return true;
 }
 
+bool schema_size(struct schema_walk *w, const struct schema_field *f, const struct policy_node *n,
+                 uint64_t *out)
+{
+    struct util_err err = {0};
+    uint64_t v;
+    int rc;
+
+    if (!schema_string(w, n, "a size such as 512MiB"))
+        return false;
+    rc = policy_parse_size(n->text, &v, &err);
+    if ((rc == 0 || rc == UTIL_ERANGE) &&
+        !schema_length_ok(w, f, n, "the size",
+                          "write it without leading zeros, or in a larger unit (1GiB, not "
+                          "1073741824B)"))
+        return false;
+    if (rc != 0) {
+        schema_error(w, n, "%s", err.msg);
+        return false;
+    }
+    if (v < (uint64_t)f->min) {
+        schema_range_error(w, f, n);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+/* ---- booleans ---- */
+
+bool schema_bool(struct schema_walk *w, const struct policy_node *n, bool *out)
+{
+    if (n->kind == POLICY_NODE_SCALAR && n->style == POLICY_SCALAR_BOOL) {
+        *out = strcmp(n->text, "true") == 0;
+        return true;
+    }
+    if (n->kind == POLICY_NODE_SCALAR && n->style == POLICY_SCALAR_PLAIN &&
+        (strcmp(n->text, "true") == 0 || strcmp(n->text, "false") == 0)) {
+        *out = n->text[0] == 't';
+        return true;
+    }
+    /* YAML 1.1 read yes, on, True and 1 as booleans; here only the two words are. */
+    if (n->kind == POLICY_NODE_SCALAR && n->style == POLICY_SCALAR_QUOTED &&
+        (strcmp(n->text, "true") == 0 || strcmp(n->text, "false") == 0)) {
+        schema_error(w, n, "a boolean is written without quotes: write %s, not \"%s\"", n->text,
+                     n->text);
+        return false;
+    }
+    schema_kind_error(w, n, "true or false", NULL);
+    return false;
+}
+
 bool schema_rate(struct schema_walk *w, const struct schema_field *f, const struct policy_node *n,
                  uint64_t *out)
 {
@@ -469,4 +520,18 @@ size_t *schema_check_keys(struct schema_walk *w, const struct policy_node *map)
         }
     }
     return first;
+}
+
+void schema_duplicate_item(struct schema_walk *w, const struct policy_node *list, size_t i,
+                           size_t first, const char *what)
+{
+    /* The first one's path, for the JSON form, which has no lines to point at. */
+    struct util_buf fp;
+    util_buf_init(&fp);
+    util_buf_append(&fp, w->path.data, w->path.len);
+    util_buf_printf(&fp, "[%zu]", first);
+    size_t mark = schema_path_push_index(w, i);
+    schema_duplicate_error(w, list->items[i], what, list->items[first], fp.data);
+    schema_path_pop(w, mark);
+    util_buf_free(&fp);
 }

@@ -180,6 +180,51 @@ int policy_parse_rate(const char *s, uint64_t *bytes_per_second, struct util_err
     return 0;
 }
 
+static const struct policy_unit policy_size_units[] = {
+    {"B", 1},
+    {"KiB", 1024},
+    {"MiB", 1024 * 1024},
+    {"GiB", 1024 * 1024 * 1024},
+    {"TiB", (uint64_t)1024 * 1024 * 1024 * 1024},
+};
+
+int policy_parse_size(const char *s, uint64_t *bytes, struct util_err *err)
+{
+    const char *form = "a whole number and a binary unit (B, KiB, MiB, GiB or TiB), such as "
+                       "512MiB";
+    size_t n = strlen(s), digits = 0;
+    const struct policy_unit *unit;
+    uint64_t v;
+
+    while (digits < n && policy_is_digit(s[digits]))
+        digits++;
+    if (n == 0 || digits == 0)
+        return util_err_set(err, UTIL_EINVAL, "expected a size: %s", form);
+    if (s[digits] == '.' || s[digits] == ',')
+        return util_err_set(err, UTIL_EINVAL,
+                            "fractions are not accepted: use a smaller unit (512MiB, not 0.5GiB)");
+    unit = policy_find_unit(policy_size_units, POLICY_NUNITS(policy_size_units), s + digits,
+                            n - digits);
+    if (unit == NULL) {
+        if (n - digits == 2 && s[digits + 1] == 'B' && strchr("KMGT", s[digits]) != NULL)
+            return util_err_set(err, UTIL_EINVAL, "units are binary: write %.*s%ciB, not %s",
+                                (int)digits, s, s[digits], s);
+        return util_err_set(err, UTIL_EINVAL,
+                            "unknown unit \"%s\": use B, KiB, MiB, GiB or TiB (bytes, binary)",
+                            s + digits);
+    }
+    switch (util_parse_u64(s, digits, (uint64_t)INT64_MAX / unit->factor, &v)) {
+    case 0:
+        break;
+    case UTIL_ERANGE:
+        return util_err_set(err, UTIL_ERANGE, "the size %s is too large", s);
+    default:
+        return util_err_set(err, UTIL_EINVAL, "expected a size: %s", form);
+    }
+    *bytes = v * unit->factor;
+    return 0;
+}
+
 void policy_format_duration(int64_t seconds, char *buf, size_t size)
 {
     uint64_t s;

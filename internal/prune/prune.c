@@ -75,8 +75,11 @@ static int prune_host_plan(struct prune_plan *p, const struct repo_catalog *cat,
 
     for (size_t i = 0; i < h->n; i++) {
         const struct repo_snapshot *s = &cat->v[h->from + i];
-        p->snaps[h->from + i] = (struct ret_snapshot){
-            .id = s->id, .time = s->time, .incomplete = s->incomplete, .suspicious = s->suspicious};
+        p->snaps[h->from + i] = (struct ret_snapshot){.id = s->id,
+                                                      .time = s->time,
+                                                      .incomplete = s->incomplete,
+                                                      .suspicious = s->suspicious,
+                                                      .pinned = s->pinned};
     }
     if (ret_evaluate(p->snaps + h->from, h->n, rules, zone, p->dec + h->from, &e) != 0)
         return util_err_set(err, UTIL_EINVAL, "host %s: %s", h->host, e.msg);

@@ -119,6 +119,7 @@ static const char *const repo_top[] = {
     [REPO_KEY_MANIFEST] = "snapshots",
     [REPO_KEY_INCOMPLETE] = "snapshots",
     [REPO_KEY_SUSPICIOUS] = "snapshots",
+    [REPO_KEY_PINNED] = "snapshots",
 };
 static const char *const repo_suffix[] = {
     [REPO_KEY_PACK] = ".pack",
@@ -127,6 +128,7 @@ static const char *const repo_suffix[] = {
     [REPO_KEY_MANIFEST] = ".json",
     [REPO_KEY_INCOMPLETE] = ".incomplete",
     [REPO_KEY_SUSPICIOUS] = ".suspicious",
+    [REPO_KEY_PINNED] = ".pinned",
 };
 
 char *repo_key_build(const struct repo_key *k)
@@ -243,6 +245,8 @@ int repo_key_parse(const char *key, struct repo_key *out, struct util_err *err)
             out->kind = REPO_KEY_INCOMPLETE;
         else if (repo_ends_with(part[4], plen[4], ".suspicious", &stem))
             out->kind = REPO_KEY_SUSPICIOUS;
+        else if (repo_ends_with(part[4], plen[4], ".pinned", &stem))
+            out->kind = REPO_KEY_PINNED;
         else
             goto bad;
     } else {
@@ -301,7 +305,8 @@ void repo_catalog_add(struct repo_catalog *c, const char *key, int64_t last_modi
         s->src = k.src;
         memcpy(s->id, k.id, sizeof(s->id));
         s->time = last_modified;
-    } else if (k.kind == REPO_KEY_INCOMPLETE || k.kind == REPO_KEY_SUSPICIOUS) {
+    } else if (k.kind == REPO_KEY_INCOMPLETE || k.kind == REPO_KEY_SUSPICIOUS ||
+               k.kind == REPO_KEY_PINNED) {
         c->marks = util_grow(c->marks, &c->capmarks, c->nmarks + 1, sizeof(*c->marks));
         struct repo_catalog_mark *m = &c->marks[c->nmarks++];
         m->src = k.src;
@@ -349,6 +354,8 @@ void repo_catalog_finish(struct repo_catalog *c)
             continue;
         if (c->marks[i].kind == REPO_KEY_INCOMPLETE)
             s->incomplete = true;
+        else if (c->marks[i].kind == REPO_KEY_PINNED)
+            s->pinned = true;
         else
             s->suspicious = true;
     }

@@ -223,6 +223,7 @@ char *repo_manifest_encode(const struct repo_manifest *m, const struct repo_keys
     json_object_set_new(priv, "chunks", json_string(chunks));
     free(files);
     free(chunks);
+    json_object_set_new(priv, "excluded", repo_excluded_json(m->excluded));
     char *plain = json_dumps(priv, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(priv);
     size_t plen = strlen(plain);
@@ -257,7 +258,7 @@ static int repo_manifest_private(struct repo_manifest *m, const char *b64,
     char *aad;
     const char *files, *chunks;
     json_error_t jerr;
-    json_t *o = NULL, *paths, *errs;
+    json_t *o = NULL, *paths, *errs, *excl = NULL;
     int rc = UTIL_EINVAL;
 
     if (n == 0 || n % 4 != 0)
@@ -287,9 +288,11 @@ static int repo_manifest_private(struct repo_manifest *m, const char *b64,
     rc = UTIL_EINVAL;
     o = json_loadb((const char *)plain, slen - REPO_SEAL_EXTRA, JSON_REJECT_DUPLICATES, &jerr);
     if (!o ||
-        json_unpack_ex(o, &jerr, JSON_STRICT, "{s:o, s:o, s:s, s:s}", "paths", &paths, "errors",
-                       &errs, "files", &files, "chunks", &chunks) != 0 ||
-        !json_is_array(paths) || !json_is_array(errs)) {
+        json_unpack_ex(o, &jerr, JSON_STRICT, "{s:o, s:o, s:s, s:s, s?o}", "paths", &paths,
+                       "errors", &errs, "files", &files, "chunks", &chunks, "excluded",
+                       &excl) != 0 ||
+        !json_is_array(paths) || !json_is_array(errs) ||
+        (excl != NULL && repo_excluded_parse(excl, m->excluded) != 0)) {
         util_err_set(err, UTIL_EINVAL, "manifest %s: the private part is malformed", m->id);
         goto out;
     }

@@ -11,6 +11,7 @@
  *   snapshots/<source>/<id>.json         the manifest, written last
  *   snapshots/<source>/<id>.incomplete   marks: empty objects beside the manifest
  *   snapshots/<source>/<id>.suspicious
+ *   snapshots/<source>/<id>.pinned
  * repo_key_build() makes every one of these keys from parsed names and
  * repo_key_parse() reads them back; nothing else in Lodestore formats a key.
  *
@@ -46,6 +47,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <jansson.h>
 
 #include "util/util.h"
 
@@ -84,7 +87,8 @@ enum repo_kind {
     REPO_KEY_RUN,
     REPO_KEY_MANIFEST,
     REPO_KEY_INCOMPLETE,
-    REPO_KEY_SUSPICIOUS
+    REPO_KEY_SUSPICIOUS,
+    REPO_KEY_PINNED /* <id>.pinned: kept until unpinned; its body says why (agent/pin.c) */
 };
 
 struct repo_key {
@@ -122,7 +126,7 @@ struct repo_snapshot {
     struct repo_source src;
     char id[REPO_ID_LEN + 1];
     int64_t time; /* the manifest's modification time */
-    bool incomplete, suspicious;
+    bool incomplete, suspicious, pinned;
 };
 
 struct repo_catalog {
@@ -623,6 +627,31 @@ struct repo_error {
     char *message;
 };
 
+/*
+ * What a backup left out, by rule (docs/policy.md, "spec.exclude"): entries and, for
+ * regular files, their bytes. A directory left out whole counts as one entry; what it
+ * holds is never read, so neither counted. Kept in the manifest's private part under
+ * "excluded" (repo_excluded_json), so a person can see why a file is missing.
+ */
+enum repo_exclude_rule {
+    REPO_EXCL_PATTERN, /* spec.exclude.patterns */
+    REPO_EXCL_CACHE,   /* a directory with CACHEDIR.TAG: recorded, not entered */
+    REPO_EXCL_SIZE,    /* spec.exclude.largerThan */
+    REPO_EXCL_FS,      /* a mount point of another file system: recorded, not entered */
+    REPO_EXCL_RULES
+};
+
+struct repo_excluded {
+    uint64_t entries, bytes;
+};
+
+/* The names of the rules in JSON: "pattern", "cache", "largerThan", "otherFileSystem". */
+extern const char *const repo_exclude_rule_names[REPO_EXCL_RULES];
+/* {"pattern": {"entries": n, "bytes": n}, ...}, every rule, in enum order. */
+json_t *repo_excluded_json(const struct repo_excluded x[REPO_EXCL_RULES]);
+/* The reverse; an absent rule is zero. UTIL_EINVAL when malformed. */
+int repo_excluded_parse(const json_t *o, struct repo_excluded x[REPO_EXCL_RULES]);
+
 struct repo_manifest {
     char id[REPO_ID_LEN + 1];
     struct repo_source src;
@@ -638,7 +667,8 @@ struct repo_manifest {
     size_t npaths;
     struct repo_error *errs;
     size_t nerrs;
-    struct repo_root files_root, chunks_root; /* the trees */
+    struct repo_root files_root, chunks_root;       /* the trees */
+    struct repo_excluded excluded[REPO_EXCL_RULES]; /* sealed, "excluded" */
 };
 
 /*

@@ -17,7 +17,8 @@
 #include "retention/retention.h"
 
 static const char *const ret_reason_names[RET_REASON_COUNT] = {
-    "last", "within", "daily", "weekly", "monthly", "newest-good", "suspicious", "no-rules",
+    "last",        "within",     "daily",    "weekly", "monthly",
+    "newest-good", "suspicious", "no-rules", "pinned",
 };
 
 const char *ret_reason_name(unsigned i)
@@ -154,6 +155,7 @@ struct ret_item {
     size_t index;
     bool incomplete;
     bool suspicious;
+    bool pinned;
 };
 
 /* Negative when a is newer than b: time descending, then id descending bytewise. */
@@ -275,8 +277,8 @@ int ret_evaluate(const struct ret_snapshot *snaps, size_t n, const struct policy
 
     items = util_malloc((n ? n : 1) * sizeof(*items));
     for (size_t i = 0; i < n; i++)
-        items[i] = (struct ret_item){snaps[i].time, snaps[i].id, i, snaps[i].incomplete,
-                                     snaps[i].suspicious};
+        items[i] = (struct ret_item){snaps[i].time,       snaps[i].id,         i,
+                                     snaps[i].incomplete, snaps[i].suspicious, snaps[i].pinned};
     ret_sort(items, n);
     /*
      * The same id at the same time twice would make the order, and so the answer,
@@ -297,8 +299,9 @@ int ret_evaluate(const struct ret_snapshot *snaps, size_t n, const struct policy
         const struct ret_item *it = &items[i];
         unsigned reasons = 0;
 
-        if (it->suspicious) {
-            reasons = RET_SUSPICIOUS; /* step 1: kept, and seen by no rule */
+        if (it->suspicious || it->pinned) {
+            /* step 1: kept, and seen by no rule */
+            reasons = (it->suspicious ? RET_SUSPICIOUS : 0) | (it->pinned ? RET_PINNED : 0);
             goto decide;
         }
         if (no_rules)
@@ -366,7 +369,7 @@ static const char *ret_json_type(const json_t *v)
     }
 }
 
-static const char *const ret_json_keys[] = {"id", "time", "incomplete", "suspicious"};
+static const char *const ret_json_keys[] = {"id", "time", "incomplete", "suspicious", "pinned"};
 #define RET_NKEYS (sizeof(ret_json_keys) / sizeof(ret_json_keys[0]))
 
 static int ret_unknown_key(size_t i, const char *key, struct util_err *err)
@@ -384,8 +387,8 @@ static int ret_unknown_key(size_t i, const char *key, struct util_err *err)
         return util_err_set(err, UTIL_EINVAL, "[%zu]: unknown key \"%s\" (did you mean \"%s\"?)", i,
                             key, best);
     return util_err_set(err, UTIL_EINVAL,
-                        "[%zu]: unknown key \"%s\" (a snapshot has only id, time, incomplete and "
-                        "suspicious)",
+                        "[%zu]: unknown key \"%s\" (a snapshot has only id, time, incomplete, "
+                        "suspicious and pinned)",
                         i, key);
 }
 
@@ -420,14 +423,17 @@ static int ret_read_item(size_t i, json_t *item, struct ret_snapshot *s, struct 
             if (util_parse_rfc3339(json_string_value(v), &s->time, &terr) != 0)
                 return util_err_set(err, UTIL_EINVAL, "[%zu].time: %s", i, terr.msg);
             have_time = true;
-        } else if (strcmp(key, "incomplete") == 0 || strcmp(key, "suspicious") == 0) {
+        } else if (strcmp(key, "incomplete") == 0 || strcmp(key, "suspicious") == 0 ||
+                   strcmp(key, "pinned") == 0) {
             if (!json_is_boolean(v))
                 return util_err_set(err, UTIL_EINVAL, "[%zu].%s: expected true or false, found %s",
                                     i, key, ret_json_type(v));
             if (key[0] == 'i')
                 s->incomplete = json_is_true(v);
-            else
+            else if (key[0] == 's')
                 s->suspicious = json_is_true(v);
+            else
+                s->pinned = json_is_true(v);
         } else {
             return ret_unknown_key(i, key, err);
         }

@@ -10,8 +10,8 @@
  * inputs in any order give the same answer.
  *
  * The rules, in the order they are applied:
- *   1. Suspicious snapshots are kept (reason "suspicious"), take no slot in any
- *      rule and are invisible to every step below.
+ *   1. Suspicious and pinned snapshots are kept (reasons "suspicious", "pinned"),
+ *      take no slot in any rule and are invisible to every step below.
  *   2. The rest is ordered newest first: time descending, then id descending
  *      (bytewise; the larger id is the newer).
  *   3. No rules at all: every one of them is kept ("no-rules").
@@ -52,7 +52,7 @@
 /*
  * Reasons, one bit each. The bit order is the order reasons are reported in
  * (JSON and human output): last, within, daily, weekly, monthly, newest-good,
- * suspicious, no-rules.
+ * suspicious, no-rules, pinned.
  */
 enum ret_reason {
     RET_LAST = 1u << 0,
@@ -62,9 +62,10 @@ enum ret_reason {
     RET_MONTHLY = 1u << 4,
     RET_NEWEST_GOOD = 1u << 5,
     RET_SUSPICIOUS = 1u << 6,
-    RET_NO_RULES = 1u << 7
+    RET_NO_RULES = 1u << 7,
+    RET_PINNED = 1u << 8
 };
-#define RET_REASON_COUNT 8
+#define RET_REASON_COUNT 9
 
 /* The name of the reason at bit position i (0 .. RET_REASON_COUNT-1): "last", ...; NULL past the
  * end. */
@@ -83,6 +84,7 @@ struct ret_snapshot {
     int64_t time;    /* received time, seconds since the epoch (UTC) */
     bool incomplete; /* takes part in the rules, but is not "good" */
     bool suspicious; /* always kept, invisible to every rule */
+    bool pinned;     /* likewise, until unpinned (docs/retention.md, "Pinned snapshots") */
 };
 
 /* The decision about one snapshot. */
@@ -113,8 +115,8 @@ struct ret_snapshot_list {
 };
 
 /*
- * Reads `[{"id":S,"time":T,"incomplete":bool,"suspicious":bool}]` (the last two
- * optional, false by default; time is RFC 3339, any offset, fractions of a
+ * Reads `[{"id":S,"time":T,"incomplete":bool,"suspicious":bool,"pinned":bool}]` (the
+ * last three optional, false by default; time is RFC 3339, any offset, fractions of a
  * second dropped). Anything else is an error with a message naming the item, as
  * jq would address it ("[3].time: ..."): not an array, an item that is not an
  * object, a missing or empty id, a missing time, a value of the wrong type, an

@@ -162,6 +162,8 @@ static bool ret_scan_item(struct ret_scan *s)
             bit = 4;
         else if (key_len == 10 && memcmp(key, "suspicious", 10) == 0)
             bit = 8;
+        else if (key_len == 6 && memcmp(key, "pinned", 6) == 0)
+            bit = 16;
         else
             return false;
         if (seen & bit)
@@ -180,7 +182,9 @@ static bool ret_scan_item(struct ret_scan *s)
             buf[t_len] = '\0';
             if (util_parse_rfc3339(buf, &snap.time, NULL) != 0)
                 return false;
-        } else if (!ret_scan_bool(s, bit == 4 ? &snap.incomplete : &snap.suspicious)) {
+        } else if (!ret_scan_bool(s, bit == 4   ? &snap.incomplete
+                                     : bit == 8 ? &snap.suspicious
+                                                : &snap.pinned)) {
             return false;
         }
     } while (ret_scan_char(s, ','));

@@ -65,7 +65,7 @@ check_eq "schedule: Kyiv 03:30 in the spring gap runs at 04:00 local (shifted)" 
 check_eq "schedule: header fields" "$(jq -c '[.policy, .host, .timezone, .offsetSeconds]' <<<"$OUT")" \
     '["ops/p","node-1","Europe/Kyiv",0]'
 check_eq "schedule: key order of the contract" "$(jq -c 'keys_unsorted' <<<"$OUT")" \
-    '["policy","host","timezone","offsetSeconds","alertLimitSeconds","runs","notes"]'
+    '["policy","host","timezone","offsetSeconds","alertLimitSeconds","suspended","runs","notes"]'
 check_eq "schedule: run key order" "$(jq -c '.runs[0] | keys_unsorted' <<<"$OUT")" \
     '["slot","slotTime","runTime","note"]'
 run schedule "$kyiv" --host node-1 --from 2026-10-24T12:00:00Z --count 2 --output json

@@ -35,7 +35,7 @@ check_rc "gc with a repository that is not s3: exit 2" 2
 # ---- mark ----
 run mark --help
 check_rc "mark --help: exit 0" 0
-check_contains "mark --help: the usage line" "$OUT" "usage: lode mark ID (--suspicious | --clear)"
+check_contains "mark --help: the usage line" "$OUT" "usage: lode mark ID (--suspicious | --clear | --pin REASON | --unpin)"
 run mark
 check_rc "mark without an id: exit 2" 2
 check_contains "mark without an id: says so" "$ERR" "snapshot ID is required"

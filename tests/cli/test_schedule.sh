@@ -43,9 +43,9 @@ half=$(policy half "  schedule: {cron: \"0,30 3 * * *\", timezone: Europe/Kyiv, 
 run schedule "$kyiv" --host node-1 --from 2026-03-28T12:00:00Z --count 2 --output json
 check_rc "kyiv spring: exit 0" 0
 check_eq "kyiv spring: the whole document" "$(jq -c . <<<"$OUT")" \
-    '{"policy":"ops/kyiv","host":"node-1","timezone":"Europe/Kyiv","offsetSeconds":0,"alertLimitSeconds":180000,"runs":[{"slot":"2026-03-29T03:30","slotTime":"2026-03-29T01:00:00Z","runTime":"2026-03-29T01:00:00Z","note":"shifted"},{"slot":"2026-03-30T03:30","slotTime":"2026-03-30T00:30:00Z","runTime":"2026-03-30T00:30:00Z","note":null}],"notes":[]}'
+    '{"policy":"ops/kyiv","host":"node-1","timezone":"Europe/Kyiv","offsetSeconds":0,"alertLimitSeconds":180000,"suspended":false,"runs":[{"slot":"2026-03-29T03:30","slotTime":"2026-03-29T01:00:00Z","runTime":"2026-03-29T01:00:00Z","note":"shifted"},{"slot":"2026-03-30T03:30","slotTime":"2026-03-30T00:30:00Z","runTime":"2026-03-30T00:30:00Z","note":null}],"notes":[]}'
 check_eq "key order" "$(jq -c 'keys_unsorted' <<<"$OUT")" \
-    '["policy","host","timezone","offsetSeconds","alertLimitSeconds","runs","notes"]'
+    '["policy","host","timezone","offsetSeconds","alertLimitSeconds","suspended","runs","notes"]'
 check_eq "run key order" "$(jq -c '.runs[0] | keys_unsorted' <<<"$OUT")" '["slot","slotTime","runTime","note"]'
 
 run schedule "$kyiv" --host node-1 --from 2026-10-24T12:00:00Z --count 2 --output json
@@ -112,12 +112,21 @@ run schedule "$feb" --host h --from 2026-06-01T00:00:00Z --count 2 --output json
 check_eq "Feb 29: 2028 then 2032" "$(jq -c '[.runs[].slotTime]' <<<"$OUT")" '["2028-02-29T00:00:00Z","2032-02-29T00:00:00Z"]'
 check_eq "Feb 29: the limit is twice four years" "$(jq .alertLimitSeconds <<<"$OUT")" $((2 * 1461 * 86400))
 
+# ---- a suspended policy (docs/policy.md, "spec.suspend") ----
+susp=$(policy susp "  suspend: true
+  schedule: {cron: \"0 3 * * *\", jitter: 0s}")
+run schedule "$susp" --host h --from 2026-06-01T00:00:00Z --count 1 --output json
+check_eq "suspended: said in JSON, the slots still listed" "$(jq -c '[.suspended, (.runs | length)]' <<<"$OUT")" '[true,1]'
+check_eq "suspended: the alert limit stays" "$(jq .alertLimitSeconds <<<"$OUT")" 172800
+run schedule "$susp" --host h --from 2026-06-01T00:00:00Z --count 1
+check_contains "suspended: said in words" "$OUT" "Suspended (spec.suspend: true): none of these slots runs"
+
 # ---- a policy without a schedule ----
 manual=$(policy manual)
 run schedule "$manual" --host h --from 2026-06-01T00:00:00Z --count 3 --output json
 check_rc "no schedule: exit 0" 0
 check_eq "no schedule: no runs, no limit" "$(jq -c . <<<"$OUT")" \
-    '{"policy":"default/manual","host":"h","timezone":"UTC","offsetSeconds":0,"alertLimitSeconds":null,"runs":[],"notes":[]}'
+    '{"policy":"default/manual","host":"h","timezone":"UTC","offsetSeconds":0,"alertLimitSeconds":null,"suspended":false,"runs":[],"notes":[]}'
 run schedule "$manual" --host h --from 2026-06-01T00:00:00Z --count 3
 check_contains "no schedule: said in words" "$OUT" "has no schedule: it runs only when started by hand"
 check_contains "no schedule: never overdue" "$OUT" "No alert limit"

@@ -111,9 +111,10 @@ export function mountEditor(): Editor {
     let input: HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement;
     if (f.kind === "list" || f.kind === "map") {
       input = el("textarea", { rows: "2" });
-    } else if (f.kind === "enum") {
+    } else if (f.kind === "enum" || f.kind === "bool") {
       input = el("select");
-      for (const o of f.options ?? []) input.append(el("option", { value: o }, o === "" ? "(system default)" : o));
+      const absent = f.kind === "bool" ? "(absent: false)" : "(system default)";
+      for (const o of f.options ?? []) input.append(el("option", { value: o }, o === "" ? absent : o));
     } else {
       input = el("input", { type: "text", autocomplete: "off", spellcheck: "false" });
       if (f.inputmode) input.setAttribute("inputmode", f.inputmode);

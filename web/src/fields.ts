@@ -2,7 +2,7 @@
 // its YAML path (which is also the label a person and a test find it by), its
 // kind, the default shown as a placeholder and the allowed range as a hint.
 
-export type FieldKind = "string" | "int" | "list" | "map" | "enum";
+export type FieldKind = "string" | "int" | "list" | "map" | "enum" | "bool";
 
 export interface Field {
   path: string; // "spec.schedule.cron"
@@ -10,7 +10,7 @@ export interface Field {
   group: string;
   placeholder?: string;
   hint: string;
-  options?: string[]; // enum
+  options?: string[]; // enum and bool ("" is absent)
   inputmode?: "numeric" | "text";
 }
 
@@ -19,7 +19,17 @@ export const FIELDS: Field[] = [
   { path: "metadata.namespace", kind: "string", group: "Policy", placeholder: "default", hint: "absent: the namespace lode ui works in" },
   { path: "spec.repository", kind: "string", group: "Policy", hint: "required; a BackupRepository in the same namespace" },
   { path: "spec.paths", kind: "list", group: "Policy", placeholder: "/etc\n/home", hint: "required; one absolute path per line" },
+  { path: "spec.suspend", kind: "bool", group: "Policy", options: ["", "true", "false"], hint: "true: no scheduled backup starts (the alert limit stays); resuming runs one catch-up within the window" },
   { path: "spec.nodeSelector", kind: "map", group: "Policy", placeholder: "all nodes", hint: "optional; one label=value per line" },
+  { path: "spec.exclude.patterns", kind: "list", group: "Exclude", placeholder: "*.tmp\n/var/cache/**", hint: "optional; one glob per line: / first anchors it at the root, ** is any number of directories" },
+  { path: "spec.exclude.caches", kind: "bool", group: "Exclude", options: ["", "true", "false"], hint: "true: leave out what directories holding a CACHEDIR.TAG contain" },
+  { path: "spec.exclude.largerThan", kind: "string", group: "Exclude", placeholder: "no limit", hint: "leave out files larger than this, e.g. 4GiB" },
+  { path: "spec.pod.priorityClassName", kind: "string", group: "Pod", placeholder: "none", hint: "a PriorityClass for the backup Job's pod" },
+  { path: "spec.pod.imagePullSecrets", kind: "list", group: "Pod", placeholder: "none", hint: "one Secret name per line, in the policy's namespace" },
+  { path: "spec.pod.resources.requests.cpu", kind: "string", group: "Pod", placeholder: "chart default", hint: "a quantity such as 100m" },
+  { path: "spec.pod.resources.requests.memory", kind: "string", group: "Pod", placeholder: "chart default", hint: "a quantity such as 128Mi" },
+  { path: "spec.pod.resources.limits.cpu", kind: "string", group: "Pod", placeholder: "chart default", hint: "a quantity such as 1" },
+  { path: "spec.pod.resources.limits.memory", kind: "string", group: "Pod", placeholder: "chart default", hint: "a quantity such as 1Gi; under 256Mi risks an OOM kill on a large tree" },
   { path: "spec.schedule.cron", kind: "string", group: "Schedule", placeholder: "30 2 * * *", hint: "required in schedule; five fields, or @hourly, @daily, @weekly, @monthly" },
   { path: "spec.schedule.timezone", kind: "string", group: "Schedule", placeholder: "UTC", hint: "an IANA zone such as Europe/Kyiv; default UTC" },
   { path: "spec.schedule.jitter", kind: "string", group: "Schedule", placeholder: "15m", hint: "0s to 24h; default 15m" },

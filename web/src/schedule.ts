@@ -66,6 +66,8 @@ export function mountSchedule(root: HTMLElement, editor: Editor) {
     const parts: Node[] = [];
     parts.push(el("p", {}, `Policy ${r.policy}, times in ${r.timezone} (tz database ${r.tzdataVersion}).`));
     parts.push(limitText(r.limit));
+    if (r.suspended)
+      parts.push(el("p", { id: "sched-suspended", class: "bad" }, "Suspended (spec.suspend: true): none of these runs starts until the policy is resumed; then the last slot missed runs once if it is within the catch-up window. The alert limit still holds."));
     if (r.hosts[0].runs.length === 0) parts.push(el("p", {}, "This policy has no schedule: it runs only when started by hand."));
     parts.push(calendar(r.calendar));
     const runs = el("section", { class: "runs", "aria-labelledby": "runs-title" }, el("h3", { id: "runs-title" }, "Next runs per host"));

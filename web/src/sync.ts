@@ -58,6 +58,8 @@ export function readFields(text: string): ReadResult {
 // the string it is).
 export function scalarSource(f: Field, value: string): string {
   if (f.kind === "int" && /^[0-9]+$/.test(value)) return value;
+  // A boolean is written plain: the validator refuses a quoted "true".
+  if (f.kind === "bool" && (value === "true" || value === "false")) return value;
   return stringify(value, { lineWidth: 0 }).trimEnd();
 }
 
@@ -117,6 +119,8 @@ export function writeField(text: string, path: string, value: string): WriteResu
     pruneEmpty(doc, p);
   } else if (f.kind === "list" || f.kind === "map") {
     doc.setIn(p, doc.createNode(listValue(f, value)));
+  } else if (f.kind === "bool" && (value === "true" || value === "false")) {
+    doc.setIn(p, doc.createNode(value === "true"));
   } else if (f.kind === "int" && /^[0-9]+$/.test(value.trim())) {
     doc.setIn(p, doc.createNode(Number(value.trim())));
   } else {

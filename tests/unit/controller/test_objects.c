@@ -120,8 +120,8 @@ static void test_job_is_pinned_bounded_and_read_only(void **state)
                           "buid",
                           0,
                           NULL,
-                          false};
-    struct ctl_job_opts opts = {"lodestore:test", 3600, false};
+                          NULL};
+    struct ctl_job_opts opts = {"lodestore:test", 3600, false, NULL};
     json_t *job = ctl_job_json(&p, &run, &opts);
     json_t *spec = json_object_get(job, "spec");
     json_t *pod = job_pod(job);
@@ -191,8 +191,9 @@ static void test_job_host_network(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL, false};
-    struct ctl_job_opts opts = {"img", 60, true};
+    struct ctl_run run = {"node-1", "",  CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL,
+                          false,    NULL};
+    struct ctl_job_opts opts = {"img", 60, true, NULL};
     json_t *jobs[] = {ctl_job_json(&p, &run, &opts),
                       ctl_gc_job_json("ns", "main", NULL, "gc-main-x", 3600, &opts)};
     for (size_t i = 0; i < 2; i++) {
@@ -204,13 +205,138 @@ static void test_job_host_network(void **state)
     }
 }
 
+/* spec.hooks: only in a namespace the operator allows do they get SYS_CHROOT and a
+ * writable node root; elsewhere the agent is told LODE_HOOKS_ALLOWED=0. */
+static void test_job_hooks(void **state)
+{
+    char *paths[] = {"/etc", "/home"};
+    char *argv[] = {"/bin/true", NULL};
+    struct policy_hook h = {.name = "dump", .argv = argv, .argc = 1, .timeout = 60};
+    struct policy p;
+    make_policy(&p, paths);
+    struct ctl_run run = {"node-1", "",  CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL,
+                          false,    NULL};
+    const char *lists[] = {NULL, "", "db,other", "db,ops", "*", "ops"};
+    const bool want[] = {false, false, false, true, true, true};
+    assert_false(ctl_hooks_allowed(&(struct ctl_job_opts){.hook_namespaces = "op"}, "ops"));
+    assert_false(ctl_hooks_allowed(&(struct ctl_job_opts){.hook_namespaces = "opsx"}, "ops"));
+    for (size_t k = 0; k < 2; k++) {
+        p.hooks.before = k == 0 ? NULL : &h;
+        p.hooks.nbefore = k;
+        for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+            struct ctl_job_opts opts = {"img", 60, false, lists[i]};
+            assert_int_equal(ctl_hooks_allowed(&opts, "ops"), want[i]);
+            json_t *job = ctl_job_json(&p, &run, &opts);
+            json_t *c = job_container(job);
+            json_t *add = json_object_get(
+                json_object_get(json_object_get(c, "securityContext"), "capabilities"), "add");
+            json_t *root = by_name(json_object_get(c, "volumeMounts"), "host-root");
+            json_t *env = by_name(json_object_get(c, "env"), "LODE_HOOKS_ALLOWED");
+            bool granted = k == 1 && want[i];
+            assert_int_equal(json_array_size(add), granted ? 2 : 1);
+            assert_int_equal(json_is_true(json_object_get(root, "readOnly")), !granted);
+            if (k == 1 && !want[i])
+                assert_string_equal(json_string_value(json_object_get(env, "value")), "0");
+            else
+                assert_null(env);
+            json_decref(job);
+        }
+    }
+}
+
+/* A Backup made by hand that asks for a pin: lode backup --pin REASON. */
+static void test_job_pin(void **state)
+{
+    char *paths[] = {"/etc", "/home"};
+    struct policy p;
+    make_policy(&p, paths);
+    struct ctl_run run = {"node-1", "",   CTL_TRIGGER_MANUAL,      NULL, "by-hand", NULL,
+                          0,        NULL, "before the 3.2 upgrade"};
+    struct ctl_job_opts opts = {"img", 60, false, NULL};
+    json_t *job = ctl_job_json(&p, &run, &opts);
+    json_t *args = json_object_get(job_container(job), "args");
+    size_t n = json_array_size(args);
+    assert_string_equal(json_string_value(json_array_get(args, n - 2)), "--pin");
+    assert_string_equal(json_string_value(json_array_get(args, n - 1)), "before the 3.2 upgrade");
+    json_decref(job);
+    run.pin_reason = NULL;
+    job = ctl_job_json(&p, &run, &opts);
+    args = json_object_get(job_container(job), "args");
+    for (size_t i = 0; i < json_array_size(args); i++)
+        assert_string_not_equal(json_string_value(json_array_get(args, i)), "--pin");
+    json_decref(job);
+}
+
+/* spec.pod on the Job's pod; a resource set before (a default) is overridden, not lost. */
+static void test_job_pod_settings(void **state)
+{
+    char *paths[] = {"/etc", "/home"};
+    char *secrets[] = {"regcred"};
+    struct policy_toleration tol[] = {
+        {.key = "node-role.kubernetes.io/control-plane", .op = "Exists", .effect = "NoSchedule"},
+        {.key = "dedicated",
+         .op = "Equal",
+         .value = "db",
+         .effect = "NoExecute",
+         .has_seconds = true,
+         .seconds = 60},
+    };
+    struct policy p;
+    make_policy(&p, paths);
+    struct ctl_run run = {"node-1", "",  CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL,
+                          false,    NULL};
+    struct ctl_job_opts opts = {"img", 60, false, NULL};
+    json_t *job = ctl_job_json(&p, &run, &opts);
+    /* Without spec.pod: the default tolerates every taint, no priority, no pull secrets. */
+    json_t *tols = json_object_get(job_pod(job), "tolerations");
+    assert_int_equal(json_array_size(tols), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(tols, 0), "operator")),
+                        "Exists");
+    assert_null(json_object_get(job_pod(job), "priorityClassName"));
+    json_decref(job);
+
+    p.pod.priority_class = "backup-low";
+    p.pod.pull_secrets = secrets;
+    p.pod.npull_secrets = 1;
+    p.pod.has_tolerations = true;
+    p.pod.tolerations = tol;
+    p.pod.ntolerations = 2;
+    p.pod.requests_memory = "128Mi";
+    p.pod.limits_memory = "1Gi";
+    job = ctl_job_json(&p, &run, &opts);
+    json_t *pod = job_pod(job), *c = job_container(job);
+    assert_string_equal(json_string_value(json_object_get(pod, "priorityClassName")), "backup-low");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(pod, "imagePullSecrets"), 0), "name")),
+                        "regcred");
+    tols = json_object_get(pod, "tolerations");
+    assert_int_equal(json_array_size(tols), 2);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_array_get(tols, 1), "tolerationSeconds")), 60);
+    assert_null(json_object_get(json_array_get(tols, 0), "value"));
+    json_t *res = json_object_get(c, "resources");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(res, "limits"), "memory")), "1Gi");
+    assert_null(json_object_get(json_object_get(res, "limits"), "cpu"));
+    /* A default set before (as the pod's hardening may) is overridden by the policy's. */
+    json_object_set_new(json_object_get(res, "requests"), "memory", json_string("64Mi"));
+    json_object_set_new(json_object_get(res, "requests"), "cpu", json_string("50m"));
+    ctl_job_set_pod(job, &p);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(res, "requests"), "memory")), "128Mi");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(res, "requests"), "cpu")),
+                        "50m");
+    json_decref(job);
+}
+
 static void test_job_manual(void **state)
 {
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL, false};
-    struct ctl_job_opts opts = {"img", 60, false};
+    struct ctl_run run = {"node-1", "",  CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL,
+                          false,    NULL};
+    struct ctl_job_opts opts = {"img", 60, false, NULL};
     json_t *job = ctl_job_json(&p, &run, &opts);
     char *s = json_dumps(job, JSON_COMPACT);
     assert_null(strstr(s, "ownerReferences"));
@@ -238,8 +364,9 @@ static void test_policy_document(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, doc, false};
-    struct ctl_job_opts opts = {"img", 60, false};
+    struct ctl_run run = {"node-1", "",  CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, doc,
+                          false,    NULL};
+    struct ctl_job_opts opts = {"img", 60, false, NULL};
     json_t *job = ctl_job_json(&p, &run, &opts);
     json_t *c = job_container(job);
     json_t *env = by_name(json_object_get(c, "env"), "LODE_POLICY_DOCUMENT");
@@ -446,8 +573,9 @@ static void test_job_repository(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL, false};
-    struct ctl_job_opts opts = {"img", 60, false};
+    struct ctl_run run = {"node-1", "",  CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL,
+                          false,    NULL};
+    struct ctl_job_opts opts = {"img", 60, false, NULL};
     json_t *job = ctl_job_json(&p, &run, &opts);
     /* "-----BEGIN CERTIFICATE-----\n" in base64. */
     json_t *repo = json_loads(
@@ -527,8 +655,9 @@ static void test_job_repository_defaults_and_errors(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL, false};
-    struct ctl_job_opts opts = {"img", 60, false};
+    struct ctl_run run = {"node-1", "",  CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL,
+                          false,    NULL};
+    struct ctl_job_opts opts = {"img", 60, false, NULL};
     json_t *job = ctl_job_json(&p, &run, &opts);
     char *before = json_dumps(job, JSON_SORT_KEYS);
     struct util_err err = {0};
@@ -654,7 +783,8 @@ static void test_backup_object(void **state)
     struct policy p;
     make_policy(&p, paths);
     struct ctl_run run = {
-        "node-1", "2026-03-29T03:30", CTL_TRIGGER_CATCH_UP, "puid", "bk", NULL, 0, NULL, false};
+        "node-1", "2026-03-29T03:30", CTL_TRIGGER_CATCH_UP, "puid", "bk", NULL, 0, NULL, false,
+        NULL};
     json_t *b = ctl_backup_json(&p, &run);
     json_t *spec = json_object_get(b, "spec");
     assert_string_equal(json_string_value(json_object_get(b, "apiVersion")), API_GROUP_VERSION);
@@ -730,6 +860,9 @@ int main(void)
         cmocka_unit_test(test_names_are_deterministic_and_valid),
         cmocka_unit_test(test_labels),
         cmocka_unit_test(test_job_is_pinned_bounded_and_read_only),
+        cmocka_unit_test(test_job_hooks),
+        cmocka_unit_test(test_job_pin),
+        cmocka_unit_test(test_job_pod_settings),
         cmocka_unit_test(test_job_manual),
         cmocka_unit_test(test_job_host_network),
         cmocka_unit_test(test_policy_document),

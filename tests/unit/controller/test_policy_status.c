@@ -212,7 +212,7 @@ static void test_scheduled_counts_selected_hosts(void **state)
     assert_string_equal(text(&f, "scheduleChangedAt"), "2026-03-01T00:00:00Z");
     assert_null(field(&f, "lastRun"));
 
-    assert_int_equal(json_array_size(f.out.conditions), 3);
+    assert_int_equal(json_array_size(f.out.conditions), 4);
     assert_string_equal(cond_is(&f, "Valid", "True", "Valid"), "the policy passed validation");
     assert_string_equal(cond_is(&f, "Ready", "True", "Scheduled"),
                         "3 hosts scheduled; next run 2026-03-11T01:30:00Z");
@@ -344,6 +344,34 @@ static void test_a_blocked_repository_is_an_alarm(void **state)
     fixture_free(&f);
 }
 
+/* Suspended: Ready False with reason Suspended and no alarm, Suspended True, Overdue still
+ * evaluated against the schedule's limit; resumed, Suspended False. */
+static void test_a_suspended_policy(void **state)
+{
+    struct fixture f;
+    fixture_init(&f,
+                 "{\"repository\":\"main\",\"paths\":[\"/etc\"],\"suspend\":true,"
+                 "\"schedule\":{\"cron\":\"0 2 * * *\",\"jitter\":\"0s\"}}",
+                 NULL);
+    struct ctl_policy_status_host *h = add_host(&f, "db-0");
+    h->next_run = INT64_MAX;
+    set_overdue(h, "2026-03-08T02:00:00Z", true);
+    build(&f);
+    assert_int_equal(json_array_size(f.out.conditions), 4);
+    assert_non_null(strstr(cond_is(&f, "Ready", "False", "Suspended"), "spec.suspend is true"));
+    assert_non_null(strstr(cond_is(&f, "Suspended", "True", "Suspended"), "catch-up window"));
+    cond_is(&f, "Overdue", "True", "NoRecentBackup");
+    assert_null(f.out.alarm);
+    assert_true(json_is_null(field(&f, "nextRun")));
+    fixture_free(&f);
+
+    fixture_init(&f, DAILY, NULL);
+    add_host(&f, "db-0");
+    build(&f);
+    cond_is(&f, "Suspended", "False", "Active");
+    fixture_free(&f);
+}
+
 static void test_an_invalid_policy(void **state)
 {
     struct fixture f;
@@ -459,6 +487,7 @@ int main(void)
         cmocka_unit_test(test_no_backup_yet_then_no_hosts),
         cmocka_unit_test(test_by_hand_without_a_limit),
         cmocka_unit_test(test_a_blocked_repository_is_an_alarm),
+        cmocka_unit_test(test_a_suspended_policy),
         cmocka_unit_test(test_an_invalid_policy),
         cmocka_unit_test(test_transition_times_stay_while_the_status_does),
         cmocka_unit_test(test_started_slots_and_the_last_run),

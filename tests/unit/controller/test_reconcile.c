@@ -307,6 +307,78 @@ static void test_one_catch_up_after_three_days_offline(void **state)
     fixture_free(&f);
 }
 
+#define DAILY_SUSPENDED                                                                            \
+    "{\"repository\":\"main\",\"paths\":[\"/etc\"],\"suspend\":true,"                              \
+    "\"schedule\":{\"cron\":\"0 2 * * *\",\"jitter\":\"0s\"},\"limits\":{\"maxRuntime\":\"2h\"}}"
+
+/* Suspended: nothing starts, nothing is reported missed; resuming runs one catch-up. */
+static void test_suspend_then_resume_catches_up_once(void **state)
+{
+    struct fixture f;
+    fixture_init(&f, DAILY_SUSPENDED);
+    assert_true(f.policy.spec.suspend);
+    add_backup(&f, "2026-03-10T02:00", "2026-03-10T02:00:00Z", "Succeeded", "2026-03-10T02:00:01Z",
+               "ok");
+    run(&f, "2026-03-11T02:00:30Z", 0);
+    assert_int_equal(count(&f, CTL_ACT_CREATE_RUN), 0);
+    assert_int_equal(count(&f, CTL_ACT_EVENT), 0);
+    assert_int_equal(f.out.missed, 0);
+    assert_int_equal(f.out.next_run, INT64_MAX);
+    /* It still wakes at the next slot, to see it pass. */
+    assert_int_equal(f.out.wake, tzf_at("2026-03-12T02:00:00Z"));
+    run(&f, "2026-03-12T02:00:30Z", f.out.reported_slot);
+    assert_int_equal(f.acts.n, 0);
+    int64_t reported = f.out.reported_slot;
+    f_gap_slot = f.out.gap_slot;
+    assert_int_equal(reported, tzf_at("2026-03-12T02:00:00Z"));
+
+    /* Resumed at 09:00: one catch-up of the last slot, and no gap reported for the slot of
+     * the 11th, which passed while suspended. */
+    ctl_policy_free(&f.policy);
+    load_policy(&f.policy, DAILY_UTC, tzf_at("2026-03-01T00:00:00Z"));
+    run(&f, "2026-03-12T09:00:00Z", reported);
+    assert_int_equal(count(&f, CTL_ACT_CREATE_RUN), 1);
+    assert_string_equal(first(&f, CTL_ACT_CREATE_RUN)->slot, "2026-03-12T02:00");
+    assert_string_equal(ctl_trigger_name(first(&f, CTL_ACT_CREATE_RUN)->trigger), "catch-up");
+    assert_int_equal(count_events(&f, "CaughtUp"), 1);
+    assert_int_equal(count_events(&f, "Missed"), 0);
+    f_gap_slot = 0;
+    fixture_free(&f);
+}
+
+/* The alert limit the schedule gives holds while suspended; resumed after the catch-up
+ * window, nothing runs and nothing is reported until the next slot. */
+static void test_suspend_keeps_alert_limit_and_window(void **state)
+{
+    struct fixture f;
+    fixture_init(
+        &f, "{\"repository\":\"main\",\"paths\":[\"/etc\"],\"suspend\":true,"
+            "\"schedule\":{\"cron\":\"0 2 * * *\",\"jitter\":\"0s\",\"catchUpWindow\":\"1h\"}}");
+    add_backup(&f, "2026-03-10T02:00", "2026-03-10T02:00:00Z", "Succeeded", "2026-03-10T02:00:01Z",
+               "ok");
+    /* More than 48h after the last success (daily, jitter 0s: the limit is 48h): overdue. */
+    run(&f, "2026-03-12T03:00:00Z", 0);
+    assert_true(f.out.overdue);
+    assert_int_equal(count(&f, CTL_ACT_CREATE_RUN), 0);
+    assert_int_equal(count(&f, CTL_ACT_EVENT), 1);
+    assert_string_equal(first(&f, CTL_ACT_EVENT)->reason, "Overdue");
+    int64_t reported = f.out.reported_slot;
+    f_gap_slot = f.out.gap_slot;
+    ctl_policy_free(&f.policy);
+    load_policy(&f.policy,
+                "{\"repository\":\"main\",\"paths\":[\"/etc\"],\"schedule\":{\"cron\":\"0 2 * * "
+                "*\",\"jitter\":\"0s\",\"catchUpWindow\":\"1h\"}}",
+                tzf_at("2026-03-01T00:00:00Z"));
+    f_was_overdue = true;
+    run(&f, "2026-03-12T05:00:00Z", reported);
+    assert_int_equal(f.out.decision.reason, SCHED_TOO_LATE);
+    assert_int_equal(f.acts.n, 0);
+    assert_int_equal(f.out.next_run, tzf_at("2026-03-13T02:00:00Z"));
+    f_was_overdue = false;
+    f_gap_slot = 0;
+    fixture_free(&f);
+}
+
 static void test_no_catch_up_outside_the_window(void **state)
 {
     struct fixture f;
@@ -840,6 +912,8 @@ int main(void)
         cmocka_unit_test(test_deleted_backup_slot_is_not_run_again),
         cmocka_unit_test(test_the_running_slot_is_not_reported_missed),
         cmocka_unit_test(test_one_catch_up_after_three_days_offline),
+        cmocka_unit_test(test_suspend_then_resume_catches_up_once),
+        cmocka_unit_test(test_suspend_keeps_alert_limit_and_window),
         cmocka_unit_test(test_no_catch_up_outside_the_window),
         cmocka_unit_test(test_skip_behind_running_then_catch_up),
         cmocka_unit_test(test_time_limit),

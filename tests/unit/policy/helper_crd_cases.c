@@ -130,7 +130,17 @@ static json_t *crd_read(const char *path, struct util_err *err)
 
 /* ---- what the generator knows per field ---- */
 
-enum crd_kind { CK_NAME, CK_PATH, CK_LABEL_VALUE, CK_CRON, CK_ZONE, CK_DURATION, CK_RATE };
+enum crd_kind {
+    CK_NAME,
+    CK_PATH,
+    CK_LABEL_VALUE,
+    CK_CRON,
+    CK_ZONE,
+    CK_DURATION,
+    CK_RATE,
+    CK_GLOB,
+    CK_ARGV /* a command: its good value is the one item of a list */
+};
 
 struct crd_field {
     const char *field;
@@ -154,6 +164,24 @@ static const struct crd_field crd_fields[] = {
     {"spec.retention.keepWithin", CK_DURATION, "30d", {"1.5d", "1d12h", "-30d", "30", "30D"}},
     {"spec.limits.maxRuntime", CK_DURATION, "12h", {"1.5h", "12h30m", "-12h", "12", " 12h"}},
     {"spec.alerts.maxAge", CK_DURATION, "36h", {"1.5d", "1d12h", "-36h", "36", "36h "}},
+    {"spec.exclude.patterns[]", CK_GLOB, "*.tmp", {NULL}},
+    {"spec.pod.priorityClassName", CK_NAME, "backup-low", {"Backup", "-low", "low-", "a_b"}},
+    {"spec.pod.imagePullSecrets[]", CK_NAME, "regcred", {"Reg", "-reg", "reg-", "a_b"}},
+    {"spec.pod.tolerations[].value", CK_LABEL_VALUE, "db", {NULL}},
+    {"spec.pod.resources.requests.cpu", CK_RATE, "100m", {"1.5.5", "-1", "m", "1 m", "1x"}},
+    {"spec.pod.resources.requests.memory", CK_RATE, "128Mi", {"128MB", "Mi", "1 Mi", ".5Gi"}},
+    {"spec.pod.resources.limits.cpu", CK_RATE, "100m", {"1.5.5", "-1", "m", "1 m", "1x"}},
+    {"spec.pod.resources.limits.memory", CK_RATE, "128Mi", {"128MB", "Mi", "1 Mi", ".5Gi"}},
+    {"spec.hooks.before[].name", CK_NAME, "dump", {"Dump", "-dump", "dump-", "a_b", "a.b"}},
+    {"spec.hooks.after[].name", CK_NAME, "dump", {"Dump", "-dump", "dump-", "a_b", "a.b"}},
+    {"spec.hooks.before[].command", CK_ARGV, "/bin/true", {NULL}},
+    {"spec.hooks.after[].command", CK_ARGV, "/bin/true", {NULL}},
+    {"spec.hooks.before[].command[]", CK_LABEL_VALUE, "/bin/true", {NULL}},
+    {"spec.hooks.after[].command[]", CK_LABEL_VALUE, "/bin/true", {NULL}},
+    {"spec.hooks.before[].timeout", CK_DURATION, "5m", {"1.5m", "1m30s", "-1m", "5", "5M"}},
+    {"spec.hooks.after[].timeout", CK_DURATION, "5m", {"1.5m", "1m30s", "-1m", "5", "5M"}},
+    /* A size is written like a rate without /s: the same leading-zero lengths. */
+    {"spec.exclude.largerThan", CK_RATE, "512MiB", {"512MB", "1.5GiB", "-1KiB", "512mib", "512"}},
     {"spec.limits.uploadRate",
      CK_RATE,
      "50MiB/s",
@@ -194,6 +222,14 @@ static char *crd_sized(const struct crd_field *f, size_t n)
     case CK_LABEL_VALUE:
         for (size_t i = 0; i < n; i++)
             util_buf_puts(&b, "v");
+        break;
+    case CK_ARGV:
+        goto none;
+    case CK_GLOB: /* an unanchored name: it can match under any path */
+        if (n == 0)
+            goto none;
+        for (size_t i = 0; i < n; i++)
+            util_buf_puts(&b, "g");
         break;
     case CK_CRON: /* "0 0 * * *" with the first gap widened */
         if (n < 9)
@@ -239,6 +275,9 @@ enum crd_wrap { CW_NONE, CW_ITEM, CW_PROP };
 struct crd_loc {
     const char *keys[8];
     size_t nkeys;
+    /* keys[item_key] holds a list of one map, in which keys[item_key + 1 ...] are (the
+     * fields of a list of maps, such as spec.hooks.before[].command); 0 for none. */
+    size_t item_key;
     enum crd_wrap wrap;
     const char *field; /* dotted, with [] or {} for the wrap */
 };
@@ -281,7 +320,8 @@ static json_t *crd_base(void)
 }
 
 /* The map at keys[0..n) of doc, made (with the fields it requires) where missing. */
-static json_t *crd_map_at(struct crd_gen *g, json_t *doc, const char *const *keys, size_t n)
+static json_t *crd_map_at(struct crd_gen *g, json_t *doc, const char *const *keys, size_t n,
+                          size_t item_key)
 {
     json_t *m = doc;
     struct util_buf path;
@@ -293,6 +333,18 @@ static json_t *crd_map_at(struct crd_gen *g, json_t *doc, const char *const *key
         if (path.len > 0)
             util_buf_puts(&path, ".");
         util_buf_puts(&path, keys[i]);
+        if (item_key > 0 && i == item_key) {
+            /* A list of one map, made with the fields the items require. */
+            util_buf_puts(&path, "[]");
+            if (!json_is_array(next) || json_array_size(next) != 1) {
+                json_t *item = json_object();
+                json_object_update(item, json_object_get(g->fill, path.data));
+                next = json_pack("[o]", item);
+                json_object_set_new(m, keys[i], next);
+            }
+            m = json_array_get(next, 0);
+            continue;
+        }
         if (!json_is_object(next)) {
             next = json_object();
             json_object_update(next, json_object_get(g->fill, path.data));
@@ -312,7 +364,7 @@ static void crd_case_at(struct crd_gen *g, const struct crd_loc *loc, json_t *va
 {
     struct crd_cases *c = g->c;
     json_t *doc = crd_base();
-    json_t *parent = crd_map_at(g, doc, loc->keys, loc->nkeys - 1);
+    json_t *parent = crd_map_at(g, doc, loc->keys, loc->nkeys - 1, loc->item_key);
     const char *key = loc->keys[loc->nkeys - 1];
     struct util_buf what;
     va_list ap;
@@ -325,6 +377,14 @@ static void crd_case_at(struct crd_gen *g, const struct crd_loc *loc, json_t *va
         json_object_set_new(parent, key, json_pack("{s:o}", "role", value));
     else
         json_object_set_new(parent, key, value);
+    /* A toleration needs a key (or operator Exists), and tolerationSeconds effect:
+     * NoExecute: rules of the validator's own, kept out of the cases of other limits. */
+    if (strncmp(loc->field, "spec.pod.tolerations[].", 23) == 0 && value != NULL) {
+        if (strcmp(key, "key") != 0)
+            json_object_set_new(parent, "key", json_string("k"));
+        if (strcmp(key, "tolerationSeconds") == 0)
+            json_object_set_new(parent, "effect", json_string("NoExecute"));
+    }
     /* ioniceLevel is valid only beside ioniceClass: best-effort (a rule of its own). */
     if (strcmp(loc->field, "spec.limits.ioniceLevel") == 0)
         json_object_set_new(parent, "ioniceClass", json_string("best-effort"));
@@ -372,8 +432,17 @@ static void crd_items(struct crd_gen *g, const struct crd_loc *loc, const char *
             snprintf(item, sizeof(item), "k%zu", i);
             json_object_set_new(v, item, json_string("v"));
         } else {
-            snprintf(item, sizeof(item), "/p%zu", i);
-            json_array_append_new(v, json_string(item));
+            /* Paths are absolute; exclude patterns unanchored, so each can match. */
+            snprintf(item, sizeof(item), strstr(loc->field, "exclude") ? "p%zu" : "/p%zu", i);
+            /* A list of hooks holds maps, each with its command. */
+            if (strstr(loc->field, "hooks") != NULL && strstr(loc->field, "command") == NULL)
+                json_array_append_new(v, json_pack("{s:[s]}", "command", "/bin/true"));
+            else if (strstr(loc->field, "tolerations") != NULL)
+                json_array_append_new(v, json_pack("{s:s}", "operator", "Exists"));
+            else if (strstr(loc->field, "imagePullSecrets") != NULL)
+                json_array_append_new(v, json_sprintf("p%zu", i));
+            else
+                json_array_append_new(v, json_string(item));
         }
     }
     crd_case_at(g, loc, v, valid, "%s: %zu", keyword, count);
@@ -579,6 +648,18 @@ static void crd_child(struct crd_gen *g, const json_t *s, const struct crd_loc *
     struct crd_loc child = *loc;
     char *field;
 
+    if (loc->wrap == CW_ITEM && loc->item_key == 0 && wrap == CW_NONE &&
+        loc->nkeys + 1 <= sizeof(loc->keys) / sizeof(loc->keys[0])) {
+        /* A field of the maps in a list (one level of them). */
+        child.item_key = loc->nkeys - 1;
+        child.wrap = CW_NONE;
+        child.keys[child.nkeys++] = key;
+        field = util_asprintf("%s.%s", loc->field, key);
+        child.field = field;
+        crd_walk(g, s, &child);
+        free(field);
+        return;
+    }
     if (loc->wrap != CW_NONE || loc->nkeys + 1 > sizeof(loc->keys) / sizeof(loc->keys[0])) {
         crd_unknown(g, loc->field, "a schema nested inside items or additionalProperties");
         return;
@@ -682,7 +763,9 @@ static void crd_walk(struct crd_gen *g, const json_t *s, const struct crd_loc *l
             crd_limit_add(g, loc->field, "required", r);
             /* The base document has spec, repository and paths; others are filled here. */
             if (rf != NULL)
-                json_object_set_new(fill, name, json_string(rf->good));
+                json_object_set_new(fill, name,
+                                    rf->kind == CK_ARGV ? json_pack("[s]", rf->good)
+                                                        : json_string(rf->good));
             crd_case_at(g, &child, NULL, false, "required: missing");
             free(field);
         }

@@ -47,10 +47,10 @@ static void test_unknown_fields(void **state)
     /* Nothing near: the bare message, exactly. */
     {
         struct pt_result r;
-        pt_parse(&r, PT_HEAD PT_SPEC "  hooks: []\n");
+        pt_parse(&r, PT_HEAD PT_SPEC "  webhook: []\n");
         assert_int_equal(r.d.n, 1);
         assert_string_equal(r.d.v[0].message, "unknown field");
-        assert_string_equal(r.d.v[0].path, "spec.hooks");
+        assert_string_equal(r.d.v[0].path, "spec.webhook");
         pt_free(&r);
     }
     pt_expect_one(PT_HEAD "  uid: abc\n" PT_SPEC, NULL, 5, 3, "metadata.uid", "unknown field");
@@ -497,11 +497,11 @@ static void test_ten_mistakes(void **state)
         struct util_buf b;
         util_buf_init(&b);
         util_buf_puts(&b, doc);
-        util_buf_puts(&b, "  alerts:\n    maxAge: 1.5d\n  hooks: []\n");
+        util_buf_puts(&b, "  alerts:\n    maxAge: 1.5d\n  webhook: []\n");
         pt_parse(&r, b.data);
         assert_int_equal(r.d.n, 12);
         pt_expect_diag(&r, 10, 21, 13, "spec.alerts.maxAge", "fractions are not accepted");
-        pt_expect_diag(&r, 11, 22, 3, "spec.hooks", "unknown field");
+        pt_expect_diag(&r, 11, 22, 3, "spec.webhook", "unknown field");
         pt_free(&r);
         util_buf_free(&b);
     }

@@ -64,6 +64,7 @@ static void test_every_key_round_trips(void **state)
         {REPO_KEY_MANIFEST, "snapshots/ns/pol/node-1/" ID1 ".json"},
         {REPO_KEY_INCOMPLETE, "snapshots/ns/pol/node-1/" ID1 ".incomplete"},
         {REPO_KEY_SUSPICIOUS, "snapshots/ns/pol/node-1/" ID1 ".suspicious"},
+        {REPO_KEY_PINNED, "snapshots/ns/pol/node-1/" ID1 ".pinned"},
     };
     struct util_err err = {0};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -161,10 +162,14 @@ static void test_catalog(void **state)
     repo_catalog_add(&c, "snapshots/ns/p/h2/20261202T000000Z-0000000000000003.json", 200);
     repo_catalog_add(&c, "snapshots/ns/p/h2/20261203T000000Z-0000000000000004.suspicious", 1);
     repo_catalog_add(&c, "snapshots/ns/p/h2/junk.txt", 1);
+    repo_catalog_add(&c, "snapshots/ns/p/h2/20261202T000000Z-0000000000000003.pinned", 5);
+    repo_catalog_add(&c, "snapshots/ns/p/h2/20261209T000000Z-0000000000000009.pinned", 5);
     repo_catalog_finish(&c);
     assert_int_equal(c.n, 3);
     assert_string_equal(c.v[0].id, "20261202T000000Z-0000000000000003");
     assert_int_equal(c.v[0].time, 200);
+    assert_true(c.v[0].pinned); /* a pin without its manifest (...09) is dropped */
+    assert_false(c.v[1].pinned);
     /* Same time: the larger id first. */
     assert_string_equal(c.v[1].id, "20261201T000000Z-0000000000000002");
     assert_true(c.v[1].suspicious);

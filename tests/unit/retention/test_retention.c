@@ -26,25 +26,35 @@ struct snap {
     const char *time; /* RFC 3339 */
     bool incomplete;
     bool suspicious;
+    bool pinned;
 };
 
 #define NSNAPS(a) (sizeof(a) / sizeof((a)[0]))
 /* Good, incomplete, suspicious, and both. */
 #define G(id, t)                                                                                   \
     {                                                                                              \
-        id, t, false, false                                                                        \
+        id, t, false, false, false                                                                 \
     }
 #define I(id, t)                                                                                   \
     {                                                                                              \
-        id, t, true, false                                                                         \
+        id, t, true, false, false                                                                  \
     }
 #define X(id, t)                                                                                   \
     {                                                                                              \
-        id, t, false, true                                                                         \
+        id, t, false, true, false                                                                  \
     }
 #define IX(id, t)                                                                                  \
     {                                                                                              \
-        id, t, true, true                                                                          \
+        id, t, true, true, false                                                                   \
+    }
+/* Pinned (docs/retention.md, "Pinned snapshots"), and pinned and incomplete. */
+#define P(id, t)                                                                                   \
+    {                                                                                              \
+        id, t, false, false, true                                                                  \
+    }
+#define IP(id, t)                                                                                  \
+    {                                                                                              \
+        id, t, true, false, true                                                                   \
     }
 
 static struct tz_db *test_db;
@@ -115,7 +125,7 @@ static void check_case(const char *zone_name, const struct policy_retention *rul
 
     for (size_t i = 0; i < n; i++)
         s[i] = (struct ret_snapshot){in[i].id, parse_time(in[i].time), in[i].incomplete,
-                                     in[i].suspicious};
+                                     in[i].suspicious, in[i].pinned};
     assert_int_equal(ret_evaluate(s, n, rules, zone, d, &err), 0);
     got = format_result(s, d, n);
     if (strcmp(got, want) != 0)
@@ -357,7 +367,7 @@ static void test_keep_monthly_r10_seed_example(void **state)
         util_civil_from_days(util_floor_div(first, 86400) + i, &y, &m, &d);
         snprintf(ids[i], sizeof(ids[i]), "%02u-%02u", m, d);
         util_format_utc(t, times[i], sizeof(times[i]));
-        s[i] = (struct snap){ids[i], times[i], false, false};
+        s[i] = (struct snap){ids[i], times[i], false, false, false};
     }
     check_case("Europe/Kyiv", &r, s, 100,
                "04-10:last,daily,weekly,monthly,newest-good 04-09:last,daily,newest-good "
@@ -400,6 +410,66 @@ static void test_suspicious_kept_and_invisible_r4(void **state)
     struct policy_retention r = {.keep_last = 2};
     check_case(NULL, &r, s, NSNAPS(s),
                "s5:suspicious s4:last,newest-good s3:last,newest-good s2:- s1:-");
+}
+
+/* ---- pinned snapshots (docs/retention.md, "Pinned snapshots") ---- */
+
+static void test_pinned_takes_no_slot(void **state)
+{
+    /* The pinned p3 is kept, takes no keepLast slot and is not one of the newest good. */
+    static const struct snap s[] = {
+        G("s1", "2026-06-01T00:00:00Z"), G("s2", "2026-06-02T00:00:00Z"),
+        P("p3", "2026-06-03T00:00:00Z"), G("s4", "2026-06-04T00:00:00Z"),
+        G("s5", "2026-06-05T00:00:00Z"),
+    };
+    struct policy_retention r = {.keep_last = 1};
+    check_case(NULL, &r, s, NSNAPS(s), "s5:last,newest-good s4:newest-good p3:pinned s2:- s1:-");
+}
+
+static void test_pinned_oldest_survives_every_rule(void **state)
+{
+    /* A hand-made snapshot before an upgrade, pinned, far older than every rule reaches. */
+    static const struct snap s[] = {
+        P("before-upgrade", "2025-01-01T00:00:00Z"),
+        G("d1", "2026-06-01T00:00:00Z"),
+        G("d2", "2026-06-02T00:00:00Z"),
+        G("d3", "2026-06-03T00:00:00Z"),
+    };
+    struct policy_retention r = {.keep_daily = 1, .keep_within = 3600};
+    check_case(NULL, &r, s, NSNAPS(s),
+               "d3:within,daily,newest-good d2:newest-good d1:- before-upgrade:pinned");
+}
+
+static void test_pinned_with_other_marks_and_no_rules(void **state)
+{
+    /* No rules: every unpinned one is kept by no-rules; a pinned one by its pin alone. A
+     * pinned suspicious one gives both reasons; an incomplete pinned one is kept too. */
+    static const struct snap s[] = {
+        G("a", "2026-06-01T00:00:00Z"),
+        P("b", "2026-06-02T00:00:00Z"),
+        {"c", "2026-06-03T00:00:00Z", false, true, true},
+        IP("d", "2026-06-04T00:00:00Z"),
+    };
+    check_case(NULL, NULL, s, NSNAPS(s),
+               "d:pinned c:suspicious,pinned b:pinned a:newest-good,no-rules");
+    /* Every snapshot pinned: all kept, none forgotten, whatever the rules. */
+    static const struct snap all[] = {P("x", "2026-06-01T00:00:00Z"),
+                                      P("y", "2026-06-02T00:00:00Z")};
+    struct policy_retention r = {.keep_last = 1};
+    check_case(NULL, &r, all, NSNAPS(all), "y:pinned x:pinned");
+}
+
+/* Unpinned, the same snapshot goes back to the rules: its slot is the rules' to give. */
+static void test_unpinned_is_ruled_again(void **state)
+{
+    static const struct snap s[] = {
+        G("s1", "2026-06-01T00:00:00Z"),
+        G("s2", "2026-06-02T00:00:00Z"),
+        G("s3", "2026-06-03T00:00:00Z"),
+        G("s4", "2026-06-04T00:00:00Z"),
+    };
+    struct policy_retention r = {.keep_last = 1};
+    check_case(NULL, &r, s, NSNAPS(s), "s4:last,newest-good s3:newest-good s2:- s1:-");
 }
 
 static void test_suspicious_in_the_middle_of_daily_buckets(void **state)
@@ -446,7 +516,7 @@ static void test_ten_incomplete_in_a_row(void **state)
     for (int i = 0; i < 14; i++) {
         snprintf(ids[i], sizeof(ids[i]), "s%02d", i);
         util_format_utc(t0 + (int64_t)i * 6 * 3600, times[i], sizeof(times[i]));
-        s[i] = (struct snap){ids[i], times[i], i >= 4, false};
+        s[i] = (struct snap){ids[i], times[i], i >= 4, false, false};
     }
     /* s00..s03 good on 06-01 (00, 06, 12, 18h); s04..s13 incomplete, 06-02 .. 06-04 06h. */
     check_case(NULL, &r, s, 14,
@@ -547,9 +617,9 @@ static void test_extreme_times(void **state)
 {
     /* Times near the ends of int64 neither overflow nor crash (UBSan watches). */
     struct ret_snapshot s[] = {
-        {"min", INT64_MIN, false, false},
-        {"max", INT64_MAX, false, false},
-        {"zero", 0, false, false},
+        {"min", INT64_MIN, false, false, false},
+        {"max", INT64_MAX, false, false, false},
+        {"zero", 0, false, false, false},
     };
     struct ret_decision d[3];
     struct util_err err = {0};
@@ -573,9 +643,9 @@ static void test_extreme_times(void **state)
 static void test_errors(void **state)
 {
     struct ret_snapshot s[] = {
-        {"a", 10, false, false},
-        {"b", 20, false, false},
-        {"a", 30, false, false},
+        {"a", 10, false, false, false},
+        {"b", 20, false, false, false},
+        {"a", 30, false, false, false},
     };
     struct ret_decision d[3];
     struct util_err err = {0};
@@ -667,9 +737,9 @@ static void oracle_prepare(const struct ret_snapshot *s, size_t n, struct oracle
     }
     for (size_t i = 0; i < n; i++) {
         for (int p = 0; p < 3; p++) {
-            o[i].heads[p] = !s[i].suspicious;
+            o[i].heads[p] = !s[i].suspicious && !s[i].pinned;
             for (size_t j = 0; j < n; j++)
-                if (!s[j].suspicious && o[j].rank < o[i].rank &&
+                if (!s[j].suspicious && !s[j].pinned && o[j].rank < o[i].rank &&
                     memcmp(o[j].key[p], o[i].key[p], sizeof(o[i].key[p])) == 0)
                     o[i].heads[p] = false;
         }
@@ -690,10 +760,11 @@ static unsigned oracle_reasons(const struct ret_snapshot *s, const struct oracle
     size_t newer_visible = 0, newer_good = 0;
     int64_t newest = INT64_MIN;
 
-    if (s[i].suspicious)
-        return RET_SUSPICIOUS;
+    /* Suspicious and pinned snapshots: kept for that alone, and invisible to the rest. */
+    if (s[i].suspicious || s[i].pinned)
+        return (s[i].suspicious ? RET_SUSPICIOUS : 0u) | (s[i].pinned ? RET_PINNED : 0u);
     for (size_t j = 0; j < n; j++) {
-        if (s[j].suspicious)
+        if (s[j].suspicious || s[j].pinned)
             continue;
         if (s[j].time > newest)
             newest = s[j].time;
@@ -737,6 +808,7 @@ static void random_history(struct ret_snapshot *s, char (*ids)[16], size_t n, in
         s[i].time = base + rng_range(0, span / 1800) * 1800 + (rng() % 4 == 0 ? 0 : 1799);
         s[i].incomplete = rng() % 4 == 0;
         s[i].suspicious = rng() % 6 == 0;
+        s[i].pinned = rng() % 7 == 0;
     }
 }
 
@@ -805,13 +877,14 @@ static void check_properties(const char *zone_name, uint64_t seed, int rounds)
         size_t good_seen = 0;
         for (size_t i = 0; i < n; i++) {
             const struct ret_snapshot *x = &s[d[i].index];
-            /* Suspicious: always kept, for that reason only. */
-            if (x->suspicious)
-                assert_int_equal(d[i].reasons, RET_SUSPICIOUS);
+            /* Suspicious or pinned: always kept, for that reason only. */
+            if (x->suspicious || x->pinned)
+                assert_int_equal(d[i].reasons, (x->suspicious ? RET_SUSPICIOUS : 0u) |
+                                                   (x->pinned ? RET_PINNED : 0u));
             else
                 nonsus++;
-            /* The two newest good: always kept. */
-            if (!x->suspicious && !x->incomplete && good_seen++ < 2)
+            /* The two newest good (not pinned: a pin takes no place): always kept. */
+            if (!x->suspicious && !x->pinned && !x->incomplete && good_seen++ < 2)
                 assert_true(d[i].keep && (d[i].reasons & RET_NEWEST_GOOD));
             if (d[i].keep)
                 kept_last += (d[i].reasons & RET_LAST) != 0;
@@ -880,7 +953,7 @@ static void test_large_history_is_sorted_and_complete(void **state)
     for (size_t i = 0; i < N; i++) {
         snprintf(ids[i], 16, "s%06zu", i);
         s[i] = (struct ret_snapshot){ids[i], 1700000000 + (int64_t)(rng() % (3 * 365 * 86400)),
-                                     false, false};
+                                     false, false, false};
     }
     assert_int_equal(ret_evaluate(s, N, &r, NULL, d, &err), 0);
     for (size_t i = 0; i < N; i++) {
@@ -914,6 +987,10 @@ int main(void)
         cmocka_unit_test(test_keep_monthly_r10_seed_example),
         cmocka_unit_test(test_no_oldest_snapshot_rule_r8),
         cmocka_unit_test(test_suspicious_kept_and_invisible_r4),
+        cmocka_unit_test(test_pinned_takes_no_slot),
+        cmocka_unit_test(test_pinned_oldest_survives_every_rule),
+        cmocka_unit_test(test_pinned_with_other_marks_and_no_rules),
+        cmocka_unit_test(test_unpinned_is_ruled_again),
         cmocka_unit_test(test_suspicious_in_the_middle_of_daily_buckets),
         cmocka_unit_test(test_incomplete_newest_r5),
         cmocka_unit_test(test_ten_incomplete_in_a_row),

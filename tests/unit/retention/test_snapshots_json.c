@@ -96,10 +96,15 @@ static void test_rejects_with_a_message(void **state)
          "[0].incomplete: expected true or false, found a string"},
         {"[{\"id\":\"a\",\"time\":\"2026-06-01T00:00:00Z\",\"suspicious\":1}]",
          "[0].suspicious: expected true or false, found a number"},
+        {"[{\"id\":\"a\",\"time\":\"2026-06-01T00:00:00Z\",\"pinned\":\"yes\"}]",
+         "[0].pinned: expected true or false, found a string"},
+        {"[{\"id\":\"a\",\"time\":\"2026-06-01T00:00:00Z\",\"pined\":true}]",
+         "[0]: unknown key \"pined\" (did you mean \"pinned\"?)"},
         {"[{\"id\":\"a\",\"time\":\"2026-06-01T00:00:00Z\",\"suspicous\":true}]",
          "[0]: unknown key \"suspicous\" (did you mean \"suspicious\"?)"},
         {"[{\"id\":\"a\",\"time\":\"2026-06-01T00:00:00Z\",\"host\":\"n1\"}]",
-         "[0]: unknown key \"host\" (a snapshot has only id, time, incomplete and suspicious)"},
+         "[0]: unknown key \"host\" (a snapshot has only id, time, incomplete, suspicious and "
+         "pinned)"},
         {"[{\"id\":\"a\",\"id\":\"b\",\"time\":\"2026-06-01T00:00:00Z\"}]",
          "line 1, column *"}, /* duplicate key, found by jansson */
         {"[{\"id\":\"a\",\"time\":\"2026-06-01T00:00:00Z\"},"

@@ -33,6 +33,7 @@ static void same_as_jansson(const char *doc, size_t len)
         assert_int_equal(a.v[i].time, b.v[i].time);
         assert_int_equal(a.v[i].incomplete, b.v[i].incomplete);
         assert_int_equal(a.v[i].suspicious, b.v[i].suspicious);
+        assert_int_equal(a.v[i].pinned, b.v[i].pinned);
     }
     if (ra != 0)
         assert_null(a.v);
@@ -54,6 +55,9 @@ static void test_same_answer_as_jansson(void **state)
         "[ { \"time\" : \"2026-06-01T02:30:00Z\" , \"id\" : \"a b/c~!\" , \"suspicious\" : false "
         "} ]",
         "[{\"id\":\"a\",\"time\":\"2026-06-01T00:00:00Z\",\"incomplete\":true\n}]",
+        "[{\"id\":\"a\",\"time\":\"2026-06-01T00:00:00Z\",\"pinned\":true},"
+        "{\"id\":\"b\",\"pinned\":false,\"time\":\"2026-06-02T00:00:00Z\"}]",
+        "[{\"id\":\"a\",\"time\":\"2026-06-01T00:00:00Z\",\"pinned\":1}]",
         /* everything it hands over */
         "",
         "   ",

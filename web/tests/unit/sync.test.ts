@@ -116,3 +116,31 @@ describe("helpers", () => {
     expect(scalarSource(f, "#x")).not.toBe("#x");
   });
 });
+
+describe("spec.suspend", () => {
+  it("writes a plain boolean, never a quoted string, and reads it back", () => {
+    const w = writeField(PAGE, "spec.suspend", "true");
+    expect(w.error).toBeUndefined();
+    expect(w.text).toMatch(/\n {2}suspend: true\n/);
+    expect(readFields(w.text).values["spec.suspend"]).toBe("true");
+    const back = writeField(w.text, "spec.suspend", "false");
+    expect(back.text).toMatch(/\n {2}suspend: false\n/);
+    expect(scalarSource(FIELDS.find((f) => f.path === "spec.suspend")!, "true")).toBe("true");
+    const gone = writeField(back.text, "spec.suspend", "");
+    expect(gone.text).not.toContain("suspend");
+  });
+});
+
+describe("spec.exclude", () => {
+  it("writes patterns as a list, caches as a boolean, and reads them back", () => {
+    let t = writeField(PAGE, "spec.exclude.patterns", "*.tmp\n/var/cache/**").text;
+    t = writeField(t, "spec.exclude.caches", "true").text;
+    t = writeField(t, "spec.exclude.largerThan", "4GiB").text;
+    const v = readFields(t).values;
+    expect(v["spec.exclude.patterns"]).toBe("*.tmp\n/var/cache/**");
+    expect(v["spec.exclude.caches"]).toBe("true");
+    expect(v["spec.exclude.largerThan"]).toBe("4GiB");
+    expect(t).toMatch(/\n {4}caches: true\n/);
+    expect(fieldForPath("spec.exclude.patterns[1]")?.path).toBe("spec.exclude.patterns");
+  });
+});

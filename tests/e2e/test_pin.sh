@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Pinned snapshots end to end (docs/retention.md, "Pinned snapshots") against versitygw of
+# tests/env/: a snapshot made with lode backup --pin survives a forget (keepLast 1) that
+# forgets its neighbour, with its reason shown by lode snapshots and lode forget --dry-run;
+# lode mark --pin changes the reason, --unpin gives it back to the rules, and the next
+# forget forgets it. Run it as  tests/env/with-cluster.sh bash tests/e2e/test_pin.sh
+set -u
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+# shellcheck source=tests/env/lib.sh
+source "$root/tests/env/lib.sh"
+LODE=${LODE:-$root/build/lode}
+[[ $LODE == /* ]] || LODE=$root/$LODE
+trap 'rm -rf "$T_TMP"' EXIT
+
+export LODE_REPOSITORY=s3:$S3_ENDPOINT/$S3_BUCKET/pin-e2e-$(openssl rand -hex 4)
+env_lode_s3
+export LODE_KEY_FILE=$T_TMP/key
+printf 'correct horse battery staple\n' >"$LODE_KEY_FILE"
+run() { # NAME: runs the rest, keeps stdout/stderr/exit in OUT ERR RC
+	local name=$1
+	shift
+	"$@" >"$T_TMP/$name.out" 2>"$T_TMP/$name.err"
+	RC=$?
+	OUT=$(cat "$T_TMP/$name.out")
+	ERR=$(cat "$T_TMP/$name.err")
+}
+mkdir -p "$T_TMP/node/data"
+policy=$T_TMP/policy.yaml
+cat >"$policy" <<'EOF'
+apiVersion: lodestore.io/v1alpha1
+kind: BackupPolicy
+metadata: {name: p, namespace: default}
+spec:
+  repository: main
+  paths: [/data]
+  retention: {keepLast: 1}
+EOF
+run init "$LODE" init
+check_eq "lode init exits 0" "$RC" 0
+ids=()
+for i in 1 2 3 4; do
+	echo "$i" >"$T_TMP/node/data/f"
+	pin=()
+	[[ $i == 1 ]] && pin=(--pin "before the 3.2 upgrade")
+	run "b$i" "$LODE" backup --policy "$policy" --host h1 --root "$T_TMP/node" --output json "${pin[@]}"
+	check_eq "backup $i exits 0" "$RC" 0
+	ids+=("$(jq -r .snapshot.id <<<"$OUT")")
+done
+check_eq "the first backup says it is pinned" "$(jq -r .snapshot.pinned "$T_TMP/b1.out")" "before the 3.2 upgrade"
+run snaps "$LODE" snapshots --output json
+check_eq "lode snapshots shows the pin's reason" \
+	"$(jq -r --arg id "${ids[0]}" '.snapshots[] | select(.id == $id) | .pinned' <<<"$OUT")" "before the 3.2 upgrade"
+check_eq "and null for the others" \
+	"$(jq -c '[.snapshots[] | .pinned] | map(select(. == null)) | length' <<<"$OUT")" 3
+
+run dry "$LODE" forget --policy "$policy" --dry-run
+check_eq "forget --dry-run exits 0" "$RC" 0
+check_contains "it shows the pinned snapshot with its reason" "$OUT" \
+	"pinned on host h1: ${ids[0]}: before the 3.2 upgrade"
+run forget "$LODE" forget --policy "$policy" --output json
+check_eq "forget exits 0" "$RC" 0
+check_eq "the pinned one is kept for its pin alone" \
+	"$(jq -c --arg id "${ids[0]}" '.hosts[0].keep[] | select(.id == $id) | .reasons' <<<"$OUT")" '["pinned"]'
+check_eq "its neighbour is forgotten (keepLast 1 and the two newest good keep the rest)" \
+	"$(jq -c '[.hosts[0].forget[].id]' <<<"$OUT")" "[\"${ids[1]}\"]"
+run snaps2 "$LODE" snapshots --output json
+check_eq "three snapshots are left, the pinned one among them" \
+	"$(jq -c '[.snapshots[].id] | length' <<<"$OUT")" 3
+
+run repin "$LODE" mark "${ids[0]}" --pin "kept for the audit" --output json
+check_eq "a second --pin changes the reason" "$(jq -c '[.pinned, .reason, .changed]' <<<"$OUT")" \
+	'[true,"kept for the audit",true]'
+run badpin "$LODE" mark "${ids[0]}" --pin ""
+check_eq "an empty reason is a usage error" "$RC" 2
+run unpin "$LODE" mark "${ids[0]}" --unpin
+check_contains "unpinned" "$OUT" "unpinned"
+run unpin2 "$LODE" mark "${ids[0]}" --unpin
+check_contains "unpinning again changes nothing" "$OUT" "was not pinned"
+run forget2 "$LODE" forget --policy "$policy" --output json
+check_eq "unpinned, the next forget forgets it" "$(jq -c '[.hosts[0].forget[].id]' <<<"$OUT")" "[\"${ids[0]}\"]"
+finish
