@@ -2,8 +2,8 @@
 # What a real kubelet enforces on the controller's Jobs (docs/testing.md, "Real nodes"),
 # one real node, one repository, one controller:
 #
-# - a memory limit below the agent's need (a LimitRange of the namespace, as a cluster
-#   admin sets one): the kernel kills the agent, the Job fails, the Backup's message
+# - a memory limit below the agent's need (the policy's spec.pod.resources; the Job's
+#   default is 2Gi): the kernel kills the agent, the Job fails, the Backup's message
 #   starts with OOMKilled, no snapshot;
 # - the agent's process, seen from this machine while it runs: uid 0, no supplementary
 #   groups, the one capability DAC_READ_SEARCH (effective, permitted, bounding), no new
@@ -93,7 +93,7 @@ ctl_pid=$!
 env_wait 30 "the controller's caches" grep -q 'caches synced' "$T_TMP/ctl.log" ||
 	fail "the controller starts" "$(tail -n 20 "$T_TMP/ctl.log")"
 
-policy() { # CRON [UPLOAD-RATE]
+policy() { # CRON [UPLOAD-RATE] [MEMORY-LIMIT]
 	kc -n "$ns" apply -f - >/dev/null <<EOF
 apiVersion: lodestore.io/v1alpha1
 kind: BackupPolicy
@@ -105,6 +105,7 @@ spec:
   schedule: {cron: "$1", jitter: 0s}
   retention: {keepLast: 10}
   limits: {maxRuntime: 1h${2:+, uploadRate: $2}}
+${3:+  pod: {resources: {requests: {memory: $3}, limits: {memory: $3}}}}
 EOF
 }
 manual() { # NAME: a Backup made by hand for the node
@@ -123,26 +124,16 @@ pod_of() { kc -n "$ns" get pods -l "job-name=$1" -o jsonpath='{.items[0].metadat
 agent_pid() { pgrep -n -f "^/usr/local/bin/lode backup --policy $ns/limits " || true; }
 policy "0 0 1 1 *"
 
-# ---- a memory limit below the agent's need: OOMKilled ----
-kc -n "$ns" apply -f - >/dev/null <<EOF
-apiVersion: v1
-kind: LimitRange
-metadata: {name: small}
-spec:
-  limits:
-    - type: Container
-      default: {memory: 16Mi}
-      defaultRequest: {memory: 16Mi}
-EOF
+# ---- a memory limit below the agent's need (spec.pod.resources): OOMKilled ----
+policy "0 0 1 1 *" "" 16Mi
 manual oom
 if env_wait 120 "the OOM Backup to fail" phase_is oom Failed; then
 	pass "under a 16Mi limit the Backup fails"
 else
 	fail "under a 16Mi limit the Backup fails" "$(kc -n "$ns" get backup oom -o yaml)" "$(kc -n "$ns" get pods -o yaml | tail -n 30)"
 fi
-kc -n "$ns" delete limitrange small >/dev/null
 check_contains "its message starts with OOMKilled" "$(bfield oom message)" "OOMKilled: the agent went over its container's memory limit (exit code 137)"
-check_eq "the container's limit was the LimitRange's, its reason OOMKilled" \
+check_eq "the container's limit was the policy's, its reason OOMKilled" \
 	"$(kc -n "$ns" get pods -l job-name=oom -o json | jq -r '.items[0] | [.spec.containers[0].resources.limits.memory, .status.containerStatuses[0].state.terminated.reason] | join(" ")')" \
 	"16Mi OOMKilled"
 check_eq "no snapshot reported" "$(bfield oom snapshot.id)" ""
