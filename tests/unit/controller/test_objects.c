@@ -120,6 +120,7 @@ static void test_job_is_pinned_bounded_and_read_only(void **state)
                           "buid",
                           0,
                           NULL,
+                          false,
                           NULL};
     struct ctl_job_opts opts = {"lodestore:test", 3600, false, NULL};
     json_t *job = ctl_job_json(&p, &run, &opts);
@@ -250,8 +251,8 @@ static void test_job_pin(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "",   CTL_TRIGGER_MANUAL,      NULL, "by-hand", NULL,
-                          0,        NULL, "before the 3.2 upgrade"};
+    struct ctl_run run = {"node-1", "",    CTL_TRIGGER_MANUAL,      NULL, "by-hand", NULL, 0,
+                          NULL,     false, "before the 3.2 upgrade"};
     struct ctl_job_opts opts = {"img", 60, false, NULL};
     json_t *job = ctl_job_json(&p, &run, &opts);
     json_t *args = json_object_get(job_container(job), "args");
@@ -711,8 +712,9 @@ static void test_job_agent_credentials(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "", CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL, false};
-    struct ctl_job_opts opts = {"img", 60, false};
+    struct ctl_run run = {"node-1", "",  CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL,
+                          false,    NULL};
+    struct ctl_job_opts opts = {"img", 60, false, NULL};
     json_t *repo = json_loads(
         "{\"spec\":{\"endpoint\":\"https://s3.lan\",\"bucket\":\"b\",\"credentialsSecret\":{"
         "\"name\":\"deleter\",\"accessKeyIDKey\":\"dak\"},\"agentCredentialsSecret\":{\"name\":"
