@@ -277,8 +277,12 @@ void ctl_job_set_hooks(json_t *job, const struct policy *p, const struct ctl_job
     json_t *m;
     json_array_foreach(json_object_get(c, "volumeMounts"), i, m)
     {
-        if (strcmp(json_string_value(json_object_get(m, "name")), "host-root") == 0)
+        if (strcmp(json_string_value(json_object_get(m, "name")), "host-root") == 0) {
+            /* recursiveReadOnly is only valid on a read-only mount: the API server refuses
+             * the Job otherwise (docs/security.md, "Hooks"). */
             json_object_set_new(m, "readOnly", json_false());
+            json_object_del(m, "recursiveReadOnly");
+        }
     }
 }
 

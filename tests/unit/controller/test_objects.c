@@ -236,6 +236,8 @@ static void test_job_hooks(void **state)
             bool granted = k == 1 && want[i];
             assert_int_equal(json_array_size(add), granted ? 2 : 1);
             assert_int_equal(json_is_true(json_object_get(root, "readOnly")), !granted);
+            /* The API server takes recursiveReadOnly only on a read-only mount. */
+            assert_int_equal(json_object_get(root, "recursiveReadOnly") == NULL, granted);
             if (k == 1 && !want[i])
                 assert_string_equal(json_string_value(json_object_get(env, "value")), "0");
             else
