@@ -94,6 +94,8 @@ env_wait 30 "the controller's caches" grep -q 'caches synced' "$T_TMP/ctl.log" |
 	fail "the controller starts" "$(tail -n 20 "$T_TMP/ctl.log")"
 
 policy() { # CRON [UPLOAD-RATE] [MEMORY-LIMIT]
+	local pod=
+	[[ -z ${3:-} ]] || pod="  pod: {resources: {requests: {memory: $3}, limits: {memory: $3}}}"
 	kc -n "$ns" apply -f - >/dev/null <<EOF
 apiVersion: lodestore.io/v1alpha1
 kind: BackupPolicy
@@ -105,7 +107,7 @@ spec:
   schedule: {cron: "$1", jitter: 0s}
   retention: {keepLast: 10}
   limits: {maxRuntime: 1h${2:+, uploadRate: $2}}
-${3:+  pod: {resources: {requests: {memory: $3}, limits: {memory: $3}}}}
+$pod
 EOF
 }
 manual() { # NAME: a Backup made by hand for the node

@@ -10,7 +10,7 @@
 #include "restorejob.h"
 #include "state.h"
 
-static const struct ctl_job_opts OPTS = {"img:1", 600, false};
+static const struct ctl_job_opts OPTS = {"img:1", 600, false, NULL};
 
 static json_t *restore_obj(const char *spec)
 {
