@@ -847,9 +847,12 @@ static void test_file_list_order_and_paths(void **state)
  * directory is refused by the writer. */
 static void test_file_list_hard_links(void **state)
 {
-    struct repo_keys k = test_keys(5);
+    struct repo_keys k = mstore_keys(5);
+    struct mstore ms = {.k = &k, .run = ID1};
     struct repo_files_writer w;
+    struct repo_tree_reader tr;
     struct repo_files_reader r;
+    struct repo_root root;
     struct repo_file f;
     struct util_err err = {0};
     static const struct {
@@ -860,10 +863,9 @@ static void test_file_list_hard_links(void **state)
               {"/b/file", "/a/file", REPO_FT_FILE},
               {"/b/fifo", "/a/fifo", REPO_FT_FIFO},
               {"/c", "", REPO_FT_FILE}};
-    uint8_t *data;
-    size_t len, i = 0;
+    size_t i = 0;
 
-    repo_files_writer_init(&w, &k, ID1);
+    repo_files_writer_init(&w, &k, mstore_cb, &ms);
     /* Sorted as the list is: "/a/fifo" < "/a/file". */
     static const size_t order[] = {1, 0, 3, 2, 4};
     for (size_t j = 0; j < 5; j++) {
@@ -893,8 +895,10 @@ static void test_file_list_hard_links(void **state)
     f.link = util_strdup("/a/file");
     assert_int_equal(repo_files_writer_add(&w, &f, &err), UTIL_EINVAL);
     repo_file_free(&f);
-    repo_files_writer_finish(&w, &data, &len);
-    assert_int_equal(repo_files_reader_init(&r, &k, ID1, data, len, &err), 0);
+    assert_int_equal(repo_files_writer_finish(&w, &root, &err), 0);
+    repo_files_writer_free(&w);
+    repo_tree_reader_init(&tr, &k, REPO_TREE_FILES, &root, mstore_fetch, &ms);
+    repo_files_reader_tree(&r, &tr);
     while (repo_files_reader_next(&r, &f, &err) == 1) {
         const char *want = in[order[i]].link;
         assert_string_equal(f.path, in[order[i]].path);
@@ -904,7 +908,8 @@ static void test_file_list_hard_links(void **state)
     }
     assert_int_equal(i, 5);
     repo_files_reader_free(&r);
-    free(data);
+    repo_tree_reader_free(&tr);
+    mstore_free(&ms);
 }
 
 static void test_empty_file_list(void **state)
