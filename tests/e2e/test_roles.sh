@@ -180,7 +180,7 @@ check_contains "a malformed LODE_OBJECT_LOCK is refused, named" "$ERR" "LODE_OBJ
 lman=$(cd "$gw/data/$locked" && find team/snapshots -name "${ids[0]}.json")
 lpack=$(cd "$gw/data/$locked" && find team/data -name '*.pack' | head -n 1)
 now=$(date -u +%s)
-for k in "$lman" "$lpack" "$(cd "$gw/data/$locked" && find team/meta -name "${ids[0]}.files")"; do
+for k in "$lman" "$lpack" "$(cd "$gw/data/$locked" && find team/meta -name "${ids[0]}.*.meta" | head -n 1)"; do
 	env_s3_as "$ROOT_AK" "$ROOT_SK" GET "/$locked/$k?retention="
 	check_contains "$k: retained in GOVERNANCE mode" "$S3_BODY" "<Mode>GOVERNANCE</Mode>"
 	until=$(grep -o '<RetainUntilDate>[^<]*' <<<"$S3_BODY" | sed 's/<RetainUntilDate>//')

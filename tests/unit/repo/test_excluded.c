@@ -32,6 +32,16 @@ static void test_round_trip(void **state)
     repo_source_set(&m.src, "default", "etc", "node-1", &err);
     m.max_runtime = 3600;
     snprintf(m.agent, sizeof(m.agent), "lode test");
+    /* Format 2's manifest names its two trees: roots that parse. */
+    for (int t = 0; t < 2; t++) {
+        struct repo_root *r = t ? &m.chunks_root : &m.files_root;
+        memset(r->ref.hash, 0x30 + t, REPO_HASH_LEN);
+        memcpy(r->ref.run, m.id, sizeof(r->ref.run));
+        r->ref.offset = 8;
+        r->ref.stored = 100;
+        r->ref.plain = 200;
+        r->depth = 1;
+    }
     m.excluded[REPO_EXCL_PATTERN] = (struct repo_excluded){4, 12};
     m.excluded[REPO_EXCL_SIZE] = (struct repo_excluded){1, 300000};
     m.excluded[REPO_EXCL_FS] = (struct repo_excluded){2, 0};
