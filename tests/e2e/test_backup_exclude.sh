@@ -20,6 +20,7 @@ export LODE_REPOSITORY=s3:$S3_ENDPOINT/$S3_BUCKET/exclude-e2e-$(openssl rand -he
 env_lode_s3
 export LODE_KEY_FILE=$T_TMP/key
 printf 'correct horse battery staple\n' >"$LODE_KEY_FILE"
+chmod 600 "$LODE_KEY_FILE" # lode refuses a key file open to others
 run() { # NAME: runs the rest, keeps stdout/stderr/exit in OUT ERR RC
 	local name=$1
 	shift
