@@ -162,7 +162,8 @@ kc get nodes -l role=db -o wide
 step "the controller"
 log=$LODE_ENV_DIR/logs/lode-controller.log
 $ctl --kubeconfig "$KUBECONFIG" --context operator --metrics-addr 127.0.0.1:0 \
-    --agent-image lodestore.invalid/agent:e2e --agent-host-network >"$log" 2>&1 &
+    --agent-image lodestore.invalid/agent:e2e --agent-host-network --allow-node-backups demo \
+    >"$log" 2>&1 &
 ctl_pid=$!
 env_wait 20 "the controller to listen" grep -q 'metrics on 127.0.0.1:' "$log"
 metrics_port=$(grep -o 'metrics on 127.0.0.1:[0-9]*' "$log" | cut -d: -f2)
