@@ -135,9 +135,10 @@ int cmd_forget_storage(const struct cmd_forget_storage_args *a)
         }
     }
 
-    /* Pinned snapshots with their reasons (docs/retention.md, "Pinned snapshots"). */
-    json_t *pinned = json_array();
-    for (size_t i = 0; i < cat.n; i++) {
+    /* Pinned snapshots with their reasons (docs/retention.md, "Pinned snapshots"), in the
+     * text; the JSON keeps the contract's keys only (docs/commands.md): a pinned snapshot
+     * is in "keep" with the reason "pinned". */
+    for (size_t i = 0; i < cat.n && a->output == CLI_OUTPUT_TEXT; i++) {
         char *why = NULL;
         if (!cat.v[i].pinned)
             continue;
@@ -145,11 +146,7 @@ int cmd_forget_storage(const struct cmd_forget_storage_args *a)
             fprintf(stderr, "lode forget: %s (the pin still holds)\n", err.msg);
             why = util_strdup("");
         }
-        if (a->output == CLI_OUTPUT_TEXT)
-            printf("pinned on host %s: %s: %s\n", cat.v[i].src.host, cat.v[i].id, why);
-        json_array_append_new(pinned, json_pack("{s:s, s:o, s:o}", "id", cat.v[i].id, "host",
-                                                cli_json_string_lossy(cat.v[i].src.host), "reason",
-                                                cli_json_string_lossy(why)));
+        printf("pinned on host %s: %s: %s\n", cat.v[i].src.host, cat.v[i].id, why);
         free(why);
     }
 
@@ -176,11 +173,10 @@ int cmd_forget_storage(const struct cmd_forget_storage_args *a)
         printf("%s\n", a->dry_run ? "dry run: nothing was deleted" : "nothing to delete");
     }
     if (a->output == CLI_OUTPUT_JSON) {
-        json_t *root = json_pack("{s:O, s:O}", "hosts", hosts, "pinned", pinned);
+        json_t *root = json_pack("{s:O}", "hosts", hosts);
         cli_print_json(root);
         json_decref(root);
     }
-    json_decref(pinned);
 
 out:
     json_decref(hosts);
