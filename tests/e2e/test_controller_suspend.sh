@@ -64,5 +64,8 @@ b=$(kc -n "$NS" get backups -o jsonpath='{.items[0].metadata.name}')
 check_eq "the run is a catch-up" "$(env_get -n "$NS" "backup/$b" '{.spec.trigger}')" catch-up
 check_eq "one CaughtUp Event" "$(events CaughtUp)" 1
 check_eq "still no slot reported missed" "$(events Missed)" 0
+# Policy status writes are paced (three, then one per 10 s per policy: docs/operator.md).
+resumed() { [[ "$(cond Suspended status) $(cond Suspended reason)" == "False Active" ]]; }
+env_wait 25 "Suspended to turn False" resumed
 check_eq "Suspended is False once resumed" "$(cond Suspended status) $(cond Suspended reason)" "False Active"
 finish
