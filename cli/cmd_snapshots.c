@@ -66,8 +66,8 @@ static void cmd_snapshots_json(const struct repo_catalog *cat, const struct repo
         json_object_set_new(o, "suspicious", json_boolean(s->suspicious));
         json_object_set_new(o, "files", json_integer((json_int_t)m[i].files));
         json_object_set_new(o, "bytes", json_integer((json_int_t)m[i].bytes));
-        json_object_set_new(
-            o, "pinned", s->pinned ? cli_json_string_lossy(pins[i] ? pins[i] : "") : json_null());
+        /* No "pinned" key: the JSON has the contract's keys only (docs/commands.md); the
+         * text shows a pin and its reason. */
         json_array_append_new(arr, o);
         free(pol);
     }
