@@ -50,7 +50,16 @@ count_output() { # name status seconds
         failures+=("$name")
         cat "$log"
         if [ -n "${FAIL_DIGEST:-}" ]; then
-            { echo "--- $name: $p passed, $f failed; its last lines:"; tail -n 12 "$log"; } >>"$FAIL_DIGEST"
+            # What failed, with the indented diagnostics under each failure (CI keeps
+            # only the tail of the output), then the last lines for a crash.
+            {
+                echo "--- $name: $p passed, $f failed; what failed:"
+                awk '/^not ok/ { show = 1; n = 0; print; next }
+                     show && /^[ \t#]/ && n < 6 { print; n++; next }
+                     { show = 0 }' "$log" | head -n 40
+                echo "--- $name: its last lines:"
+                tail -n 6 "$log"
+            } >>"$FAIL_DIGEST"
         fi
     fi
     # The seconds each test took, so a slow one is seen where it is (docs/testing.md).

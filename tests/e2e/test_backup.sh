@@ -377,7 +377,9 @@ run snapshots --policy e2e/spike --host node-a --output json
 newest=$(jqo '[.snapshots[] | select(.suspicious | not)][0].id')
 obj=$ENV_DIR/s3/data/$S3_BUCKET/$prefix/meta/e2e/spike/node-a/$newest.0.meta
 if [[ -f $obj ]]; then
-	printf '\xff' | dd of="$obj" bs=1 seek=40 conv=notrunc status=none
+	# The byte is inverted, not overwritten: a set value could be the one already there.
+	byte=$(od -An -tu1 -j40 -N1 "$obj" | tr -d ' ')
+	printf "\\$(printf '%03o' $((byte ^ 255)))" | dd of="$obj" bs=1 seek=40 conv=notrunc status=none
 	printf 'new\n' >"$an/srv/new-file"
 	run backup --policy "$polan" --host node-a --root "$an" --output json
 	check_eq "a damaged parent file list: the backup still succeeds" "$RC" 0

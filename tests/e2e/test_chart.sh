@@ -422,9 +422,18 @@ check_eq "the defaults docs/operator.md gives are the chart's" "${wrong[*]}" ""
 
 # ---- what the ServiceAccounts may do ----
 # can WANT SA-NAMESPACE SA KUBECTL-AUTH-CAN-I-ARGS...: "yes" or "no" from the API server.
+# The authorizer learns each RBAC object from its own watch, so a right can arrive a
+# moment after another (and a loaded API server can time a question out): an answer
+# other than the one expected is asked again until a 15 s deadline.
+answer_is() { # WANT SA-NAMESPACE SA VERB...
+	local want=$1 sans=$2 sa=$3
+	shift 3
+	[[ $(kc auth can-i "$@" --as "system:serviceaccount:$sans:$sa" 2>/dev/null) == "$want" ]]
+}
 can() {
 	local want=$1 sans=$2 sa=$3 got word
 	shift 3
+	env_wait 15 "$sa: can-i $* = $want" answer_is "$want" "$sans" "$sa" "$@"
 	got=$(kc auth can-i "$@" --as "system:serviceaccount:$sans:$sa" 2>/dev/null)
 	[[ $want == yes ]] && word=may || word="may not"
 	check_eq "$sa $word $*" "${got:-error}" "$want"
@@ -619,7 +628,10 @@ if start_chart_controller a "$T_TMP/default.json" "$T_TMP/a.kubeconfig"; then
 		pass "a: writes the policy's status" || fail "a: writes the policy's status"
 	# BackupStarted, or CaughtUp when the slot passed between the policy's creation and
 	# the controller's start (a run the controller was down for).
-	started=$(env_get -n "$NS" events '{range .items[*]}{.reason}{"\n"}{end}' | grep -cE '^(BackupStarted|CaughtUp)$')
+	# Events are paced (docs/operator.md): wait for them with a deadline.
+	started_events() { env_get -n "$NS" events '{range .items[*]}{.reason}{"\n"}{end}' | grep -cE '^(BackupStarted|CaughtUp)$'; }
+	env_wait 30 "the slot's Events" eval '[[ $(started_events) -ge 2 ]]'
+	started=$(started_events)
 	[[ $started -ge 2 ]] && pass "a: creates Events" || fail "a: creates Events" "BackupStarted or CaughtUp: $started"
 	env_wait 10 "/readyz" readyz "$PORT_a" && pass "a: /readyz answers 200 (every list allowed)" ||
 		fail "a: /readyz answers 200"
