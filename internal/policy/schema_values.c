@@ -342,20 +342,29 @@ bool schema_duration(struct schema_walk *w, const struct schema_field *f,
     return true;
 }
 
-bool schema_size(struct schema_walk *w, const struct schema_field *f, const struct policy_node *n,
-                 uint64_t *out)
+/*
+ * A size or a rate: a string the parser reads into bytes (or bytes a second), at
+ * most the CRD's length and at least the field's min. The two differ only in their
+ * parser and their words, so they share this.
+ */
+struct schema_amount {
+    int (*parse)(const char *s, uint64_t *v, struct util_err *err);
+    const char *expected; /* "a size such as 512MiB" */
+    const char *what;     /* "the size" */
+    const char *shorter;  /* how to write it within the length */
+};
+
+static bool schema_amount(struct schema_walk *w, const struct schema_field *f,
+                          const struct policy_node *n, const struct schema_amount *a, uint64_t *out)
 {
     struct util_err err = {0};
     uint64_t v;
     int rc;
 
-    if (!schema_string(w, n, "a size such as 512MiB"))
+    if (!schema_string(w, n, a->expected))
         return false;
-    rc = policy_parse_size(n->text, &v, &err);
-    if ((rc == 0 || rc == UTIL_ERANGE) &&
-        !schema_length_ok(w, f, n, "the size",
-                          "write it without leading zeros, or in a larger unit (1GiB, not "
-                          "1073741824B)"))
+    rc = a->parse(n->text, &v, &err);
+    if ((rc == 0 || rc == UTIL_ERANGE) && !schema_length_ok(w, f, n, a->what, a->shorter))
         return false;
     if (rc != 0) {
         schema_error(w, n, "%s", err.msg);
@@ -367,6 +376,30 @@ bool schema_size(struct schema_walk *w, const struct schema_field *f, const stru
     }
     *out = v;
     return true;
+}
+
+bool schema_size(struct schema_walk *w, const struct schema_field *f, const struct policy_node *n,
+                 uint64_t *out)
+{
+    static const struct schema_amount size = {
+        .parse = policy_parse_size,
+        .expected = "a size such as 512MiB",
+        .what = "the size",
+        .shorter = "write it without leading zeros, or in a larger unit (1GiB, not 1073741824B)",
+    };
+    return schema_amount(w, f, n, &size, out);
+}
+
+bool schema_rate(struct schema_walk *w, const struct schema_field *f, const struct policy_node *n,
+                 uint64_t *out)
+{
+    static const struct schema_amount rate = {
+        .parse = policy_parse_rate,
+        .expected = "a rate such as 50MiB/s",
+        .what = "the rate",
+        .shorter = "write it without leading zeros, or in a larger unit (50MiB/s, not 52428800B/s)",
+    };
+    return schema_amount(w, f, n, &rate, out);
 }
 
 /* ---- booleans ---- */
@@ -391,33 +424,6 @@ bool schema_bool(struct schema_walk *w, const struct policy_node *n, bool *out)
     }
     schema_kind_error(w, n, "true or false", NULL);
     return false;
-}
-
-bool schema_rate(struct schema_walk *w, const struct schema_field *f, const struct policy_node *n,
-                 uint64_t *out)
-{
-    struct util_err err = {0};
-    uint64_t v;
-    int rc;
-
-    if (!schema_string(w, n, "a rate such as 50MiB/s"))
-        return false;
-    rc = policy_parse_rate(n->text, &v, &err);
-    if ((rc == 0 || rc == UTIL_ERANGE) &&
-        !schema_length_ok(w, f, n, "the rate",
-                          "write it without leading zeros, or in a larger unit (50MiB/s, not "
-                          "52428800B/s)"))
-        return false;
-    if (rc != 0) {
-        schema_error(w, n, "%s", err.msg);
-        return false;
-    }
-    if (v < (uint64_t)f->min) {
-        schema_range_error(w, f, n);
-        return false;
-    }
-    *out = v;
-    return true;
 }
 
 /* ---- duplicates ---- */
