@@ -291,6 +291,13 @@ static void ctl_result_pods_cb(const struct kube_result *res, void *arg)
             ctl_op_fail(ev, UTIL_EINVAL, err.msg);
     }
     free(msg);
+    /* A failed hook is the policy author's to fix (docs/operator.md, "Events"): paced and
+     * combined with its like per policy, as the other Events about a policy are. */
+    if (r.hook[0] != '\0' && e != NULL && pr != NULL) {
+        char *hm = util_asprintf("Backup %s/%s on host %s: %s", op->ns, op->name, pr->host, r.hook);
+        ctl_events_policy(c, e, "Warning", "HookFailed", hm);
+        free(hm);
+    }
     bool ioprio_warn = pr != NULL && r.ioprio[0] != '\0' && !pr->ioprio_warned;
     if (pr != NULL)
         pr->ioprio_warned = r.ioprio[0] != '\0';

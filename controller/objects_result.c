@@ -109,6 +109,62 @@ static void ctl_unread(const json_t *doc, struct ctl_result *out)
 }
 
 /*
+ * spec.hooks as the agent ran them (the result doc's "hooks", docs/policy.md): the first
+ * that failed is described in out->hook, with what followed from its onError, and gives
+ * the condition HookFailed; none failed: HookFailed=False. Returns whether one failed and
+ * stopped the run (onError: fail).
+ */
+static bool ctl_hooks_outcome(const json_t *doc, json_t *conds, const char *ts,
+                              struct ctl_result *out)
+{
+    const json_t *hooks = json_object_get(doc, "hooks");
+    const json_t *h, *first = NULL;
+    size_t i, nfailed = 0;
+    if (!json_is_array(hooks) || json_array_size(hooks) == 0)
+        return false;
+    json_array_foreach(hooks, i, h)
+    {
+        if (strcmp(ctl_str_or(h, "result", "failed"), "succeeded") == 0)
+            continue;
+        if (first == NULL)
+            first = h;
+        nfailed++;
+    }
+    if (first == NULL) {
+        char *m = util_asprintf("every hook of spec.hooks succeeded (%zu)", json_array_size(hooks));
+        json_array_append_new(conds,
+                              ctl_result_condition("HookFailed", false, "HooksSucceeded", m, ts));
+        free(m);
+        return false;
+    }
+    const char *phase = ctl_str_or(first, "phase", "before");
+    const char *name = ctl_str_or(first, "name", "?");
+    bool timed_out = strcmp(ctl_str_or(first, "result", ""), "timedOut") == 0;
+    bool went_on = json_is_true(json_object_get(first, "continued"));
+    const json_t *code = json_object_get(first, "exitCode");
+    char how[48];
+    if (timed_out)
+        snprintf(how, sizeof(how), "timed out");
+    else if (json_is_integer(code))
+        snprintf(how, sizeof(how), "exit code %lld", (long long)json_integer_value(code));
+    else
+        snprintf(how, sizeof(how), "no exit code");
+    const char *then = went_on                        ? "onError: continue, so the run went on"
+                       : strcmp(phase, "before") == 0 ? "onError: fail, so no backup ran"
+                                                      : "onError: fail, so the run failed";
+    const char *error = ctl_str_or(first, "error", NULL);
+    char more[48] = "";
+    if (nfailed > 1)
+        snprintf(more, sizeof(more), "; %zu more hook%s failed", nfailed - 1,
+                 nfailed == 2 ? "" : "s");
+    snprintf(out->hook, sizeof(out->hook), "%s-hook %s failed (%s; %s)%s%s%s", phase, name, how,
+             then, error != NULL ? ": " : "", error != NULL ? ctl_tail(error) : "", more);
+    json_array_append_new(conds,
+                          ctl_result_condition("HookFailed", true, "HookFailed", out->hook, ts));
+    return !went_on;
+}
+
+/*
  * An incomplete snapshot was written (docs/operator.md, "Backup"): the run is Succeeded
  * with reason incomplete, whether the Job failed on the agent's exit code 3 (as it does:
  * the Job knows only zero and not zero) or, from an older agent, succeeded.
@@ -140,6 +196,7 @@ void ctl_backup_result(json_t *patch, const json_t *pods, int64_t now, struct ct
     char ts[UTIL_TIME_BUF];
     json_t *conds = json_array();
     json_t *snap = NULL;
+    bool hook_stopped = false;
 
     memset(out, 0, sizeof(*out));
     util_format_utc(now, ts, sizeof(ts));
@@ -153,6 +210,7 @@ void ctl_backup_result(json_t *patch, const json_t *pods, int64_t now, struct ct
             snprintf(out->ioprio, sizeof(out->ioprio), "%s",
                      json_string_value(json_object_get(doc, "ioPriority")));
         ctl_unread(doc, out);
+        hook_stopped = ctl_hooks_outcome(doc, conds, ts, out);
         json_decref(doc);
     }
     if (snap != NULL) {
@@ -208,6 +266,14 @@ void ctl_backup_result(json_t *patch, const json_t *pods, int64_t now, struct ct
                                 "(exit code %d) and was killed before it reported a snapshot; "
                                 "raise the limit (a LimitRange of the namespace sets it)%s%s",
                                 exit_code, prev && prev[0] ? "; " : "", prev ? prev : "");
+        json_object_set_new(st, "message", json_string(m));
+        free(m);
+    }
+    /* A hook that stopped the run says why first: the rest is what the Job saw. */
+    phase = json_string_value(json_object_get(st, "phase"));
+    if (hook_stopped && phase != NULL && strcmp(phase, "Failed") == 0) {
+        const char *prev = json_string_value(json_object_get(st, "message"));
+        char *m = util_asprintf("%s%s%s", out->hook, prev && prev[0] ? "; " : "", prev ? prev : "");
         json_object_set_new(st, "message", json_string(m));
         free(m);
     }

@@ -561,6 +561,100 @@ static void test_backup_result(void **state)
     json_decref(patch);
 }
 
+/* spec.hooks as the agent ran them: the HookFailed condition, out->hook and the message. */
+static void test_backup_result_hooks(void **state)
+{
+    struct ctl_result r;
+    const struct ctl_backup_status failed = {
+        .phase = CTL_PHASE_FAILED, .reason = "job_failed", .message = "the backup Job x failed"};
+
+    /* A before-hook that failed with onError: fail: no snapshot; it leads the message. */
+    json_t *patch = ctl_backup_status_json(&failed);
+    json_t *pods = pods_with(
+        "{\"snapshot\":null,\"error\":\"before-hook failed (onError: fail): hook dump failed "
+        "with exit status 2; its last output: pg_dump: no such database\",\"errors\":[],"
+        "\"hooks\":[{\"name\":\"dump\",\"phase\":\"before\",\"result\":\"failed\","
+        "\"exitCode\":2,\"continued\":false,\"outputBytes\":33,\"outputTail\":\"pg_dump: no "
+        "such database\\n\",\"error\":\"hook dump failed with exit status 2; its last output: "
+        "pg_dump: no such database\"},{\"name\":\"notify\",\"phase\":\"after\",\"result\":"
+        "\"succeeded\",\"exitCode\":0,\"continued\":false}]}",
+        "2026-03-29T02:30:00Z");
+    ctl_backup_result(patch, pods, 1774751400, &r);
+    const json_t *c = cond(patch, "HookFailed");
+    assert_non_null(c);
+    assert_string_equal(json_string_value(json_object_get(c, "status")), "True");
+    assert_string_equal(json_string_value(json_object_get(c, "reason")), "HookFailed");
+    assert_string_equal(r.hook, "before-hook dump failed (exit code 2; onError: fail, so no "
+                                "backup ran): hook dump failed with exit status 2; its last "
+                                "output: pg_dump: no such database");
+    assert_string_equal(json_string_value(json_object_get(c, "message")), r.hook);
+    const char *m = status_str(patch, "message");
+    assert_true(strncmp(m, r.hook, strlen(r.hook)) == 0);
+    assert_non_null(strstr(m, "; the backup Job x failed"));
+    assert_string_equal(status_str(patch, "reason"), "job_failed");
+    json_decref(patch);
+    json_decref(pods);
+
+    /* An after-hook that timed out with onError: continue, then one that failed: the run
+     * succeeded, the condition says so, the message is left alone. */
+    patch = ctl_backup_status_json(&(struct ctl_backup_status){.phase = CTL_PHASE_SUCCEEDED});
+    pods =
+        pods_with("{\"snapshot\":{\"id\":\"ab14\"},\"hooks\":[{\"name\":\"thaw\",\"phase\":"
+                  "\"after\",\"result\":\"timedOut\",\"exitCode\":null,\"continued\":true,"
+                  "\"error\":\"hook thaw timed out after 5s and was killed\"},{\"name\":\"ping\","
+                  "\"phase\":\"after\",\"result\":\"failed\",\"exitCode\":1,\"continued\":"
+                  "true}]}",
+                  "2026-03-29T02:30:00Z");
+    ctl_backup_result(patch, pods, 1774751400, &r);
+    assert_true(r.reported);
+    assert_string_equal(r.hook, "after-hook thaw failed (timed out; onError: continue, so the run "
+                                "went on): hook thaw timed out after 5s and was killed; 1 more "
+                                "hook failed");
+    assert_string_equal(json_string_value(json_object_get(cond(patch, "HookFailed"), "status")),
+                        "True");
+    const char *sm =
+        json_string_value(json_object_get(json_object_get(patch, "status"), "message"));
+    assert_true(sm == NULL || strstr(sm, "hook") == NULL);
+    json_decref(patch);
+    json_decref(pods);
+
+    /* An after-hook that failed with onError: fail after the snapshot: the run failed. */
+    patch = ctl_backup_status_json(&failed);
+    pods = pods_with("{\"snapshot\":{\"id\":\"ab15\"},\"hooks\":[{\"name\":\"n\",\"phase\":"
+                     "\"after\",\"result\":\"failed\",\"exitCode\":127}]}",
+                     "2026-03-29T02:30:00Z");
+    ctl_backup_result(patch, pods, 1774751400, &r);
+    assert_string_equal(r.hook, "after-hook n failed (exit code 127; onError: fail, so the run "
+                                "failed)");
+    assert_string_equal(status_str(patch, "message"), "after-hook n failed (exit code 127; "
+                                                      "onError: fail, so the run failed); the "
+                                                      "backup Job x failed");
+    json_decref(patch);
+    json_decref(pods);
+
+    /* Every hook succeeded: HookFailed=False; no hooks at all: no condition. */
+    const char *docs[] = {"{\"snapshot\":{\"id\":\"ab16\"},\"hooks\":[{\"name\":\"d\",\"phase\":"
+                          "\"before\",\"result\":\"succeeded\",\"exitCode\":0}]}",
+                          "{\"snapshot\":{\"id\":\"ab17\"}}",
+                          "{\"snapshot\":{\"id\":\"ab18\"},\"hooks\":[]}",
+                          "{\"snapshot\":{\"id\":\"ab19\"},\"hooks\":{\"name\":\"d\"}}"};
+    for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+        patch = ctl_backup_status_json(&(struct ctl_backup_status){.phase = CTL_PHASE_SUCCEEDED});
+        pods = pods_with(docs[i], "2026-03-29T02:30:00Z");
+        ctl_backup_result(patch, pods, 1774751400, &r);
+        assert_string_equal(r.hook, "");
+        c = cond(patch, "HookFailed");
+        if (i == 0) {
+            assert_string_equal(json_string_value(json_object_get(c, "status")), "False");
+            assert_string_equal(json_string_value(json_object_get(c, "reason")), "HooksSucceeded");
+        } else {
+            assert_null(c);
+        }
+        json_decref(patch);
+        json_decref(pods);
+    }
+}
+
 static const char *env_value(json_t *c, const char *name)
 {
     return json_string_value(json_object_get(by_name(json_object_get(c, "env"), name), "value"));
@@ -876,6 +970,7 @@ int main(void)
         cmocka_unit_test(test_job_host_network),
         cmocka_unit_test(test_policy_document),
         cmocka_unit_test(test_backup_result),
+        cmocka_unit_test(test_backup_result_hooks),
         cmocka_unit_test(test_job_repository),
         cmocka_unit_test(test_job_repository_defaults_and_errors),
         cmocka_unit_test(test_job_agent_credentials),
