@@ -276,14 +276,20 @@ static void ctl_result_pods_cb(const struct kube_result *res, void *arg)
                                 "(docs/anomaly.md)",
                                 r.id, r.why[0] ? ": " : "", r.why);
         }
-    } else if (succeeded) {
-        type = "Warning";
-        reason = "NoResult";
+    } else if (succeeded && e != NULL && pr != NULL) {
+        /*
+         * An agent image that reports nothing does so on every host: one Event per policy,
+         * paced and combined with its like (docs/operator.md, "Events"), not one a run; the
+         * Backup's SnapshotReported condition says it for each run.
+         */
         const json_t *conds = ctl_json_path(op->status, "status.conditions");
         const char *why = json_string_value(json_object_get(json_array_get(conds, 0), "message"));
-        msg = util_asprintf("the backup Job %s succeeded without reporting a snapshot (%s); is "
-                            "the agent image a Lodestore image of this version?",
-                            op->name, why ? why : "no result");
+        char *nm = util_asprintf("the backup Job %s/%s on host %s succeeded without reporting a "
+                                 "snapshot (%s); is the agent image a Lodestore image of this "
+                                 "version?",
+                                 op->ns, op->name, pr->host, why ? why : "no result");
+        ctl_events_policy(c, e, "Warning", "NoResult", nm);
+        free(nm);
     }
     if (msg != NULL && pr != NULL) {
         struct ctl_op *ev = ctl_op_new(c, pr, CTL_ACT_EVENT, op->ns, op->name);
