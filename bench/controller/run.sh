@@ -29,7 +29,7 @@ mkdir -p "$out"
 echo "== memory per cached node and per schedule entry"
 cc -O2 -std=c17 -D_GNU_SOURCE -Iinternal -Icontroller -o "$out/bench_memory" \
     bench/controller/bench_memory.c "$BUILD"/obj/controller/state.o "$BUILD"/obj/controller/objects.o \
-    "$BUILD"/obj/controller/heap.o "$BUILD"/liblode.a \
+    "$BUILD"/obj/controller/heap.o "$BUILD"/obj/controller/podsec.o "$BUILD"/liblode.a \
     $(pkg-config --libs jansson yaml-0.1 openssl libcurl libuv) -lm
 "$out/bench_memory" 5000 | tee "$out/memory.txt"
 
