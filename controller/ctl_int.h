@@ -8,15 +8,18 @@
  *   controller.c     the lifecycle: init, start, stop, close; it sets the hooks below
  *   acting.c         when this replica acts: at once, or while it holds the Lease
  *   endpoints.c      /metrics, /healthz and /readyz
- *   work.c           the work queue: reconcile dirty pairs, the wake timer, carry out actions
+ *   work.c           the work queue: reconcile dirty pairs, the wake timer
+ *   execute.c        carry out a pair's actions: its writes and their answers
  *   status.c         policy status, written at most once a second
  *   gcjobs.c         the GC Job of each BackupRepository on spec.gc's schedule (gcjobs.h)
  *   gcmetrics.c      the GC Jobs' state on /metrics
- *   restores.c       the Job of each Restore, its status and Events (docs/restoring.md)
+ *   restores.c       the Restores: which to look at each tick (docs/restoring.md)
+ *   restores_run.c   a Restore's requests: its Job, its status and Events (restores_int.h)
  *   prune.c          the forget after a backup (prune_int.h)
  *   prune_report.c   the forget's outcome: status.retention, Events, counters
  *   events.c         Events about policies, paced and combined (eventagg.h)
- *   cache.c          informer callbacks and the caches they fill, (policy, host) pairs
+ *   cache.c          informer callbacks and the caches they fill: policies, nodes
+ *   pairs.c          (policy, host) pairs, the Backups and Jobs filed under them
  *   log.c            the clock, the log, cache keys and the list of writes in flight
  * and below them the modules with a header of their own, which know nothing of struct ctl:
  *   repository.c     BackupRepository resolution (repository.h)
@@ -29,7 +32,8 @@
  *   gcplan.c         a repository's GC decisions (gcplan.h)
  *   restorejob.c     a Restore's Job and status (restorejob.h)
  *   state.c          the compact structs the caches hold (state.h)
- *   objects.c        the objects the controller writes (objects.h)
+ *   objects_result.c a finished run's Backup status from its pod (objects.h)
+ *   objects.c        the objects the controller writes (objects.h, objects_int.h)
  *   queue.c          the pairs to reconcile (queue.h)
  *   heap.c           their wake times (heap.h)
  *   podsec.c         the pods' hardening (podsec.h)
@@ -213,6 +217,19 @@ const char *ctl_cache_repository_blocked(struct ctl *c, const struct ctl_policy 
 /* The objects the API server answered a write with, as if a watch had brought them. */
 void ctl_cache_put_backup(struct ctl *c, const char *ns, const char *name, json_t *obj);
 void ctl_cache_put_job(struct ctl *c, const char *ns, const char *name, json_t *obj);
+/* pairs.c, for cache.c: the pair of (ns, policy, host), made when create; freeing one. */
+struct ctl_pair *ctl_cache_pair_get(struct ctl *c, const char *ns, const char *policy,
+                                    const char *host, bool create);
+void ctl_cache_pair_free(struct ctl_pair *pr);
+/* pairs.c: the informer callbacks of Backups and Jobs (ctl_cache_init registers them). */
+void ctl_cache_backup_upsert(struct kube_reflector *r, const char *ns, const char *name,
+                             json_t *obj, void *arg);
+void ctl_cache_backup_delete(struct kube_reflector *r, const char *ns, const char *name,
+                             json_t *obj, void *arg);
+void ctl_cache_job_upsert(struct kube_reflector *r, const char *ns, const char *name, json_t *obj,
+                          void *arg);
+void ctl_cache_job_delete(struct kube_reflector *r, const char *ns, const char *name, json_t *obj,
+                          void *arg);
 
 /* prune.c: the forget after a backup (ctl_prune_metrics: prune_report.c) */
 void ctl_prune_init(struct ctl *c);
@@ -268,6 +285,10 @@ void ctl_work_init(struct ctl *c);
 void ctl_work_kick(struct ctl *c);
 void ctl_work_stop(struct ctl *c);
 void ctl_work_close(struct ctl *c);
+
+/* execute.c: one action of pair pr (e: its policy, NULL when gone), sent; pr waits for it. */
+void ctl_execute(struct ctl *c, struct ctl_pair *pr, struct ctl_policy_entry *e,
+                 const struct ctl_action *a);
 
 /* endpoints.c */
 int ctl_endpoints_init(struct ctl *c, struct util_err *err);

@@ -206,6 +206,7 @@ struct ctl_result {
     char why[512];    /* a suspicious snapshot's rules and numbers, when the agent gave them */
     char unread[400]; /* an incomplete snapshot's unread files: how many, and the first */
     char ioprio[512]; /* why the policy's I/O priority had no effect (device, scheduler), or "" */
+    char hook[640];   /* the first spec.hooks entry that failed: which, how, what followed; or "" */
 };
 
 /*
@@ -215,10 +216,14 @@ struct ctl_result {
  * {"snapshot": {...}}, becomes status.snapshot (id, policy, host, time, incomplete,
  * suspicious, files, bytes, newBytes, uploadedBytes) and the conditions
  * SnapshotReported=True, Suspicious and Incomplete; its "ioPriority" (why the policy's
- * I/O priority had no effect) becomes IOPriorityIneffective=True and out->ioprio. An incomplete
- * snapshot makes the run Succeeded with reason `incomplete` (and a message naming the first unread
- * file), also when the Job failed because the container exited CTL_EXIT_INCOMPLETE: the snapshot
- * exists, so retention runs after it (ctl_backup_wants_retention), but it is no good
+ * I/O priority had no effect) becomes IOPriorityIneffective=True and out->ioprio; its "hooks"
+ * (spec.hooks as they ran) become the condition HookFailed: True with reason HookFailed and
+ * a message naming the first hook that failed, its phase, its exit code (or its timeout)
+ * and what followed (out->hook, for the policy's Event; a failure that stopped the run also
+ * leads status.message), False with reason HooksSucceeded; no condition without hooks. An
+ * incomplete snapshot makes the run Succeeded with reason `incomplete` (and a message naming the
+ * first unread file), also when the Job failed because the container exited CTL_EXIT_INCOMPLETE:
+ * the snapshot exists, so retention runs after it (ctl_backup_wants_retention), but it is no good
  * success for the overdue clock (binding_backup_success). When there is none or it does
  * not parse, the condition SnapshotReported=False says so (NoResult, UnparsableResult)
  * and, for a failed run, the message's tail (the agent's log) is added to

@@ -18,7 +18,10 @@
  * next backup forgets again, and forgetting is idempotent.
  *
  * Costs: per pair with work, its key, the Backups it answers and, while it runs, one S3
- * client, the catalog (about 100 bytes a snapshot) and the plan.
+ * client, the catalog (about 100 bytes a snapshot) and the plan. The credentials Secret is
+ * read once for the forgets of the next PRUNE_SECRET_TTL seconds, not once per forget: a
+ * slot's hundreds of forgets on one repository read it a few times, and its bytes are
+ * kept that long (a listing that fails drops them, so the next forget reads it again).
  */
 #include "prune_int.h"
 
@@ -154,6 +157,35 @@ static int prune_list_each(const struct s3_object *obj, void *arg)
     return 0;
 }
 
+/* ---- the credentials Secrets read lately ---- */
+
+static void prune_secret_forget(struct ctl_prune *pr, const char *key)
+{
+    struct prune_secret *s = util_map_del(&pr->secrets, key);
+    if (s == NULL)
+        return;
+    json_decref(s->body);
+    free(s);
+}
+
+/* Drops the Secrets read PRUNE_SECRET_TTL seconds ago or more (all of them: all). */
+static void prune_secrets_sweep(struct ctl_prune *pr, bool all)
+{
+    int64_t now = ctl_now(pr->c);
+    size_t n = 0, it = 0;
+    const char *k;
+    void *v;
+    char **old = util_calloc(pr->secrets.len + 1, sizeof(*old));
+    while (util_map_next(&pr->secrets, &it, &k, &v))
+        if (all || now - ((struct prune_secret *)v)->at >= PRUNE_SECRET_TTL)
+            old[n++] = util_strdup(k);
+    for (size_t i = 0; i < n; i++) {
+        prune_secret_forget(pr, old[i]);
+        free(old[i]);
+    }
+    free(old);
+}
+
 static void prune_listed(const struct s3_result *res, void *arg)
 {
     struct prune_job *j = arg;
@@ -165,6 +197,7 @@ static void prune_listed(const struct s3_result *res, void *arg)
     if (res->error != 0) {
         snprintf(msg, sizeof(msg), "listing the snapshots failed, nothing was deleted: %s",
                  res->message);
+        prune_secret_forget(j->pr, j->secret_key);
         prune_finish(j, "Failed", msg);
         prune_next(j);
         return;
@@ -238,6 +271,13 @@ static void prune_secret_cb(const struct kube_result *res, void *arg)
     j->secret_req = NULL;
     struct ctl_policy_entry *e = util_map_get(&c->policies, ctl_key(key, j->ns, j->policy));
     rname = e != NULL && e->p.valid ? e->p.spec.repository : NULL;
+    if (res->error == 0 && res->status == 200 && json_is_object(res->body) &&
+        util_map_get(&j->pr->secrets, j->secret_key) == NULL) {
+        struct prune_secret *sec = util_malloc(sizeof(*sec));
+        sec->body = json_incref(res->body);
+        sec->at = ctl_now(c);
+        util_map_set(&j->pr->secrets, j->secret_key, sec);
+    }
     if (res->error != 0 || res->status >= 300) {
         snprintf(msg, sizeof(msg), "the repository's credentials Secret cannot be read: %s",
                  res->message[0] ? res->message : "not found");
@@ -311,6 +351,19 @@ static enum prune_try prune_try(struct prune_job *j)
     const char *secret = ctl_json_str(repo, "spec.credentialsSecret.name");
     struct kube_resource r = {"", "v1", "secrets", j->ns};
     j->step = PRUNE_SECRET;
+    prune_secrets_sweep(pr, false);
+    if (secret != NULL) {
+        ctl_key(j->secret_key, j->ns, secret);
+        const struct prune_secret *sec = util_map_get(&pr->secrets, j->secret_key);
+        if (sec != NULL) {
+            /* Read lately: answered at once, as the GET would be (the caller lets go of j). */
+            struct kube_result same = {
+                .status = 200, .body = json_incref(sec->body), .message = ""};
+            prune_secret_cb(&same, j);
+            json_decref(same.body);
+            return PRUNE_TRY_STARTED;
+        }
+    }
     if (secret == NULL ||
         kube_get(c->kube, &r, secret, NULL, prune_secret_cb, j, &j->secret_req, &err) != 0) {
         prune_finish(j, "Skipped",
@@ -429,6 +482,7 @@ void ctl_prune_init(struct ctl *c)
     util_map_init(&pr->jobs);
     util_map_init(&pr->done);
     util_map_init(&pr->counts);
+    util_map_init(&pr->secrets);
     uv_timer_init(c->loop, &pr->wait_timer);
     pr->wait_timer.data = pr;
     c->prune = pr;
@@ -467,6 +521,8 @@ void ctl_prune_close(struct ctl *c)
     while (util_map_next(&pr->counts, &it, &k, &v))
         free(v);
     util_map_close(&pr->counts);
+    prune_secrets_sweep(pr, true);
+    util_map_close(&pr->secrets);
     util_map_close(&pr->done);
     util_map_close(&pr->jobs);
     free(pr);

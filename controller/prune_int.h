@@ -14,6 +14,8 @@
 #define PRUNE_EVENTS_EACH 10                /* up to this many forgotten: one Event each */
 #define PRUNE_DEADLINE_MS (10u * 60 * 1000) /* one S3 operation, retries included */
 #define PRUNE_MSG         512
+/* A credentials Secret read for one forget serves the others of the next this many seconds. */
+#define PRUNE_SECRET_TTL 60
 
 enum prune_step { PRUNE_WAITING, PRUNE_SECRET, PRUNE_LISTING, PRUNE_MANIFESTS, PRUNE_MARKS };
 
@@ -33,6 +35,7 @@ struct prune_job {
     enum prune_step step;
     int64_t since; /* when it began waiting */
     struct kube_request *secret_req;
+    char secret_key[CTL_KEY_MAX]; /* "ns/name" of the Secret it reads */
     struct s3_client *s3;
     struct s3_op *op;
     struct repo_catalog cat;
@@ -47,6 +50,12 @@ struct prune_job {
     char first_refusal[PRUNE_MSG];
 };
 
+/* A credentials Secret as read at `at`, for the forgets of the next PRUNE_SECRET_TTL s. */
+struct prune_secret {
+    json_t *body;
+    int64_t at;
+};
+
 /* Per policy, for /metrics. */
 struct prune_counts {
     uint64_t forgotten, errors;
@@ -54,9 +63,10 @@ struct prune_counts {
 
 struct ctl_prune {
     struct ctl *c;
-    struct util_map jobs;   /* pair key -> prune_job */
-    struct util_map done;   /* "ns/name" of Backups answered, until the cache shows it */
-    struct util_map counts; /* "ns/policy" -> prune_counts */
+    struct util_map jobs;    /* pair key -> prune_job */
+    struct util_map done;    /* "ns/name" of Backups answered, until the cache shows it */
+    struct util_map counts;  /* "ns/policy" -> prune_counts */
+    struct util_map secrets; /* "ns/name" -> prune_secret: Secrets read lately */
     uv_timer_t wait_timer;
     bool stopped;
 };

@@ -8,7 +8,9 @@
 #   - API requests per run, in all and by verb and resource, from /metrics before and
 #     after the slot;
 #   - the controller's RSS (current and peak) and CPU seconds over the slot.
-# NODES (default 1000), POLICIES (default 20), JITTER (default 2m), QPS (default 50).
+# NODES (default 1000), POLICIES (default 20), JITTER (default 2m), QPS (default 50);
+# PERF=1 also samples the controller with perf through the slot (perf.txt: by library and by
+# function).
 # It talks only to 127.0.0.1 and ends by itself (every wait bounded). It exits 1 when a
 # target of docs/benchmarks.md is missed (p99 delay under 1 s, at most 4 requests per run,
 # at most 1 ms of CPU per run, peak RSS at most 40 MiB), after printing every line: a
@@ -27,7 +29,7 @@ mkdir -p "$out"
 echo "== memory per cached node and per schedule entry"
 cc -O2 -std=c17 -D_GNU_SOURCE -Iinternal -Icontroller -o "$out/bench_memory" \
     bench/controller/bench_memory.c "$BUILD"/obj/controller/state.o "$BUILD"/obj/controller/objects.o \
-    "$BUILD"/obj/controller/heap.o "$BUILD"/liblode.a \
+    "$BUILD"/obj/controller/heap.o "$BUILD"/obj/controller/podsec.o "$BUILD"/liblode.a \
     $(pkg-config --libs jansson yaml-0.1 openssl libcurl libuv) -lm
 "$out/bench_memory" 5000 | tee "$out/memory.txt"
 
@@ -126,11 +128,24 @@ wait_until() { [[ $(date +%s) -ge $1 ]]; }
 env_wait 200 "just before the slot" wait_until $((slot - 2))
 api_counts >"$out/api0.txt"
 cpu0=$(cpu_seconds)
+perf_pid=
+if [[ ${PERF:-0} == 1 ]]; then
+    perf record -F 499 -g -p "$ctl_pid" -o "$out/perf.data" >"$out/perf.log" 2>&1 &
+    perf_pid=$!
+fi
 started() { [[ $(grep -c ' started bench/' "$log") -ge $NODES ]]; }
 jitter_s=$(( $(sed -E 's/m$//' <<<"$JITTER") * 60 ))
 env_wait $((jitter_s + 600)) "$NODES runs to start" started
 api_counts >"$out/api1.txt"
 cpu1=$(cpu_seconds)
+if [[ -n $perf_pid ]]; then
+    kill -INT "$perf_pid"
+    wait "$perf_pid" || true
+    {
+        perf report -i "$out/perf.data" --no-children --sort dso --stdio 2>/dev/null | grep -v '^#' | grep -v '^$' | head -n 15
+        perf report -i "$out/perf.data" --no-children --sort dso,symbol -g none --stdio 2>/dev/null | grep -v '^#' | grep -v '^$' | head -n 40
+    } >"$out/perf.txt"
+fi
 api0=$(api_total "$out/api0.txt")
 api1=$(api_total "$out/api1.txt")
 runs=$(grep -c ' started bench/' "$log")

@@ -6,6 +6,9 @@
 #   - a Backup made by hand with spec.pin: the agent is told --pin REASON;
 #   - spec.hooks in a namespace the controller allows: SYS_CHROOT and a writable node
 #     root; in one it does not: neither, and LODE_HOOKS_ALLOWED=0;
+#   - a failed hook, as the agent reports it in its termination message: the Backup's
+#     condition HookFailed names the hook and its exit code, and the policy gets a
+#     Warning Event HookFailed;
 #   - the CRD refuses what it can (a bad quantity, a bad pin).
 # Every wait is bounded.
 source "$(dirname "$0")/../env/lib.sh"
@@ -18,17 +21,26 @@ cleanup() {
     for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
     kc delete ns "$NS" --wait=false >/dev/null 2>&1
     env_delete_nodes "$NS-n" >/dev/null 2>&1
+    env_kwok_clear >/dev/null 2>&1
     rm -rf "$T_TMP"
 }
 trap cleanup EXIT
 
 job_exists() { kc -n "$1" get job "$2" >/dev/null 2>&1; }
+pod_of() { kc -n "$NS" get pods -l "job-name=$1" -o jsonpath='{.items[0].metadata.name}' 2>/dev/null; }
+pod_running() { [[ $(kc -n "$NS" get pods -l "job-name=$1" -o jsonpath='{.items[0].status.phase}' 2>/dev/null) == Running ]]; }
+bk() { env_get -n "$NS" "backup/$1" "$2"; }
+phase_is() { [[ $(bk "$1" '{.status.phase}') == "$2" ]]; }
+hook_event() { kc -n "$NS" get events --field-selector "reason=HookFailed,involvedObject.name=db" \
+    -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' | grep -q "$1"; }
 jq_job() { kc -n "$1" get job "$2" -o json | jq -c "$3"; }
 
 env_crds
 kc create namespace "$NS" >/dev/null
 env_repository "$NS" main
 env_create_nodes 2 "$NS-n" "role=$NS"
+# The run on n-0 stays Running until the test says how it ended (its termination message).
+env_kwok_result hang "lodestore.io/host=$NS-n-0"
 kc apply -f - >/dev/null <<EOF
 apiVersion: scheduling.k8s.io/v1
 kind: PriorityClass
@@ -101,6 +113,37 @@ check_eq "hooks not allowed: the node's root read-only" \
     "$(jq_job "$NO" second "$c.volumeMounts[] | select(.name == \"host-root\") | .readOnly")" true
 check_eq "hooks not allowed: the agent is told so" \
     "$(jq_job "$NO" second "$c.env[] | select(.name == \"LODE_HOOKS_ALLOWED\") | .value")" '"0"'
+
+# ---- a failed hook (issue 22): what the agent wrote, as a termination message ----
+if env_wait 60 "the pod of before-upgrade to run" pod_running before-upgrade; then
+    herr="hook dump failed with exit status 2; its last output: pg_dump: no such database"
+    msg=$(jq -cn --arg e "$herr" '{snapshot: null, error: ("before-hook failed (onError: fail): " + $e),
+        errors: [], hooks: [{name: "dump", phase: "before", result: "failed", exitCode: 2,
+        continued: false, outputBytes: 26, outputTail: "pg_dump: no such database\n", error: $e}]}')
+    now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+    patch=$(jq -cn --arg m "$msg" --arg t "$now" '{status: {phase: "Failed", containerStatuses: [{
+        name: "backup", image: "lodestore.invalid/agent:e2e", imageID: "", ready: false,
+        restartCount: 0, started: false, state: {terminated: {exitCode: 1, reason: "Error",
+        message: $m, startedAt: $t, finishedAt: $t}}}]}}')
+    kc -n "$NS" patch pod "$(pod_of before-upgrade)" --subresource=status --type=merge -p "$patch" >/dev/null
+    if env_wait 60 "before-upgrade to fail" phase_is before-upgrade Failed; then
+        cond='{.status.conditions[?(@.type=="HookFailed")]'
+        check_eq "a failed hook: HookFailed=True, reason HookFailed" \
+            "$(bk before-upgrade "$cond.status}") $(bk before-upgrade "$cond.reason}")" "True HookFailed"
+        check_contains "the condition names the hook, its exit code and what followed" \
+            "$(bk before-upgrade "$cond.message}")" \
+            "before-hook dump failed (exit code 2; onError: fail, so no backup ran): $herr"
+        check_contains "the hook leads the run's message" "$(bk before-upgrade '{.status.message}')" \
+            "before-hook dump failed (exit code 2"
+        env_wait 30 "a HookFailed Event on the policy" hook_event "Backup $NS/before-upgrade on host $NS-n-0: before-hook dump failed" &&
+            pass "the policy gets a Warning Event HookFailed naming the Backup and the host" ||
+            fail "a HookFailed Event on the policy" "$(kc -n "$NS" get events --field-selector involvedObject.name=db 2>&1 | tail -n 5)"
+    else
+        fail "the run with a failed hook ends Failed" "$(bk before-upgrade '{.status}')"
+    fi
+else
+    fail "the pod of before-upgrade runs" "$(kc -n "$NS" get pods -o wide 2>&1)"
+fi
 
 # What the CRD refuses at admission.
 out=$(kc -n "$NS" apply -f - 2>&1 <<EOF

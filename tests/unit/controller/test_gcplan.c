@@ -188,7 +188,7 @@ static void test_job(void **state)
     ctl_gc_job_name("ns", longname, "2026-12-06T03:00", a);
     assert_true(strlen(a) <= 63);
 
-    struct ctl_job_opts o = {"img:1", 600, false, NULL};
+    struct ctl_job_opts o = {.agent_image = "img:1", .ttl_seconds = 600};
     struct util_err err = {0};
     json_t *job = ctl_gc_job_json("ns", "main", "uid-1", "gc-main-x", 6 * 3600, &o);
     json_t *r = repo(NULL);

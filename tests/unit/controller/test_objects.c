@@ -112,17 +112,13 @@ static void test_job_is_pinned_bounded_and_read_only(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1",
-                          "2026-03-29T03:30",
-                          CTL_TRIGGER_SCHEDULED,
-                          "puid",
-                          "etc-and-home-202603290330-abc",
-                          "buid",
-                          0,
-                          NULL,
-                          false,
-                          NULL};
-    struct ctl_job_opts opts = {"lodestore:test", 3600, false, NULL};
+    struct ctl_run run = {.host = "node-1",
+                          .slot = "2026-03-29T03:30",
+                          .trigger = CTL_TRIGGER_SCHEDULED,
+                          .policy_uid = "puid",
+                          .backup_name = "etc-and-home-202603290330-abc",
+                          .backup_uid = "buid"};
+    struct ctl_job_opts opts = {.agent_image = "lodestore:test", .ttl_seconds = 3600};
     json_t *job = ctl_job_json(&p, &run, &opts);
     json_t *spec = json_object_get(job, "spec");
     json_t *pod = job_pod(job);
@@ -192,9 +188,9 @@ static void test_job_host_network(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "",  CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL,
-                          false,    NULL};
-    struct ctl_job_opts opts = {"img", 60, true, NULL};
+    struct ctl_run run = {
+        .host = "node-1", .slot = "", .trigger = CTL_TRIGGER_MANUAL, .backup_name = "by-hand"};
+    struct ctl_job_opts opts = {.agent_image = "img", .ttl_seconds = 60, .host_network = true};
     json_t *jobs[] = {ctl_job_json(&p, &run, &opts),
                       ctl_gc_job_json("ns", "main", NULL, "gc-main-x", 3600, &opts)};
     for (size_t i = 0; i < 2; i++) {
@@ -215,8 +211,8 @@ static void test_job_hooks(void **state)
     struct policy_hook h = {.name = "dump", .argv = argv, .argc = 1, .timeout = 60};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "",  CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL,
-                          false,    NULL};
+    struct ctl_run run = {
+        .host = "node-1", .slot = "", .trigger = CTL_TRIGGER_MANUAL, .backup_name = "by-hand"};
     const char *lists[] = {NULL, "", "db,other", "db,ops", "*", "ops"};
     const bool want[] = {false, false, false, true, true, true};
     assert_false(ctl_hooks_allowed(&(struct ctl_job_opts){.hook_namespaces = "op"}, "ops"));
@@ -225,7 +221,8 @@ static void test_job_hooks(void **state)
         p.hooks.before = k == 0 ? NULL : &h;
         p.hooks.nbefore = k;
         for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
-            struct ctl_job_opts opts = {"img", 60, false, lists[i]};
+            struct ctl_job_opts opts = {
+                .agent_image = "img", .ttl_seconds = 60, .hook_namespaces = lists[i]};
             assert_int_equal(ctl_hooks_allowed(&opts, "ops"), want[i]);
             json_t *job = ctl_job_json(&p, &run, &opts);
             json_t *c = job_container(job);
@@ -253,9 +250,12 @@ static void test_job_pin(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "",    CTL_TRIGGER_MANUAL,      NULL, "by-hand", NULL, 0,
-                          NULL,     false, "before the 3.2 upgrade"};
-    struct ctl_job_opts opts = {"img", 60, false, NULL};
+    struct ctl_run run = {.host = "node-1",
+                          .slot = "",
+                          .trigger = CTL_TRIGGER_MANUAL,
+                          .backup_name = "by-hand",
+                          .pin_reason = "before the 3.2 upgrade"};
+    struct ctl_job_opts opts = {.agent_image = "img", .ttl_seconds = 60};
     json_t *job = ctl_job_json(&p, &run, &opts);
     json_t *args = json_object_get(job_container(job), "args");
     size_t n = json_array_size(args);
@@ -286,9 +286,9 @@ static void test_job_pod_settings(void **state)
     };
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "",  CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL,
-                          false,    NULL};
-    struct ctl_job_opts opts = {"img", 60, false, NULL};
+    struct ctl_run run = {
+        .host = "node-1", .slot = "", .trigger = CTL_TRIGGER_MANUAL, .backup_name = "by-hand"};
+    struct ctl_job_opts opts = {.agent_image = "img", .ttl_seconds = 60};
     json_t *job = ctl_job_json(&p, &run, &opts);
     /* Without spec.pod: the default tolerates every taint, no priority, no pull secrets. */
     json_t *tols = json_object_get(job_pod(job), "tolerations");
@@ -337,9 +337,9 @@ static void test_job_manual(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "",  CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL,
-                          false,    NULL};
-    struct ctl_job_opts opts = {"img", 60, false, NULL};
+    struct ctl_run run = {
+        .host = "node-1", .slot = "", .trigger = CTL_TRIGGER_MANUAL, .backup_name = "by-hand"};
+    struct ctl_job_opts opts = {.agent_image = "img", .ttl_seconds = 60};
     json_t *job = ctl_job_json(&p, &run, &opts);
     char *s = json_dumps(job, JSON_COMPACT);
     assert_null(strstr(s, "ownerReferences"));
@@ -367,9 +367,12 @@ static void test_policy_document(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "",  CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, doc,
-                          false,    NULL};
-    struct ctl_job_opts opts = {"img", 60, false, NULL};
+    struct ctl_run run = {.host = "node-1",
+                          .slot = "",
+                          .trigger = CTL_TRIGGER_MANUAL,
+                          .backup_name = "by-hand",
+                          .policy_document = doc};
+    struct ctl_job_opts opts = {.agent_image = "img", .ttl_seconds = 60};
     json_t *job = ctl_job_json(&p, &run, &opts);
     json_t *c = job_container(job);
     json_t *env = by_name(json_object_get(c, "env"), "LODE_POLICY_DOCUMENT");
@@ -558,6 +561,100 @@ static void test_backup_result(void **state)
     json_decref(patch);
 }
 
+/* spec.hooks as the agent ran them: the HookFailed condition, out->hook and the message. */
+static void test_backup_result_hooks(void **state)
+{
+    struct ctl_result r;
+    const struct ctl_backup_status failed = {
+        .phase = CTL_PHASE_FAILED, .reason = "job_failed", .message = "the backup Job x failed"};
+
+    /* A before-hook that failed with onError: fail: no snapshot; it leads the message. */
+    json_t *patch = ctl_backup_status_json(&failed);
+    json_t *pods = pods_with(
+        "{\"snapshot\":null,\"error\":\"before-hook failed (onError: fail): hook dump failed "
+        "with exit status 2; its last output: pg_dump: no such database\",\"errors\":[],"
+        "\"hooks\":[{\"name\":\"dump\",\"phase\":\"before\",\"result\":\"failed\","
+        "\"exitCode\":2,\"continued\":false,\"outputBytes\":33,\"outputTail\":\"pg_dump: no "
+        "such database\\n\",\"error\":\"hook dump failed with exit status 2; its last output: "
+        "pg_dump: no such database\"},{\"name\":\"notify\",\"phase\":\"after\",\"result\":"
+        "\"succeeded\",\"exitCode\":0,\"continued\":false}]}",
+        "2026-03-29T02:30:00Z");
+    ctl_backup_result(patch, pods, 1774751400, &r);
+    const json_t *c = cond(patch, "HookFailed");
+    assert_non_null(c);
+    assert_string_equal(json_string_value(json_object_get(c, "status")), "True");
+    assert_string_equal(json_string_value(json_object_get(c, "reason")), "HookFailed");
+    assert_string_equal(r.hook, "before-hook dump failed (exit code 2; onError: fail, so no "
+                                "backup ran): hook dump failed with exit status 2; its last "
+                                "output: pg_dump: no such database");
+    assert_string_equal(json_string_value(json_object_get(c, "message")), r.hook);
+    const char *m = status_str(patch, "message");
+    assert_true(strncmp(m, r.hook, strlen(r.hook)) == 0);
+    assert_non_null(strstr(m, "; the backup Job x failed"));
+    assert_string_equal(status_str(patch, "reason"), "job_failed");
+    json_decref(patch);
+    json_decref(pods);
+
+    /* An after-hook that timed out with onError: continue, then one that failed: the run
+     * succeeded, the condition says so, the message is left alone. */
+    patch = ctl_backup_status_json(&(struct ctl_backup_status){.phase = CTL_PHASE_SUCCEEDED});
+    pods =
+        pods_with("{\"snapshot\":{\"id\":\"ab14\"},\"hooks\":[{\"name\":\"thaw\",\"phase\":"
+                  "\"after\",\"result\":\"timedOut\",\"exitCode\":null,\"continued\":true,"
+                  "\"error\":\"hook thaw timed out after 5s and was killed\"},{\"name\":\"ping\","
+                  "\"phase\":\"after\",\"result\":\"failed\",\"exitCode\":1,\"continued\":"
+                  "true}]}",
+                  "2026-03-29T02:30:00Z");
+    ctl_backup_result(patch, pods, 1774751400, &r);
+    assert_true(r.reported);
+    assert_string_equal(r.hook, "after-hook thaw failed (timed out; onError: continue, so the run "
+                                "went on): hook thaw timed out after 5s and was killed; 1 more "
+                                "hook failed");
+    assert_string_equal(json_string_value(json_object_get(cond(patch, "HookFailed"), "status")),
+                        "True");
+    const char *sm =
+        json_string_value(json_object_get(json_object_get(patch, "status"), "message"));
+    assert_true(sm == NULL || strstr(sm, "hook") == NULL);
+    json_decref(patch);
+    json_decref(pods);
+
+    /* An after-hook that failed with onError: fail after the snapshot: the run failed. */
+    patch = ctl_backup_status_json(&failed);
+    pods = pods_with("{\"snapshot\":{\"id\":\"ab15\"},\"hooks\":[{\"name\":\"n\",\"phase\":"
+                     "\"after\",\"result\":\"failed\",\"exitCode\":127}]}",
+                     "2026-03-29T02:30:00Z");
+    ctl_backup_result(patch, pods, 1774751400, &r);
+    assert_string_equal(r.hook, "after-hook n failed (exit code 127; onError: fail, so the run "
+                                "failed)");
+    assert_string_equal(status_str(patch, "message"), "after-hook n failed (exit code 127; "
+                                                      "onError: fail, so the run failed); the "
+                                                      "backup Job x failed");
+    json_decref(patch);
+    json_decref(pods);
+
+    /* Every hook succeeded: HookFailed=False; no hooks at all: no condition. */
+    const char *docs[] = {"{\"snapshot\":{\"id\":\"ab16\"},\"hooks\":[{\"name\":\"d\",\"phase\":"
+                          "\"before\",\"result\":\"succeeded\",\"exitCode\":0}]}",
+                          "{\"snapshot\":{\"id\":\"ab17\"}}",
+                          "{\"snapshot\":{\"id\":\"ab18\"},\"hooks\":[]}",
+                          "{\"snapshot\":{\"id\":\"ab19\"},\"hooks\":{\"name\":\"d\"}}"};
+    for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+        patch = ctl_backup_status_json(&(struct ctl_backup_status){.phase = CTL_PHASE_SUCCEEDED});
+        pods = pods_with(docs[i], "2026-03-29T02:30:00Z");
+        ctl_backup_result(patch, pods, 1774751400, &r);
+        assert_string_equal(r.hook, "");
+        c = cond(patch, "HookFailed");
+        if (i == 0) {
+            assert_string_equal(json_string_value(json_object_get(c, "status")), "False");
+            assert_string_equal(json_string_value(json_object_get(c, "reason")), "HooksSucceeded");
+        } else {
+            assert_null(c);
+        }
+        json_decref(patch);
+        json_decref(pods);
+    }
+}
+
 static const char *env_value(json_t *c, const char *name)
 {
     return json_string_value(json_object_get(by_name(json_object_get(c, "env"), name), "value"));
@@ -576,9 +673,9 @@ static void test_job_repository(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "",  CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL,
-                          false,    NULL};
-    struct ctl_job_opts opts = {"img", 60, false, NULL};
+    struct ctl_run run = {
+        .host = "node-1", .slot = "", .trigger = CTL_TRIGGER_MANUAL, .backup_name = "by-hand"};
+    struct ctl_job_opts opts = {.agent_image = "img", .ttl_seconds = 60};
     json_t *job = ctl_job_json(&p, &run, &opts);
     /* "-----BEGIN CERTIFICATE-----\n" in base64. */
     json_t *repo = json_loads(
@@ -658,9 +755,9 @@ static void test_job_repository_defaults_and_errors(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "",  CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL,
-                          false,    NULL};
-    struct ctl_job_opts opts = {"img", 60, false, NULL};
+    struct ctl_run run = {
+        .host = "node-1", .slot = "", .trigger = CTL_TRIGGER_MANUAL, .backup_name = "by-hand"};
+    struct ctl_job_opts opts = {.agent_image = "img", .ttl_seconds = 60};
     json_t *job = ctl_job_json(&p, &run, &opts);
     char *before = json_dumps(job, JSON_SORT_KEYS);
     struct util_err err = {0};
@@ -714,9 +811,9 @@ static void test_job_agent_credentials(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {"node-1", "",  CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL,
-                          false,    NULL};
-    struct ctl_job_opts opts = {"img", 60, false, NULL};
+    struct ctl_run run = {
+        .host = "node-1", .slot = "", .trigger = CTL_TRIGGER_MANUAL, .backup_name = "by-hand"};
+    struct ctl_job_opts opts = {.agent_image = "img", .ttl_seconds = 60};
     json_t *repo = json_loads(
         "{\"spec\":{\"endpoint\":\"https://s3.lan\",\"bucket\":\"b\",\"credentialsSecret\":{"
         "\"name\":\"deleter\",\"accessKeyIDKey\":\"dak\"},\"agentCredentialsSecret\":{\"name\":"
@@ -786,9 +883,11 @@ static void test_backup_object(void **state)
     char *paths[] = {"/etc", "/home"};
     struct policy p;
     make_policy(&p, paths);
-    struct ctl_run run = {
-        "node-1", "2026-03-29T03:30", CTL_TRIGGER_CATCH_UP, "puid", "bk", NULL, 0, NULL, false,
-        NULL};
+    struct ctl_run run = {.host = "node-1",
+                          .slot = "2026-03-29T03:30",
+                          .trigger = CTL_TRIGGER_CATCH_UP,
+                          .policy_uid = "puid",
+                          .backup_name = "bk"};
     json_t *b = ctl_backup_json(&p, &run);
     json_t *spec = json_object_get(b, "spec");
     assert_string_equal(json_string_value(json_object_get(b, "apiVersion")), API_GROUP_VERSION);
@@ -871,6 +970,7 @@ int main(void)
         cmocka_unit_test(test_job_host_network),
         cmocka_unit_test(test_policy_document),
         cmocka_unit_test(test_backup_result),
+        cmocka_unit_test(test_backup_result_hooks),
         cmocka_unit_test(test_job_repository),
         cmocka_unit_test(test_job_repository_defaults_and_errors),
         cmocka_unit_test(test_job_agent_credentials),

@@ -53,9 +53,12 @@ static json_t *backup_job(bool rro)
     p.paths = paths;
     p.npaths = 1;
     p.limits.max_runtime = 3600;
-    struct ctl_run run = {"node-1", "",  CTL_TRIGGER_MANUAL, NULL, "by-hand", NULL, 0, NULL,
-                          rro,      NULL};
-    struct ctl_job_opts opts = {"img", 60, false, NULL};
+    struct ctl_run run = {.host = "node-1",
+                          .slot = "",
+                          .trigger = CTL_TRIGGER_MANUAL,
+                          .backup_name = "by-hand",
+                          .host_rro = rro};
+    struct ctl_job_opts opts = {.agent_image = "img", .ttl_seconds = 60};
     return ctl_job_json(&p, &run, &opts);
 }
 
@@ -109,7 +112,7 @@ static void test_backup_pod_hardened(void **state)
 static void test_gc_pod_hardened(void **state)
 {
     (void)state;
-    struct ctl_job_opts opts = {"img", 60, false, NULL};
+    struct ctl_job_opts opts = {.agent_image = "img", .ttl_seconds = 60};
     json_t *job = ctl_gc_job_json("ns", "main", NULL, "gc-main-x", 3600, &opts);
     json_t *pod = pod_of(job);
     check_common(pod, CTL_GC_CPU_REQUEST, CTL_GC_MEMORY_REQUEST, CTL_GC_MEMORY_LIMIT);

@@ -10,7 +10,7 @@
 #include "restorejob.h"
 #include "state.h"
 
-static const struct ctl_job_opts OPTS = {"img:1", 600, false, NULL};
+static const struct ctl_job_opts OPTS = {.agent_image = "img:1", .ttl_seconds = 600};
 
 static json_t *restore_obj(const char *spec)
 {

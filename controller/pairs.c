@@ -1,0 +1,232 @@
+/*
+ * The (policy, host) pairs, and the Backups and Jobs filed under them: each Backup taken
+ * in is reduced to its compact struct (state.h), filed under its pair, and handed to the
+ * backup hook; a Job marks its owner Backup's pair. Marking queues the pair and calls
+ * the loop's hook (ctl_int.h). Ids of dropped pairs are reused, so the queue and the
+ * heap, indexed by id, stay as small as the pair count.
+ */
+#include "ctl_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *ctl_pair_key(const char *ns, const char *policy, const char *host)
+{
+    return util_asprintf("%s/%s\n%s", ns, policy, host);
+}
+
+void ctl_cache_mark(struct ctl *c, struct ctl_pair *pr)
+{
+    ctl_queue_add(&c->queue, pr->id);
+    c->work_cb(c);
+}
+
+struct ctl_pair *ctl_cache_pair_by_key(struct ctl *c, const char *key)
+{
+    return util_map_get(&c->pairs, key);
+}
+
+/* Ids are reused so the queue and the heap, indexed by id, stay as small as the pair count. */
+struct ctl_pair *ctl_cache_pair_get(struct ctl *c, const char *ns, const char *policy,
+                                    const char *host, bool create)
+{
+    char *key = ctl_pair_key(ns, policy, host);
+    struct ctl_pair *pr = util_map_get(&c->pairs, key);
+    if (pr != NULL || !create) {
+        free(key);
+        return pr;
+    }
+    pr = util_calloc(1, sizeof(*pr));
+    pr->key = key;
+    pr->ns = util_strdup(ns);
+    pr->policy = util_strdup(policy);
+    pr->host = util_strdup(host);
+    pr->next_run = INT64_MAX;
+    if (c->nfree > 0) {
+        pr->id = c->free_ids[--c->nfree];
+    } else {
+        c->by_id = util_grow(c->by_id, &c->idcap, c->nids + 1, sizeof(*c->by_id));
+        pr->id = (uint32_t)c->nids++;
+    }
+    c->by_id[pr->id] = pr;
+    util_map_set(&c->pairs, key, pr);
+    return pr;
+}
+
+void ctl_cache_pair_free(struct ctl_pair *pr)
+{
+    free(pr->key);
+    free(pr->ns);
+    free(pr->policy);
+    free(pr->host);
+    free(pr->backups);
+    free(pr);
+}
+
+static void ctl_pair_drop(struct ctl *c, struct ctl_pair *pr)
+{
+    util_map_del(&c->pairs, pr->key);
+    ctl_heap_remove(&c->heap, pr->id);
+    c->by_id[pr->id] = NULL;
+    c->free_ids = util_grow(c->free_ids, &c->freecap, c->nfree + 1, sizeof(*c->free_ids));
+    c->free_ids[c->nfree++] = pr->id;
+    ctl_cache_pair_free(pr);
+}
+
+void ctl_cache_pair_maybe_drop(struct ctl *c, struct ctl_pair *pr)
+{
+    if (!pr->selected && pr->nbackups == 0 && pr->inflight == 0)
+        ctl_pair_drop(c, pr);
+}
+
+struct ctl_policy_entry *ctl_cache_policy_of(struct ctl *c, const struct ctl_pair *pr)
+{
+    char keybuf[CTL_KEY_MAX];
+    return util_map_get(&c->policies, ctl_key(keybuf, pr->ns, pr->policy));
+}
+
+/* ---- Backups and Jobs ---- */
+
+static void ctl_pair_remove_backup(struct ctl_pair *pr, const struct ctl_backup *b)
+{
+    for (size_t i = 0; i < pr->nbackups; i++) {
+        if (pr->backups[i] == b) {
+            pr->backups[i] = pr->backups[--pr->nbackups];
+            return;
+        }
+    }
+}
+
+/* A run that the cache sees end, once: the counters of lodestore_runs_total. */
+static void ctl_count_outcome(struct ctl *c, const struct ctl_backup *b)
+{
+    char keybuf[CTL_KEY_MAX];
+    struct ctl_policy_entry *e = util_map_get(&c->policies, ctl_key(keybuf, b->ns, b->policy));
+    if (e == NULL)
+        return;
+    if (b->phase == CTL_PHASE_SUCCEEDED)
+        e->succeeded++;
+    else
+        e->failed++;
+    if (b->phase == CTL_PHASE_FAILED && b->reason != NULL && strcmp(b->reason, "time_limit") == 0)
+        e->time_limit++;
+    if (b->phase == CTL_PHASE_SUCCEEDED && b->reason != NULL &&
+        strcmp(b->reason, "incomplete") == 0)
+        e->incomplete++;
+}
+
+/* Files b under its (policy, host) pair, creating the pair, and marks it. */
+static void ctl_pair_add_backup(struct ctl *c, struct ctl_backup *b)
+{
+    struct ctl_pair *pr = ctl_cache_pair_get(c, b->ns, b->policy, b->host, true);
+    pr->backups = util_grow(pr->backups, &pr->cap, pr->nbackups + 1, sizeof(*pr->backups));
+    pr->backups[pr->nbackups++] = b;
+    ctl_cache_mark(c, pr);
+}
+
+void ctl_cache_put_backup(struct ctl *c, const char *ns, const char *name, json_t *obj)
+{
+    struct util_err err = {0};
+    struct ctl_backup fresh;
+    if (ctl_backup_from_json(&fresh, obj, &err) != 0) {
+        ctl_log(c, 1, "Backup %s/%s ignored: %s", ns, name, err.msg);
+        return;
+    }
+    char keybuf[CTL_KEY_MAX];
+    const char *key = ctl_key(keybuf, ns, name);
+    struct ctl_backup *b = util_map_get(&c->backups, key);
+    if (b != NULL && (strcmp(b->policy, fresh.policy) != 0 || strcmp(b->host, fresh.host) != 0)) {
+        /* The spec is immutable (the CRD says so); should it change anyway, move the Backup. */
+        struct ctl_pair *old = ctl_cache_pair_get(c, b->ns, b->policy, b->host, false);
+        if (old != NULL) {
+            ctl_pair_remove_backup(old, b);
+            ctl_cache_mark(c, old);
+        }
+        ctl_backup_free(b);
+        *b = fresh;
+        ctl_pair_add_backup(c, b);
+    } else if (b != NULL) {
+        if (!ctl_phase_done(b->phase) && ctl_phase_done(fresh.phase))
+            ctl_count_outcome(c, &fresh);
+        ctl_backup_free(b);
+        *b = fresh; /* in place: the pair's pointer stays valid */
+        ctl_cache_mark(c, ctl_cache_pair_get(c, b->ns, b->policy, b->host, true));
+    } else {
+        b = util_malloc(sizeof(*b));
+        *b = fresh;
+        util_map_set(&c->backups, key, b);
+        ctl_pair_add_backup(c, b);
+    }
+    c->backup_cb(c, ns, name, obj);
+}
+
+void ctl_cache_backup_upsert(struct kube_reflector *r, const char *ns, const char *name,
+                             json_t *obj, void *arg)
+{
+    ctl_cache_put_backup(arg, ns, name, obj);
+}
+
+void ctl_cache_backup_delete(struct kube_reflector *r, const char *ns, const char *name,
+                             json_t *obj, void *arg)
+{
+    struct ctl *c = arg;
+    char keybuf[CTL_KEY_MAX];
+    struct ctl_backup *b = util_map_del(&c->backups, ctl_key(keybuf, ns, name));
+    if (b == NULL)
+        return;
+    struct ctl_pair *pr = ctl_cache_pair_get(c, b->ns, b->policy, b->host, false);
+    if (pr != NULL) {
+        ctl_pair_remove_backup(pr, b);
+        ctl_cache_mark(c, pr);
+    }
+    ctl_backup_free(b);
+    free(b);
+}
+
+/* A Job's change is its owner Backup's pair's business. */
+static void ctl_job_touch(struct ctl *c, const struct ctl_job *j)
+{
+    if (j->owner == NULL)
+        return;
+    char keybuf[CTL_KEY_MAX];
+    struct ctl_backup *b = util_map_get(&c->backups, ctl_key(keybuf, j->ns, j->owner));
+    if (b != NULL)
+        ctl_cache_mark(c, ctl_cache_pair_get(c, b->ns, b->policy, b->host, true));
+}
+
+void ctl_cache_put_job(struct ctl *c, const char *ns, const char *name, json_t *obj)
+{
+    struct util_err err = {0};
+    struct ctl_job *j = util_calloc(1, sizeof(*j));
+    if (ctl_job_from_json(j, obj, &err) != 0) {
+        free(j);
+        return;
+    }
+    char keybuf[CTL_KEY_MAX];
+    struct ctl_job *old = util_map_set(&c->jobs, ctl_key(keybuf, ns, name), j);
+    if (old != NULL) {
+        ctl_job_free(old);
+        free(old);
+    }
+    ctl_job_touch(c, j);
+}
+
+void ctl_cache_job_upsert(struct kube_reflector *r, const char *ns, const char *name, json_t *obj,
+                          void *arg)
+{
+    ctl_cache_put_job(arg, ns, name, obj);
+}
+
+void ctl_cache_job_delete(struct kube_reflector *r, const char *ns, const char *name, json_t *obj,
+                          void *arg)
+{
+    struct ctl *c = arg;
+    char keybuf[CTL_KEY_MAX];
+    struct ctl_job *j = util_map_del(&c->jobs, ctl_key(keybuf, ns, name));
+    if (j == NULL)
+        return;
+    ctl_job_touch(c, j);
+    ctl_job_free(j);
+    free(j);
+}
