@@ -149,12 +149,19 @@ json_t *ctl_restore_job_json(const struct ctl_restore_spec *s, const char *id,
         target = s->node != NULL || strcmp(s->path, "/") == 0
                      ? util_strdup(CTL_RESTORE_DIR)
                      : util_asprintf("%s%s", CTL_RESTORE_DIR, s->path);
-        json_array_append_new(mounts, json_pack("{s:s, s:s, s:b}", "name", "target", "mountPath",
-                                                CTL_RESTORE_DIR, "readOnly", s->dry_run));
+        json_t *mount = json_pack("{s:s, s:s, s:b}", "name", "target", "mountPath", CTL_RESTORE_DIR,
+                                  "readOnly", s->dry_run);
+        if (s->node != NULL && strcmp(s->path, "/") != 0)
+            /* The node's "/" is the volume and only the target, its subPath, is mounted: the
+             * kubelet makes the target's missing directories, and a target that exists as a
+             * file is mounted as that file, which lode restore refuses (TargetUnusable) at
+             * once. A hostPath of the target itself would keep the pod waiting forever
+             * (the kubelet's type check fails, and says so only in an Event). */
+            json_object_set_new(mount, "subPath", json_string(s->path + 1));
+        json_array_append_new(mounts, mount);
         if (s->node != NULL)
-            json_array_append_new(volumes,
-                                  json_pack("{s:s, s:{s:s, s:s}}", "name", "target", "hostPath",
-                                            "path", s->path, "type", "DirectoryOrCreate"));
+            json_array_append_new(volumes, json_pack("{s:s, s:{s:s, s:s}}", "name", "target",
+                                                     "hostPath", "path", "/", "type", "Directory"));
         else
             json_array_append_new(volumes, json_pack("{s:s, s:{s:s, s:b}}", "name", "target",
                                                      "persistentVolumeClaim", "claimName", s->pvc,

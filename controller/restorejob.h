@@ -6,8 +6,9 @@
  * /dev/termination-log` with the repository of ctl_job_set_repository (S3 keys by
  * secretKeyRef, the repository key as a file): read-only S3 access is enough, a restore
  * deletes nothing. Onto a node it is pinned with nodeName, tolerates every taint and
- * mounts only the target directory, read-write (hostPath DirectoryOrCreate) at
- * CTL_RESTORE_DIR, with --staged: the restore goes into a hidden stage inside it and is
+ * mounts only the target directory, read-write, at CTL_RESTORE_DIR (the node's "/" as a
+ * hostPath volume, the target its subPath, which the kubelet makes when missing), with
+ * --staged: the restore goes into a hidden stage inside it and is
  * moved into place at the end, and a SIGTERM (the Restore deleted) removes the stage. A
  * PersistentVolumeClaim is mounted there instead and the scheduler places the pod. A
  * dry run writes nothing: onto a node it mounts the node's "/" read-only at

@@ -155,10 +155,14 @@ static void test_node_job(void **state)
     assert_string_equal(args, "abc --target /restore --include /data --staged --output json "
                               "--termination-log /dev/termination-log");
     free(args);
-    /* Only the target directory is writable, made when missing. */
+    /* Only the target directory is mounted, writable: the node's "/" is the volume and the
+     * target its subPath (a target that is a file is then refused by lode restore, not
+     * waited for). */
     const json_t *v = volume(job, "target");
-    assert_string_equal(ctl_json_str(v, "hostPath.path"), "/var/restore");
-    assert_string_equal(ctl_json_str(v, "hostPath.type"), "DirectoryOrCreate");
+    assert_string_equal(ctl_json_str(v, "hostPath.path"), "/");
+    assert_string_equal(ctl_json_str(v, "hostPath.type"), "Directory");
+    assert_string_equal(ctl_json_str(mount(job, "target"), "subPath"), "var/restore");
+    assert_string_equal(ctl_json_str(mount(job, "target"), "mountPath"), "/restore");
     assert_false(json_is_true(json_object_get(mount(job, "target"), "readOnly")));
     assert_null(volume(job, "host-root"));
     const json_t *c = json_array_get(ctl_json_path(job, "spec.template.spec.containers"), 0);
@@ -181,6 +185,19 @@ static void test_node_job(void **state)
     assert_non_null(strstr(text, "LODE_KEY_FILE"));
     free(text);
     json_decref(repo);
+    json_decref(job);
+    ctl_restore_spec_free(&s);
+    json_decref(obj);
+
+    /* The node's "/" itself: no subPath. */
+    assert_int_equal(read_spec("{\"snapshot\": {\"id\": \"abc\"}, \"repository\": \"m\", "
+                               "\"overwrite\": true, \"target\": {\"node\": \"b\", \"path\": "
+                               "\"/\"}}",
+                               &s, &obj, &err),
+                     0);
+    job = ctl_restore_job_json(&s, "abc", &OPTS);
+    assert_string_equal(ctl_json_str(volume(job, "target"), "hostPath.path"), "/");
+    assert_null(json_object_get(mount(job, "target"), "subPath"));
     json_decref(job);
     ctl_restore_spec_free(&s);
     json_decref(obj);
