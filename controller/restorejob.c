@@ -318,6 +318,31 @@ static const char *rj_message(const json_t *pods)
     return NULL;
 }
 
+char *ctl_restore_pod_stuck(const json_t *pods)
+{
+    static const char *const never[] = {"CreateContainerConfigError", "CreateContainerError",
+                                        "InvalidImageName"};
+    size_t i, j;
+    const json_t *pod, *cs;
+    json_array_foreach(json_object_get(pods, "items"), i, pod)
+    {
+        json_array_foreach(ctl_json_path(pod, "status.containerStatuses"), j, cs)
+        {
+            const json_t *w = ctl_json_path(cs, "state.waiting");
+            const char *reason = rj_str(w, "reason");
+            for (size_t k = 0; reason != NULL && k < sizeof(never) / sizeof(*never); k++)
+                if (strcmp(reason, never[k]) == 0)
+                    return util_asprintf(
+                        "the restore's pod %s cannot start: %s: %s",
+                        rj_str(json_object_get(pod, "metadata"), "name")
+                            ? rj_str(json_object_get(pod, "metadata"), "name")
+                            : "?",
+                        reason, rj_str(w, "message") ? rj_str(w, "message") : "(no message)");
+        }
+    }
+    return NULL;
+}
+
 /* Whether the Job ended, and how: its Complete or Failed condition. */
 static bool rj_job_succeeded(const json_t *job, const char **fail_reason)
 {

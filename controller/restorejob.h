@@ -96,6 +96,15 @@ json_t *ctl_restore_result(const json_t *job, const json_t *pods, int64_t starte
                            const char **reason, const char **message);
 
 /*
+ * Why the Job's pod cannot start, when waiting will not help, from the PodList of its pods:
+ * a container waiting with CreateContainerConfigError (the kubelet could not make the
+ * target's directories, a file in the way, or read a Secret's key), CreateContainerError
+ * or InvalidImageName, which the kubelet retries forever. Returns "the restore's pod POD
+ * cannot start: REASON: MESSAGE" (owned), or NULL.
+ */
+char *ctl_restore_pod_stuck(const json_t *pods);
+
+/*
  * A status patch {"status": {...}} of phase (not final), reason and message, with the
  * Restored condition Unknown (stamped now); the other members are the caller's to add.
  */

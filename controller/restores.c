@@ -9,11 +9,13 @@
  * of one created before it and not finished, waits (Pending, WaitingForTarget). One
  * that may start costs, when it names a policy rather than a snapshot id, one LIST of
  * the namespace's Backups (the newest good snapshot of the policy and host); then one create of the
- * Job and one status patch with an Event. A running one costs one GET of its Job a tick; when the
- * Job has ended, one LIST of its pods reads the result from the termination message,
- * then one status patch and one Event. The Job's name comes from the Restore's uid, so a
- * create repeated after a restart is refused (409) rather than run twice, and the
- * Job's name is in status.jobName before anything else is written.
+ * Job and one status patch with an Event. A running one costs one GET of its Job a tick,
+ * and while the Job has no ready pod one LIST of its pods too: a pod the kubelet can never
+ * start (a file in the way of the target's directories) fails the Restore, PodNotStarted,
+ * and its Job is deleted. When the Job has ended, one LIST of its pods reads the result
+ * from the termination message, then one status patch and one Event. The Job's name comes from the
+ * Restore's uid, so a create repeated after a restart is refused (409) rather than run twice, and
+ * the Job's name is in status.jobName before anything else is written.
  *
  * A Restore deleted while it runs: the Job is deleted at once (the garbage collector
  * would too, the Restore owns it), its pod gets SIGTERM and `lode restore --staged`
@@ -209,11 +211,59 @@ static bool rst_job_ended(const json_t *job)
     return false;
 }
 
+/* Deletes the Job of a Restore that ends or goes while it runs (its pod gets SIGTERM). */
+static void rst_delete_job(struct ctl_restores *r, const struct ctl_restore_spec *s,
+                           const char *job)
+{
+    struct util_err err = {0};
+    struct rst_op *op = rst_op_new(r, s, false);
+    struct kube_resource rj = api_in(&api_jobs, s->ns);
+    if (kube_delete(r->c->kube, &rj, job, "Background", rst_quiet_cb, op, NULL, &err) != 0) {
+        ctl_write_untrack(r->c, &op->w);
+        rst_op_free_cb(&op->w);
+    }
+}
+
+/* The pods of a Job that has no ready pod: one that can never start fails the Restore. */
+static void rst_waiting_pods_cb(const struct kube_result *res, void *arg)
+{
+    struct rst_op *op = arg;
+    struct rst_item *it = rst_op_end(op);
+    char *why = it != NULL && rst_ok(res) ? ctl_restore_pod_stuck(res->body) : NULL;
+    if (why != NULL) {
+        struct ctl_restore_spec s = {.ns = op->ns, .name = op->name, .uid = op->uid};
+        rst_delete_job(op->r, &s, op->job);
+        rst_fail(op->r, &s, "PodNotStarted", why);
+        free(why);
+    }
+    rst_op_free_cb(&op->w);
+}
+
+/* A Job with a pod but none ready yet (status.ready is 0 or not reported). */
+static bool rst_job_waiting(const json_t *job)
+{
+    return json_integer_value(ctl_json_path(job, "status.active")) > 0 &&
+           json_integer_value(ctl_json_path(job, "status.ready")) == 0;
+}
+
+static void rst_list_pods(struct rst_op *op, kube_result_cb cb)
+{
+    struct util_err err = {0};
+    struct kube_resource rp = {"", "v1", "pods", op->ns};
+    char *sel = util_asprintf("job-name=%s", op->job);
+    struct kube_list_opts lo = {.label_selector = sel};
+    int rc = kube_list(op->r->c->kube, &rp, &lo, cb, op, NULL, &err);
+    free(sel);
+    if (rc != 0) {
+        struct kube_result fake = {.error = rc, .message = err.msg};
+        cb(&fake, op);
+    }
+}
+
 static void rst_job_got_cb(const struct kube_result *res, void *arg)
 {
     struct rst_op *op = arg;
     struct ctl_restores *r = op->r;
-    struct util_err err = {0};
     if (res->error == 0 && res->status == 404) {
         rst_op_end(op);
         struct ctl_restore_spec s = {.ns = op->ns, .name = op->name, .uid = op->uid};
@@ -225,21 +275,17 @@ static void rst_job_got_cb(const struct kube_result *res, void *arg)
         rst_op_free_cb(&op->w);
         return;
     }
+    if (rst_ok(res) && !rst_job_ended(res->body) && rst_job_waiting(res->body)) {
+        rst_list_pods(op, rst_waiting_pods_cb); /* one LIST a tick until a pod is ready */
+        return;
+    }
     if (!rst_ok(res) || !rst_job_ended(res->body)) {
         rst_op_end(op); /* running, or not read: the next tick looks again */
         rst_op_free_cb(&op->w);
         return;
     }
     op->job_obj = json_incref(res->body);
-    struct kube_resource rp = {"", "v1", "pods", op->ns};
-    char *sel = util_asprintf("job-name=%s", op->job);
-    struct kube_list_opts lo = {.label_selector = sel};
-    int rc = kube_list(r->c->kube, &rp, &lo, rst_pods_cb, op, NULL, &err);
-    free(sel);
-    if (rc != 0) {
-        struct kube_result fake = {.error = rc, .message = err.msg};
-        rst_pods_cb(&fake, op);
-    }
+    rst_list_pods(op, rst_pods_cb);
 }
 
 static void rst_watch_job(struct ctl_restores *r, const struct ctl_restore_spec *s, const char *job,
@@ -529,15 +575,9 @@ static void rst_delete_cb(struct kube_reflector *refl, const char *ns, const cha
     /* Stop a running restore now rather than when the garbage collector comes to it; the
      * pod's SIGTERM makes lode restore remove its stage. */
     if (job != NULL && uid != NULL && r->c->acting && !r->c->stopping && !rst_done(last)) {
-        struct util_err err = {0};
         struct ctl_restore_spec s = {.ns = ns, .name = name, .uid = uid};
-        struct rst_op *op = rst_op_new(r, &s, false);
-        struct kube_resource rj = api_in(&api_jobs, ns);
         ctl_log(r->c, 1, "Restore %s/%s deleted while running: deleting its Job %s", ns, name, job);
-        if (kube_delete(r->c->kube, &rj, job, "Background", rst_quiet_cb, op, NULL, &err) != 0) {
-            ctl_write_untrack(r->c, &op->w);
-            rst_op_free_cb(&op->w);
-        }
+        rst_delete_job(r, &s, job);
     }
     if (it != NULL) {
         util_map_del(&r->items, key);

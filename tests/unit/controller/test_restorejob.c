@@ -392,6 +392,30 @@ static void test_result(void **state)
     json_decref(job);
 }
 
+static void test_pod_stuck(void **state)
+{
+    /* Waiting for the image or for the container to be made: not stuck. */
+    json_t *pods = json_loads(
+        "{\"items\": [{\"metadata\": {\"name\": \"p1\"}, \"status\": {\"containerStatuses\": "
+        "[{\"name\": \"restore\", \"state\": {\"waiting\": {\"reason\": "
+        "\"ContainerCreating\"}}}]}}, {\"metadata\": {\"name\": \"p0\"}, \"status\": {}}]}",
+        0, NULL);
+    assert_null(ctl_restore_pod_stuck(pods));
+    json_decref(pods);
+    assert_null(ctl_restore_pod_stuck(NULL));
+    /* The kubelet cannot make the subPath: it would retry forever. */
+    pods = json_loads("{\"items\": [{\"metadata\": {\"name\": \"p1\"}, \"status\": "
+                      "{\"containerStatuses\": [{\"name\": \"restore\", \"state\": "
+                      "{\"waiting\": {\"reason\": \"CreateContainerConfigError\", "
+                      "\"message\": \"failed to create subPath directory\"}}}]}}]}",
+                      0, NULL);
+    char *why = ctl_restore_pod_stuck(pods);
+    assert_string_equal(why, "the restore's pod p1 cannot start: CreateContainerConfigError: "
+                             "failed to create subPath directory");
+    free(why);
+    json_decref(pods);
+}
+
 static void test_status_patches(void **state)
 {
     json_t *p = ctl_restore_status(CTL_PHASE_PENDING, "WaitingForTarget", "waits", 1767225600);
@@ -413,7 +437,7 @@ int main(void)
         cmocka_unit_test(test_spec_read_and_refusals), cmocka_unit_test(test_node_job),
         cmocka_unit_test(test_dry_run_and_pvc_jobs),   cmocka_unit_test(test_targets_overlap),
         cmocka_unit_test(test_pick_newest_good),       cmocka_unit_test(test_result),
-        cmocka_unit_test(test_status_patches),
+        cmocka_unit_test(test_status_patches),         cmocka_unit_test(test_pod_stuck),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
