@@ -125,8 +125,10 @@ int cli_restore_target_check(const char *target, bool overwrite, struct util_err
             return 0;
         return util_err_set(err, UTIL_EIO, "cannot look at %s: %s", target, strerror(errno));
     }
+    /* No directory there: UTIL_ENOENT, which lode restore reports as TargetUnusable
+     * (UTIL_EINVAL is kept for a target that holds files). */
     if (!S_ISDIR(sb.st_mode))
-        return util_err_set(err, UTIL_EINVAL,
+        return util_err_set(err, UTIL_ENOENT,
                             "%s exists and is not a directory: choose another target", target);
     int fd = open(target, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
@@ -168,8 +170,10 @@ int cli_stage_prepare(struct cli_stage *s, const char *target, bool overwrite, s
     free(p);
     s->fd = open(target, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (s->fd < 0)
-        return util_err_set(err, UTIL_EINVAL, "the target %s is not a directory: %s", target,
-                            strerror(errno));
+        return util_err_set(err, UTIL_ENOENT,
+                            "the target %s exists and is not a directory (%s): choose another "
+                            "target",
+                            target, strerror(errno));
     bool empty;
     int rc = stage_scan(s->fd, true, &empty);
     if (rc != 0) {

@@ -149,12 +149,19 @@ json_t *ctl_restore_job_json(const struct ctl_restore_spec *s, const char *id,
         target = s->node != NULL || strcmp(s->path, "/") == 0
                      ? util_strdup(CTL_RESTORE_DIR)
                      : util_asprintf("%s%s", CTL_RESTORE_DIR, s->path);
-        json_array_append_new(mounts, json_pack("{s:s, s:s, s:b}", "name", "target", "mountPath",
-                                                CTL_RESTORE_DIR, "readOnly", s->dry_run));
+        json_t *mount = json_pack("{s:s, s:s, s:b}", "name", "target", "mountPath", CTL_RESTORE_DIR,
+                                  "readOnly", s->dry_run);
+        if (s->node != NULL && strcmp(s->path, "/") != 0)
+            /* The node's "/" is the volume and only the target, its subPath, is mounted: the
+             * kubelet makes the target's missing directories, and a target that exists as a
+             * file is mounted as that file, which lode restore refuses (TargetUnusable) at
+             * once. A hostPath of the target itself would keep the pod waiting forever
+             * (the kubelet's type check fails, and says so only in an Event). */
+            json_object_set_new(mount, "subPath", json_string(s->path + 1));
+        json_array_append_new(mounts, mount);
         if (s->node != NULL)
-            json_array_append_new(volumes,
-                                  json_pack("{s:s, s:{s:s, s:s}}", "name", "target", "hostPath",
-                                            "path", s->path, "type", "DirectoryOrCreate"));
+            json_array_append_new(volumes, json_pack("{s:s, s:{s:s, s:s}}", "name", "target",
+                                                     "hostPath", "path", "/", "type", "Directory"));
         else
             json_array_append_new(volumes, json_pack("{s:s, s:{s:s, s:b}}", "name", "target",
                                                      "persistentVolumeClaim", "claimName", s->pvc,
@@ -307,6 +314,31 @@ static const char *rj_message(const json_t *pods)
         if (strcmp(rj_str(cs, "name") ? rj_str(cs, "name") : "", "restore") != 0)
             continue;
         return rj_str(ctl_json_path(cs, "state.terminated"), "message");
+    }
+    return NULL;
+}
+
+char *ctl_restore_pod_stuck(const json_t *pods)
+{
+    static const char *const never[] = {"CreateContainerConfigError", "CreateContainerError",
+                                        "InvalidImageName"};
+    size_t i, j;
+    const json_t *pod, *cs;
+    json_array_foreach(json_object_get(pods, "items"), i, pod)
+    {
+        json_array_foreach(ctl_json_path(pod, "status.containerStatuses"), j, cs)
+        {
+            const json_t *w = ctl_json_path(cs, "state.waiting");
+            const char *reason = rj_str(w, "reason");
+            for (size_t k = 0; reason != NULL && k < sizeof(never) / sizeof(*never); k++)
+                if (strcmp(reason, never[k]) == 0)
+                    return util_asprintf(
+                        "the restore's pod %s cannot start: %s: %s",
+                        rj_str(json_object_get(pod, "metadata"), "name")
+                            ? rj_str(json_object_get(pod, "metadata"), "name")
+                            : "?",
+                        reason, rj_str(w, "message") ? rj_str(w, "message") : "(no message)");
+        }
     }
     return NULL;
 }

@@ -6,8 +6,9 @@
  * /dev/termination-log` with the repository of ctl_job_set_repository (S3 keys by
  * secretKeyRef, the repository key as a file): read-only S3 access is enough, a restore
  * deletes nothing. Onto a node it is pinned with nodeName, tolerates every taint and
- * mounts only the target directory, read-write (hostPath DirectoryOrCreate) at
- * CTL_RESTORE_DIR, with --staged: the restore goes into a hidden stage inside it and is
+ * mounts only the target directory, read-write, at CTL_RESTORE_DIR (the node's "/" as a
+ * hostPath volume, the target its subPath, which the kubelet makes when missing), with
+ * --staged: the restore goes into a hidden stage inside it and is
  * moved into place at the end, and a SIGTERM (the Restore deleted) removes the stage. A
  * PersistentVolumeClaim is mounted there instead and the scheduler places the pod. A
  * dry run writes nothing: onto a node it mounts the node's "/" read-only at
@@ -93,6 +94,15 @@ const char *ctl_restore_pick(const json_t *list, const char *policy, const char 
  */
 json_t *ctl_restore_result(const json_t *job, const json_t *pods, int64_t started, int64_t now,
                            const char **reason, const char **message);
+
+/*
+ * Why the Job's pod cannot start, when waiting will not help, from the PodList of its pods:
+ * a container waiting with CreateContainerConfigError (the kubelet could not make the
+ * target's directories, a file in the way, or read a Secret's key), CreateContainerError
+ * or InvalidImageName, which the kubelet retries forever. Returns "the restore's pod POD
+ * cannot start: REASON: MESSAGE" (owned), or NULL.
+ */
+char *ctl_restore_pod_stuck(const json_t *pods);
 
 /*
  * A status patch {"status": {...}} of phase (not final), reason and message, with the

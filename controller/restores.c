@@ -9,11 +9,13 @@
  * of one created before it and not finished, waits (Pending, WaitingForTarget). One
  * that may start costs, when it names a policy rather than a snapshot id, one LIST of
  * the namespace's Backups (the newest good snapshot of the policy and host); then one create of the
- * Job and one status patch with an Event. A running one costs one GET of its Job a tick; when the
- * Job has ended, one LIST of its pods reads the result from the termination message,
- * then one status patch and one Event. The Job's name comes from the Restore's uid, so a
- * create repeated after a restart is refused (409) rather than run twice, and the
- * Job's name is in status.jobName before anything else is written.
+ * Job and one status patch with an Event. A running one costs one GET of its Job a tick,
+ * and while the Job has no ready pod one LIST of its pods too: a pod the kubelet can never
+ * start (a file in the way of the target's directories) fails the Restore, PodNotStarted,
+ * and its Job is deleted. When the Job has ended, one LIST of its pods reads the result
+ * from the termination message, then one status patch and one Event. The Job's name comes from the
+ * Restore's uid, so a create repeated after a restart is refused (409) rather than run twice, and
+ * the Job's name is in status.jobName before anything else is written.
  *
  * A Restore deleted while it runs: the Job is deleted at once (the garbage collector
  * would too, the Restore owns it), its pod gets SIGTERM and `lode restore --staged`
@@ -168,15 +170,9 @@ static void rst_delete_cb(struct kube_reflector *refl, const char *ns, const cha
     /* Stop a running restore now rather than when the garbage collector comes to it; the
      * pod's SIGTERM makes lode restore remove its stage. */
     if (job != NULL && uid != NULL && r->c->acting && !r->c->stopping && !rst_done(last)) {
-        struct util_err err = {0};
         struct ctl_restore_spec s = {.ns = ns, .name = name, .uid = uid};
-        struct rst_op *op = rst_op_new(r, &s, false);
-        struct kube_resource rj = api_in(&api_jobs, ns);
         ctl_log(r->c, 1, "Restore %s/%s deleted while running: deleting its Job %s", ns, name, job);
-        if (kube_delete(r->c->kube, &rj, job, "Background", rst_quiet_cb, op, NULL, &err) != 0) {
-            ctl_write_untrack(r->c, &op->w);
-            rst_op_free_cb(&op->w);
-        }
+        rst_delete_job(r, &s, job);
     }
     if (it != NULL) {
         util_map_del(&r->items, key);

@@ -46,6 +46,8 @@ void rst_patch(struct ctl_restores *r, const struct ctl_restore_spec *s, json_t 
 void rst_event(struct ctl_restores *r, const char *ns, const char *name, const char *uid,
                const char *type, const char *reason, const char *msg);
 /* Failed before a Job ran: status and a Warning Event. */
+/* Deletes a Restore's Job (Background propagation): its pod gets SIGTERM. */
+void rst_delete_job(struct ctl_restores *r, const struct ctl_restore_spec *s, const char *job);
 void rst_fail(struct ctl_restores *r, const struct ctl_restore_spec *s, const char *reason,
               const char *msg);
 /* A running Restore's Job (one GET); when it has ended, its pods and the outcome. */

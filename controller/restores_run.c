@@ -162,11 +162,58 @@ static bool rst_job_ended(const json_t *job)
     return false;
 }
 
+/* Deletes the Job of a Restore that ends or goes while it runs (its pod gets SIGTERM). */
+void rst_delete_job(struct ctl_restores *r, const struct ctl_restore_spec *s, const char *job)
+{
+    struct util_err err = {0};
+    struct rst_op *op = rst_op_new(r, s, false);
+    struct kube_resource rj = api_in(&api_jobs, s->ns);
+    if (kube_delete(r->c->kube, &rj, job, "Background", rst_quiet_cb, op, NULL, &err) != 0) {
+        ctl_write_untrack(r->c, &op->w);
+        rst_op_free_cb(&op->w);
+    }
+}
+
+/* The pods of a Job that has no ready pod: one that can never start fails the Restore. */
+static void rst_waiting_pods_cb(const struct kube_result *res, void *arg)
+{
+    struct rst_op *op = arg;
+    struct rst_item *it = rst_op_end(op);
+    char *why = it != NULL && rst_ok(res) ? ctl_restore_pod_stuck(res->body) : NULL;
+    if (why != NULL) {
+        struct ctl_restore_spec s = {.ns = op->ns, .name = op->name, .uid = op->uid};
+        rst_delete_job(op->r, &s, op->job);
+        rst_fail(op->r, &s, "PodNotStarted", why);
+        free(why);
+    }
+    rst_op_free_cb(&op->w);
+}
+
+/* A Job with a pod but none ready yet (status.ready is 0 or not reported). */
+static bool rst_job_waiting(const json_t *job)
+{
+    return json_integer_value(ctl_json_path(job, "status.active")) > 0 &&
+           json_integer_value(ctl_json_path(job, "status.ready")) == 0;
+}
+
+static void rst_list_pods(struct rst_op *op, kube_result_cb cb)
+{
+    struct util_err err = {0};
+    struct kube_resource rp = {"", "v1", "pods", op->ns};
+    char *sel = util_asprintf("job-name=%s", op->job);
+    struct kube_list_opts lo = {.label_selector = sel};
+    int rc = kube_list(op->r->c->kube, &rp, &lo, cb, op, NULL, &err);
+    free(sel);
+    if (rc != 0) {
+        struct kube_result fake = {.error = rc, .message = err.msg};
+        cb(&fake, op);
+    }
+}
+
 static void rst_job_got_cb(const struct kube_result *res, void *arg)
 {
     struct rst_op *op = arg;
     struct ctl_restores *r = op->r;
-    struct util_err err = {0};
     if (res->error == 0 && res->status == 404) {
         rst_op_end(op);
         struct ctl_restore_spec s = {.ns = op->ns, .name = op->name, .uid = op->uid};
@@ -178,21 +225,17 @@ static void rst_job_got_cb(const struct kube_result *res, void *arg)
         rst_op_free_cb(&op->w);
         return;
     }
+    if (rst_ok(res) && !rst_job_ended(res->body) && rst_job_waiting(res->body)) {
+        rst_list_pods(op, rst_waiting_pods_cb); /* one LIST a tick until a pod is ready */
+        return;
+    }
     if (!rst_ok(res) || !rst_job_ended(res->body)) {
         rst_op_end(op); /* running, or not read: the next tick looks again */
         rst_op_free_cb(&op->w);
         return;
     }
     op->job_obj = json_incref(res->body);
-    struct kube_resource rp = {"", "v1", "pods", op->ns};
-    char *sel = util_asprintf("job-name=%s", op->job);
-    struct kube_list_opts lo = {.label_selector = sel};
-    int rc = kube_list(r->c->kube, &rp, &lo, rst_pods_cb, op, NULL, &err);
-    free(sel);
-    if (rc != 0) {
-        struct kube_result fake = {.error = rc, .message = err.msg};
-        rst_pods_cb(&fake, op);
-    }
+    rst_list_pods(op, rst_pods_cb);
 }
 
 void rst_watch_job(struct ctl_restores *r, const struct ctl_restore_spec *s, const char *job,

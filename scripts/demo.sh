@@ -9,12 +9,15 @@
 #     controller, KWOK, versitygw; built from their Go modules the first time, which
 #     takes a while, then cached), the CRDs, a BackupRepository on the local S3
 #     server, three real nodes (containerd and a kubelet each, tests/env/real-nodes.sh)
-#     and a policy that runs every minute;
+#     and a policy that runs every minute, with a dump made by a hook before each backup
+#     and scratch files left out;
 #  3. the controller, and the backups it runs on the three nodes, for real: each
 #     node's kubelet runs the Jobs in the image built from the Dockerfile (buildah,
 #     cached), and `lode backup` writes real snapshots into the local S3 server;
 #     Backups, Jobs, the policy's status and the metrics;
-#  4. the snapshots in S3 and a restore of one, compared with the node's files;
+#  4. the snapshots in S3 and a restore of one, compared with the node's files; a
+#     Restore resource that puts one node's file onto another node, run by the
+#     controller as a Job;
 #  5. a node's files "encrypted" by ransomware: the next snapshot is flagged
 #     suspicious; and retention applied by the controller through the storage API.
 # The cluster is taken down at the end; DEMO_KEEP=1 leaves it (and the controller)
@@ -114,7 +117,7 @@ $lode init
 step "CRDs, the BackupRepository and its Secret, three nodes' own files, and a policy"
 kc apply --server-side -f crd/ >/dev/null
 kc wait --for condition=established --timeout=30s crd/backuppolicies.lodestore.io \
-    crd/backups.lodestore.io crd/backuprepositories.lodestore.io >/dev/null
+    crd/backups.lodestore.io crd/backuprepositories.lodestore.io crd/restores.lodestore.io >/dev/null
 kc create namespace demo --dry-run=client -o yaml | kc apply -f - >/dev/null
 kc -n demo create secret generic s3-credentials --from-literal=AWS_ACCESS_KEY_ID="$S3_ACCESS_KEY" \
     --from-literal=AWS_SECRET_ACCESS_KEY="$S3_SECRET_KEY" --from-file=repository-key="$LODE_KEY_FILE" \
@@ -134,8 +137,9 @@ EOF
 for i in 0 1 2; do
     kc label node "demo-node-$i" role=db --overwrite >/dev/null
     d=$(env_real_node_root "demo-node-$i")/srv
-    rm -rf "$d/etc" "$d/home"
-    mkdir -p "$d/etc" "$d/home/ops/reports"
+    rm -rf "$d/etc" "$d/home" "$d/dump" "$d/restored"
+    mkdir -p "$d/etc" "$d/home/ops/reports" "$d/dump"
+    echo "scratch, left out by spec.exclude" >"$d/home/ops/reports/render.tmp"
     echo "demo-node-$i" >"$d/etc/hostname"
     printf 'listen 0.0.0.0:%d\nworkers %d\n' $((5432 + i)) $((4 + i)) >"$d/etc/db.conf"
     for r in $(seq 1 100); do
@@ -149,11 +153,18 @@ kind: BackupPolicy
 metadata: {name: every-minute, namespace: demo}
 spec:
   repository: main
-  paths: [/srv/etc, /srv/home]
+  paths: [/srv/etc, /srv/home, /srv/dump]
   nodeSelector: {role: db}
   schedule: {cron: "* * * * *", timezone: Europe/Kyiv, jitter: 20s}
   retention: {keepLast: 2}
   limits: {maxRuntime: 1h, nice: 10}
+  hooks:
+    before:
+    - name: dump
+      command: [/bin/sh, -c, "{ echo \"-- the app database of \$(cat /srv/etc/hostname)\"; sed 's/^/-- /' /srv/etc/db.conf; echo 'CREATE TABLE reports (n int);'; } >/srv/dump/app.sql && echo dumped"]
+      timeout: 1m
+  exclude:
+    patterns: ["*.tmp"]
 EOF
 $lode validate "$policy" && kc apply -f "$policy"
 rm -f "$policy"
@@ -163,6 +174,7 @@ step "the controller"
 log=$LODE_ENV_DIR/logs/lode-controller.log
 $ctl --kubeconfig "$KUBECONFIG" --context operator --metrics-addr 127.0.0.1:0 \
     --agent-image lodestore.invalid/agent:e2e --agent-host-network --allow-node-backups demo \
+    --hook-namespaces demo \
     >"$log" 2>&1 &
 ctl_pid=$!
 env_wait 20 "the controller to listen" grep -q 'metrics on 127.0.0.1:' "$log"
@@ -192,8 +204,48 @@ target=$T_TMP/restore
 $lode restore "$id" --target "$target"
 (cd "$target" && find . -maxdepth 3 | sort | head -n 12)
 d=$(env_real_node_root demo-node-1)/srv
-if diff -r "$d/etc" "$target/srv/etc" && diff -r "$d/home" "$target/srv/home"; then
-    echo "the restore of $id is byte for byte demo-node-1's /srv/etc and /srv/home"
+if diff -r "$d/etc" "$target/srv/etc" && diff -r -x '*.tmp' "$d/home" "$target/srv/home" &&
+    [[ ! -e $target/srv/home/ops/reports/render.tmp ]]; then
+    echo "the restore of $id is byte for byte demo-node-1's /srv/etc and /srv/home, without the excluded *.tmp"
+else
+    echo "the restore of $id differs from demo-node-1's files" >&2
+    exit 1
+fi
+echo "the dump the hook made before the backup, as the snapshot holds it:"
+cat "$target/srv/dump/app.sql"
+
+step "a Restore from the cluster: demo-node-1's db.conf and dump onto demo-node-0"
+kc -n demo delete restore node-1-db --ignore-not-found >/dev/null # one of an earlier DEMO_KEEP run
+rm -rf "$(env_real_node_root demo-node-0)/srv/restored"
+restore=$(mktemp --suffix=.yaml)
+cat >"$restore" <<EOF
+apiVersion: lodestore.io/v1alpha1
+kind: Restore
+metadata: {name: node-1-db, namespace: demo}
+spec:
+  snapshot: {policy: every-minute, host: demo-node-1}
+  include: [/srv/etc/db.conf, /srv/dump/app.sql]
+  target: {node: demo-node-0, path: /srv/restored/from-demo-node-1}
+EOF
+cat "$restore"
+kc apply -f "$restore"
+rm -f "$restore"
+restore_ended() { [[ $(kc -n demo get restore node-1-db -o jsonpath='{.status.phase}') =~ ^(Succeeded|Failed)$ ]]; }
+env_wait 120 "the Restore to end" restore_ended
+kc -n demo get restore node-1-db
+kc -n demo get restore node-1-db -o jsonpath='{.status.reason}: {.status.message}{"\n"}'
+got=$(env_real_node_root demo-node-0)/srv/restored/from-demo-node-1/srv
+want=$(env_real_node_root demo-node-1)/srv
+if [[ $(kc -n demo get restore node-1-db -o jsonpath='{.status.phase}') == Succeeded ]] &&
+    cmp "$want/etc/db.conf" "$got/etc/db.conf" && [[ -s $got/dump/app.sql ]]; then
+    echo "on demo-node-0, /srv/restored/from-demo-node-1/srv/etc/db.conf is demo-node-1's:"
+    cat "$got/etc/db.conf"
+    echo "and its dump (/srv/dump/app.sql):"
+    cat "$got/dump/app.sql"
+else
+    echo "the Restore did not put demo-node-1's files onto demo-node-0" >&2
+    kc -n demo get restore node-1-db -o jsonpath='{.status}' >&2
+    exit 1
 fi
 
 step "ransomware on demo-node-2: 60 of its 100 reports encrypted in place"

@@ -37,6 +37,17 @@ check_contains "... the message" "$(jq -r '.error.message' <<<"$OUT")" "set over
 check_eq "... the old stage was removed, the rest left alone" \
     "$(cd "$T_TMP/full" && find . | sort | tr '\n' ' ')" ". ./kept "
 
+# ---- a target that is a file: TargetUnusable, not TargetNotEmpty ----
+echo "a file" >"$T_TMP/afile"
+for how in --dry-run --staged; do
+    run restore "$ID" --target "$T_TMP/afile" $how --output json
+    check_rc "$how onto a regular file: exit 2" 2
+    check_eq "... TargetUnusable, saying it is not a directory" \
+        "$(jq -r '.error.reason' <<<"$OUT") $(jq -r '.error.message' <<<"$OUT" | grep -c 'is not a directory')" \
+        "TargetUnusable 1"
+    check_eq "... the file is left as it was" "$(cat "$T_TMP/afile")" "a file"
+done
+
 # A file system's empty lost+found does not count, as for lode restore.
 mkdir -p "$T_TMP/fs/lost+found"
 run restore "$ID" --target "$T_TMP/fs" --dry-run --output json

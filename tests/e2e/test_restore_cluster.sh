@@ -26,11 +26,15 @@ node=()
 PIDS=()
 cleanup() {
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+	# No PV controller here removes the protection finalizers: the test does.
+	kc -n "$ns" patch pvc claim --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1
+	kc delete pv "$ns" --wait=false >/dev/null 2>&1
+	kc patch pv "$ns" --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1
 	# While the kubelets run, so they confirm their pods' deletion and the namespace goes.
 	kc delete namespace "$ns" --timeout=60s >/dev/null 2>&1
 	if [[ ${#node[@]} -eq 2 ]]; then
 		kc label node "${node[0]}" role- >/dev/null 2>&1
-		rm -rf "$S/srv/data" "$S/srv/big" "$D/srv/restored"
+		rm -rf "$S/srv/data" "$S/srv/big" "$D/srv/restored" "$D/srv/pv-$ns"
 	fi
 	env_real_nodes_stop >/dev/null 2>&1
 	rm -rf "$T_TMP"
@@ -215,9 +219,9 @@ spec=$(kc -n "$ns" get job "$job" -o json)
 check_eq "the Job: uid 0, read-only root, no escalation, no SYS_ADMIN" \
 	"$(jq -c '.spec.template.spec.containers[0].securityContext | [.runAsUser, .readOnlyRootFilesystem, .allowPrivilegeEscalation, (.capabilities.add | index("SYS_ADMIN"))]' <<<"$spec")" \
 	'[0,true,false,null]'
-check_eq "the Job: only the target is mounted from the node, read-write" \
-	"$(jq -c '[.spec.template.spec.volumes[] | select(.hostPath) | .hostPath.path]' <<<"$spec") $(jq -c '[.spec.template.spec.containers[0].volumeMounts[] | select(.readOnly != true) | .mountPath] | sort' <<<"$spec")" \
-	'["/srv/restored/full"] ["/restore","/tmp"]'
+check_eq "the Job: only the target is mounted from the node (the subPath of its /), read-write" \
+	"$(jq -c '[.spec.template.spec.volumes[] | select(.hostPath) | .hostPath.path]' <<<"$spec") $(jq -c '[.spec.template.spec.containers[0].volumeMounts[] | select(.readOnly != true) | [.mountPath, .subPath]] | sort' <<<"$spec")" \
+	'["/"] [["/restore","srv/restored/full"],["/tmp",null]]'
 check_eq "the Job: credentials by reference, never by value" \
 	"$(jq -c '[.spec.template.spec.containers[0].env[] | select(.name | startswith("AWS_") and . != "AWS_REGION") | (.value == null and .valueFrom.secretKeyRef.name == "s3")] | unique' <<<"$spec")" '[true]'
 
@@ -276,6 +280,35 @@ out=$(restore badpath "  snapshot: {id: $id}
   target: {node: $dst, path: /srv/restored/../etc}" 2>&1)
 check_contains "... and a target path with .." "$out" "without . or .. parts"
 
+# ---- a target that is a regular file: refused at once, the file left alone ----
+echo "a file, not a directory" >"$D/srv/restored/afile"
+restore afile "  snapshot: {id: $id}
+  repository: main
+  target: {node: $dst, path: /srv/restored/afile}"
+afile_failed() { [[ $(field afile phase) == Failed ]]; }
+if env_wait 60 "the Restore onto a file to fail" afile_failed; then
+	pass "a target that is a regular file: Failed within 60 s, not a pod waiting forever"
+else
+	fail "a target that is a regular file: Failed within 60 s" "$(kc -n "$ns" get restore afile -o jsonpath='{.status}')" \
+		"$(kc -n "$ns" get pods -o wide 2>&1)"
+fi
+check_eq "... reason TargetUnusable" "$(field afile reason)" "TargetUnusable"
+check_contains "... the message says it is not a directory" "$(field afile message)" "is not a directory"
+check_eq "... the file is as it was" "$(cat "$D/srv/restored/afile")" "a file, not a directory"
+# A file on the way to the target: the kubelet cannot make the target's directories.
+restore underfile "  snapshot: {id: $id}
+  repository: main
+  target: {node: $dst, path: /srv/restored/afile/below}"
+underfile_failed() { [[ $(field underfile phase) == Failed ]]; }
+if env_wait 60 "the Restore below a file to fail" underfile_failed; then
+	pass "a target below a regular file: Failed within 60 s"
+else
+	fail "a target below a regular file: Failed within 60 s" "$(kc -n "$ns" get restore underfile -o jsonpath='{.status}')" \
+		"$(kc -n "$ns" get pods -o json | jq -c '[.items[].status.containerStatuses]')"
+fi
+check_contains "... with the reason the pod could not start" "$(field underfile reason) $(field underfile message)" "PodNotStarted"
+check_eq "... the Job is gone" "$(kc -n "$ns" get job "$(field underfile jobName)" -o name 2>/dev/null)" ""
+
 # ---- a target that holds files: refused unless asked ----
 echo "already here" >"$D/srv/restored/full/keep"
 restore exists "  snapshot: {id: $id}
@@ -294,6 +327,71 @@ wait_end over
 check_eq "overwrite: true replaces the file in the way, keeps the rest" \
 	"$(field over phase) $(cat "$D/srv/restored/full/srv/data/sub dir/deeper/f") $(cat "$D/srv/restored/full/keep")" \
 	"Succeeded deep already here"
+
+# ---- into a PersistentVolumeClaim ----
+# The control plane has no scheduler and no PV controller: the test binds, as they would,
+# a claim to a hostPath PV of the other node (statically: volumeName and claimRef, both
+# Bound), and the Restore's pod to that node. The rest is the real kubelet's.
+kc -n "$ns" apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: claim}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: ""
+  volumeName: $ns
+  resources: {requests: {storage: 1Gi}}
+EOF
+claim_uid=$(env_get -n "$ns" pvc/claim '{.metadata.uid}')
+kc apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: $ns}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: ""
+  persistentVolumeReclaimPolicy: Retain
+  hostPath: {path: /srv/pv-$ns, type: DirectoryOrCreate}
+  claimRef: {namespace: $ns, name: claim, uid: $claim_uid}
+  nodeAffinity:
+    required:
+      nodeSelectorTerms:
+      - matchExpressions:
+        - {key: kubernetes.io/hostname, operator: In, values: [$dst]}
+EOF
+kc patch pv "$ns" --subresource=status --type=merge -p '{"status":{"phase":"Bound"}}' >/dev/null
+kc -n "$ns" patch pvc claim --subresource=status --type=merge \
+	-p '{"status":{"phase":"Bound","accessModes":["ReadWriteOnce"],"capacity":{"storage":"1Gi"}}}' >/dev/null
+check_eq "the claim is Bound to the node's hostPath PV" "$(env_get -n "$ns" pvc/claim '{.status.phase} {.spec.volumeName}')" "Bound $ns"
+restore inpvc "  snapshot: {id: $id}
+  repository: main
+  setid: true
+  target: {persistentVolumeClaim: claim, path: /from-$src}"
+pvc_pod() { kc -n "$ns" get pods -l "job-name=$(field inpvc jobName)" -o jsonpath='{.items[0].metadata.name}' 2>/dev/null; }
+pvc_pod_made() { [[ -n $(field inpvc jobName) && -n $(pvc_pod) ]]; }
+if env_wait 60 "the claim's Restore to have a pod" pvc_pod_made; then
+	pod=$(pvc_pod)
+	check_eq "the claim's restore pod names no node (a scheduler places it) and mounts the claim" \
+		"$(env_get -n "$ns" "pod/$pod" '{.spec.nodeName}') $(kc -n "$ns" get pod "$pod" -o json | jq -c '[.spec.volumes[] | select(.persistentVolumeClaim) | .persistentVolumeClaim.claimName]')" \
+		' ["claim"]'
+	kc create --raw "/api/v1/namespaces/$ns/pods/$pod/binding" -f - >/dev/null <<EOF
+{"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "$pod"}, "target": {"apiVersion": "v1", "kind": "Node", "name": "$dst"}}
+EOF
+	wait_end inpvc
+	check_eq "into a claim: Succeeded, its target pvc/claim:/from-$src" \
+		"$(field inpvc phase) $(field inpvc target) $(field inpvc files)" "Succeeded pvc/claim:/from-$src 5"
+	if out=$(diff -r --no-dereference -x fifo "$S/srv/data" "$D/srv/pv-$ns/from-$src/srv/data" 2>&1); then
+		pass "into a claim: the files land in the volume, byte for byte"
+	else
+		fail "into a claim: the files land in the volume, byte for byte" "$out"
+	fi
+	check_eq "into a claim: modes, owners, times, symlinks and xattrs come back" \
+		"$(listing "$D/srv/pv-$ns/from-$src/srv/data")" "$(listing "$S/srv/data")"
+	check_eq "into a claim: nothing of the stage is left" "$(ls -A "$D/srv/pv-$ns/from-$src")" "srv"
+else
+	fail "the claim's Restore has a pod" "$(kc -n "$ns" get restore inpvc -o jsonpath='{.status}')" "$(kc -n "$ns" get jobs,pods 2>&1)"
+fi
 
 # ---- deleting a Restore while it runs; a second one into the same place waits ----
 # The repository "slow" is the same bucket behind the fault proxy (it lives 10 minutes).

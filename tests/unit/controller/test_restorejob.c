@@ -155,10 +155,14 @@ static void test_node_job(void **state)
     assert_string_equal(args, "abc --target /restore --include /data --staged --output json "
                               "--termination-log /dev/termination-log");
     free(args);
-    /* Only the target directory is writable, made when missing. */
+    /* Only the target directory is mounted, writable: the node's "/" is the volume and the
+     * target its subPath (a target that is a file is then refused by lode restore, not
+     * waited for). */
     const json_t *v = volume(job, "target");
-    assert_string_equal(ctl_json_str(v, "hostPath.path"), "/var/restore");
-    assert_string_equal(ctl_json_str(v, "hostPath.type"), "DirectoryOrCreate");
+    assert_string_equal(ctl_json_str(v, "hostPath.path"), "/");
+    assert_string_equal(ctl_json_str(v, "hostPath.type"), "Directory");
+    assert_string_equal(ctl_json_str(mount(job, "target"), "subPath"), "var/restore");
+    assert_string_equal(ctl_json_str(mount(job, "target"), "mountPath"), "/restore");
     assert_false(json_is_true(json_object_get(mount(job, "target"), "readOnly")));
     assert_null(volume(job, "host-root"));
     const json_t *c = json_array_get(ctl_json_path(job, "spec.template.spec.containers"), 0);
@@ -181,6 +185,19 @@ static void test_node_job(void **state)
     assert_non_null(strstr(text, "LODE_KEY_FILE"));
     free(text);
     json_decref(repo);
+    json_decref(job);
+    ctl_restore_spec_free(&s);
+    json_decref(obj);
+
+    /* The node's "/" itself: no subPath. */
+    assert_int_equal(read_spec("{\"snapshot\": {\"id\": \"abc\"}, \"repository\": \"m\", "
+                               "\"overwrite\": true, \"target\": {\"node\": \"b\", \"path\": "
+                               "\"/\"}}",
+                               &s, &obj, &err),
+                     0);
+    job = ctl_restore_job_json(&s, "abc", &OPTS);
+    assert_string_equal(ctl_json_str(volume(job, "target"), "hostPath.path"), "/");
+    assert_null(json_object_get(mount(job, "target"), "subPath"));
     json_decref(job);
     ctl_restore_spec_free(&s);
     json_decref(obj);
@@ -375,6 +392,30 @@ static void test_result(void **state)
     json_decref(job);
 }
 
+static void test_pod_stuck(void **state)
+{
+    /* Waiting for the image or for the container to be made: not stuck. */
+    json_t *pods = json_loads(
+        "{\"items\": [{\"metadata\": {\"name\": \"p1\"}, \"status\": {\"containerStatuses\": "
+        "[{\"name\": \"restore\", \"state\": {\"waiting\": {\"reason\": "
+        "\"ContainerCreating\"}}}]}}, {\"metadata\": {\"name\": \"p0\"}, \"status\": {}}]}",
+        0, NULL);
+    assert_null(ctl_restore_pod_stuck(pods));
+    json_decref(pods);
+    assert_null(ctl_restore_pod_stuck(NULL));
+    /* The kubelet cannot make the subPath: it would retry forever. */
+    pods = json_loads("{\"items\": [{\"metadata\": {\"name\": \"p1\"}, \"status\": "
+                      "{\"containerStatuses\": [{\"name\": \"restore\", \"state\": "
+                      "{\"waiting\": {\"reason\": \"CreateContainerConfigError\", "
+                      "\"message\": \"failed to create subPath directory\"}}}]}}]}",
+                      0, NULL);
+    char *why = ctl_restore_pod_stuck(pods);
+    assert_string_equal(why, "the restore's pod p1 cannot start: CreateContainerConfigError: "
+                             "failed to create subPath directory");
+    free(why);
+    json_decref(pods);
+}
+
 static void test_status_patches(void **state)
 {
     json_t *p = ctl_restore_status(CTL_PHASE_PENDING, "WaitingForTarget", "waits", 1767225600);
@@ -396,7 +437,7 @@ int main(void)
         cmocka_unit_test(test_spec_read_and_refusals), cmocka_unit_test(test_node_job),
         cmocka_unit_test(test_dry_run_and_pvc_jobs),   cmocka_unit_test(test_targets_overlap),
         cmocka_unit_test(test_pick_newest_good),       cmocka_unit_test(test_result),
-        cmocka_unit_test(test_status_patches),
+        cmocka_unit_test(test_status_patches),         cmocka_unit_test(test_pod_stuck),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
