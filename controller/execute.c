@@ -359,23 +359,19 @@ static json_t *ctl_job_for(struct ctl *c, struct ctl_policy_entry *e, struct ctl
 
 /*
  * The node's runtime cannot make the host mount recursively read-only (podsec.h): the
- * backup runs, and the Backup says what that leaves open (docs/security.md, "Backup and
- * GC pods").
+ * backup runs, and the policy is told what that leaves open (docs/security.md, "Backup and
+ * GC pods"), paced and combined with its like: a fleet on an older runtime says it of every
+ * host at once, at a slot's start, where one Event a run would queue behind the rate limit.
  */
-static void ctl_warn_no_rro(struct ctl *c, struct ctl_pair *pr, struct ctl_policy_entry *e,
-                            const struct ctl_action *a)
+static void ctl_warn_no_rro(struct ctl *c, struct ctl_policy_entry *e, const struct ctl_action *a)
 {
-    struct util_err err = {0};
     char *msg = util_asprintf(
         "node %s does not report recursive read-only mounts (status.runtimeHandlers): its "
         "file systems mounted below / (/var, /boot, the kubelet's) are writable by the backup "
-        "container's root for files root owns; use a runtime that supports them (containerd "
-        "2.0, CRI-O 1.30 or later)",
-        a->host);
-    struct ctl_op *ev = ctl_op_new(c, pr, CTL_ACT_EVENT, a->ns, a->name);
-    if (ctl_event_create(c, e, a->ns, a->name, "Warning", "RecursiveReadOnlyUnavailable", msg, ev,
-                         &err) != 0)
-        ctl_op_fail(ev, UTIL_EINVAL, err.msg);
+        "container's root for files root owns (Backup %s/%s); use a runtime that supports them "
+        "(containerd 2.0, CRI-O 1.30 or later)",
+        a->host, a->ns, a->name);
+    ctl_events_policy(c, e, "Warning", "RecursiveReadOnlyUnavailable", msg);
     free(msg);
 }
 
@@ -421,7 +417,7 @@ void ctl_execute(struct ctl *c, struct ctl_pair *pr, struct ctl_policy_entry *e,
         /* Once per pair and process: every run of the pair would say the same. */
         if (rc == 0 && !run.host_rro && pr != NULL && !pr->rro_warned) {
             pr->rro_warned = true;
-            ctl_warn_no_rro(c, pr, e, a);
+            ctl_warn_no_rro(c, e, a);
         }
         break;
     case CTL_ACT_BACKUP_STATUS:

@@ -141,9 +141,10 @@ cpu1=$(cpu_seconds)
 if [[ -n $perf_pid ]]; then
     kill -INT "$perf_pid"
     wait "$perf_pid" || true
+    # head closes the pipe early: not a failure of the bench.
     {
-        perf report -i "$out/perf.data" --no-children --sort dso --stdio 2>/dev/null | grep -v '^#' | grep -v '^$' | head -n 15
-        perf report -i "$out/perf.data" --no-children --sort dso,symbol -g none --stdio 2>/dev/null | grep -v '^#' | grep -v '^$' | head -n 40
+        perf report -i "$out/perf.data" --no-children --sort dso --stdio 2>/dev/null | grep -v '^#' | grep -v '^$' | head -n 15 || true
+        perf report -i "$out/perf.data" --no-children --sort dso,symbol -g none --stdio 2>/dev/null | grep -v '^#' | grep -v '^$' | head -n 40 || true
     } >"$out/perf.txt"
 fi
 api0=$(api_total "$out/api0.txt")
