@@ -697,6 +697,18 @@ char *repo_mark_encode(const struct repo_keys *k, const struct repo_source *src,
                        enum repo_kind kind);
 int repo_mark_check(const struct repo_keys *k, const struct repo_source *src, const char *id,
                     enum repo_kind kind, const char *body, size_t len, struct util_err *err);
+/*
+ * A pin's body (docs/retention.md, "Pinned snapshots"): {"format", "reason", "tag"}, the
+ * tag as a mark's, bound to the source, the id, the kind and the reason, so a pin made
+ * without the key, moved, or given another reason is told from one lode wrote. The caller
+ * frees the text.
+ */
+char *repo_pin_encode(const struct repo_keys *k, const struct repo_source *src, const char *id,
+                      const char *reason);
+/* The reason of a pin (allocated) once its tag checks; k NULL reads the reason without
+ * checking (a listing without the key). UTIL_EIO, naming the mark, when it does not. */
+int repo_pin_decode(const struct repo_keys *k, const struct repo_source *src, const char *id,
+                    const char *body, size_t len, char **reason, struct util_err *err);
 
 /* ---- the upload token bucket ---- */
 
