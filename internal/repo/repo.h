@@ -12,6 +12,8 @@
  *   snapshots/<source>/<id>.incomplete   marks: empty objects beside the manifest
  *   snapshots/<source>/<id>.suspicious
  *   snapshots/<source>/<id>.pinned
+ *   gc/<source>/packs.cache              sealed: the packs each snapshot's trees name, as
+ *                                        garbage collection last read them
  * repo_key_build() makes every one of these keys from parsed names and
  * repo_key_parse() reads them back; nothing else in Lodestore formats a key.
  *
@@ -88,7 +90,8 @@ enum repo_kind {
     REPO_KEY_MANIFEST,
     REPO_KEY_INCOMPLETE,
     REPO_KEY_SUSPICIOUS,
-    REPO_KEY_PINNED /* <id>.pinned: kept until unpinned; its body says why (agent/pin.c) */
+    REPO_KEY_PINNED, /* <id>.pinned: kept until unpinned; its body says why (agent/pin.c) */
+    REPO_KEY_GCCACHE /* gc/<source>/packs.cache: what gc learned (agent/gc_cache.h) */
 };
 
 struct repo_key {
@@ -106,7 +109,7 @@ int repo_key_parse(const char *key, struct repo_key *out, struct util_err *err);
 /*
  * The prefix to LIST for one kind: "snapshots/", "snapshots/NS/", "snapshots/NS/P/"
  * or "snapshots/NS/P/H/" as ns, policy, host are given (NULL stops). kind is
- * PACK ("data/"), META ("meta/"), RUN ("runs/") or MANIFEST.
+ * PACK ("data/"), META ("meta/"), RUN ("runs/"), MANIFEST or GCCACHE ("gc/").
  */
 char *repo_key_prefix(enum repo_kind kind, const char *ns, const char *policy, const char *host);
 
