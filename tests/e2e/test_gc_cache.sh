@@ -58,6 +58,9 @@ repo() {
 		for ((i = 0; i < 3; i++)); do echo "snap cc pol node-2 $(id $((1767225600 + i * 3600))) - 3600 q$i"; done
 	} | LODE_REPOSITORY=$REPO "$out/repo_fixture" "$T_TMP/key" >"$T_TMP/fixture.out" 2>&1
 	check_eq "fixture $1: $N + 3 snapshots written" "$(tail -n 1 "$T_TMP/fixture.out")" "ok $((N + 4))"
+	# Two days old, as a repository between collections is (versitygw's posix backend takes
+	# LastModified from the file's mtime): run records older than the window are not read.
+	find "$DATA" -type f -exec touch -d "@$(($(date +%s) - 2 * 86400))" {} +
 }
 # gcrun BINARY [ARGS]: lode gc through the proxy; sets OUT ERR RC and REQS.
 gcrun() {
