@@ -93,8 +93,10 @@ check_eq "second gc: exit 0" "$RC" 0
 check_contains "second gc: no snapshot read" "$OUT" "protected snapshots: 0 read, $((N + 3)) known from gc's cache"
 second=$REQS
 echo "# after: $N snapshots: first gc $first requests, second $second"
-[[ $second -le 20 ]] && pass "second gc: $second requests, not one per snapshot" ||
-	fail "second gc: at most 20 requests" "$second"
+# Two sources: per source its LISTs and the cache's GET; plus config.json, gc.json, the
+# uploads' listing and each source's newest run record (26 measured), never one per snapshot.
+[[ $second -le 30 && $second -lt $((first / 4)) ]] && pass "second gc: $second requests, not one per snapshot" ||
+	fail "second gc: at most 30 requests" "$second"
 gcrun "$LODE" --output json
 check_eq "second gc: nothing deleted, every pack still used" "$(jq -c .packs <<<"$OUT")" '{"total":0,"deleted":0,"kept":0}'
 
