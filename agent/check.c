@@ -27,6 +27,7 @@
 
 #include "agent.h"
 #include "meta.h"
+#include "pin.h"
 
 #define CK_INFLIGHT 4
 #define CK_TAIL     (64u * 1024)
@@ -381,6 +382,18 @@ static bool ck_snapshot(struct ck *k, const struct repo_snapshot *s)
     }
     if (note[0])
         fprintf(stderr, "note: %s\n", note);
+    if (s->pinned) {
+        /* A pin without its tag keeps nothing, and is damage to name (docs/retention.md). */
+        char *why = NULL;
+        rc = pin_reason(k->st, k->keys, s, &why, &e);
+        free(why);
+        if (rc == UTIL_EIO)
+            ck_damage(k, "%s", e.msg);
+        else if (rc != 0 && rc != S3_ENOTFOUND) {
+            fprintf(stderr, "lode check: %s\n", e.msg);
+            k->failed = true;
+        }
+    }
     meta_src_init(&ms, k->st, &s->src);
     rc = meta_load_chunkset(&ms, k->keys, &m.chunks_root, &set, &e);
     if (rc != 0)

@@ -100,3 +100,65 @@ int forget_apply(struct storage *st, const struct prune_plan *plan, struct forge
     free(live);
     return rc;
 }
+
+/* Whether s was authenticated by an earlier pass. */
+static bool forget_was_checked(const struct forget_checked *c, const struct repo_snapshot *s)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (strcmp(c->v[i].id, s->id) == 0 && strcmp(c->v[i].src.host, s->src.host) == 0)
+            return true;
+    return false;
+}
+
+int forget_check_kept(struct storage *st, const struct repo_keys *keys, struct repo_catalog *cat,
+                      const struct prune_plan *plan, struct forget_checked *checked,
+                      size_t *dropped, struct util_err *err)
+{
+    bool *drop = util_calloc(cat->n ? cat->n : 1, sizeof(*drop));
+    int rc = 0;
+
+    *dropped = 0;
+    for (size_t h = 0; h < plan->nhosts && rc == 0; h++) {
+        const struct prune_host *ph = &plan->hosts[h];
+        for (size_t i = 0; i < ph->n && rc == 0; i++) {
+            const struct ret_decision *d = &plan->dec[ph->from + i];
+            size_t at = ph->from + d->index;
+            const struct repo_snapshot *s = &cat->v[at];
+            struct repo_manifest m;
+            struct util_err e = {0};
+            if (!d->keep || forget_was_checked(checked, s))
+                continue;
+            int r = storage_get_manifest(st, &s->src, s->id, keys, &m, NULL, &e);
+            if (r == 0) {
+                repo_manifest_free(&m);
+                checked->v =
+                    util_grow(checked->v, &checked->cap, checked->n + 1, sizeof(*checked->v));
+                checked->v[checked->n++] = *s;
+            } else if (r == UTIL_EIO || r == UTIL_EINVAL || r == S3_ENOTFOUND) {
+                /* Not a snapshot this repository's key wrote (or forgotten since the
+                 * listing): it keeps no slot, and is left where it is for lode check. */
+                if (r != S3_ENOTFOUND)
+                    fprintf(stderr, "lode forget: ignoring %s\n", e.msg);
+                drop[at] = true;
+                (*dropped)++;
+            } else {
+                rc = util_err_set(err, r, "%s", e.msg);
+            }
+        }
+    }
+    if (rc == 0 && *dropped > 0) {
+        size_t k = 0;
+        for (size_t i = 0; i < cat->n; i++)
+            if (!drop[i])
+                cat->v[k++] = cat->v[i];
+        cat->n = k;
+    }
+    free(drop);
+    return rc;
+}
+
+void forget_checked_free(struct forget_checked *c)
+{
+    free(c->v);
+    memset(c, 0, sizeof(*c));
+}

@@ -30,4 +30,24 @@ struct forget_outcome {
  */
 int forget_apply(struct storage *st, const struct prune_plan *plan, struct forget_outcome *out);
 
+/* The snapshots forget_check_kept authenticated, so a second pass reads them no more. */
+struct forget_checked {
+    struct repo_snapshot *v;
+    size_t n, cap;
+};
+
+/*
+ * Retention with the key (docs/retention.md, "Retention through storage"): a manifest
+ * that does not authenticate, or is not in its place (moved or copied), must not take a
+ * rule's slot and so cost a real snapshot its place. Reads the manifest of every
+ * snapshot plan keeps that checked does not hold yet (one GET each); those that fail are
+ * named on stderr ("lode forget: ignoring KEY: ...") and dropped from cat, *dropped
+ * saying how many: the caller plans again until none is. A read that fails otherwise
+ * (I/O) is the error, and nothing should be deleted.
+ */
+int forget_check_kept(struct storage *st, const struct repo_keys *keys, struct repo_catalog *cat,
+                      const struct prune_plan *plan, struct forget_checked *checked,
+                      size_t *dropped, struct util_err *err);
+void forget_checked_free(struct forget_checked *c);
+
 #endif

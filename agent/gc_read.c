@@ -135,7 +135,13 @@ static int gc_manifest_cb(const struct s3_object *o, void *arg)
     if (!gcrun_key_of(s, o->key, REPO_KEY_MANIFEST, &k))
         return 0;
     s->manifests = util_grow(s->manifests, &s->capman, s->nman + 1, sizeof(*s->manifests));
-    memcpy(s->manifests[s->nman++], k.id, REPO_ID_LEN + 1);
+    struct gc_man *m = &s->manifests[s->nman++];
+    memset(m, 0, sizeof(*m));
+    memcpy(m->id, k.id, REPO_ID_LEN + 1);
+    if (o->etag != NULL && strlen(o->etag) <= GC_CACHE_ETAG_MAX)
+        memcpy(m->etag, o->etag, strlen(o->etag) + 1);
+    m->mtime = o->mtime;
+    m->size = o->size;
     return 0;
 }
 
@@ -154,14 +160,19 @@ static int gc_run_cb(const struct s3_object *o, void *arg)
     return 0;
 }
 
-static int gc_id_cmp(const void *a, const void *b)
+static int gc_id_cmp(const void *key, const void *m)
 {
-    return strcmp(a, b);
+    return strcmp(key, ((const struct gc_man *)m)->id);
+}
+
+static const struct gc_man *gc_listed(const struct gc_source *s, const char *id)
+{
+    return s->nman ? bsearch(id, s->manifests, s->nman, sizeof(*s->manifests), gc_id_cmp) : NULL;
 }
 
 static bool gc_has_manifest(const struct gc_source *s, const char *id)
 {
-    return s->nman && bsearch(id, s->manifests, s->nman, sizeof(*s->manifests), gc_id_cmp);
+    return gc_listed(s, id) != NULL;
 }
 
 /*
@@ -411,10 +422,14 @@ static void gc_pack_cb(void *arg, const uint8_t id[REPO_HASH_LEN])
     gc_packset_add(arg, id);
 }
 
-/* The roots of one protected snapshot's trees, from its manifest or its child's record. */
+/* The roots of one protected snapshot's trees, from its manifest or its child's record,
+ * and, from the manifest's GET, what gc's cache keys it by. */
 struct gc_roots {
-    bool known;
+    bool known, from_manifest, cached;
     struct repo_root files, chunks;
+    char etag[GC_CACHE_ETAG_MAX + 1];
+    int64_t mtime;
+    uint64_t size;
 };
 
 struct gc_mans_read {
@@ -442,7 +457,15 @@ static int gc_man_got(size_t i, const struct s3_result *res, void *arg, struct u
         repo_manifest_free(&m);
         return util_err_set(err, rc, "%s: %s", mr->keys[i], e.msg);
     }
-    mr->roots[i] = (struct gc_roots){.known = true, .files = m.files_root, .chunks = m.chunks_root};
+    struct gc_roots *r = &mr->roots[i];
+    *r = (struct gc_roots){.known = true,
+                           .from_manifest = true,
+                           .files = m.files_root,
+                           .chunks = m.chunks_root,
+                           .mtime = res->mtime,
+                           .size = res->size};
+    if (res->etag != NULL && strlen(res->etag) <= GC_CACHE_ETAG_MAX)
+        memcpy(r->etag, res->etag, strlen(res->etag) + 1);
     repo_manifest_free(&m);
     return 0;
 }
@@ -480,51 +503,147 @@ static int gc_read_trees(struct gc_ctx *g, const char *id, const struct gc_roots
     return 0;
 }
 
-int gcrun_read_trees(struct gc_ctx *g, const struct gc_source *s, const struct gc_idset *ids,
-                     struct gc_packset *packs, struct util_err *err)
+/* Adds one snapshot's packs (sealed, so v[0 .. n) is sorted and unique) to the source's. */
+static void gc_packs_union(struct gc_packset *into, const uint8_t (*v)[GC_PACK_ID_LEN], size_t n)
 {
-    struct gc_walk w = {.packs = packs};
+    for (size_t i = 0; i < n; i++)
+        gc_packset_add(into, v[i]);
+}
+
+int gcrun_read_trees(struct gc_ctx *g, const struct gc_source *s, const struct gc_idset *ids,
+                     const struct gc_cache *old, struct gc_cache *fresh, struct gc_packset *packs,
+                     struct util_err *err)
+{
     struct gc_mans_read mr = {.s = s,
                               .ids = ids,
                               .keys = util_calloc(ids->n ? ids->n : 1, sizeof(char *)),
                               .k = &g->st.config.keys,
                               .roots = util_calloc(ids->n ? ids->n : 1, sizeof(*mr.roots))};
     struct meta_src ms;
+    size_t nget = 0;
     int rc;
 
-    /* The manifests first, GC_GETS at a time (one GET each: the round trips would be
-     * the run), then the trees one snapshot after another. */
+    /*
+     * A snapshot whose listed manifest is in gc's cache as listed: its packs are the
+     * entry's (gc_cache.h), and nothing of it is read. The other manifests first,
+     * GC_GETS at a time (one GET each: the round trips would be the run), then the
+     * trees one snapshot after another.
+     */
+    size_t *at = util_calloc(ids->n ? ids->n : 1, sizeof(*at));
     for (size_t i = 0; i < ids->n; i++) {
+        const struct gc_man *lm = gc_listed(s, ids->v[i]);
+        const struct gc_cache_entry *e =
+            lm != NULL ? gc_cache_find(old, lm->id, lm->etag, lm->mtime, lm->size) : NULL;
+        if (e != NULL) {
+            gc_packs_union(packs, (const uint8_t(*)[GC_PACK_ID_LEN])e->packs, e->npacks);
+            gc_cache_add(fresh, e->id, e->etag, e->mtime, e->size,
+                         (const uint8_t(*)[GC_PACK_ID_LEN])e->packs, e->npacks);
+            mr.roots[i].known = mr.roots[i].cached = true;
+            g->t.trees_cached++;
+            continue;
+        }
         struct repo_key k = {.kind = REPO_KEY_MANIFEST, .src = s->src};
         memcpy(k.id, ids->v[i], sizeof(k.id));
-        mr.keys[i] = repo_key_build(&k);
+        mr.keys[nget] = repo_key_build(&k);
+        at[nget++] = i;
     }
-    rc = gc_get_all(g, mr.keys, ids->n, 1u << 20, gc_man_got, &mr, err);
-    gc_keys_free(mr.keys, ids->n);
+    /* gc_man_got sees the i-th of the GETs: point it at its snapshot's place. */
+    struct gc_idset sub = {.v = util_calloc(nget ? nget : 1, sizeof(char *)), .n = nget};
+    struct gc_roots *got = util_calloc(nget ? nget : 1, sizeof(*got));
+    for (size_t j = 0; j < nget; j++)
+        sub.v[j] = ids->v[at[j]];
+    struct gc_roots *all = mr.roots;
+    mr.ids = &sub;
+    mr.roots = got;
+    rc = gc_get_all(g, mr.keys, nget, 1u << 20, gc_man_got, &mr, err);
+    for (size_t j = 0; j < nget; j++)
+        all[at[j]] = got[j];
+    mr.roots = all;
+    free(got);
+    free(sub.v);
+    free(at);
+    gc_keys_free(mr.keys, nget);
     meta_src_init(&ms, &g->st, &s->src);
     for (size_t i = 0; i < ids->n && rc == 0; i++) {
-        if (!mr.roots[i].known) {
+        struct gc_roots *r = &mr.roots[i];
+        if (r->cached)
+            continue;
+        if (!r->known) {
             /* Forgotten, and the parent of a backup that may still run: its trees as
              * that backup's run record names them (docs/gc.md, condition (c)). */
-            for (size_t j = 0; j < s->nruns && !mr.roots[i].known; j++) {
-                const struct gc_runrec *r = &s->runs[j];
-                if (r->read && r->has_roots && strcmp(r->parent, ids->v[i]) == 0)
-                    mr.roots[i] = (struct gc_roots){
-                        .known = true, .files = r->parent_files, .chunks = r->parent_chunks};
+            for (size_t j = 0; j < s->nruns && !r->known; j++) {
+                const struct gc_runrec *rr = &s->runs[j];
+                if (rr->read && rr->has_roots && strcmp(rr->parent, ids->v[i]) == 0)
+                    *r = (struct gc_roots){
+                        .known = true, .files = rr->parent_files, .chunks = rr->parent_chunks};
             }
         }
-        if (!mr.roots[i].known)
+        if (!r->known) {
             rc = util_err_set(err, S3_ENOTFOUND,
                               "the manifest of snapshot %s is gone and no run record names its "
                               "trees, so the packs it uses are unknown",
                               ids->v[i]);
-        else
-            rc = gc_read_trees(g, ids->v[i], &mr.roots[i], &ms, &w, err);
+            break;
+        }
+        /* Each snapshot's packs on their own (what the cache keeps for it), then into
+         * the source's: a chunk is read once per snapshot, not once per run. */
+        struct gc_packset one = {0};
+        struct gc_walk w = {.packs = &one};
+        rc = gc_read_trees(g, ids->v[i], r, &ms, &w, err);
+        free(w.seen.v);
+        if (rc == 0) {
+            gc_packset_seal(&one);
+            gc_packs_union(packs, (const uint8_t(*)[GC_PACK_ID_LEN])one.v, one.sorted);
+            if (r->from_manifest)
+                gc_cache_add(fresh, ids->v[i], r->etag, r->mtime, r->size,
+                             (const uint8_t(*)[GC_PACK_ID_LEN])one.v, one.sorted);
+            g->t.trees_read++;
+        }
+        gc_packset_free(&one);
     }
     meta_src_free(&ms);
     free(mr.roots);
-    free(w.seen.v);
     return rc;
+}
+
+void gcrun_cache_load(struct gc_ctx *g, const struct gc_source *s, struct gc_cache *c)
+{
+    struct repo_key k = {.kind = REPO_KEY_GCCACHE, .src = s->src};
+    struct util_err e = {0};
+    char *key = repo_key_build(&k), *data = NULL;
+    size_t len = 0;
+    gc_cache_init(c);
+    int rc = s3_sync_get(g->st.s3, key, NULL, &data, &len, NULL, &e);
+    if (rc == 0 &&
+        gc_cache_decode(c, &g->st.config.keys, &s->src, (const uint8_t *)data, len, &e) != 0)
+        rc = UTIL_EIO;
+    if (rc != 0 && rc != S3_ENOTFOUND)
+        fprintf(stderr, "lode gc: %s: %s; every snapshot of it is read\n", key, e.msg);
+    free(data);
+    free(key);
+}
+
+void gcrun_cache_store(struct gc_ctx *g, const struct gc_source *s, const struct gc_cache *old,
+                       const struct gc_cache *fresh)
+{
+    bool same = old->n == fresh->n;
+    for (size_t i = 0; same && i < fresh->n; i++) {
+        const struct gc_cache_entry *e = &fresh->v[i];
+        same = gc_cache_find(old, e->id, e->etag, e->mtime, e->size) != NULL;
+    }
+    if (same || g->dry_run)
+        return;
+    struct repo_key k = {.kind = REPO_KEY_GCCACHE, .src = s->src};
+    struct util_err e = {0};
+    char *key = repo_key_build(&k);
+    uint8_t *data = NULL;
+    size_t len = 0;
+    gc_cache_encode(fresh, &g->st.config.keys, &s->src, &data, &len);
+    struct s3_body body = {.data = (const char *)data, .len = len};
+    if (s3_sync_put(g->st.s3, key, &body, NULL, NULL, &e) != 0)
+        fprintf(stderr, "lode gc: cannot write %s: %s; the next run reads more\n", key, e.msg);
+    free(data);
+    free(key);
 }
 
 void gcrun_warn(struct gc_ctx *g, const struct repo_source *s, const char *msg)

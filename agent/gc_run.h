@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "gc/gc.h"
+#include "gc_cache.h"
 #include "repo/repo.h"
 #include "storage.h"
 
@@ -36,9 +37,18 @@ struct gc_runrec {
     struct repo_root parent_files, parent_chunks;
 };
 
+/* A listed manifest: its id first (the listing's order, ascending, searched by id), and
+ * what the listing says of the object, which gc's cache is keyed by (gc_cache.h). */
+struct gc_man {
+    char id[REPO_ID_LEN + 1];
+    char etag[GC_CACHE_ETAG_MAX + 1]; /* "" when the storage sent none or a longer one */
+    int64_t mtime;
+    uint64_t size;
+};
+
 struct gc_source {
     struct repo_source src;
-    char (*manifests)[REPO_ID_LEN + 1]; /* ascending (the listing's order) */
+    struct gc_man *manifests; /* ascending (the listing's order) */
     size_t nman, capman;
     struct gc_runrec *runs;
     size_t nruns, capruns;
@@ -55,6 +65,8 @@ struct gc_totals {
      * whose shape is fixed (docs/gc.md); said in the text output or on stderr. */
     size_t uploads_total, uploads_aborted, uploads_kept;
     bool uploads_unlisted;
+    /* Protected snapshots whose packs came from gc's cache, and those read (text only). */
+    size_t trees_cached, trees_read;
 };
 
 struct gc_ctx {
@@ -115,13 +127,23 @@ int gcrun_list_source(struct gc_ctx *g, struct gc_source *s);
 int gcrun_read_runs(struct gc_ctx *g, const struct gc_source *s, struct gc_runrec **recs, size_t n,
                     struct util_err *err);
 /*
- * The data and metadata packs the trees of ids use, into packs (each snapshot's
- * manifest, then every chunk of its chunk set tree and the index chunks of its file
- * list; a chunk two snapshots share is read once); a manifest or chunk that cannot
- * be read is an error.
+ * The data and metadata packs the trees of ids use, into packs: for a snapshot whose
+ * listed manifest has an entry in old (gc_cache_find), the entry's packs, read from
+ * nothing; for any other, its manifest, then every chunk of its chunk set tree and
+ * the index chunks of its file list. Every snapshot known by its manifest goes into
+ * fresh (the cache to store), with the packs it names. A manifest or chunk that
+ * cannot be read is an error.
  */
 int gcrun_read_trees(struct gc_ctx *g, const struct gc_source *s, const struct gc_idset *ids,
-                     struct gc_packset *packs, struct util_err *err);
+                     const struct gc_cache *old, struct gc_cache *fresh, struct gc_packset *packs,
+                     struct util_err *err);
+/* gc's cache of s (gc_cache.h): empty when there is none; one that does not open is
+ * said on stderr and left out (every tree is then read). Never an error. */
+void gcrun_cache_load(struct gc_ctx *g, const struct gc_source *s, struct gc_cache *c);
+/* Stores fresh unless it holds the same entries as old (nothing in a dry run); a
+ * failure is said on stderr: the next run reads more, and deletes nothing less safely. */
+void gcrun_cache_store(struct gc_ctx *g, const struct gc_source *s, const struct gc_cache *old,
+                       const struct gc_cache *fresh);
 /* The source's run records as internal/gc sees them (ids borrowed; gone ones left out). */
 struct gc_run *gcrun_runs_view(const struct gc_source *s, size_t *n);
 /* Step 5: aborts (or, dry, lists) the unfinished uploads under meta/ begun before the

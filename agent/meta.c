@@ -88,6 +88,22 @@ static void meta_window_trim(struct meta_src *m)
     }
 }
 
+/*
+ * Drops the least recently used window, whichever it is. meta_window_trim keeps the
+ * newest and stops at META_WINDOWS, so with every slot taken it frees none: a ninth pack
+ * read then wrote past the array (garbage collection reading many snapshots' small
+ * metadata packs one after another found it).
+ */
+static void meta_window_evict(struct meta_src *m)
+{
+    size_t lru = 0;
+    for (size_t i = 1; i < m->nwin; i++)
+        if (m->win[i].used < m->win[lru].used)
+            lru = i;
+    util_buf_free(&m->win[lru].data);
+    m->win[lru] = m->win[--m->nwin];
+}
+
 int meta_fetch_cb(void *arg, const struct repo_mref *ref, uint8_t *sealed, struct util_err *err)
 {
     struct meta_src *m = arg;
@@ -105,7 +121,7 @@ int meta_fetch_cb(void *arg, const struct repo_mref *ref, uint8_t *sealed, struc
                                                   : META_WINDOW;
         meta_window_drop(m, ref->run, ref->seq);
         if (m->nwin == META_WINDOWS)
-            meta_window_trim(m); /* makes room: the newest is not kept from going */
+            meta_window_evict(m); /* makes room for the new one */
         w = &m->win[m->nwin];
         memset(w, 0, sizeof(*w));
         util_buf_init(&w->data);

@@ -3,6 +3,7 @@
  */
 #include "pin.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,8 +30,8 @@ int pin_reason_check(const char *reason, struct util_err *err)
     return 0;
 }
 
-int pin_set(struct storage *st, const struct repo_snapshot *snap, const char *reason, bool *changed,
-            struct util_err *err)
+int pin_set(struct storage *st, const struct repo_keys *keys, const struct repo_snapshot *snap,
+            const char *reason, bool *changed, struct util_err *err)
 {
     struct util_err e = {0};
     char *old = NULL;
@@ -38,14 +39,15 @@ int pin_set(struct storage *st, const struct repo_snapshot *snap, const char *re
     *changed = false;
     if (rc != 0)
         return rc;
-    if (snap->pinned && pin_reason(st, snap, &old, NULL) == 0 && strcmp(old, reason) == 0) {
+    /* An authentic pin with this reason already: nothing to write. A forged one is
+     * replaced by one with a tag. */
+    if (snap->pinned && pin_reason(st, keys, snap, &old, NULL) == 0 && strcmp(old, reason) == 0) {
         free(old);
         return 0;
     }
     free(old);
     char *key = pin_key(snap);
-    json_t *o = json_pack("{s:s}", "reason", reason);
-    char *text = json_dumps(o, JSON_COMPACT);
+    char *text = repo_pin_encode(keys, &snap->src, snap->id, reason);
     struct s3_body body = {.data = text, .len = strlen(text)};
     rc = s3_sync_put(st->s3, key, &body, NULL, NULL, &e);
     if (rc != 0)
@@ -53,7 +55,6 @@ int pin_set(struct storage *st, const struct repo_snapshot *snap, const char *re
     else
         *changed = true;
     free(text);
-    json_decref(o);
     free(key);
     return rc;
 }
@@ -75,24 +76,71 @@ int pin_clear(struct storage *st, const struct repo_snapshot *snap, bool *change
     return rc;
 }
 
-int pin_reason(struct storage *st, const struct repo_snapshot *snap, char **reason,
-               struct util_err *err)
+int pin_reason(struct storage *st, const struct repo_keys *keys, const struct repo_snapshot *snap,
+               char **reason, struct util_err *err)
 {
     struct util_err e = {0};
     char *key = pin_key(snap), *data = NULL;
     size_t len = 0;
     int rc = s3_sync_get(st->s3, key, NULL, &data, &len, NULL, &e);
     *reason = NULL;
-    if (rc != 0) {
+    if (rc != 0)
         util_err_set(err, rc, "cannot read %s: %s", key, e.msg);
-        free(key);
-        return rc;
-    }
-    json_t *o = json_loadb(data, len, 0, NULL);
-    const char *r = json_string_value(json_object_get(o, "reason"));
-    *reason = util_strdup(r != NULL ? r : "");
-    json_decref(o);
+    else if ((rc = repo_pin_decode(keys, &snap->src, snap->id, data, len, reason, &e)) != 0)
+        util_err_set(err, rc, "%s: %s", key, e.msg);
     free(data);
     free(key);
+    return rc;
+}
+
+int pin_check_catalog(struct storage *st, const struct repo_keys *keys, struct repo_catalog *cat,
+                      const char *cmd, struct pin_list *pins, struct util_err *err)
+{
+    memset(pins, 0, sizeof(*pins));
+    for (size_t i = 0; i < cat->n; i++) {
+        struct repo_snapshot *s = &cat->v[i];
+        struct util_err e = {0};
+        char *why = NULL;
+        if (!s->pinned)
+            continue;
+        int rc = pin_reason(st, keys, s, &why, &e);
+        if (rc == S3_ENOTFOUND) {
+            s->pinned = false; /* unpinned since the listing */
+            continue;
+        }
+        if (rc == UTIL_EIO) {
+            /* A pin that does not authenticate keeps nothing (docs/retention.md). */
+            fprintf(stderr, "lode %s: ignoring a pin: %s\n", cmd, e.msg);
+            s->pinned = false;
+            pins->ignored++;
+            continue;
+        }
+        if (rc != 0) {
+            pin_list_free(pins);
+            return util_err_set(err, rc, "%s", e.msg);
+        }
+        pins->v = util_grow(pins->v, &pins->cap, pins->n + 1, sizeof(*pins->v));
+        pins->v[pins->n++] = (struct pin_entry){.snap = *s, .reason = why};
+    }
     return 0;
+}
+
+const char *pin_list_reason(const struct pin_list *pins, const struct repo_snapshot *snap)
+{
+    for (size_t i = 0; i < pins->n; i++) {
+        const struct repo_snapshot *p = &pins->v[i].snap;
+        if (strcmp(p->id, snap->id) == 0 && strcmp(p->src.ns, snap->src.ns) == 0 &&
+            strcmp(p->src.policy, snap->src.policy) == 0 &&
+            strcmp(p->src.host, snap->src.host) == 0)
+            return pins->v[i].reason;
+    }
+    return "";
+}
+
+void pin_list_free(struct pin_list *pins)
+{
+    for (size_t i = 0; i < pins->n; i++)
+        free(pins->v[i].reason);
+    free(pins->v);
+    memset(pins, 0, sizeof(*pins));
 }

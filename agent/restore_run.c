@@ -150,17 +150,48 @@ static void rx_target_fail_cb(const char *msg, void *arg)
     rx_say(arg, "%s", msg);
 }
 
-/* The restore itself, once the snapshot is found and the target open. */
-static int rx_run(struct rx *x, const uint8_t *list, size_t len, char **inc, size_t ninc)
-{
+/*
+ * The file list, read leaf by leaf from its tree each time it is gone through (the
+ * includes' check, then the restore or the dry run's list): memory is one metadata chunk
+ * per level, not the whole list (about 94 bytes a file), and the metadata reader's
+ * windows keep the second pass from fetching again what fits in them. Every chunk is
+ * checked as it is read (repo_tree_reader), so a list changed between the passes is
+ * damage, named, never misread.
+ */
+struct rx_files {
+    struct meta_src *ms;
+    const struct repo_keys *keys;
+    const struct repo_root *root;
+};
+
+struct rx_pass {
+    struct repo_tree_reader tree;
     struct repo_files_reader r;
+};
+
+static void rx_pass_open(struct rx_pass *p, const struct rx_files *src)
+{
+    repo_tree_reader_init(&p->tree, src->keys, REPO_TREE_FILES, src->root, meta_fetch_cb, src->ms);
+    repo_files_reader_tree(&p->r, &p->tree);
+}
+
+static void rx_pass_close(struct rx_pass *p)
+{
+    repo_files_reader_free(&p->r);
+    repo_tree_reader_free(&p->tree);
+}
+
+/* The restore itself, once the snapshot is found and the target open. */
+static int rx_run(struct rx *x, const struct rx_files *src, char **inc, size_t ninc)
+{
+    struct rx_pass p;
     struct repo_file f;
     struct util_err e = {0};
     int rc;
 
-    repo_files_reader_init(&r, list, len);
+    rx_pass_open(&p, src);
     rc = 0;
-    while (!x->fatal && (rc = repo_files_reader_next(&r, &f, &e)) == 1) {
+    while (!x->fatal && (rc = repo_files_reader_next(&p.r, &f, &e)) == 1) {
         bool sel = rx_selected(inc, ninc, f.path);
         if (!sel && !(f.type == REPO_FT_DIR && rx_ancestor(inc, ninc, f.path))) {
             repo_file_free(&f);
@@ -197,9 +228,10 @@ static int rx_run(struct rx *x, const uint8_t *list, size_t len, char **inc, siz
         }
         repo_file_free(&f);
     }
-    if (rc < 0)
-        rx_damage(x, "%s: %s", x->files_key, e.msg);
-    repo_files_reader_free(&r);
+    /* A leaf that is damaged, or cannot be fetched, after files were written. */
+    if (rc < 0 && rx_meta_fail(x, x->files_key, rc, e.msg) != AGENT_EDAMAGED)
+        x->fatal = true;
+    rx_pass_close(&p);
     rx_batch_finish(x);
     for (size_t i = 0; i < x->nhardlinks; i++) {
         if (!x->fatal && rs_make_link(&x->t, &x->hardlinks[i], &e) != 0)
@@ -221,41 +253,37 @@ static int rx_run(struct rx *x, const uint8_t *list, size_t len, char **inc, siz
 }
 
 /* A dry run: each entry the restore would make, in path order, to x->list_cb. */
-static int rx_list(struct rx *x, const uint8_t *list, size_t len, char **inc, size_t ninc)
+static int rx_list(struct rx *x, const struct rx_files *src, char **inc, size_t ninc)
 {
-    struct repo_files_reader r;
+    struct rx_pass p;
     struct repo_file f;
     struct util_err e = {0};
     int rc;
 
-    repo_files_reader_init(&r, list, len);
-    while ((rc = repo_files_reader_next(&r, &f, &e)) == 1) {
+    rx_pass_open(&p, src);
+    while ((rc = repo_files_reader_next(&p.r, &f, &e)) == 1) {
         if (rx_selected(inc, ninc, f.path) ||
             (f.type == REPO_FT_DIR && rx_ancestor(inc, ninc, f.path)))
             x->list_cb(&f, x->say_arg);
         repo_file_free(&f);
     }
-    repo_files_reader_free(&r);
-    if (rc < 0) {
-        rx_damage(x, "%s: %s", x->files_key, e.msg);
-        return AGENT_EDAMAGED;
-    }
-    return 0;
+    rx_pass_close(&p);
+    return rc < 0 ? rx_meta_fail(x, x->files_key, rc, e.msg) : 0;
 }
 
 /* Checks every include against the list before anything is written. */
-static int rx_check_includes(struct rx *x, const uint8_t *list, size_t len, char **inc, size_t ninc,
+static int rx_check_includes(struct rx *x, const struct rx_files *src, char **inc, size_t ninc,
                              uint64_t *files, uint64_t *bytes)
 {
-    struct repo_files_reader r;
+    struct rx_pass p;
     struct repo_file f;
     struct util_err e = {0};
     bool *hit = util_calloc(ninc + 1, sizeof(bool));
     int rc;
 
     *files = *bytes = 0;
-    repo_files_reader_init(&r, list, len);
-    while ((rc = repo_files_reader_next(&r, &f, &e)) == 1) {
+    rx_pass_open(&p, src);
+    while ((rc = repo_files_reader_next(&p.r, &f, &e)) == 1) {
         for (size_t i = 0; i < ninc; i++)
             if (rx_under(f.path, inc[i]))
                 hit[i] = true;
@@ -267,11 +295,10 @@ static int rx_check_includes(struct rx *x, const uint8_t *list, size_t len, char
         }
         repo_file_free(&f);
     }
-    repo_files_reader_free(&r);
+    rx_pass_close(&p);
     if (rc < 0) {
-        rx_damage(x, "%s: %s", x->files_key, e.msg);
         free(hit);
-        return AGENT_EDAMAGED;
+        return rx_meta_fail(x, x->files_key, rc, e.msg);
     }
     rc = 0;
     for (size_t i = 0; i < ninc; i++) {
@@ -325,8 +352,7 @@ int rx_restore(struct rx *x, const char *target, const struct rs_opts *o, char *
     struct repo_manifest m;
     struct util_err e = {0};
     struct meta_src ms;
-    uint8_t *list = NULL;
-    size_t listlen = 0;
+    struct rx_files files = {.ms = &ms, .keys = x->keys};
     double t0 = rx_now();
     char note[512];
     int rc;
@@ -356,15 +382,12 @@ int rx_restore(struct rx *x, const char *target, const struct rs_opts *o, char *
         rc = rx_meta_fail(x, x->chunks_key, rc, e.msg);
         goto out;
     }
-    if ((rc = meta_load_files(&ms, x->keys, &m.files_root, &list, &listlen, &e)) != 0) {
-        rc = rx_meta_fail(x, x->files_key, rc, e.msg);
-        goto out;
-    }
-    if ((rc = rx_check_includes(x, (const uint8_t *)list, listlen, inc, ninc, &x->want_files,
-                                &x->want_bytes)) != 0)
+    files.root = &m.files_root;
+    /* The whole list is read and checked here, before anything is written. */
+    if ((rc = rx_check_includes(x, &files, inc, ninc, &x->want_files, &x->want_bytes)) != 0)
         goto out;
     if (x->dry_run) {
-        rc = rx_list(x, (const uint8_t *)list, listlen, inc, ninc);
+        rc = rx_list(x, &files, inc, ninc);
         goto out;
     }
     if ((rc = rs_target_open(&x->t, target, o, &e)) != 0) {
@@ -372,7 +395,7 @@ int rx_restore(struct rx *x, const char *target, const struct rs_opts *o, char *
         goto out;
     }
     x->max_files = rx_max_files();
-    rc = rx_run(x, (const uint8_t *)list, listlen, inc, ninc);
+    rc = rx_run(x, &files, inc, ninc);
     x->ran = true;
     x->seconds = rx_now() - t0;
     x->as_root = x->t.as_root;
@@ -384,7 +407,6 @@ int rx_restore(struct rx *x, const char *target, const struct rs_opts *o, char *
 out:
     repo_manifest_free(&m);
     meta_src_free(&ms);
-    free(list);
     repo_chunkset_free(&x->set);
     if (rc == 0 && (x->fatal || x->ioerrors > 0))
         rc = UTIL_EIO;

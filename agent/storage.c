@@ -55,6 +55,12 @@ void storage_close(struct storage *st)
     memset(st, 0, sizeof(*st));
 }
 
+bool storage_has_key(const struct storage_opts *o)
+{
+    const char *path = o->key_file != NULL ? o->key_file : getenv("LODE_KEY_FILE");
+    return path != NULL && path[0] != '\0';
+}
+
 int storage_read_key(const struct storage_opts *o, char **pass, size_t *len, struct util_err *err)
 {
     const char *path = o->key_file != NULL ? o->key_file : getenv("LODE_KEY_FILE");
@@ -194,7 +200,10 @@ out:
 struct storage_gets {
     struct storage *st;
     const struct repo_catalog *cat;
+    const char *cmd;
     struct repo_manifest *m;
+    bool *drop; /* per entry: not a snapshot (named on stderr) or gone */
+    size_t skipped;
     size_t next, running;
     int rc;
     struct util_err *err;
@@ -215,12 +224,24 @@ static void storage_get_done(const struct s3_result *res, void *arg)
     struct util_err e = {0};
     g->running--;
     if (g->rc == 0) {
-        if (res->error != 0)
+        if (res->error == S3_ENOTFOUND) {
+            g->drop[one->i] = true; /* forgotten since the listing */
+        } else if (res->error != 0) {
             g->rc = util_err_set(g->err, res->error, "cannot read the manifest of %s: %s", s->id,
                                  res->message);
-        else if (repo_manifest_decode(&g->m[one->i], res->body, res->body_len, NULL, &e) != 0 ||
-                 repo_manifest_placed(&g->m[one->i], &s->src, s->id, &e) != 0)
-            g->rc = util_err_set(g->err, e.code, "the manifest of %s: %s", s->id, e.msg);
+        } else if (repo_manifest_decode(&g->m[one->i], res->body, res->body_len, NULL, &e) != 0 ||
+                   repo_manifest_placed(&g->m[one->i], &s->src, s->id, &e) != 0) {
+            /* One bad object is damage for lode check to name, not a reason to list
+             * nothing (docs/repository.md, "Authenticated manifests and marks"). */
+            struct repo_key k = {.kind = REPO_KEY_MANIFEST, .src = s->src};
+            memcpy(k.id, s->id, sizeof(k.id));
+            char *key = repo_key_build(&k);
+            fprintf(stderr, "lode %s: skipping %s: %s\n", g->cmd, key, e.msg);
+            free(key);
+            repo_manifest_free(&g->m[one->i]);
+            g->drop[one->i] = true;
+            g->skipped++;
+        }
     }
     free(one);
     storage_gets_start(g);
@@ -249,11 +270,13 @@ static void storage_gets_start(struct storage_gets *g)
     }
 }
 
-int storage_get_manifests(struct storage *st, const struct repo_catalog *cat,
-                          struct repo_manifest **out, struct util_err *err)
+int storage_get_manifests(struct storage *st, struct repo_catalog *cat, const char *cmd,
+                          struct repo_manifest **out, size_t *skipped, struct util_err *err)
 {
-    struct storage_gets g = {.st = st, .cat = cat, .err = err};
+    struct storage_gets g = {.st = st, .cat = cat, .cmd = cmd, .err = err};
     g.m = util_calloc(cat->n + 1, sizeof(*g.m));
+    g.drop = util_calloc(cat->n + 1, sizeof(*g.drop));
+    *skipped = 0;
     storage_gets_start(&g);
     while (g.running > 0)
         uv_run(s3_sync_loop(st->s3), UV_RUN_ONCE);
@@ -261,8 +284,19 @@ int storage_get_manifests(struct storage *st, const struct repo_catalog *cat,
         for (size_t i = 0; i < cat->n; i++)
             repo_manifest_free(&g.m[i]);
         free(g.m);
+        free(g.drop);
         return g.rc;
     }
+    size_t k = 0;
+    for (size_t i = 0; i < cat->n; i++) {
+        if (g.drop[i])
+            continue;
+        cat->v[k] = cat->v[i];
+        g.m[k++] = g.m[i];
+    }
+    cat->n = k;
+    free(g.drop);
+    *skipped = g.skipped;
     *out = g.m;
     return 0;
 }

@@ -93,6 +93,10 @@ int storage_mark_suspicious(struct storage *st, const struct repo_keys *keys,
                             const struct repo_snapshot *snap, bool suspicious, bool *changed,
                             struct util_err *err);
 
+/* Whether a key is given (o->key_file, or $LODE_KEY_FILE set and not empty): commands
+ * that need none check what they can with one (pins, in forget and snapshots). */
+bool storage_has_key(const struct storage_opts *o);
+
 /* The repository key from o->key_file or $LODE_KEY_FILE (init needs it alone). */
 int storage_read_key(const struct storage_opts *o, char **pass, size_t *len, struct util_err *err);
 
@@ -114,10 +118,14 @@ int storage_get_manifest(struct storage *st, const struct repo_source *src, cons
 
 /*
  * The manifests of every snapshot of a catalog (counters only: no key needed),
- * fetched 16 at a time; out gets cat->n of them (the caller frees each with
- * repo_manifest_free, then the array). The first failure is the error.
+ * fetched 16 at a time. A manifest that does not decode or is not in its place (moved
+ * or copied: docs/repository.md) is no snapshot: it is named on stderr ("lode CMD:
+ * skipping KEY: ...") and dropped from cat, as is one forgotten since the listing;
+ * *skipped counts the first kind. out gets the remaining cat->n manifests, in cat's
+ * order (the caller frees each with repo_manifest_free, then the array). A read that
+ * fails otherwise (I/O) is the error.
  */
-int storage_get_manifests(struct storage *st, const struct repo_catalog *cat,
-                          struct repo_manifest **out, struct util_err *err);
+int storage_get_manifests(struct storage *st, struct repo_catalog *cat, const char *cmd,
+                          struct repo_manifest **out, size_t *skipped, struct util_err *err);
 
 #endif

@@ -381,7 +381,7 @@ int cmd_backup(int argc, char **argv)
         struct repo_snapshot snap = {.src = b.src};
         bool changed;
         memcpy(snap.id, b.id, sizeof(snap.id));
-        if (pin_set(&st, &snap, o.pin, &changed, &err) != 0) {
+        if (pin_set(&st, &st.config.keys, &snap, o.pin, &changed, &err) != 0) {
             snprintf(pin_why, sizeof(pin_why),
                      "the snapshot was written but not pinned (pin it with lode mark %s --pin): "
                      "%.400s",

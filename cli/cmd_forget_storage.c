@@ -82,7 +82,9 @@ int cmd_forget_storage(const struct cmd_forget_storage_args *a)
     struct prune_plan plan = {0};
     struct util_err err = {0};
     json_t *hosts = NULL;
-    bool opened = false;
+    struct forget_checked checked = {0};
+    struct pin_list pins = {0};
+    bool opened = false, keyed = false;
     int rc;
 
     memset(&pol, 0, sizeof(pol));
@@ -104,19 +106,47 @@ int cmd_forget_storage(const struct cmd_forget_storage_args *a)
         goto out;
     }
     opened = true;
-    if (storage_load_config(&st, a->storage, false, &err) != 0 ||
+    /* With the key, pins and the kept snapshots' manifests are checked (below). */
+    keyed = storage_has_key(a->storage);
+    if (storage_load_config(&st, a->storage, keyed, &err) != 0 ||
         storage_catalog(&st, pol.namespace, pol.name, a->host, &cat, &err) != 0) {
         fprintf(stderr, "lode forget: %s; nothing was deleted\n", err.msg);
         rc = CLI_USAGE;
         goto out;
     }
-    /* The decision and the keys, as the controller makes them (internal/prune). */
-    rc =
-        prune_plan_build(&plan, &cat, pol.namespace, pol.name, a->host, &pol.retention, zone, &err);
-    if (rc != 0) {
+    /* Pins, read once: a pin without a valid tag keeps nothing (docs/retention.md). */
+    if (pin_check_catalog(&st, keyed ? &st.config.keys : NULL, &cat, "forget", &pins, &err) != 0) {
         fprintf(stderr, "lode forget: %s; nothing was deleted\n", err.msg);
-        rc = rc == UTIL_EINVAL ? CLI_INVALID : CLI_USAGE;
+        rc = CLI_USAGE;
         goto out;
+    }
+    for (size_t i = 0; !keyed && i < cat.n; i++)
+        if (cat.v[i].pinned) {
+            fprintf(stderr, "lode forget: pins are taken as listed: give the repository key "
+                            "(--key-file) to check them (docs/retention.md)\n");
+            break;
+        }
+    /* The decision and the keys, as the controller makes them (internal/prune); with the
+     * key, again without each kept snapshot whose manifest does not authenticate. */
+    for (;;) {
+        size_t dropped = 0;
+        rc = prune_plan_build(&plan, &cat, pol.namespace, pol.name, a->host, &pol.retention, zone,
+                              &err);
+        if (rc != 0) {
+            fprintf(stderr, "lode forget: %s; nothing was deleted\n", err.msg);
+            rc = rc == UTIL_EINVAL ? CLI_INVALID : CLI_USAGE;
+            goto out;
+        }
+        if (!keyed || plan.nmanifests == 0)
+            break;
+        if (forget_check_kept(&st, &st.config.keys, &cat, &plan, &checked, &dropped, &err) != 0) {
+            fprintf(stderr, "lode forget: %s; nothing was deleted\n", err.msg);
+            rc = CLI_USAGE;
+            goto out;
+        }
+        if (dropped == 0)
+            break;
+        prune_plan_free(&plan);
     }
 
     hosts = json_array();
@@ -139,15 +169,10 @@ int cmd_forget_storage(const struct cmd_forget_storage_args *a)
      * text; the JSON keeps the contract's keys only (docs/commands.md): a pinned snapshot
      * is in "keep" with the reason "pinned". */
     for (size_t i = 0; i < cat.n && a->output == CLI_OUTPUT_TEXT; i++) {
-        char *why = NULL;
         if (!cat.v[i].pinned)
             continue;
-        if (pin_reason(&st, &cat.v[i], &why, &err) != 0) {
-            fprintf(stderr, "lode forget: %s (the pin still holds)\n", err.msg);
-            why = util_strdup("");
-        }
-        printf("pinned on host %s: %s: %s\n", cat.v[i].src.host, cat.v[i].id, why);
-        free(why);
+        printf("pinned on host %s: %s: %s\n", cat.v[i].src.host, cat.v[i].id,
+               pin_list_reason(&pins, &cat.v[i]));
     }
 
     rc = CLI_OK;
@@ -179,6 +204,8 @@ int cmd_forget_storage(const struct cmd_forget_storage_args *a)
     }
 
 out:
+    pin_list_free(&pins);
+    forget_checked_free(&checked);
     json_decref(hosts);
     prune_plan_free(&plan);
     repo_catalog_free(&cat);

@@ -2,8 +2,9 @@
  * lode mark: sets or clears a snapshot's .suspicious mark by hand (docs/anomaly.md), or
  * pins and unpins it (docs/retention.md, "Pinned snapshots"; the mark is agent/pin.c's).
  *
- * The mark is the empty object snapshots/<ns>/<policy>/<host>/<id>.suspicious
- * beside the manifest, the same one the anomaly detector writes. A marked
+ * The mark is the object snapshots/<ns>/<policy>/<host>/<id>.suspicious beside the
+ * manifest, holding the tag the anomaly detector's mark holds; a pin is <id>.pinned,
+ * holding its reason and a tag (agent/pin.h). Both tags need the repository key. A marked
  * snapshot is always kept by retention and takes no slot; clearing the mark
  * lets the next forget decide about it like any other.
  *
@@ -35,7 +36,8 @@ static void cmd_mark_usage(FILE *f)
         "  --clear           delete it\n"
         "  --pin REASON      pin it: retention never forgets it, and it takes no slot,\n"
         "                    until unpinned; the reason is shown with it (a second\n"
-        "                    --pin changes the reason)\n"
+        "                    --pin changes the reason); the pin carries a tag only the\n"
+        "                    repository key makes (the key is needed)\n"
         "  --unpin           delete the pin\n"
         "  --policy P        look for ID only among this policy's snapshots\n"
         "  --host H          look for ID only among this host's snapshots\n"
@@ -88,7 +90,7 @@ static int cmd_mark_pin(struct storage *st, const struct repo_snapshot *snap, co
 {
     struct util_err err = {0};
     bool changed = false;
-    int rc = reason != NULL ? pin_set(st, snap, reason, &changed, &err)
+    int rc = reason != NULL ? pin_set(st, &st->config.keys, snap, reason, &changed, &err)
                             : pin_clear(st, snap, &changed, &err);
     if (rc != 0) {
         fprintf(stderr, "lode mark: %s\n", err.msg);
@@ -203,8 +205,8 @@ int cmd_mark(int argc, char **argv)
         goto out;
     }
     opened = true;
-    /* Setting a mark needs the key: the mark carries a tag only it can make. */
-    if (storage_load_config(&st, &sopts, action == 's', &err) != 0) {
+    /* Setting a mark or a pin needs the key: each carries a tag only it can make. */
+    if (storage_load_config(&st, &sopts, action == 's' || action == 'P', &err) != 0) {
         fprintf(stderr, "lode mark: %s\n", err.msg);
         rc = CLI_USAGE;
         goto out;

@@ -2,7 +2,7 @@
  * lode snapshots: the snapshots of a repository, newest first (time, then id,
  * descending). The list, times and marks come from one LIST of snapshots/ (the
  * catalog, docs/repository.md); files and bytes from each manifest's counters,
- * which are not encrypted, so no repository key is needed.
+ * which are not encrypted, so no repository key is needed (with one, pins are checked).
  */
 #include <getopt.h>
 #include <stdlib.h>
@@ -16,21 +16,24 @@ static void cmd_snapshots_usage(FILE *f)
 {
     fprintf(f,
             "usage: lode snapshots [--policy FILE|NS/NAME] [--host H] [--output text|json]\n"
-            "                      [--repo URL] [--cacert FILE]\n\n"
+            "                      [--repo URL] [--cacert FILE] [--key-file FILE]\n\n"
             "Lists the snapshots of the repository, newest first. The time of a snapshot is\n"
             "the time the storage received its manifest.\n\n"
             "  --policy P        only this policy's (a BackupPolicy file or NAMESPACE/NAME)\n"
             "  --host H          only this host's\n"
             "  --output json     {\"snapshots\":[{\"id\",\"policy\",\"host\",\"time\",\n"
-            "                    \"incomplete\",\"suspicious\",\"files\",\"bytes\",\n"
-            "                    \"pinned\": the pin's reason, or null}]}\n"
+            "                    \"incomplete\",\"suspicious\",\"files\",\"bytes\"}]}\n\n"
+            "A pinned snapshot shows its reason among the marks (text). With the key, a pin\n"
+            "that does not authenticate is ignored, with a warning. A manifest that is not\n"
+            "one (moved, copied or damaged) is skipped with a warning naming it; lode check\n"
+            "reports it.\n"
             "%s\n"
             "Exit codes: 0 ok, 1 invalid policy file, 2 usage or storage error.\n",
             cli_storage_usage);
 }
 
 static void cmd_snapshots_text(const struct repo_catalog *cat, const struct repo_manifest *m,
-                               char *const *pins)
+                               const struct pin_list *pins)
 {
     printf("%-33s  %-20s  %-30s  %-20s  %9s  %14s  %s\n", "ID", "TIME", "POLICY", "HOST", "FILES",
            "BYTES", "MARKS");
@@ -44,14 +47,13 @@ static void cmd_snapshots_text(const struct repo_catalog *cat, const struct repo
                s->incomplete ? "incomplete" : "", s->incomplete && s->suspicious ? "," : "",
                s->suspicious ? "suspicious" : "",
                s->pinned && (s->incomplete || s->suspicious) ? "," : "",
-               s->pinned ? "pinned: " : "", s->pinned && pins[i] ? pins[i] : "");
+               s->pinned ? "pinned: " : "", s->pinned ? pin_list_reason(pins, s) : "");
     }
     if (cat->n == 0)
         printf("(no snapshots)\n");
 }
 
-static void cmd_snapshots_json(const struct repo_catalog *cat, const struct repo_manifest *m,
-                               char *const *pins)
+static void cmd_snapshots_json(const struct repo_catalog *cat, const struct repo_manifest *m)
 {
     json_t *root = json_object(), *arr = json_array();
     for (size_t i = 0; i < cat->n; i++) {
@@ -90,7 +92,9 @@ int cmd_snapshots(int argc, char **argv)
     struct storage st;
     struct repo_catalog cat;
     struct repo_manifest *m = NULL;
-    char **pins = NULL;
+    struct pin_list pins = {0};
+    size_t skipped = 0;
+    bool keyed;
     struct util_err err = {0};
     struct policy_diags diags;
     enum cli_output output = CLI_OUTPUT_TEXT;
@@ -142,32 +146,34 @@ int cmd_snapshots(int argc, char **argv)
         return CLI_USAGE;
     }
     rc = CLI_USAGE;
-    if (storage_load_config(&st, &so, false, &err) != 0 ||
+    /* The key is optional: with it, pins are checked (docs/retention.md). */
+    keyed = storage_has_key(&so);
+    if (storage_load_config(&st, &so, keyed, &err) != 0 ||
         storage_catalog(&st, ns, name, host, &cat, &err) != 0) {
         fprintf(stderr, "lode snapshots: %s\n", err.msg);
         goto out;
     }
-    if (storage_get_manifests(&st, &cat, &m, &err) != 0) {
+    /* A manifest moved, copied or damaged is skipped with a warning, not the listing's
+     * end (docs/repository.md): lode check is what exits 1 for it. */
+    if (storage_get_manifests(&st, &cat, "snapshots", &m, &skipped, &err) != 0) {
         fprintf(stderr, "lode snapshots: %s\n", err.msg);
         goto out_cat;
     }
     /* A pinned snapshot's reason: one GET each (docs/retention.md, "Pinned snapshots"). */
-    pins = util_calloc(cat.n + 1, sizeof(*pins));
-    for (size_t i = 0; i < cat.n; i++) {
-        if (cat.v[i].pinned && pin_reason(&st, &cat.v[i], &pins[i], &err) != 0) {
-            fprintf(stderr, "lode snapshots: %s\n", err.msg);
-            goto out_pins;
-        }
+    if (pin_check_catalog(&st, keyed ? &st.config.keys : NULL, &cat, "snapshots", &pins, &err) !=
+        0) {
+        fprintf(stderr, "lode snapshots: %s\n", err.msg);
+        goto out_cat;
     }
     if (output == CLI_OUTPUT_JSON)
-        cmd_snapshots_json(&cat, m, pins);
+        cmd_snapshots_json(&cat, m);
     else
-        cmd_snapshots_text(&cat, m, pins);
+        cmd_snapshots_text(&cat, m, &pins);
+    if (skipped > 0)
+        fprintf(stderr, "lode snapshots: %zu manifest%s skipped: run lode check\n", skipped,
+                skipped == 1 ? "" : "s");
     rc = CLI_OK;
-out_pins:
-    for (size_t i = 0; i < cat.n; i++)
-        free(pins[i]);
-    free(pins);
+    pin_list_free(&pins);
 out_cat:
     for (size_t i = 0; m != NULL && i < cat.n; i++)
         repo_manifest_free(&m[i]);

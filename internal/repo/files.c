@@ -12,36 +12,15 @@
 #include <string.h>
 
 #include "repo/repo.h"
+#include "util/varint.h"
 
 #define XATTR_MAX   1024
 #define XATTR_VALUE (64u * 1024)
 
-static void put_varint(struct util_buf *b, uint64_t v)
-{
-    uint8_t tmp[10];
-    size_t n = 0;
-    while (v >= 0x80) {
-        tmp[n++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    tmp[n++] = (uint8_t)v;
-    util_buf_append(b, tmp, n);
-}
-
 static void put_bytes(struct util_buf *b, const void *p, size_t n)
 {
-    put_varint(b, n);
+    util_varint_put(b, n);
     util_buf_append(b, p, n);
-}
-
-static uint64_t zigzag(int64_t v)
-{
-    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
-
-static int64_t unzigzag(uint64_t v)
-{
-    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
 }
 
 static void repo_file_put(struct util_buf *b, const struct repo_file *f)
@@ -49,54 +28,31 @@ static void repo_file_put(struct util_buf *b, const struct repo_file *f)
     put_bytes(b, f->path, strlen(f->path));
     uint8_t t = (uint8_t)f->type;
     util_buf_append(b, &t, 1);
-    put_varint(b, f->mode);
-    put_varint(b, f->uid);
-    put_varint(b, f->gid);
-    put_varint(b, f->size);
-    put_varint(b, zigzag(f->mtime_sec));
-    put_varint(b, f->mtime_nsec);
-    put_varint(b, zigzag(f->ctime_sec));
-    put_varint(b, f->ctime_nsec);
-    put_varint(b, f->ino);
-    put_varint(b, f->rdev);
+    util_varint_put(b, f->mode);
+    util_varint_put(b, f->uid);
+    util_varint_put(b, f->gid);
+    util_varint_put(b, f->size);
+    util_varint_put(b, util_zigzag(f->mtime_sec));
+    util_varint_put(b, f->mtime_nsec);
+    util_varint_put(b, util_zigzag(f->ctime_sec));
+    util_varint_put(b, f->ctime_nsec);
+    util_varint_put(b, f->ino);
+    util_varint_put(b, f->rdev);
     put_bytes(b, f->target ? f->target : "", f->target ? strlen(f->target) : 0);
     put_bytes(b, f->link ? f->link : "", f->link ? strlen(f->link) : 0);
-    put_varint(b, f->nxattrs);
+    util_varint_put(b, f->nxattrs);
     for (size_t i = 0; i < f->nxattrs; i++) {
         put_bytes(b, f->xattrs[i].name, strlen(f->xattrs[i].name));
         put_bytes(b, f->xattrs[i].value, f->xattrs[i].len);
     }
-    put_varint(b, f->nchunks);
+    util_varint_put(b, f->nchunks);
     util_buf_append(b, f->chunks, f->nchunks * REPO_HASH_LEN);
 }
 
-struct rd {
-    const uint8_t *p;
-    size_t n, i;
-    bool bad;
-};
-
-static uint64_t get_varint(struct rd *r)
-{
-    uint64_t v = 0;
-    for (unsigned shift = 0; shift < 64; shift += 7) {
-        if (r->i >= r->n) {
-            r->bad = true;
-            return 0;
-        }
-        uint8_t byte = r->p[r->i++];
-        v |= (uint64_t)(byte & 0x7f) << shift;
-        if (!(byte & 0x80))
-            return v;
-    }
-    r->bad = true;
-    return 0;
-}
-
 /* A length-prefixed byte string of at most max bytes, copied and NUL-terminated. */
-static char *get_bytes(struct rd *r, size_t max, size_t *len, bool text)
+static char *get_bytes(struct util_rd *r, size_t max, size_t *len, bool text)
 {
-    uint64_t n = get_varint(r);
+    uint64_t n = util_varint_get(r);
     if (r->bad || n > max || n > r->n - r->i) {
         r->bad = true;
         return NULL;
@@ -149,7 +105,7 @@ static bool repo_file_link_ok(const struct repo_file *f)
            repo_path_cmp(f->link, f->path) < 0;
 }
 
-static int repo_file_get(struct rd *r, struct repo_file *f)
+static int repo_file_get(struct util_rd *r, struct repo_file *f)
 {
     uint64_t v;
     memset(f, 0, sizeof(*f));
@@ -159,31 +115,31 @@ static int repo_file_get(struct rd *r, struct repo_file *f)
     f->type = (enum repo_ftype)r->p[r->i++];
     if (!repo_type_ok((uint8_t)f->type))
         goto bad;
-    v = get_varint(r);
+    v = util_varint_get(r);
     if (v > 07777)
         goto bad;
     f->mode = (uint32_t)v;
-    v = get_varint(r);
+    v = util_varint_get(r);
     if (v > UINT32_MAX)
         goto bad;
     f->uid = (uint32_t)v;
-    v = get_varint(r);
+    v = util_varint_get(r);
     if (v > UINT32_MAX)
         goto bad;
     f->gid = (uint32_t)v;
-    f->size = get_varint(r);
-    f->mtime_sec = unzigzag(get_varint(r));
-    v = get_varint(r);
+    f->size = util_varint_get(r);
+    f->mtime_sec = util_unzigzag(util_varint_get(r));
+    v = util_varint_get(r);
     if (v >= 1000000000)
         goto bad;
     f->mtime_nsec = (uint32_t)v;
-    f->ctime_sec = unzigzag(get_varint(r));
-    v = get_varint(r);
+    f->ctime_sec = util_unzigzag(util_varint_get(r));
+    v = util_varint_get(r);
     if (v >= 1000000000)
         goto bad;
     f->ctime_nsec = (uint32_t)v;
-    f->ino = get_varint(r);
-    f->rdev = get_varint(r);
+    f->ino = util_varint_get(r);
+    f->rdev = util_varint_get(r);
     f->target = get_bytes(r, REPO_PATH_MAX, NULL, true);
     if (r->bad)
         goto bad;
@@ -192,7 +148,7 @@ static int repo_file_get(struct rd *r, struct repo_file *f)
     f->link = get_bytes(r, REPO_PATH_MAX, NULL, true);
     if (r->bad || !repo_file_link_ok(f))
         goto bad;
-    v = get_varint(r);
+    v = util_varint_get(r);
     if (r->bad || v > XATTR_MAX || v > r->n - r->i)
         goto bad;
     if (v) {
@@ -207,7 +163,7 @@ static int repo_file_get(struct rd *r, struct repo_file *f)
                 goto bad;
         }
     }
-    v = get_varint(r);
+    v = util_varint_get(r);
     if (r->bad || v > (r->n - r->i) / REPO_HASH_LEN || (v && f->type != REPO_FT_FILE))
         goto bad;
     if (v) {
@@ -339,7 +295,7 @@ int repo_files_reader_next(struct repo_files_reader *r, struct repo_file *f, str
         r->pos = 0;
         r->leaf++;
     }
-    struct rd rd = {.p = r->data, .n = r->len, .i = r->pos};
+    struct util_rd rd = {.p = r->data, .n = r->len, .i = r->pos};
     if (repo_file_get(&rd, f) != 0)
         return util_err_set(err, UTIL_EIO, "file list: a record in leaf %" PRIu64 " is malformed",
                             r->leaf);

@@ -17,64 +17,11 @@
 #include <openssl/sha.h>
 
 #include "repo/repo.h"
+#include "util/varint.h"
 
 #define META_HEAD 2 /* tree, level */
 #define REC_PACK  'P'
 #define REC_CHUNK 'c'
-
-static void mput_varint(struct util_buf *b, uint64_t v)
-{
-    uint8_t tmp[10];
-    size_t n = 0;
-    while (v >= 0x80) {
-        tmp[n++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    tmp[n++] = (uint8_t)v;
-    util_buf_append(b, tmp, n);
-}
-
-struct mrd {
-    const uint8_t *p;
-    size_t n, i;
-    bool bad;
-};
-
-static uint64_t mget_varint(struct mrd *r)
-{
-    uint64_t v = 0;
-    for (unsigned shift = 0; shift < 64; shift += 7) {
-        if (r->i >= r->n) {
-            r->bad = true;
-            return 0;
-        }
-        uint8_t byte = r->p[r->i++];
-        v |= (uint64_t)(byte & 0x7f) << shift;
-        if (!(byte & 0x80))
-            return v;
-    }
-    r->bad = true;
-    return 0;
-}
-
-static const uint8_t *mget_raw(struct mrd *r, size_t n)
-{
-    if (r->bad || n > r->n - r->i) {
-        r->bad = true;
-        return NULL;
-    }
-    const uint8_t *p = r->p + r->i;
-    r->i += n;
-    return p;
-}
-
-static uint32_t mget_u32(struct mrd *r)
-{
-    uint64_t v = mget_varint(r);
-    if (v > UINT32_MAX)
-        r->bad = true;
-    return (uint32_t)v;
-}
 
 /* ---- places ---- */
 
@@ -85,29 +32,29 @@ static void repo_mref_put(struct util_buf *b, const struct repo_mref *m)
     repo_id_parse(m->run, &t, NULL);
     repo_unhex(m->run + REPO_ID_LEN - 16, rnd, 8);
     util_buf_append(b, m->hash, REPO_HASH_LEN);
-    mput_varint(b, (uint64_t)t);
+    util_varint_put(b, (uint64_t)t);
     util_buf_append(b, rnd, 8);
-    mput_varint(b, m->seq);
-    mput_varint(b, m->offset);
-    mput_varint(b, m->stored);
-    mput_varint(b, m->plain);
+    util_varint_put(b, m->seq);
+    util_varint_put(b, m->offset);
+    util_varint_put(b, m->stored);
+    util_varint_put(b, m->plain);
     util_buf_append(b, &m->flags, 1);
 }
 
-static int repo_mref_get(struct mrd *r, struct repo_mref *m)
+static int repo_mref_get(struct util_rd *r, struct repo_mref *m)
 {
-    const uint8_t *h = mget_raw(r, REPO_HASH_LEN), *rnd;
+    const uint8_t *h = util_rd_raw(r, REPO_HASH_LEN), *rnd;
     uint64_t t;
     memset(m, 0, sizeof(*m));
     if (h)
         memcpy(m->hash, h, REPO_HASH_LEN);
-    t = mget_varint(r);
-    rnd = mget_raw(r, 8);
-    m->seq = mget_u32(r);
-    m->offset = mget_u32(r);
-    m->stored = mget_u32(r);
-    m->plain = mget_u32(r);
-    const uint8_t *f = mget_raw(r, 1);
+    t = util_varint_get(r);
+    rnd = util_rd_raw(r, 8);
+    m->seq = util_varint_get_u32(r);
+    m->offset = util_varint_get_u32(r);
+    m->stored = util_varint_get_u32(r);
+    m->plain = util_varint_get_u32(r);
+    const uint8_t *f = util_rd_raw(r, 1);
     if (r->bad || t > (uint64_t)INT64_MAX / 2 || (f[0] & ~REPO_BLOB_ZSTD) != 0 ||
         m->stored < REPO_SEAL_EXTRA || m->plain > REPO_CHUNK_PLAIN_MAX || m->plain < META_HEAD)
         return UTIL_EIO;
@@ -361,7 +308,7 @@ int repo_tree_reader_next(struct repo_tree_reader *r, const uint8_t **recs, size
         if (l > depth)
             return 0;
         struct repo_tree_node *n = &r->lv[l];
-        struct mrd rd = {.p = n->plain, .n = n->len, .i = n->pos};
+        struct util_rd rd = {.p = n->plain, .n = n->len, .i = n->pos};
         struct repo_mref ref;
         if (repo_mref_get(&rd, &ref) != 0)
             return util_err_set(err, UTIL_EIO, "an index chunk of the %s tree is malformed",
@@ -437,9 +384,9 @@ int repo_chunkset_write(const struct repo_chunkset *s, struct repo_tree_writer *
         tag = REC_CHUNK;
         util_buf_append(&rec, &tag, 1);
         util_buf_append(&rec, c->hash, REPO_HASH_LEN);
-        mput_varint(&rec, c->offset);
-        mput_varint(&rec, c->stored);
-        mput_varint(&rec, c->plain);
+        util_varint_put(&rec, c->offset);
+        util_varint_put(&rec, c->stored);
+        util_varint_put(&rec, c->plain);
         tag = c->flags;
         util_buf_append(&rec, &tag, 1);
         rc = repo_tree_writer_add(w, (const uint8_t *)rec.data, rec.len, err);
@@ -450,28 +397,28 @@ int repo_chunkset_write(const struct repo_chunkset *s, struct repo_tree_writer *
 }
 
 /* One record at rd: a pack (its hash into *pack) or a chunk (into *c). */
-static int repo_cs_record(struct mrd *rd, bool *is_pack, uint8_t pack[REPO_HASH_LEN],
+static int repo_cs_record(struct util_rd *rd, bool *is_pack, uint8_t pack[REPO_HASH_LEN],
                           struct repo_chunk *c)
 {
-    const uint8_t *tag = mget_raw(rd, 1), *h;
+    const uint8_t *tag = util_rd_raw(rd, 1), *h;
     if (!tag)
         return UTIL_EIO;
     if (tag[0] == REC_PACK) {
         *is_pack = true;
-        if (!(h = mget_raw(rd, REPO_HASH_LEN)))
+        if (!(h = util_rd_raw(rd, REPO_HASH_LEN)))
             return UTIL_EIO;
         memcpy(pack, h, REPO_HASH_LEN);
         return 0;
     }
-    if (tag[0] != REC_CHUNK || !(h = mget_raw(rd, REPO_HASH_LEN)))
+    if (tag[0] != REC_CHUNK || !(h = util_rd_raw(rd, REPO_HASH_LEN)))
         return UTIL_EIO;
     *is_pack = false;
     memset(c, 0, sizeof(*c));
     memcpy(c->hash, h, REPO_HASH_LEN);
-    c->offset = mget_u32(rd);
-    c->stored = mget_u32(rd);
-    uint32_t plain = mget_u32(rd);
-    const uint8_t *f = mget_raw(rd, 1);
+    c->offset = util_varint_get_u32(rd);
+    c->stored = util_varint_get_u32(rd);
+    uint32_t plain = util_varint_get_u32(rd);
+    const uint8_t *f = util_rd_raw(rd, 1);
     if (rd->bad || plain > REPO_CHUNK_PLAIN_MAX || c->stored < REPO_SEAL_EXTRA ||
         (f[0] & ~REPO_BLOB_ZSTD) != 0)
         return UTIL_EIO;
@@ -490,7 +437,7 @@ int repo_chunkset_read(struct repo_chunkset *s, struct repo_tree_reader *r, stru
 
     repo_chunkset_init(s);
     while ((rc = repo_tree_reader_next(r, &recs, &len, err)) == 1) {
-        struct mrd rd = {.p = recs, .n = len};
+        struct util_rd rd = {.p = recs, .n = len};
         while (rd.i < rd.n) {
             struct repo_chunk c;
             bool is_pack;
@@ -529,7 +476,7 @@ int repo_chunkset_leaf_packs(const uint8_t *recs, size_t len,
                              void (*pack)(void *arg, const uint8_t id[REPO_HASH_LEN]), void *arg,
                              struct util_err *err)
 {
-    struct mrd rd = {.p = recs, .n = len};
+    struct util_rd rd = {.p = recs, .n = len};
     uint8_t id[REPO_HASH_LEN];
     while (rd.i < rd.n) {
         struct repo_chunk c;

@@ -120,6 +120,7 @@ static const char *const repo_top[] = {
     [REPO_KEY_INCOMPLETE] = "snapshots",
     [REPO_KEY_SUSPICIOUS] = "snapshots",
     [REPO_KEY_PINNED] = "snapshots",
+    [REPO_KEY_GCCACHE] = "gc",
 };
 static const char *const repo_suffix[] = {
     [REPO_KEY_PACK] = ".pack",
@@ -129,6 +130,7 @@ static const char *const repo_suffix[] = {
     [REPO_KEY_INCOMPLETE] = ".incomplete",
     [REPO_KEY_SUSPICIOUS] = ".suspicious",
     [REPO_KEY_PINNED] = ".pinned",
+    [REPO_KEY_GCCACHE] = ".cache",
 };
 
 char *repo_key_build(const struct repo_key *k)
@@ -138,6 +140,8 @@ char *repo_key_build(const struct repo_key *k)
         return util_strdup("config.json");
     if (k->kind == REPO_KEY_PACK)
         repo_hex(k->pack, REPO_HASH_LEN, name);
+    else if (k->kind == REPO_KEY_GCCACHE)
+        memcpy(name, "packs", sizeof("packs"));
     else if (k->kind == REPO_KEY_META)
         return util_asprintf("meta/%s/%s/%s/%s.%u.meta", k->src.ns, k->src.policy, k->src.host,
                              k->id, (unsigned)k->seq);
@@ -234,6 +238,11 @@ int repo_key_parse(const char *key, struct repo_key *out, struct util_err *err)
             out->seq = out->seq * 10 + (uint32_t)(c - '0');
         }
         stem = REPO_ID_LEN;
+    } else if (TOP("gc")) {
+        if (plen[4] != strlen("packs.cache") || memcmp(part[4], "packs.cache", plen[4]) != 0)
+            goto bad;
+        out->kind = REPO_KEY_GCCACHE;
+        return 0;
     } else if (TOP("runs")) {
         out->kind = REPO_KEY_RUN;
         if (!repo_ends_with(part[4], plen[4], ".json", &stem))

@@ -409,20 +409,51 @@ int repo_manifest_placed(const struct repo_manifest *m, const struct repo_source
 
 /* ---- marks ---- */
 
-static char *repo_mark_aad(const struct repo_source *src, const char *id, enum repo_kind kind)
+static const char *repo_mark_kind(enum repo_kind kind)
 {
-    return util_asprintf("%s%s\n%s\n%s\n%s\n%s", MARK_AAD, src->ns, src->policy, src->host, id,
-                         kind == REPO_KEY_INCOMPLETE ? "incomplete" : "suspicious");
+    return kind == REPO_KEY_INCOMPLETE ? "incomplete"
+           : kind == REPO_KEY_PINNED   ? "pinned"
+                                       : "suspicious";
+}
+
+/* The associated data of a mark's tag: its place, its kind and, for a pin, its reason
+ * (NULL for the other kinds), so neither can be moved nor the reason changed. */
+static char *repo_mark_aad(const struct repo_source *src, const char *id, enum repo_kind kind,
+                           const char *reason)
+{
+    return util_asprintf("%s%s\n%s\n%s\n%s\n%s%s%s", MARK_AAD, src->ns, src->policy, src->host, id,
+                         repo_mark_kind(kind), reason ? "\n" : "", reason ? reason : "");
+}
+
+static void repo_mark_tag(const struct repo_keys *k, const char *aad,
+                          char hex[2 * REPO_SEAL_EXTRA + 1])
+{
+    uint8_t tag[REPO_SEAL_EXTRA];
+    repo_seal(k, aad, strlen(aad), "", 0, tag);
+    repo_hex(tag, sizeof(tag), hex);
+}
+
+/* 0 when hex is the tag of aad under k, else UTIL_EIO with a message naming the mark. */
+static int repo_mark_verify(const struct repo_keys *k, const char *aad, const char *hex,
+                            const char *what, const char *id, struct util_err *err)
+{
+    uint8_t tag[REPO_SEAL_EXTRA], none[1];
+    if (strlen(hex) != 2 * REPO_SEAL_EXTRA || repo_unhex(hex, tag, sizeof(tag)) != 0)
+        return util_err_set(err, UTIL_EIO, "the .%s mark of %s is not one lode wrote", what, id);
+    if (repo_unseal(k, aad, strlen(aad), tag, sizeof(tag), none, NULL) != 0)
+        return util_err_set(err, UTIL_EIO,
+                            "the .%s mark of %s does not authenticate (made without the key, "
+                            "or moved)",
+                            what, id);
+    return 0;
 }
 
 char *repo_mark_encode(const struct repo_keys *k, const struct repo_source *src, const char *id,
                        enum repo_kind kind)
 {
-    uint8_t tag[REPO_SEAL_EXTRA];
-    char *aad = repo_mark_aad(src, id, kind), hex[2 * REPO_SEAL_EXTRA + 1];
-    repo_seal(k, aad, strlen(aad), "", 0, tag);
+    char *aad = repo_mark_aad(src, id, kind, NULL), hex[2 * REPO_SEAL_EXTRA + 1];
+    repo_mark_tag(k, aad, hex);
     free(aad);
-    repo_hex(tag, sizeof(tag), hex);
     return util_asprintf("{\"format\": %d, \"tag\": \"%s\"}\n", REPO_FORMAT, hex);
 }
 
@@ -433,25 +464,56 @@ int repo_mark_check(const struct repo_keys *k, const struct repo_source *src, co
     json_t *o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
     json_int_t fmt;
     const char *hex;
-    uint8_t tag[REPO_SEAL_EXTRA], none[1];
-    int rc = UTIL_EIO;
-    const char *what = kind == REPO_KEY_INCOMPLETE ? "incomplete" : "suspicious";
+    int rc;
 
     if (!o ||
         json_unpack_ex(o, &jerr, JSON_STRICT, "{s:I, s:s}", "format", &fmt, "tag", &hex) != 0 ||
-        fmt != REPO_FORMAT || strlen(hex) != 2 * REPO_SEAL_EXTRA ||
-        repo_unhex(hex, tag, sizeof(tag)) != 0) {
-        rc = util_err_set(err, UTIL_EIO, "the .%s mark of %s is not one lode wrote", what, id);
+        fmt != REPO_FORMAT) {
+        rc = util_err_set(err, UTIL_EIO, "the .%s mark of %s is not one lode wrote",
+                          repo_mark_kind(kind), id);
     } else {
-        char *aad = repo_mark_aad(src, id, kind);
-        rc = repo_unseal(k, aad, strlen(aad), tag, sizeof(tag), none, NULL);
+        char *aad = repo_mark_aad(src, id, kind, NULL);
+        rc = repo_mark_verify(k, aad, hex, repo_mark_kind(kind), id, err);
         free(aad);
-        if (rc != 0)
-            rc = util_err_set(err, UTIL_EIO,
-                              "the .%s mark of %s does not authenticate (made without the key, "
-                              "or moved)",
-                              what, id);
     }
+    json_decref(o);
+    return rc;
+}
+
+char *repo_pin_encode(const struct repo_keys *k, const struct repo_source *src, const char *id,
+                      const char *reason)
+{
+    char *aad = repo_mark_aad(src, id, REPO_KEY_PINNED, reason), hex[2 * REPO_SEAL_EXTRA + 1];
+    repo_mark_tag(k, aad, hex);
+    free(aad);
+    json_t *o = json_pack("{s:i, s:s, s:s}", "format", REPO_FORMAT, "reason", reason, "tag", hex);
+    char *text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return text;
+}
+
+int repo_pin_decode(const struct repo_keys *k, const struct repo_source *src, const char *id,
+                    const char *body, size_t len, char **reason, struct util_err *err)
+{
+    json_error_t jerr;
+    json_t *o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+    json_int_t fmt = 0;
+    const char *why = NULL, *hex = NULL;
+    int rc = 0;
+
+    *reason = NULL;
+    if (!o ||
+        json_unpack_ex(o, &jerr, JSON_STRICT, "{s?I, s:s, s?s}", "format", &fmt, "reason", &why,
+                       "tag", &hex) != 0 ||
+        (k != NULL && (hex == NULL || fmt != REPO_FORMAT))) {
+        rc = util_err_set(err, UTIL_EIO, "the .pinned mark of %s is not one lode wrote", id);
+    } else if (k != NULL) {
+        char *aad = repo_mark_aad(src, id, REPO_KEY_PINNED, why);
+        rc = repo_mark_verify(k, aad, hex, "pinned", id, err);
+        free(aad);
+    }
+    if (rc == 0)
+        *reason = util_strdup(why);
     json_decref(o);
     return rc;
 }

@@ -8,7 +8,7 @@
 # restores and checks clean; then, one at a time and put back after each, every field
 # of its manifest is edited in the bucket (format, id, namespace, policy, host, parent,
 # maxRuntimeSeconds, incomplete, suspicious, each counter, agent, the sealed part),
-# its mark's tag is edited or emptied, a mark made without the key is added, the
+# its mark's tag is edited or emptied, a mark and a pin made without the key are added, the
 # manifest is moved to another host's prefix (under its id, and under another id), and
 # its run record's sealed parent trees are edited: each is refused by `lode restore`
 # (exit 1, nothing restored) and named by `lode check` (exit 1). Deleting the mark the
@@ -111,6 +111,15 @@ cp "$T_TMP/saved.mark" "$mark"
 : >"$DATA/snapshots/e2e/t/node-a/$S.incomplete"
 refused "an .incomplete mark made without the key" "$S.incomplete"
 env_s3 DELETE "/$S3_BUCKET/$prefix/snapshots/e2e/t/node-a/$S.incomplete"
+# A pin made without the key (docs/retention.md, "Pinned snapshots"): it keeps nothing, so
+# restore is not refused for it, but check names it.
+printf '{"reason":"mine"}' >"$DATA/snapshots/e2e/t/node-a/$S.pinned"
+run check
+check_eq "a pin made without the key: check exits 1" "$RC" 1
+check_contains "... naming it" "$ERR" "snapshots/e2e/t/node-a/$S.pinned: the .pinned mark of $S"
+run restore "$S" --target "$T_TMP/rpin"
+check_eq "... and restore is not refused for it" "$RC" 0
+env_s3 DELETE "/$S3_BUCKET/$prefix/snapshots/e2e/t/node-a/$S.pinned"
 run check
 check_eq "marks put back: check exits 0" "$RC" 0
 
@@ -119,6 +128,9 @@ mkdir -p "$DATA/snapshots/e2e/t/node-b"
 mv "$man" "$DATA/snapshots/e2e/t/node-b/$S.json"
 mv "$mark" "$DATA/snapshots/e2e/t/node-b/$S.suspicious"
 refused "the manifest moved to node-b" "node-b/$S.json"
+run snapshots
+check_eq "the manifest moved to node-b: lode snapshots still lists (exit 0)" "$RC" 0
+check_contains "... skipping it with a warning naming it" "$ERR" "skipping snapshots/e2e/t/node-b/$S.json"
 mv "$DATA/snapshots/e2e/t/node-b/$S.json" "$man"
 mv "$DATA/snapshots/e2e/t/node-b/$S.suspicious" "$mark"
 T=${S%-*}-00000000000000aa

@@ -239,6 +239,7 @@ struct m_snap {
     int packs[M_REFS];
     int npacks;
     char name[8];
+    int version; /* bumped at every write of the manifest: what an ETag tells apart */
 };
 
 struct m_pack {
@@ -248,7 +249,9 @@ struct m_pack {
 
 /* M_META_BY_ID: a metadata pack kept only while its own run's snapshot is protected
  * (format 1's rule for meta objects), blind to later snapshots whose trees name it. */
-enum m_flaw { M_SAFE, M_NO_C, M_POLICY_WINDOW, M_UPLOAD_AT_G, M_META_BY_ID };
+/* M_CACHE_BY_ID: gc's cache (agent/gc_cache.h) keyed by the snapshot id alone, blind to
+ * a manifest written again under its id. */
+enum m_flaw { M_SAFE, M_NO_C, M_POLICY_WINDOW, M_UPLOAD_AT_G, M_META_BY_ID, M_CACHE_BY_ID };
 
 struct m_world {
     int64_t now;
@@ -276,10 +279,21 @@ struct m_backup {
 
 enum m_gc_phase { G_IDLE, G_LISTED_MANIFESTS, G_LISTED_RUNS, G_PLANNED };
 
+/* What gc's cache holds of one snapshot: the manifest version it read, and its trees'
+ * metadata packs and packs. It outlives the runs, as the object in the bucket does. */
+struct m_cached {
+    bool have;
+    int version;
+    int metas[M_REFS], nmetas;
+    int packs[M_REFS], npacks;
+};
+
 struct m_gc {
     enum m_gc_phase phase;
     int64_t g;
     bool manifest_listed[M_SNAPS];
+    int listed_version[M_SNAPS];
+    struct m_cached cache[M_SNAPS];
     struct gc_run runs[M_SNAPS];
     size_t nruns;
     int64_t cutoff;
@@ -423,6 +437,7 @@ static bool m_backup_step(struct m_world *w, struct m_backup *b)
             return false;
         s->manifest = true;
         s->manifest_time = w->now;
+        s->version++;
         b->phase = B_DONE;
         return false;
     }
@@ -449,6 +464,37 @@ static void m_forget(struct m_world *w)
         w->snaps[live[m_below((unsigned)n)]].manifest = false;
 }
 
+/*
+ * A manifest moved onto another's id (docs/repository.md: a bucket writer's copy, or a
+ * key holder's rewrite): s's manifest is written again with t's trees, and t's is
+ * deleted. Only between snapshots no running backup has taken as its parent: a backup
+ * reuses what its parent's trees named when it read them, which gc cannot know once
+ * the manifest says otherwise (gc reads a listed parent's manifest, not the record's
+ * copy of its roots). Without a cache this loses nothing: gc reads s's new trees.
+ */
+static void m_move(struct m_world *w, const struct m_backup *backups, const bool *active)
+{
+    int live[M_SNAPS], n = 0;
+    for (int i = 0; i < w->nsnaps; i++) {
+        bool parent = false;
+        for (int k = 0; k < M_BACKUPS; k++)
+            parent |= active[k] && backups[k].phase != B_IDLE && backups[k].parent == i;
+        if (w->snaps[i].manifest && w->snaps[i].indexed && !parent)
+            live[n++] = i;
+    }
+    if (n < 2)
+        return;
+    int a = (int)m_below((unsigned)n), b = (int)m_below((unsigned)(n - 1));
+    struct m_snap *s = &w->snaps[live[a]], *t = &w->snaps[live[b >= a ? b + 1 : b]];
+    memcpy(s->metas, t->metas, sizeof(s->metas));
+    s->nmetas = t->nmetas;
+    memcpy(s->packs, t->packs, sizeof(s->packs));
+    s->npacks = t->npacks;
+    s->manifest_time = w->now;
+    s->version++;
+    t->manifest = false;
+}
+
 static int m_snap_of(const char *name)
 {
     return (int)strtol(name + 1, NULL, 10);
@@ -462,8 +508,10 @@ static bool m_gc_step(struct m_world *w, struct m_gc *gc)
     switch (gc->phase) {
     case G_IDLE:
         gc->g = w->now; /* the server's time when the run begins */
-        for (int i = 0; i < M_SNAPS; i++)
+        for (int i = 0; i < M_SNAPS; i++) {
             gc->manifest_listed[i] = i < w->nsnaps && w->snaps[i].manifest;
+            gc->listed_version[i] = i < w->nsnaps ? w->snaps[i].version : 0;
+        }
         gc->phase = G_LISTED_MANIFESTS;
         return true;
     case G_LISTED_MANIFESTS: {
@@ -516,7 +564,24 @@ static bool m_gc_step(struct m_world *w, struct m_gc *gc)
         /* read the protected snapshots' manifests and trees; one that is missing stops
          * the run, deleting nothing */
         for (size_t k = 0; k < ids.n; k++) {
-            const struct m_snap *s = &w->snaps[m_snap_of(ids.v[k])];
+            int si = m_snap_of(ids.v[k]);
+            const struct m_snap *s = &w->snaps[si];
+            struct m_cached *c = &gc->cache[si];
+            /* A listed manifest the cache holds as listed: its packs without a read. */
+            if (gc->manifest_listed[si] && c->have &&
+                (w->flaw == M_CACHE_BY_ID || c->version == gc->listed_version[si])) {
+                for (int p = 0; p < c->nmetas; p++) {
+                    uint8_t id[GC_PACK_ID_LEN];
+                    gc_meta_pack_id(w->snaps[c->metas[p]].name, 0, id);
+                    gc_packset_add(&refs, id);
+                }
+                for (int p = 0; p < c->npacks; p++) {
+                    uint8_t id[GC_PACK_ID_LEN];
+                    pack_of((uint32_t)c->packs[p], id);
+                    gc_packset_add(&refs, id);
+                }
+                continue;
+            }
             /* a forgotten manifest's trees are known from a run record naming it as
              * its parent (which carries the parent's roots) */
             bool named = false;
@@ -528,6 +593,13 @@ static bool m_gc_step(struct m_world *w, struct m_gc *gc)
                 gc_packset_free(&refs);
                 gc->phase = G_IDLE;
                 return false;
+            }
+            /* read from its manifest: kept in the cache under the version read */
+            if (s->manifest) {
+                *c = (struct m_cached){
+                    .have = true, .version = s->version, .nmetas = s->nmetas, .npacks = s->npacks};
+                memcpy(c->metas, s->metas, sizeof(c->metas));
+                memcpy(c->packs, s->packs, sizeof(c->packs));
             }
             for (int p = 0; p < s->nmetas; p++) {
                 uint8_t id[GC_PACK_ID_LEN];
@@ -663,7 +735,10 @@ static bool m_schedule(uint64_t seed, enum m_flaw flaw, int *collected)
             }
             active[k] = m_backup_step(&w, &backups[k]);
         } else if (act == 6) {
-            m_forget(&w);
+            if (m_below(4) == 0)
+                m_move(&w, backups, active);
+            else
+                m_forget(&w);
         } else {
             gc_active = m_gc_step(&w, &gc);
             if (!gc_active)
@@ -734,12 +809,14 @@ static void test_model_safe_rule_never_loses_data(void **state)
 
 static void test_model_tells_unsafe_rules(void **state)
 {
-    int lost_no_c = 0, lost_policy = 0, lost_upload = 0, lost_meta = 0, collected = 0;
+    int lost_no_c = 0, lost_policy = 0, lost_upload = 0, lost_meta = 0, lost_cache = 0;
+    int collected = 0;
     for (uint64_t seed = 1; seed <= M_SCHEDULES; seed++) {
         lost_no_c += !m_schedule(seed, M_NO_C, &collected);
         lost_policy += !m_schedule(seed, M_POLICY_WINDOW, &collected);
         lost_upload += !m_schedule(seed, M_UPLOAD_AT_G, &collected);
         lost_meta += !m_schedule(seed, M_META_BY_ID, &collected);
+        lost_cache += !m_schedule(seed, M_CACHE_BY_ID, &collected);
     }
     /* without (c), or with W blind to longer runs, some schedule loses data */
     print_message("lost without (c): %d, with the policy window: %d of %d\n", lost_no_c,
@@ -751,6 +828,8 @@ static void test_model_tells_unsafe_rules(void **state)
     print_message("metadata packs judged by their own snapshot only: %d of %d\n", lost_meta,
                   M_SCHEDULES);
     assert_true(lost_meta > 0);
+    print_message("gc's cache keyed by the id alone: %d of %d\n", lost_cache, M_SCHEDULES);
+    assert_true(lost_cache > 0);
 }
 
 int main(void)

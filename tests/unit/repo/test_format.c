@@ -1206,6 +1206,61 @@ static void test_marks(void **state)
     free(body);
 }
 
+/* Pins (docs/retention.md, "Pinned snapshots"): the tag binds place, kind and reason. */
+static void test_pins(void **state)
+{
+    struct repo_keys k = mstore_keys(7), other = mstore_keys(8);
+    struct repo_source src, there;
+    struct util_err err = {0};
+    char *why = NULL;
+    assert_int_equal(repo_source_set(&src, "default", "etc", "node-1", &err), 0);
+    assert_int_equal(repo_source_set(&there, "default", "etc", "node-2", &err), 0);
+    char *body = repo_pin_encode(&k, &src, ID1, "before the 3.2 upgrade");
+    size_t n = strlen(body);
+    assert_int_equal(repo_pin_decode(&k, &src, ID1, body, n, &why, &err), 0);
+    assert_string_equal(why, "before the 3.2 upgrade");
+    free(why);
+    /* Another id, source or key: refused, and the reason is not given. */
+    assert_int_equal(repo_pin_decode(&k, &src, ID2, body, n, &why, &err), UTIL_EIO);
+    assert_null(why);
+    assert_non_null(strstr(err.msg, "the .pinned mark of"));
+    assert_non_null(strstr(err.msg, "does not authenticate"));
+    assert_int_equal(repo_pin_decode(&k, &there, ID1, body, n, &why, &err), UTIL_EIO);
+    assert_int_equal(repo_pin_decode(&other, &src, ID1, body, n, &why, &err), UTIL_EIO);
+    /* A suspicious mark's tag is not a pin's: the kind is bound. */
+    char *sus = repo_mark_encode(&k, &src, ID1, REPO_KEY_SUSPICIOUS);
+    json_t *o = json_loads(sus, 0, NULL);
+    json_object_set_new(o, "reason", json_string("x"));
+    char *forged = json_dumps(o, JSON_COMPACT);
+    assert_int_equal(repo_pin_decode(&k, &src, ID1, forged, strlen(forged), &why, &err), UTIL_EIO);
+    free(forged);
+    json_decref(o);
+    free(sus);
+    /* Another reason under the same tag. */
+    o = json_loads(body, 0, NULL);
+    json_object_set_new(o, "reason", json_string("kept for the audit"));
+    forged = json_dumps(o, JSON_COMPACT);
+    assert_int_equal(repo_pin_decode(&k, &src, ID1, forged, strlen(forged), &why, &err), UTIL_EIO);
+    free(forged);
+    json_decref(o);
+    /* A pin as a bucket writer makes it (the former body): read without the key, refused
+     * with it; not JSON, or an unknown key: refused either way. */
+    static const char plain[] = "{\"reason\":\"mine\"}";
+    assert_int_equal(repo_pin_decode(NULL, &src, ID1, plain, strlen(plain), &why, &err), 0);
+    assert_string_equal(why, "mine");
+    free(why);
+    assert_int_equal(repo_pin_decode(&k, &src, ID1, plain, strlen(plain), &why, &err), UTIL_EIO);
+    assert_non_null(strstr(err.msg, "not one lode wrote"));
+    assert_int_equal(repo_pin_decode(NULL, &src, ID1, "x", 1, &why, &err), UTIL_EIO);
+    static const char extra[] = "{\"reason\":\"a\",\"keep\":true}";
+    assert_int_equal(repo_pin_decode(NULL, &src, ID1, extra, strlen(extra), &why, &err), UTIL_EIO);
+    /* A changed byte of the tag. */
+    char *tag = strstr(body, "\"tag\":\"") + 7;
+    *tag = *tag == 'a' ? 'b' : 'a';
+    assert_int_equal(repo_pin_decode(&k, &src, ID1, body, n, &why, &err), UTIL_EIO);
+    free(body);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1234,6 +1289,7 @@ int main(void)
         cmocka_unit_test(test_manifest),
         cmocka_unit_test(test_manifest_every_field_bound),
         cmocka_unit_test(test_marks),
+        cmocka_unit_test(test_pins),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -65,6 +65,7 @@ static void test_every_key_round_trips(void **state)
         {REPO_KEY_INCOMPLETE, "snapshots/ns/pol/node-1/" ID1 ".incomplete"},
         {REPO_KEY_SUSPICIOUS, "snapshots/ns/pol/node-1/" ID1 ".suspicious"},
         {REPO_KEY_PINNED, "snapshots/ns/pol/node-1/" ID1 ".pinned"},
+        {REPO_KEY_GCCACHE, "gc/ns/pol/node-1/packs.cache"},
     };
     struct util_err err = {0};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -99,6 +100,8 @@ static void test_key_rejects(void **state)
         "data/ns/pol/h/abc.pack",                /* short hash */
         "runs/ns/pol/h/20261202T170127Z-zzzzzzzzzzzzzzzz.json",
         "other/ns/pol/h/" ID1 ".json",
+        "gc/ns/pol/h/" ID1 ".cache", /* gc's cache has one name */
+        "gc/ns/pol/h/packs.json",
         "",
     };
     struct util_err err = {0};

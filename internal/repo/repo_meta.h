@@ -1,0 +1,314 @@
+/*
+ * repo_meta: format 2's metadata (docs/repository.md, "Metadata"): a snapshot's file
+ * list and chunk set are record streams cut at record boundaries by a content-defined
+ * rule into metadata chunks of about 8 KiB, named by the SHA-256 of their plain bytes
+ * and stored in metadata packs; an index of their places is cut the same way, level
+ * over level, until one chunk, the root, is left. The manifest names the two roots. A
+ * run stores only the chunks its parent's trees do not hold, so an unchanged list costs
+ * nothing but the manifest. Pure functions over bytes (meta.c, files.c); the caller
+ * fetches and stores chunks through callbacks.
+ *
+ * Costs: reading a tree holds one chunk per level; the chunk set in memory 48 bytes a
+ * chunk (5 to 11 more while built); the file list's reader one leaf.
+ */
+#ifndef LODE_REPO_META_H
+#define LODE_REPO_META_H
+
+/* Part of repo/repo.h, which includes it after the types it builds on. */
+#ifndef LODE_REPO_H
+#error "include repo/repo.h, not repo_meta.h"
+#endif
+
+/* ---- metadata chunks, their packs and trees (format 2) ---- */
+
+/*
+ * A metadata chunk's plain bytes are a header (its tree, 'F' or 'C', and its level,
+ * 0 for a leaf) and whole records: file records in a leaf of the file list, chunk
+ * set records in a leaf of the chunk set, places (struct repo_mref) in an index
+ * node. It is named by the SHA-256 of those bytes, compressed and sealed like a data
+ * chunk (repo_blob_seal: the name, flags and length are its associated data) and
+ * stored in a metadata pack (the pack format, meta/<source>/<run>.<seq>.meta).
+ *
+ * The cut rule: after a record of len bytes, a chunk of size bytes (at least
+ * REPO_META_MIN, and two records) ends when a keyed 64-bit hash of the record,
+ * modulo REPO_META_SIGMA2, is below len x size: the chance grows with the size, so
+ * chunks are about 7 KiB on average (sqrt(pi/2 x 2^25) bytes), whatever the record
+ * sizes, and rarely over 24 KiB; always at REPO_META_MAX. A cut depends only on
+ * the records since the last cut, so an unchanged run of records gives the same
+ * chunks in every snapshot and a changed record changes its own chunk (and rarely
+ * the next).
+ */
+#define REPO_META_MIN    (1u << 10)
+#define REPO_META_SIGMA2 (1u << 25)
+#define REPO_META_MAX    (64u << 10)
+#define REPO_META_PACK   (16u << 20) /* a metadata pack is closed once it holds this much */
+#define REPO_TREE_LEVELS 8           /* a fan-out of at least 25: far more than enough */
+
+enum repo_tree { REPO_TREE_FILES = 'F', REPO_TREE_CHUNKS = 'C' };
+
+/* Where a metadata chunk is: its name, its pack (the run that stored it and the
+ * pack's number in that run) and its place there. */
+struct repo_mref {
+    uint8_t hash[REPO_HASH_LEN];
+    char run[REPO_ID_LEN + 1];
+    uint32_t seq;
+    uint32_t offset, stored, plain;
+    uint8_t flags;
+};
+
+/* A tree's root: the place of its top chunk and that chunk's level. */
+struct repo_root {
+    struct repo_mref ref;
+    unsigned depth;
+};
+
+/* A root as text for the manifest ("HASH RUN SEQ OFFSET STORED PLAIN FLAGS DEPTH"),
+ * and back; the caller frees the text. */
+char *repo_root_format(const struct repo_root *r);
+int repo_root_parse(const char *s, struct repo_root *r, struct util_err *err);
+
+/* The pack of a chunk in this run: the callback's job. */
+typedef int (*repo_mstore_cb)(void *arg, const uint8_t hash[REPO_HASH_LEN], const uint8_t *plain,
+                              size_t len, struct repo_mref *ref, struct util_err *err);
+
+struct repo_tree_level {
+    struct util_buf buf; /* the chunk being filled: header and records */
+    size_t nrec;
+    uint64_t emitted;
+    struct repo_mref last;
+};
+
+/*
+ * Cuts a record stream into a tree. Each finished chunk goes to store (which
+ * dedups and packs it, or finds it in the parent's tree) and its place becomes a
+ * record one level up. Memory: one chunk per level being filled (under 64 KiB
+ * each, unless a single record is larger).
+ */
+struct repo_tree_writer {
+    uint8_t tree;
+    uint64_t seed;
+    repo_mstore_cb store;
+    void *arg;
+    struct repo_tree_level lv[REPO_TREE_LEVELS];
+    unsigned nlv;
+};
+
+void repo_tree_writer_init(struct repo_tree_writer *w, enum repo_tree tree,
+                           const struct repo_keys *k, repo_mstore_cb store, void *arg);
+int repo_tree_writer_add(struct repo_tree_writer *w, const uint8_t *rec, size_t len,
+                         struct util_err *err);
+/* Stores what is left, level by level, until one chunk: the root. */
+int repo_tree_writer_finish(struct repo_tree_writer *w, struct repo_root *root,
+                            struct util_err *err);
+void repo_tree_writer_free(struct repo_tree_writer *w);
+/* Whether the cut rule ends a chunk of size bytes and nrec records after a record (pure). */
+bool repo_meta_cut(uint64_t seed, const uint8_t *rec, size_t len, size_t size, size_t nrec);
+
+/* Reads ref->stored sealed bytes of a metadata chunk into sealed. */
+typedef int (*repo_mfetch_cb)(void *arg, const struct repo_mref *ref, uint8_t *sealed,
+                              struct util_err *err);
+/* Called before a chunk is fetched with its level; false skips it and all below it
+ * (garbage collection: a chunk seen already, or a leaf it does not need). */
+typedef bool (*repo_mvisit_cb)(void *arg, const struct repo_mref *ref, unsigned level);
+
+struct repo_tree_node {
+    uint8_t *plain;
+    size_t len, pos;
+};
+
+/*
+ * Reads a tree's leaves in order, depth first: memory is one chunk per level. Every
+ * chunk is opened and checked against its name, its tree and its level, and the
+ * root is in the authenticated manifest, so a tree read is the tree written.
+ */
+struct repo_tree_reader {
+    const struct repo_keys *keys;
+    uint8_t tree;
+    struct repo_root root;
+    repo_mfetch_cb fetch;
+    void *arg;
+    repo_mvisit_cb visit; /* optional */
+    void *visit_arg;
+    /* Optional: called with each chunk once it opened and checked (a backup notes
+     * the parent's chunks it may reuse: never one that did not open). */
+    repo_mvisit_cb loaded;
+    void *loaded_arg;
+    struct repo_tree_node lv[REPO_TREE_LEVELS];
+    bool started;
+};
+
+void repo_tree_reader_init(struct repo_tree_reader *r, const struct repo_keys *k,
+                           enum repo_tree tree, const struct repo_root *root, repo_mfetch_cb fetch,
+                           void *arg);
+/* 1: *recs and *len hold the next leaf's records (valid until the next call); 0: the
+ * end; < 0: damage (named in err). */
+int repo_tree_reader_next(struct repo_tree_reader *r, const uint8_t **recs, size_t *len,
+                          struct util_err *err);
+/* Every leaf's records, concatenated, into out. */
+int repo_tree_read_all(struct repo_tree_reader *r, struct util_buf *out, struct util_err *err);
+void repo_tree_reader_free(struct repo_tree_reader *r);
+/* Opens one metadata chunk (sealed: ref->stored bytes) into *plain (allocated). */
+int repo_meta_open(const struct repo_keys *k, const struct repo_mref *ref, const uint8_t *sealed,
+                   uint8_t **plain, struct util_err *err);
+
+/* ---- the chunk set of a snapshot: every chunk it references and its pack ---- */
+
+/*
+ * A set being built is also its own dedup table: repo_chunkset_put keeps a hash
+ * index (a u32 per slot, at most 3/4 full: 5 to 11 bytes a chunk) beside the
+ * entries (48 bytes each) until the set is sorted. It is stored as the chunk set
+ * tree (repo_chunkset_write, below).
+ */
+struct repo_chunkset {
+    uint8_t (*packs)[REPO_HASH_LEN];
+    size_t npacks, cappacks;
+    struct repo_chunk *v; /* sorted by hash, no duplicates, after sort */
+    size_t n, cap;
+    uint32_t *index; /* position + 1 in v, 0 = free; NULL once sorted */
+    size_t icap;     /* slots, a power of two */
+};
+
+/* A chunk whose pack is not written yet (repo_chunkset_lookup fills it in later). */
+#define REPO_CHUNK_PENDING UINT32_MAX
+
+void repo_chunkset_init(struct repo_chunkset *s);
+/* Index of a pack in the list, added when new. */
+uint32_t repo_chunkset_pack(struct repo_chunkset *s, const uint8_t id[REPO_HASH_LEN]);
+/* Appends c, duplicates and all (sort drops them). */
+void repo_chunkset_add(struct repo_chunkset *s, const struct repo_chunk *c);
+/* Adds c unless the set has its hash: true when added. Builds the index. */
+bool repo_chunkset_put(struct repo_chunkset *s, const struct repo_chunk *c);
+/* The entry with hash in a set being built (through the index), or NULL; valid
+ * until the next add or put. */
+struct repo_chunk *repo_chunkset_lookup(struct repo_chunkset *s, const uint8_t hash[REPO_HASH_LEN]);
+/* Sorts by hash and drops duplicates; frees the index. */
+void repo_chunkset_sort(struct repo_chunkset *s);
+/* In a sorted set (binary search). */
+const struct repo_chunk *repo_chunkset_find(const struct repo_chunkset *s,
+                                            const uint8_t hash[REPO_HASH_LEN]);
+/*
+ * Writes a sorted set into a chunk set tree: grouped by pack (a record with the
+ * pack's hash, in the order of pack hashes), then each chunk of the pack in the
+ * order of its offset (hash, offset, stored and plain length, flags). The
+ * order depends only on the set, so an unchanged set gives the same chunks, and a
+ * new pack's chunks are one new run of records. Memory: 4 bytes a chunk.
+ */
+int repo_chunkset_write(const struct repo_chunkset *s, struct repo_tree_writer *w,
+                        struct util_err *err);
+/* Reads a chunk set tree into s (sorted by hash). */
+int repo_chunkset_read(struct repo_chunkset *s, struct repo_tree_reader *r, struct util_err *err);
+/* Calls pack for each pack record of one leaf (garbage collection's need). */
+int repo_chunkset_leaf_packs(const uint8_t *recs, size_t len,
+                             void (*pack)(void *arg, const uint8_t id[REPO_HASH_LEN]), void *arg,
+                             struct util_err *err);
+void repo_chunkset_free(struct repo_chunkset *s);
+
+/* ---- the file list of a snapshot ---- */
+
+enum repo_ftype {
+    REPO_FT_FILE = 'f',
+    REPO_FT_DIR = 'd',
+    REPO_FT_SYMLINK = 'l',
+    REPO_FT_FIFO = 'p',
+    REPO_FT_SOCKET = 's',
+    REPO_FT_CHAR = 'c',
+    REPO_FT_BLOCK = 'b'
+};
+
+struct repo_xattr {
+    char *name;
+    uint8_t *value;
+    size_t len;
+};
+
+struct repo_file {
+    char *path; /* "/etc/hosts": absolute, as on the node */
+    enum repo_ftype type;
+    uint32_t mode; /* permission bits and set-id/sticky */
+    uint32_t uid, gid;
+    uint64_t size;
+    int64_t mtime_sec, ctime_sec;
+    uint32_t mtime_nsec, ctime_nsec;
+    uint64_t ino, rdev;
+    char *target; /* symlinks */
+    /*
+     * Hard links: the path of this snapshot's first entry (in list order) that is the
+     * same inode, for an entry that is not the first; NULL or "" otherwise (and always
+     * for a directory). A property of the tree, not of the snapshot, so an unchanged
+     * tree encodes the same bytes. A regular file keeps its own chunks too, so it can be
+     * restored without the entry it links to.
+     */
+    char *link;
+    struct repo_xattr *xattrs;
+    size_t nxattrs;
+    uint8_t (*chunks)[REPO_HASH_LEN]; /* regular files, in order */
+    size_t nchunks;
+};
+
+void repo_file_free(struct repo_file *f);
+/* A deep copy. */
+void repo_file_copy(struct repo_file *dst, const struct repo_file *src);
+/* Same size, mtime, ctime and inode, both regular files: the chunks can be reused. */
+bool repo_file_unchanged(const struct repo_file *parent, const struct repo_file *now);
+
+/*
+ * The file list: records in path order (repo_file_put's encoding: the record's
+ * bytes depend only on the entry), cut into a tree by repo_tree_writer.
+ */
+struct repo_files_writer {
+    struct repo_tree_writer tree;
+    struct util_buf rec;
+    char *last; /* the previous path, to enforce the order */
+};
+
+void repo_files_writer_init(struct repo_files_writer *w, const struct repo_keys *k,
+                            repo_mstore_cb store, void *arg);
+/* Adds one record; paths must come in repo_path_cmp order (UTIL_EINVAL otherwise). */
+int repo_files_writer_add(struct repo_files_writer *w, const struct repo_file *f,
+                          struct util_err *err);
+/* Stores the rest and gives the root. */
+int repo_files_writer_finish(struct repo_files_writer *w, struct repo_root *root,
+                             struct util_err *err);
+void repo_files_writer_free(struct repo_files_writer *w);
+
+/*
+ * The reader: over records given whole (a restore's, held once), or leaf by leaf
+ * from a tree (a backup's parent: memory is one chunk per level).
+ */
+struct repo_files_reader {
+    struct repo_tree_reader *tree; /* NULL: data holds every record */
+    const uint8_t *data;
+    size_t len, pos;
+    uint64_t leaf;
+    char *last;
+};
+
+/* Records given whole (borrowed until the reader is freed). */
+void repo_files_reader_init(struct repo_files_reader *r, const uint8_t *data, size_t len);
+/* Records from a tree (borrowed). */
+void repo_files_reader_tree(struct repo_files_reader *r, struct repo_tree_reader *tree);
+/* 1: f holds the next record (the caller frees it); 0: the end; < 0: damage. */
+int repo_files_reader_next(struct repo_files_reader *r, struct repo_file *f, struct util_err *err);
+void repo_files_reader_free(struct repo_files_reader *r);
+
+/*
+ * The streaming merge of the walk against the parent's list. The walk asks for
+ * each path in order; parent records before it are skipped (counted deleted).
+ * Memory: one parent record.
+ */
+struct repo_merge {
+    struct repo_files_reader *parent; /* NULL: no parent */
+    struct repo_file cur;
+    bool have, done;
+    uint64_t deleted;
+};
+
+void repo_merge_init(struct repo_merge *m, struct repo_files_reader *parent);
+/* 1 and *match (valid until the next call) when the parent has path; 0 when not. */
+int repo_merge_find(struct repo_merge *m, const char *path, const struct repo_file **match,
+                    struct util_err *err);
+/* Counts the parent's remaining records as deleted. */
+int repo_merge_finish(struct repo_merge *m, struct util_err *err);
+void repo_merge_free(struct repo_merge *m);
+
+#endif
