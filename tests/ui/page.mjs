@@ -436,8 +436,16 @@ await step("fleet without a cluster", async () => {
   await shot(page, "fleet-no-cluster");
 });
 
+await step("snapshots without a repository", async () => {
+  await page.getByRole("tab", { name: "Snapshots" }).click();
+  await page.waitForFunction(() => document.getElementById("snap-status").innerText.includes("without a repository"), null, { timeout: 30000 });
+  const why = await page.locator("#snap-status").innerText();
+  check("it says how to give one and its key, asking nothing that would fail", why.includes("lode ui --repo REPO --key-file FILE") && why.includes("LODE_KEY_FILE"), why);
+  eq("no snapshot list", await page.locator("table.snapshots-list").count(), 0);
+});
+
 await step("accessibility, light and dark", async () => {
-  for (const tab of ["Policy editor", "Schedule", "Retention", "Fleet"]) {
+  for (const tab of ["Policy editor", "Schedule", "Retention", "Fleet", "Snapshots"]) {
     await page.getByRole("tab", { name: tab }).click();
     await page.waitForTimeout(300);
     await axe(`${tab}, light`);
