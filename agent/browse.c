@@ -455,6 +455,7 @@ int browse_stat(struct browse *b, const char *path, struct repo_file *out, struc
     int rc = browse_seek(b, &c, path, err);
     while (rc == 0 && (rc = browse_next(b, &c, out, err)) == 1) {
         int cmp = repo_path_cmp(out->path, path);
+        rc = 0;
         if (cmp == 0) {
             rc = 0;
             goto out;
