@@ -25,46 +25,6 @@
 /* Snapshots the list gives, newest first. */
 #define UI_BROWSE_SNAPSHOTS 3000
 
-static const char *ui_ftype_name(enum repo_ftype t)
-{
-    switch (t) {
-    case REPO_FT_FILE:
-        return "file";
-    case REPO_FT_DIR:
-        return "dir";
-    case REPO_FT_SYMLINK:
-        return "symlink";
-    case REPO_FT_FIFO:
-        return "fifo";
-    case REPO_FT_SOCKET:
-        return "socket";
-    case REPO_FT_CHAR:
-        return "char";
-    case REPO_FT_BLOCK:
-        return "block";
-    }
-    return "unknown";
-}
-
-/* One entry as the page shows it: path, name, type, mode, size, mtime, target. */
-static json_t *ui_entry_json(const struct repo_file *f)
-{
-    const char *slash = strrchr(f->path, '/');
-    char mode[8];
-    json_t *e;
-
-    snprintf(mode, sizeof(mode), "%04o", (unsigned)(f->mode & 07777));
-    e = json_pack("{s:o, s:o, s:s, s:s, s:I, s:o}", "path", cli_json_string_lossy(f->path), "name",
-                  cli_json_string_lossy(slash != NULL && slash[1] ? slash + 1 : f->path), "type",
-                  ui_ftype_name(f->type), "mode", mode, "size", (json_int_t)f->size, "mtime",
-                  cli_json_time(f->mtime_sec));
-    if (f->type == REPO_FT_SYMLINK && f->target != NULL)
-        json_object_set_new(e, "target", cli_json_string_lossy(f->target));
-    if (f->link != NULL && f->link[0] != '\0')
-        json_object_set_new(e, "link", cli_json_string_lossy(f->link));
-    return e;
-}
-
 /* The catalog needs no key; everything else needs one. 409: how lode ui was started. */
 static bool ui_browse_storage(struct ui_ctx *ctx, struct storage *st, bool keyed,
                               struct ui_reply *out)
@@ -173,7 +133,7 @@ static int ui_ls_cb(void *arg, const struct repo_file *f)
 {
     struct ui_ls *l = arg;
     if (l->n++ < UI_BROWSE_MAX)
-        json_array_append_new(l->entries, ui_entry_json(f));
+        json_array_append_new(l->entries, cli_browse_entry_json(f));
     return 0;
 }
 
@@ -275,7 +235,7 @@ static int ui_diff_cb(void *arg, const struct repo_file *a, const struct repo_fi
         d->changed++;
     if (d->n++ >= UI_BROWSE_MAX)
         return 0;
-    e = ui_entry_json(b != NULL ? b : a);
+    e = cli_browse_entry_json(b != NULL ? b : a);
     json_object_set_new(e, "change", json_string(kind));
     json_object_set_new(e, "counted", json_boolean(counted));
     if (a != NULL && b != NULL) {

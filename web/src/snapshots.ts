@@ -25,8 +25,8 @@ interface Entry {
   type: string;
   mode: string;
   size: number;
-  mtime: string;
-  target?: string;
+  mtime: string | null; // null: a directory above a path, which the backup did not record
+  target?: string | null;
   change?: string;
   counted?: boolean;
   what?: string[];
@@ -149,7 +149,7 @@ export function mountSnapshots(root: HTMLElement) {
 
   function entryItem(s: Snap, e: Entry): HTMLLIElement {
     const li = el("li", { class: `entry type-${e.type}` });
-    const meta = el("span", { class: "meta" }, `${e.mode} ${e.type === "file" ? fmtSize(e.size) : e.type} ${e.mtime}${e.target ? ` → ${e.target}` : ""}`);
+    const meta = el("span", { class: "meta" }, `${e.mode} ${e.type === "file" ? fmtSize(e.size) : e.type} ${e.mtime ?? "-"}${e.target ? ` → ${e.target}` : ""}`);
     const box = pickBox(e.path, s.id, `Restore ${e.path}`);
     if (e.type === "dir") {
       const btn = el("button", { type: "button", class: "dir", "aria-expanded": "false" }, e.name + "/");
