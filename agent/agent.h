@@ -8,6 +8,7 @@
  *               config.json, list the catalog, read manifests
  *   backup.h    one backup: the walk merged with the parent's file list, chunking,
  *               sealing on the thread pool, packs, paced uploads, the manifest
+ *   browse.h    looking inside a snapshot without restoring it: ls, find, diff, dump
  *   restore.h   one snapshot back onto disk: the target written safely, regular files
  *               fetched in batches of ranged GETs
  *   check.h     whether the repository is whole, its data read with read_data
@@ -38,6 +39,7 @@
 #include <errno.h>
 
 #include "backup.h"
+#include "browse.h"
 #include "check.h"
 #include "forget.h"
 #include "gc_run.h"

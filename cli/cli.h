@@ -18,6 +18,7 @@
 
 #include <jansson.h>
 
+#include "agent/browse.h"
 #include "agent/storage.h"
 
 #include "binding/binding.h"
@@ -46,6 +47,10 @@ int cmd_restore(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_mark(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
+int cmd_ls(int argc, char **argv);
+int cmd_find(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
 
 /* ---- shared flags (cli/options.c) ---- */
 
@@ -127,6 +132,23 @@ int cli_load_policy(const char *path, const struct tz_db *db, struct policy *out
 
 /* Prints diags in the `FILE:LINE:COL: error: PATH: message` form. */
 void cli_print_diags(FILE *f, const char *file, const struct policy_diags *d);
+
+/* ---- looking inside a snapshot (browse_output.c; docs/browsing.md) ---- */
+
+/*
+ * Opens the repository with its key and snapshot id in it, as lode restore finds it.
+ * Returns CLI_OK (st and b open: the caller closes both), else the exit code, the
+ * error said on stderr as "lode CMD: ...".
+ */
+int cli_browse_open(const char *cmd, struct storage *st, const struct storage_opts *so,
+                    struct browse *b, const char *id);
+/* A path on one line: control characters escaped (\n, \t, \xNN, \\), the rest as is. */
+void cli_print_path(FILE *f, const char *p);
+/* One entry as lode ls prints it: mode letters, uid, gid, size, mtime (UTC), path,
+ * "-> TARGET" for a symlink, "(hard link to PATH)". */
+void cli_browse_entry_text(FILE *out, const struct repo_file *f);
+/* {"path","name","type","mode","uid","gid","size","mtime","target","link"}. */
+json_t *cli_browse_entry_json(const struct repo_file *f);
 
 /* Writes a JSON value to stdout, indented, keys in insertion order, then a newline. */
 void cli_print_json(json_t *v);

@@ -20,10 +20,13 @@ static void cmd_ui_usage(FILE *f)
     fprintf(f,
             "usage: lode ui [--listen ADDR:PORT] [--namespace NS] [--kubeconfig PATH]\n"
             "               [--context NAME] [--zoneinfo DIR] [--repo REPO] [--cacert FILE]\n"
+            "               [--key-file FILE]\n"
             "\n"
             "Serves the web interface: the policy form beside its YAML, the schedule with\n"
             "its daylight saving notes, what retention keeps and why, the state of every\n"
-            "policy and host, and apply with a server-side dry run first. Prints one URL\n"
+            "policy and host, apply with a server-side dry run first, and (with --repo and\n"
+            "the key) a browser of the repository's snapshots that writes Restores.\n"
+            "Prints one URL\n"
             "with a random token; only requests that carry the token are answered.\n"
             "\n"
             "  --listen ADDR:PORT   default 127.0.0.1:7480; port 0 picks a free port;\n"
@@ -37,6 +40,8 @@ static void cmd_ui_usage(FILE *f)
             "                       show (default $LODE_REPOSITORY; S3 credentials from\n"
             "                       the environment, as for lode snapshots); no key needed\n"
             "  --cacert FILE        a CA for the repository (default $LODE_CACERT)\n"
+            "  --key-file FILE      the repository key, for the snapshot browser (default\n"
+            "                       $LODE_KEY_FILE); the catalog needs none\n"
             "\n"
             "Without a reachable cluster the editor, schedule and retention views still\n"
             "work; the fleet view and apply say why they cannot.\n"
@@ -114,6 +119,7 @@ int cmd_ui(int argc, char **argv)
             return CLI_OK;
         case STORAGE_OPT_REPO:
         case STORAGE_OPT_CACERT:
+        case STORAGE_OPT_KEY_FILE:
             cli_storage_opt(&ctx.repo, c, optarg);
             break;
         default:

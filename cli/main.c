@@ -28,6 +28,10 @@ static const struct cli_command cli_commands[] = {
     {"backup", cmd_backup, "back up a policy's paths on one host into the repository"},
     {"snapshots", cmd_snapshots, "list a repository's snapshots, newest first"},
     {"restore", cmd_restore, "restore a snapshot (or some of its paths) into a directory"},
+    {"ls", cmd_ls, "list a directory of a snapshot (mode, size, time), --recursive"},
+    {"find", cmd_find, "which snapshots hold a path or a pattern, newest first"},
+    {"diff", cmd_diff, "what was added, removed and changed between two snapshots"},
+    {"dump", cmd_dump, "write one file of a snapshot to stdout"},
     {"check", cmd_check, "check a repository's structure, and with --read-data every pack"},
     {"version", cmd_version, "print the version and the tz database version"},
 };

@@ -2,13 +2,15 @@
  * ui: `lode ui`, the web interface served by the lode binary itself
  * (docs/ui.md).
  *
- * Four parts, one file each: ui_http.c speaks HTTP and guards the door (the
+ * Five parts, one file each: ui_http.c speaks HTTP and guards the door (the
  * token, the Host header, cross-origin writes, the response headers); ui_api.c
  * answers the JSON endpoints with the very functions behind `lode validate`,
  * `lode schedule` and `lode status` (cli.h, status.h), so the page and the
  * command line cannot disagree; ui_retention.c answers the retention view with
  * those behind `lode forget`; ui_apply.c is `lode apply` with a server-side dry
- * run first and the difference it would make. The page itself
+ * run first and the difference it would make (for a policy, and for a Restore the
+ * snapshot browser writes); ui_browse.c lists snapshots and looks inside one with
+ * the functions behind `lode ls` and `lode diff` (agent/browse.h). The page itself
  * (web/, built by Vite) is compiled into the binary as byte arrays
  * (ui_assets.h), so one file is all a user needs; a lode built on a machine
  * without npm serves a short page that says so, and every endpoint still works.
@@ -66,8 +68,9 @@ struct ui_ctx {
     struct cli_kube kube;
     char kube_error[512]; /* why the cluster cannot be reached, when not kube_open */
     int64_t (*now)(void); /* the clock; a test may replace it */
-    /* The repository whose catalog the retention view may read (--repo, --cacert, else
-     * the environment, as every storage command); repo_url NULL: none configured. */
+    /* The repository whose catalog the retention view may read, and the snapshot
+     * browser looks inside with its key (--repo, --cacert, --key-file, else the
+     * environment, as every storage command); repo_url NULL: none configured. */
     struct storage_opts repo;
     const char *repo_url;
 };
@@ -88,6 +91,13 @@ void ui_api_handle(struct ui_ctx *ctx, const char *method, const char *path, con
 
 /* POST /api/apply: {"yaml": text, "dryRun": bool}. */
 void ui_apply_handle(struct ui_ctx *ctx, const json_t *body, struct ui_reply *out);
+/* POST /api/restore: {"object": a Restore as JSON, "dryRun": bool}, applied as a policy is
+ * (ui_apply.c). */
+void ui_apply_restore_handle(struct ui_ctx *ctx, const json_t *body, struct ui_reply *out);
+/* POST /api/browse/WHAT: "snapshots" {}, "ls" {"snapshot","path"?}, "diff" {"snapshot",
+ * "against"?} (ui_browse.c): the repository's snapshots and what is inside one. */
+void ui_browse_handle(struct ui_ctx *ctx, const char *what, const json_t *body,
+                      struct ui_reply *out);
 /* POST /api/retention: {"yaml": text} and "snapshots": [...], "simulate": {"days": N,
  * "host": H} or "catalog": {"host": H} (ui_retention.c). */
 void ui_retention_handle(struct ui_ctx *ctx, const json_t *body, struct ui_reply *out);

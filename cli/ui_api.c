@@ -411,6 +411,9 @@ static void ui_api_info(struct ui_ctx *ctx, struct ui_reply *out)
         (json_int_t)POLICY_DEFAULT_MAX_RUNTIME);
     json_object_set_new(out->body, "repository",
                         ctx->repo_url != NULL ? json_string(ctx->repo_url) : json_null());
+    json_object_set_new(
+        out->body, "repositoryKey",
+        json_boolean(ctx->repo.key_file != NULL || getenv("LODE_KEY_FILE") != NULL));
 }
 
 void ui_api_handle(struct ui_ctx *ctx, const char *method, const char *path, const json_t *body,
@@ -431,6 +434,10 @@ void ui_api_handle(struct ui_ctx *ctx, const char *method, const char *path, con
         ui_retention_handle(ctx, body, out);
     else if (post && strcmp(path, "/api/apply") == 0)
         ui_apply_handle(ctx, body, out);
+    else if (post && strcmp(path, "/api/restore") == 0)
+        ui_apply_restore_handle(ctx, body, out);
+    else if (post && strncmp(path, "/api/browse/", 12) == 0)
+        ui_browse_handle(ctx, path + 12, body, out);
     else if (!post && strcmp(path, "/api/status") == 0)
         ui_api_status(ctx, NULL, out);
     else if (!post && strcmp(path, "/api/status/all") == 0)

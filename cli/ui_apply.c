@@ -116,8 +116,10 @@ static json_t *ui_changes(const json_t *current, const json_t *proposed)
     return changes;
 }
 
-/* A refusal of the API server: 422 with each refused field, else 502. */
-static void ui_apply_refused(const struct cli_kube_reply *r, const char *what, struct ui_reply *out)
+/* A refusal of the API server: 422 with each refused field, else 502. noun: "policy",
+ * "Restore"; crd: what to say when the API server does not know the kind (404). */
+static void ui_apply_refused(const struct cli_kube_reply *r, const char *what, const char *noun,
+                             const char *crd, struct ui_reply *out)
 {
     struct util_err err = {0};
     if (r->status == 422) {
@@ -132,16 +134,13 @@ static void ui_apply_refused(const struct cli_kube_reply *r, const char *what, s
                 json_array_append_new(
                     causes, json_pack("{s:s, s:s}", "field", field ? field : "", "message", msg));
         }
-        ui_reply_error(out, 422, "the API server refused the policy (%s): %s", what,
+        ui_reply_error(out, 422, "the API server refused the %s (%s): %s", noun, what,
                        r->message[0] ? r->message : "422 Unprocessable Entity");
         json_object_set_new(out->body, "causes", causes);
         return;
     }
     cli_kube_reply_error(r, UTIL_EIO, &err);
-    ui_reply_error(out, 502, "%s: %s%s", what, err.msg,
-                   r->status == 404 ? " (is the BackupPolicy CRD installed? kubectl apply "
-                                      "--server-side -f crd/)"
-                                    : "");
+    ui_reply_error(out, 502, "%s: %s%s", what, err.msg, r->status == 404 ? crd : "");
 }
 
 static json_t *ui_apply_clean(const json_t *obj)
@@ -151,45 +150,31 @@ static json_t *ui_apply_clean(const json_t *obj)
     return copy;
 }
 
-void ui_apply_handle(struct ui_ctx *ctx, const json_t *body, struct ui_reply *out)
+/*
+ * Applies obj (a whole object of kind, named in its metadata) with a server-side dry
+ * run first; dry NULL or true: the dry run alone. The namespace is the object's, else
+ * the one lode ui works in. Fills out with the changes, or the refusal.
+ */
+static void ui_apply_object(struct ui_ctx *ctx, json_t *obj, const struct kube_resource *kind,
+                            const char *noun, const char *crd, const json_t *dry,
+                            struct ui_reply *out)
 {
-    const json_t *y = json_object_get(body, "yaml");
-    const json_t *dry = json_object_get(body, "dryRun");
-    struct policy_diags diags;
     struct util_err err = {0};
     struct cli_kube_reply cur = {0}, trial = {0}, real = {0};
-    json_t *obj = NULL, *changes;
+    json_t *changes;
     const json_t *current = NULL;
     char *ns = NULL;
-    int rc;
 
-    if (!json_is_string(y) || (dry != NULL && !json_is_boolean(dry))) {
-        ui_reply_error(out, 400,
-                       "the request needs \"yaml\" (text) and may have \"dryRun\" "
-                       "(true or false)");
-        return;
-    }
-    policy_diags_init(&diags);
-    rc = cli_apply_object(json_string_value(y), json_string_length(y), ctx->db, &obj, &diags, &err);
-    if (rc == UTIL_EINVAL) {
-        out->status = 422;
-        out->body = cli_validate_json_file("policy.yaml", false, &diags);
-        goto free_diags;
-    }
-    if (rc != 0) {
-        ui_reply_error(out, 500, "%s", err.msg);
-        goto free_diags;
-    }
     if (!ui_kube(ctx)) {
         ui_reply_error(out, 503, "no cluster: %s", ctx->kube_error);
-        goto free_obj;
+        return;
     }
     json_t *meta = json_object_get(obj, "metadata");
     const char *name = json_string_value(json_object_get(meta, "name"));
     const char *file_ns = json_string_value(json_object_get(meta, "namespace"));
     ns = util_strdup(file_ns != NULL ? file_ns : ui_namespace(ctx));
     json_object_set_new(meta, "namespace", json_string(ns));
-    struct kube_resource res = api_in(&api_backuppolicies, ns);
+    struct kube_resource res = api_in(kind, ns);
 
     if (cli_kube_get(&ctx->kube, &res, name, &cur, &err) != 0) {
         ui_reply_error(out, 502, "%s", err.msg);
@@ -198,7 +183,7 @@ void ui_apply_handle(struct ui_ctx *ctx, const json_t *body, struct ui_reply *ou
     if (cur.status == 200)
         current = cur.body;
     else if (cur.status != 404) {
-        ui_apply_refused(&cur, "reading the policy in the cluster", out);
+        ui_apply_refused(&cur, "reading it in the cluster", noun, crd, out);
         goto free_ns;
     }
     if (cli_kube_apply(&ctx->kube, &res, name, obj, true, &trial, &err) != 0) {
@@ -206,7 +191,7 @@ void ui_apply_handle(struct ui_ctx *ctx, const json_t *body, struct ui_reply *ou
         goto free_ns;
     }
     if (trial.status != 200 && trial.status != 201) {
-        ui_apply_refused(&trial, "server-side dry run", out);
+        ui_apply_refused(&trial, "server-side dry run", noun, crd, out);
         goto free_ns;
     }
     changes = ui_changes(current, trial.body);
@@ -227,7 +212,7 @@ void ui_apply_handle(struct ui_ctx *ctx, const json_t *body, struct ui_reply *ou
     }
     if (real.status != 200 && real.status != 201) {
         json_decref(changes);
-        ui_apply_refused(&real, "apply", out);
+        ui_apply_refused(&real, "apply", noun, crd, out);
         goto free_ns;
     }
     json_decref(changes);
@@ -241,8 +226,74 @@ free_ns:
     cli_kube_reply_free(&cur);
     cli_kube_reply_free(&trial);
     cli_kube_reply_free(&real);
-free_obj:
+}
+
+void ui_apply_handle(struct ui_ctx *ctx, const json_t *body, struct ui_reply *out)
+{
+    const json_t *y = json_object_get(body, "yaml");
+    const json_t *dry = json_object_get(body, "dryRun");
+    struct policy_diags diags;
+    struct util_err err = {0};
+    json_t *obj = NULL;
+    int rc;
+
+    if (!json_is_string(y) || (dry != NULL && !json_is_boolean(dry))) {
+        ui_reply_error(out, 400,
+                       "the request needs \"yaml\" (text) and may have \"dryRun\" "
+                       "(true or false)");
+        return;
+    }
+    policy_diags_init(&diags);
+    rc = cli_apply_object(json_string_value(y), json_string_length(y), ctx->db, &obj, &diags, &err);
+    if (rc == UTIL_EINVAL) {
+        out->status = 422;
+        out->body = cli_validate_json_file("policy.yaml", false, &diags);
+        goto free_diags;
+    }
+    if (rc != 0) {
+        ui_reply_error(out, 500, "%s", err.msg);
+        goto free_diags;
+    }
+    ui_apply_object(ctx, obj, &api_backuppolicies, "policy",
+                    " (is the BackupPolicy CRD installed? kubectl apply --server-side -f crd/)",
+                    dry, out);
     json_decref(obj);
 free_diags:
     policy_diags_free(&diags);
+}
+
+void ui_apply_restore_handle(struct ui_ctx *ctx, const json_t *body, struct ui_reply *out)
+{
+    const json_t *obj = json_object_get(body, "object");
+    const json_t *dry = json_object_get(body, "dryRun");
+    const json_t *meta = json_object_get(obj, "metadata");
+    const char *api = json_string_value(json_object_get(obj, "apiVersion"));
+    const char *kind = json_string_value(json_object_get(obj, "kind"));
+    json_t *copy;
+
+    if (!json_is_object(obj) || (dry != NULL && !json_is_boolean(dry))) {
+        ui_reply_error(out, 400,
+                       "the request needs \"object\" (the Restore, as JSON) and may have "
+                       "\"dryRun\" (true or false)");
+        return;
+    }
+    /* Only a Restore: this endpoint never writes another kind. Its fields are the API
+     * server's to check (the CRD's schema and rules, docs/restoring.md). */
+    if (api == NULL || strcmp(api, "lodestore.io/v1alpha1") != 0 || kind == NULL ||
+        strcmp(kind, "Restore") != 0) {
+        ui_reply_error(out, 400,
+                       "the object must be apiVersion: lodestore.io/v1alpha1, kind: "
+                       "Restore");
+        return;
+    }
+    if (!json_is_string(json_object_get(meta, "name")) ||
+        json_string_length(json_object_get(meta, "name")) == 0) {
+        ui_reply_error(out, 400, "the Restore needs metadata.name");
+        return;
+    }
+    copy = json_deep_copy(obj);
+    ui_apply_object(ctx, copy, &api_restores, "Restore",
+                    " (is the Restore CRD installed? kubectl apply --server-side -f crd/)", dry,
+                    out);
+    json_decref(copy);
 }

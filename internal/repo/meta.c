@@ -243,6 +243,26 @@ int repo_meta_open(const struct repo_keys *k, const struct repo_mref *ref, const
     return rc;
 }
 
+int repo_meta_index(const uint8_t *plain, size_t len, struct repo_mref **refs, size_t *n,
+                    struct util_err *err)
+{
+    struct util_rd rd = {.p = plain, .n = len, .i = META_HEAD};
+    size_t cap = 0;
+    *refs = NULL;
+    *n = 0;
+    while (len >= META_HEAD && rd.i < rd.n) {
+        *refs = util_grow(*refs, &cap, *n + 1, sizeof(**refs));
+        if (repo_mref_get(&rd, &(*refs)[*n]) != 0) {
+            free(*refs);
+            *refs = NULL;
+            *n = 0;
+            return util_err_set(err, UTIL_EIO, "an index chunk is malformed");
+        }
+        (*n)++;
+    }
+    return 0;
+}
+
 void repo_tree_reader_init(struct repo_tree_reader *r, const struct repo_keys *k,
                            enum repo_tree tree, const struct repo_root *root, repo_mfetch_cb fetch,
                            void *arg)

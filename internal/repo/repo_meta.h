@@ -150,6 +150,15 @@ void repo_tree_reader_free(struct repo_tree_reader *r);
 /* Opens one metadata chunk (sealed: ref->stored bytes) into *plain (allocated). */
 int repo_meta_open(const struct repo_keys *k, const struct repo_mref *ref, const uint8_t *sealed,
                    uint8_t **plain, struct util_err *err);
+/* An opened chunk begins with this header: its tree and its level. */
+#define REPO_META_HEAD 2
+/*
+ * The places an index chunk (level above 0) names, in order, from its opened bytes
+ * (header included): *refs is allocated (NULL when none). UTIL_EIO when a record is
+ * malformed. For readers that go their own way through a tree (agent/browse.h).
+ */
+int repo_meta_index(const uint8_t *plain, size_t len, struct repo_mref **refs, size_t *n,
+                    struct util_err *err);
 
 /* ---- the chunk set of a snapshot: every chunk it references and its pack ---- */
 

@@ -196,6 +196,44 @@ post /api/retention "{\"yaml\":$Y,\"snapshots\":[{\"id\":\"a\"}]}"
 check_eq "a snapshot without time: 400" "$STATUS" 400
 check_contains "named as lode forget names it" "$BODY" "[0]"
 
+# The snapshot browser (docs/ui.md, "Snapshots") without a repository: each request
+# that is malformed is refused before the repository is asked, the rest say how to
+# give one. With a repository (unknown snapshot, wrong key, a path it lacks):
+# tests/e2e/test_ui.sh.
+ID=20261203T031502Z-9f3c2a1b7d4e6058
+post /api/browse/snapshots '{}'
+check_eq "snapshots without a repository: 409" "$STATUS" 409
+check_contains "saying how to give one" "$BODY" "--repo"
+post /api/browse/ls "{\"snapshot\":\"$ID\",\"path\":\"/etc\"}"
+check_eq "a directory without a repository: 409" "$STATUS" 409
+post /api/browse/diff "{\"snapshot\":\"$ID\"}"
+check_eq "a diff without a repository: 409" "$STATUS" 409
+post /api/browse/ls '{"path":"/etc"}'
+check_eq "a directory of no snapshot: 400" "$STATUS" 400
+check_contains "naming what is missing" "$BODY" '\"snapshot\"'
+for bad in etc /etc/../root /etc/./x 7; do
+    post /api/browse/ls "{\"snapshot\":\"$ID\",\"path\":$(jq -n --arg p "$bad" 'if $p == "7" then 7 else $p end')}"
+    check_eq "path $bad: 400 before any request" "$STATUS" 400
+done
+check_contains "saying what a path is" "$BODY" "absolute path without . or .. parts"
+post /api/browse/diff "{\"snapshot\":\"$ID\",\"against\":\"\"}"
+check_eq "a diff against an empty id: 400" "$STATUS" 400
+post /api/browse/nope '{}'
+check_eq "an unknown browse endpoint: 404" "$STATUS" 404
+check_eq "the browser needs the token too: 401" \
+    "$(code "${JSON[@]}" -d '{}' "$B/api/browse/snapshots")" 401
+post /api/restore '{"yaml":"kind: Restore"}'
+check_eq "a Restore without its object: 400" "$STATUS" 400
+post /api/restore '{"object":{"apiVersion":"lodestore.io/v1alpha1","kind":"BackupPolicy","metadata":{"name":"x"}}}'
+check_eq "another kind through the Restore endpoint: 400" "$STATUS" 400
+check_contains "it writes Restores only" "$BODY" "kind: Restore"
+post /api/restore '{"object":{"apiVersion":"lodestore.io/v1alpha1","kind":"Restore","metadata":{}}}'
+check_eq "a Restore without a name: 400" "$STATUS" 400
+post /api/restore '{"object":{"apiVersion":"lodestore.io/v1alpha1","kind":"Restore","metadata":{"name":"r"}},"dryRun":"yes"}'
+check_eq "dryRun that is not a boolean: 400" "$STATUS" 400
+post /api/restore '{"object":{"apiVersion":"lodestore.io/v1alpha1","kind":"Restore","metadata":{"name":"r"},"spec":{}}}'
+check_eq "a Restore without a cluster: 503" "$STATUS" 503
+
 # The cluster endpoints say there is no cluster.
 check_eq "status without a cluster: 503" "$(code "${AUTH[@]}" "$B/api/status")" 503
 check_contains "saying why" "$(cat "$T_TMP/body")" "no cluster"

@@ -1,11 +1,13 @@
 // The page of `lode ui` against the local control plane (tests/e2e/test_ui.sh sets
-// it up): apply with its server-side dry run first, and the fleet view with an
-// overdue host.
-//   node tests/ui/cluster.mjs URL NAMESPACE OVERDUE-HOST
+// it up): apply with its server-side dry run first, the fleet view with an overdue
+// host, and the snapshot browser from a suspicious snapshot to an applied Restore
+// (tests/ui/snapshots.mjs).
+//   node tests/ui/cluster.mjs URL NAMESPACE OVERDUE-HOST SUSPICIOUS-ID PARENT-ID
 import fs from "node:fs";
 import { check, eq, finish, launch, openPage, pass, require, shot, step } from "./browser.mjs";
+import { snapshotSteps } from "./snapshots.mjs";
 
-const [URL_, NS, OVERDUE] = process.argv.slice(2);
+const [URL_, NS, OVERDUE, SUSPICIOUS, PARENT] = process.argv.slice(2);
 const axeSource = fs.readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
 const browser = await launch();
 const { page, seen } = await openPage(browser, URL_);
@@ -85,6 +87,13 @@ await step("fleet", async () => {
   eq("axe-core: no serious violations (fleet with data)", v, []);
   await shot(page, "fleet");
 });
+
+async function axe(name) {
+  await page.evaluate(axeSource);
+  const v = await page.evaluate(async () => (await window.axe.run(document)).violations.filter((x) => x.impact === "serious" || x.impact === "critical").map((x) => `${x.id}: ${x.nodes.map((n) => n.target.join(" ")).slice(0, 3).join(", ")}`));
+  eq(`axe-core: no serious violations (${name})`, v, []);
+}
+await snapshotSteps(page, axe, { suspicious: SUSPICIOUS, parent: PARENT, namespace: NS, cluster: true });
 
 eq("no request to any other origin", seen.foreign, []);
 await browser.close();

@@ -250,6 +250,69 @@ await step("a YAML that does not parse", async () => {
   await page.getByRole("tab", { name: "Policy editor" }).click();
 });
 
+// The fields added with hooks, excludes, suspend and the Job's pod (docs/policy.md),
+// every one typed into the form: the YAML the form writes is valid for the
+// validator, the form reads it back, and an item's error shows beside its input.
+await step("hooks, tolerations, excludes, suspend and pod in the form", async () => {
+  await setYaml(PAGE);
+  await page.waitForFunction(() => document.getElementById("errors").innerText.includes("policy.yaml: valid"), null, { timeout: 30000 });
+  const has = (w) => page.waitForFunction((x) => window.__lodeEditor.state.doc.toString().includes(x), w, { timeout: 30000 });
+  await page.getByLabel("spec.suspend", { exact: true }).selectOption("true");
+  await has("  suspend: true\n");
+  await page.getByLabel("spec.exclude.patterns", { exact: true }).fill("*.tmp\n/home/*/.cache");
+  await page.getByLabel("spec.exclude.caches", { exact: true }).selectOption("true");
+  await page.getByLabel("spec.exclude.largerThan", { exact: true }).fill("4GiB");
+  await has("  exclude:\n    patterns:\n    - \"*.tmp\"\n    - /home/*/.cache\n    caches: true\n    largerThan: 4GiB\n");
+  pass("suspend and the excludes are written");
+  await page.getByRole("button", { name: "Add before-hook" }).click();
+  eq("adding a hook focuses its first field", await page.evaluate(() => document.activeElement.id), "f-spec-hooks-before-0-name");
+  await page.getByLabel("spec.hooks.before[0].name", { exact: true }).fill("dump");
+  await page.getByLabel("spec.hooks.before[0].command", { exact: true }).fill("/bin/sh\n-c\npg_dump -U app app > /var/backups/app.sql");
+  await page.getByLabel("spec.hooks.before[0].timeout", { exact: true }).fill("10m");
+  await page.getByLabel("spec.hooks.before[0].onError", { exact: true }).selectOption("continue");
+  await page.getByRole("button", { name: "Add after-hook" }).click();
+  await page.getByLabel("spec.hooks.after[0].command", { exact: true }).fill("/usr/local/bin/backup-done");
+  await has("  hooks:\n    before:\n    - name: dump\n      command:\n      - /bin/sh\n      - -c\n      - pg_dump -U app app > /var/backups/app.sql\n      timeout: 10m\n      onError: continue\n    after:\n    - command:\n      - /usr/local/bin/backup-done\n");
+  pass("two hooks are written as the docs' example");
+  await page.getByLabel("spec.pod.priorityClassName", { exact: true }).fill("backup-low");
+  await page.getByLabel("spec.pod.imagePullSecrets", { exact: true }).fill("regcred");
+  await page.getByRole("button", { name: "Add toleration" }).click();
+  await page.getByLabel("spec.pod.tolerations[0].key", { exact: true }).fill("node-role.kubernetes.io/control-plane");
+  await page.getByLabel("spec.pod.tolerations[0].operator", { exact: true }).selectOption("Exists");
+  await page.getByLabel("spec.pod.tolerations[0].effect", { exact: true }).selectOption("NoSchedule");
+  await page.getByLabel("spec.pod.resources.requests.memory", { exact: true }).fill("128Mi");
+  await page.getByLabel("spec.pod.resources.limits.memory", { exact: true }).fill("1Gi");
+  await has("    resources:\n      requests:\n        memory: 128Mi\n      limits:\n        memory: 1Gi\n");
+  await has("    tolerations:\n    - key: node-role.kubernetes.io/control-plane\n      operator: Exists\n      effect: NoSchedule\n");
+  const written = await page.evaluate(() => window.__lodeEditor.state.doc.toString());
+  await page.waitForFunction(() => document.getElementById("errors").innerText.trim() === "policy.yaml: valid", null, { timeout: 30000 });
+  pass("the YAML the form wrote is valid for the validator");
+  const v = await page.evaluate(async (y) => {
+    const r = await fetch("/api/validate", { method: "POST", headers: { "Content-Type": "application/json", Authorization: `Bearer ${sessionStorage.getItem("lode-ui-token")}` }, body: JSON.stringify({ yaml: y }) });
+    return r.json();
+  }, written);
+  eq("... asked again with the same text: valid, no errors", [v.valid, v.errors], [true, []]);
+  await axe("Policy editor with hooks and tolerations");
+  await shot(page, "editor-hooks");
+
+  // The YAML -> form way: a third hook typed into the YAML gets its own rows.
+  await setYaml(written.replace("    after:\n", "    - name: freeze\n      command: [fsfreeze, -f, /srv]\n      timeout: 99h\n    after:\n"));
+  await page.waitForFunction(() => document.getElementById("f-spec-hooks-before-1-name")?.value === "freeze", null, { timeout: 30000 });
+  eq("the form reads the new hook's command, one argument a line", await page.getByLabel("spec.hooks.before[1].command", { exact: true }).inputValue(), "fsfreeze\n-f\n/srv");
+  await page.waitForFunction(() => document.getElementById("f-spec-hooks-before-1-timeout-err").innerText.includes("policy.yaml:"), null, { timeout: 30000 });
+  const err = await page.locator("#f-spec-hooks-before-1-timeout-err").innerText();
+  check("the validator's error shows beside that hook's timeout", err.includes("24h"), err);
+  eq("... which is marked invalid", await page.getByLabel("spec.hooks.before[1].timeout", { exact: true }).getAttribute("aria-invalid"), "true");
+  await page.getByRole("button", { name: "Remove before-hook 2" }).click();
+  await page.waitForFunction(() => document.getElementById("errors").innerText.trim() === "policy.yaml: valid", null, { timeout: 30000 });
+  eq("removing it gives back the text the form wrote", await page.evaluate(() => window.__lodeEditor.state.doc.toString()), written);
+  await page.getByRole("button", { name: "Remove after-hook 1" }).click();
+  await page.getByRole("button", { name: "Remove before-hook 1" }).click();
+  await page.waitForFunction(() => !window.__lodeEditor.state.doc.toString().includes("hooks:"), null, { timeout: 30000 });
+  pass("removing the last hooks removes spec.hooks");
+  eq("and no hook rows are left", await page.locator("#f-spec-hooks-before .item").count(), 0);
+});
+
 async function scheduleNotes() {
   await page.getByRole("tab", { name: "Schedule" }).click();
   await page.locator("#sched-from").fill("2026-01-01");
@@ -373,8 +436,16 @@ await step("fleet without a cluster", async () => {
   await shot(page, "fleet-no-cluster");
 });
 
+await step("snapshots without a repository", async () => {
+  await page.getByRole("tab", { name: "Snapshots" }).click();
+  await page.waitForFunction(() => document.getElementById("snap-status").innerText.includes("without a repository"), null, { timeout: 30000 });
+  const why = await page.locator("#snap-status").innerText();
+  check("it says how to give one and its key, asking nothing that would fail", why.includes("lode ui --repo REPO --key-file FILE") && why.includes("LODE_KEY_FILE"), why);
+  eq("no snapshot list", await page.locator("table.snapshots-list").count(), 0);
+});
+
 await step("accessibility, light and dark", async () => {
-  for (const tab of ["Policy editor", "Schedule", "Retention", "Fleet"]) {
+  for (const tab of ["Policy editor", "Schedule", "Retention", "Fleet", "Snapshots"]) {
     await page.getByRole("tab", { name: tab }).click();
     await page.waitForTimeout(300);
     await axe(`${tab}, light`);

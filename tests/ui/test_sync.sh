@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The page's pure logic (web/src/sync.ts: the form and the YAML in step; buckets.ts:
+# The page's pure logic (web/src/sync.ts: the form and the YAML in step; restore.ts: a Restore's YAML; buckets.ts:
 # the retention timeline's columns; diags.ts: which errors are shown) under
 # Vitest, counted as tests/run.sh counts: one closing "N passed, M failed" line.
 cd "$(dirname "$0")/../../web" || exit 2

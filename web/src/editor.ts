@@ -12,8 +12,8 @@ import { EditorView, keymap, lineNumbers, highlightActiveLine } from "@codemirro
 import { tags } from "@lezer/highlight";
 import { ApiError, el, post, type Diag, type ValidateDoc } from "./api";
 import { shownErrors } from "./diags";
-import { FIELDS, fieldForPath } from "./fields";
-import { offsetOf, readFields, writeField } from "./sync";
+import { FIELDS, fieldForPath, type Field } from "./fields";
+import { addItem, offsetOf, readFields, removeItem, writeField, type WriteResult } from "./sync";
 
 const FILE = "policy.yaml";
 
@@ -82,7 +82,7 @@ const replaceSelectionInput = EditorView.domEventHandlers({
 });
 
 function fieldId(path: string): string {
-  return "f-" + path.replace(/\./g, "-");
+  return "f-" + path.replace(/[.[\]]+/g, "-").replace(/-$/, "");
 }
 
 export function mountEditor(): Editor {
@@ -97,14 +97,8 @@ export function mountEditor(): Editor {
   let lastValid = false;
 
   // ---- the form ----
-  let fieldset: HTMLFieldSetElement | null = null;
-  let group = "";
-  for (const f of FIELDS) {
-    if (f.group !== group) {
-      group = f.group;
-      fieldset = el("fieldset", {}, el("legend", {}, group));
-      form.append(fieldset);
-    }
+  // One labelled row: the input, its hint and its error (the validator's).
+  function fieldRow(f: Field): HTMLElement {
     const id = fieldId(f.path);
     const hintId = id + "-hint";
     const errId = id + "-err";
@@ -113,7 +107,7 @@ export function mountEditor(): Editor {
       input = el("textarea", { rows: "2" });
     } else if (f.kind === "enum" || f.kind === "bool") {
       input = el("select");
-      const absent = f.kind === "bool" ? "(absent: false)" : "(system default)";
+      const absent = f.kind === "bool" ? "(absent: false)" : (f.absent ?? "(system default)");
       for (const o of f.options ?? []) input.append(el("option", { value: o }, o === "" ? absent : o));
     } else {
       input = el("input", { type: "text", autocomplete: "off", spellcheck: "false" });
@@ -126,7 +120,9 @@ export function mountEditor(): Editor {
     input.setAttribute("aria-describedby", `${hintId} ${errId}`);
     if (f.placeholder && !(input instanceof HTMLSelectElement)) input.placeholder = f.placeholder;
     const label = el("label", { for: id }, el("code", {}, f.path));
-    const row = el(
+    inputs.set(f.path, input);
+    input.addEventListener("input", () => formEdited(f.path, input.value));
+    return el(
       "div",
       { class: "field" },
       label,
@@ -134,9 +130,65 @@ export function mountEditor(): Editor {
       el("span", { id: hintId, class: "hint" }, f.hint),
       el("span", { id: errId, class: "field-error" }),
     );
-    fieldset!.append(row);
-    inputs.set(f.path, input);
-    input.addEventListener("input", () => formEdited(f.path, input.value));
+  }
+
+  // A list of maps (spec.hooks.before, spec.pod.tolerations): one group of rows per
+  // item, labelled with the item's paths, and buttons that add and remove items.
+  // The items are rebuilt from the YAML whenever their number changes.
+  const records = new Map<string, { f: Field; list: HTMLElement; n: number }>();
+  function recordsBlock(f: Field): HTMLElement {
+    const id = fieldId(f.path);
+    const list = el("div", { class: "items" });
+    const add = el("button", { type: "button", class: "add-item" }, `Add ${f.noun}`);
+    add.setAttribute("aria-describedby", `${id}-hint`);
+    add.addEventListener("click", () => {
+      const n = records.get(f.path)!.n;
+      if (applyWrite(addItem(text(), f.path), id + "-err")) {
+        yamlToForm();
+        inputs.get(`${f.path}[${n}].${f.items![0].path}`)?.focus();
+      }
+    });
+    records.set(f.path, { f, list, n: 0 });
+    return el(
+      "div",
+      { class: "records", id, role: "group", "aria-labelledby": `${id}-label` },
+      el("div", { class: "records-head" }, el("code", { id: `${id}-label` }, f.path), add),
+      el("span", { id: `${id}-hint`, class: "hint" }, f.hint),
+      el("span", { id: `${id}-err`, class: "field-error" }),
+      list,
+    );
+  }
+  function renderItems(path: string, n: number) {
+    const r = records.get(path)!;
+    if (r.n === n) return;
+    for (const key of [...inputs.keys()]) if (key.startsWith(path + "[")) inputs.delete(key);
+    r.list.replaceChildren();
+    for (let i = 0; i < n; i++) {
+      const base = `${path}[${i}]`;
+      const head = el("code", { id: fieldId(base) + "-label" }, base);
+      const remove = el("button", { type: "button", class: "remove-item" }, `Remove ${r.f.noun} ${i + 1}`);
+      remove.addEventListener("click", () => {
+        if (applyWrite(removeItem(text(), path, i), fieldId(path) + "-err")) {
+          yamlToForm();
+          (document.getElementById(fieldId(path))?.querySelector(".add-item") as HTMLElement | null)?.focus();
+        }
+      });
+      const item = el("div", { class: "item", role: "group", "aria-labelledby": fieldId(base) + "-label" }, el("div", { class: "records-head" }, head, remove));
+      for (const sub of r.f.items ?? []) item.append(fieldRow({ ...sub, path: `${base}.${sub.path}` }));
+      r.list.append(item);
+    }
+    r.n = n;
+  }
+
+  let fieldset: HTMLFieldSetElement | null = null;
+  let group = "";
+  for (const f of FIELDS) {
+    if (f.group !== group) {
+      group = f.group;
+      fieldset = el("fieldset", {}, el("legend", {}, group));
+      form.append(fieldset);
+    }
+    fieldset!.append(f.kind === "records" ? recordsBlock(f) : fieldRow(f));
   }
   // The zone suggestions (about 430) are built when the zone field is first used,
   // not while the page loads.
@@ -195,13 +247,16 @@ export function mountEditor(): Editor {
 
   // Form -> YAML: at once (the text is small; the in-place edit is a slice).
   function formEdited(path: string, value: string) {
-    const r = writeField(text(), path, value);
-    const status = document.getElementById(fieldId(path) + "-err")!;
+    applyWrite(writeField(text(), path, value), fieldId(path) + "-err");
+  }
+  // Puts the form's edit into the editor, or its refusal beside the field; true
+  // when the text is as the form wants it.
+  function applyWrite(r: WriteResult, errId: string): boolean {
     if (r.error) {
-      status.textContent = r.error;
-      return;
+      document.getElementById(errId)!.textContent = r.error;
+      return false;
     }
-    if (r.text === text()) return;
+    if (r.text === text()) return true;
     fromForm = true;
     // The smallest change, so the cursor and undo history stay sensible.
     const old = text();
@@ -210,6 +265,7 @@ export function mountEditor(): Editor {
     let b = 0;
     while (b < old.length - a && b < r.text.length - a && old[old.length - 1 - b] === r.text[r.text.length - 1 - b]) b++;
     view.dispatch({ changes: { from: a, to: old.length - b, insert: r.text.slice(a, r.text.length - b) } });
+    return true;
   }
 
   // YAML -> form: 60 ms after the last keystroke, well inside the 200 ms promise.
@@ -220,6 +276,7 @@ export function mountEditor(): Editor {
   function yamlToForm() {
     const r = readFields(text());
     if (r.error) return; // the list shows the syntax error; the form keeps its values
+    for (const path of records.keys()) renderItems(path, Number(r.values[path] ?? 0));
     for (const [path, input] of inputs) {
       if (document.activeElement === input) continue;
       const v = r.values[path] ?? "";
@@ -264,10 +321,8 @@ export function mountEditor(): Editor {
   function showErrors(errors: Diag[], t: string) {
     const diags: Diagnostic[] = [];
     errorsEl.replaceChildren();
-    for (const input of inputs.values()) {
-      input.removeAttribute("aria-invalid");
-      document.getElementById(input.id + "-err")!.textContent = "";
-    }
+    for (const input of inputs.values()) input.removeAttribute("aria-invalid");
+    for (const span of form.querySelectorAll(".field-error")) span.textContent = "";
     for (const d of errors) {
       const from = d.line > 0 ? offsetOf(t, d.line, d.column) : 0;
       const lineEnd = t.indexOf("\n", from);
@@ -282,10 +337,9 @@ export function mountEditor(): Editor {
       });
       errorsEl.append(el("li", {}, btn));
       const f = fieldForPath(d.path);
-      if (f) {
-        const input = inputs.get(f.path)!;
-        input.setAttribute("aria-invalid", "true");
-        const span = document.getElementById(input.id + "-err")!;
+      const span = f && document.getElementById(fieldId(f.path) + "-err");
+      if (f && span) {
+        inputs.get(f.path)?.setAttribute("aria-invalid", "true");
         span.textContent = (span.textContent ? span.textContent + "; " : "") + `${FILE}:${d.line}:${d.column}: ${d.message}`;
       }
     }

@@ -1,4 +1,4 @@
-// The page of `lode ui` (docs/ui.md): four views behind tabs, the cluster line,
+// The page of `lode ui` (docs/ui.md): five views behind tabs, the cluster line,
 // and the theme switch. Everything it shows comes from the lode binary that
 // served it; it makes no other request.
 
@@ -8,11 +8,13 @@ import { mountEditor } from "./editor";
 import { mountFleet } from "./fleet";
 import { mountRetention } from "./retention";
 import { mountSchedule } from "./schedule";
+import { mountSnapshots } from "./snapshots";
 
 const editor = mountEditor();
 const schedule = mountSchedule(document.getElementById("view-schedule")!, editor);
 const retention = mountRetention(document.getElementById("view-retention")!, editor);
 const fleet = mountFleet(document.getElementById("view-fleet")!);
+const snapshots = mountSnapshots(document.getElementById("view-snapshots")!);
 
 // ---- tabs: arrow keys move between them, as the ARIA tabs pattern says ----
 const tabs = Array.from(document.querySelectorAll<HTMLButtonElement>('[role="tab"]'));
@@ -27,6 +29,7 @@ function select(tab: HTMLButtonElement, focus: boolean) {
   history.replaceState(null, "", "#" + tab.id.slice(4));
   if (tab.id === "tab-schedule") schedule.refresh();
   if (tab.id === "tab-retention") retention.refresh();
+  if (tab.id === "tab-snapshots") snapshots.refresh();
   if (tab.id === "tab-fleet") fleet.show();
   else fleet.hide();
 }

@@ -10,12 +10,23 @@
 // parse is never rewritten: the edit is refused with the parser's message.
 
 import { Document, isMap, isScalar, isSeq, parseDocument, stringify } from "yaml";
-import { FIELDS, type Field } from "./fields";
+import { FIELDS, fieldAt, type Field } from "./fields";
 
 export type FormValues = Record<string, string>;
 
-function parts(path: string): string[] {
-  return path.split(".");
+// "spec.hooks.before[1].timeout" -> ["spec", "hooks", "before", 1, "timeout"].
+function parts(path: string): (string | number)[] {
+  const out: (string | number)[] = [];
+  for (const p of path.split(".")) {
+    const m = /^(.*?)((?:\[\d+\])+)$/.exec(p);
+    if (!m) {
+      out.push(p);
+      continue;
+    }
+    out.push(m[1]);
+    for (const i of m[2].matchAll(/\[(\d+)\]/g)) out.push(Number(i[1]));
+  }
+  return out;
 }
 
 function parse(text: string): Document.Parsed {
@@ -48,7 +59,22 @@ export function readFields(text: string): ReadResult {
   const doc = parse(text);
   if (doc.errors.length > 0) return { values: {}, error: doc.errors[0].message };
   const values: FormValues = {};
-  for (const f of FIELDS) values[f.path] = show(doc.getIn(parts(f.path), true), f);
+  for (const f of FIELDS) {
+    const node = doc.getIn(parts(f.path), true);
+    if (f.kind !== "records") {
+      values[f.path] = show(node, f);
+      continue;
+    }
+    // A list of maps: its number of items, then each item's fields by their paths.
+    const n = isSeq(node) ? node.items.length : 0;
+    values[f.path] = String(n);
+    for (let i = 0; i < n; i++) {
+      const item = (node as any).items[i];
+      for (const sub of f.items ?? []) {
+        values[`${f.path}[${i}].${sub.path}`] = isMap(item) ? show(item.get(sub.path, true), sub) : "";
+      }
+    }
+  }
   return { values };
 }
 
@@ -87,24 +113,71 @@ export interface WriteResult {
   error?: string;
 }
 
-// Removes the now-empty maps above a removed field (spec.alerts when maxAge goes),
-// never spec or metadata themselves.
-function pruneEmpty(doc: Document.Parsed, path: string[]) {
+// Removes the now-empty maps and lists above a removed field (spec.alerts when
+// maxAge goes, spec.hooks when its last hook goes), never spec or metadata
+// themselves, and never an item of a list: a hook whose fields were all emptied
+// stays as {} (its row stays in the form, and the validator says what it lacks).
+function pruneEmpty(doc: Document.Parsed, path: (string | number)[]) {
   for (let n = path.length - 1; n > 1; n--) {
+    if (typeof path[n - 1] === "number") break;
     const parent = doc.getIn(path.slice(0, n), true);
-    if (isMap(parent) && parent.items.length === 0) doc.deleteIn(path.slice(0, n));
+    if ((isMap(parent) || isSeq(parent)) && parent.items.length === 0) doc.deleteIn(path.slice(0, n));
     else break;
   }
 }
 
-export function writeField(text: string, path: string, value: string): WriteResult {
-  const f = FIELDS.find((x) => x.path === path);
-  if (!f) return { text, error: `no form field ${path}` };
+function print(doc: Document.Parsed, text: string): string {
+  return doc.toString({ lineWidth: 0, indentSeq: seqIndented(text) });
+}
+
+function parsedOrError(text: string): Document.Parsed | WriteResult {
   const doc = parse(text);
   if (doc.errors.length > 0) {
     return { text, error: `the YAML does not parse, so the form cannot change it: ${doc.errors[0].message}` };
   }
+  return doc;
+}
+
+// Appends an empty item ({}) to a list of maps (spec.hooks.before), making the
+// list (and the maps above it) when absent.
+export function addItem(text: string, path: string): WriteResult {
+  const f = FIELDS.find((x) => x.path === path && x.kind === "records");
+  if (!f) return { text, error: `no list of maps ${path}` };
+  const doc = parsedOrError(text);
+  if (!(doc instanceof Document)) return doc;
   const p = parts(path);
+  const node = doc.getIn(p, true);
+  if (isSeq(node)) node.items.push(doc.createNode({}));
+  else doc.setIn(p, doc.createNode([{}]));
+  return { text: print(doc, text) };
+}
+
+// Removes item i of a list of maps, and the list when it was the last.
+export function removeItem(text: string, path: string, i: number): WriteResult {
+  const f = FIELDS.find((x) => x.path === path && x.kind === "records");
+  if (!f) return { text, error: `no list of maps ${path}` };
+  const doc = parsedOrError(text);
+  if (!(doc instanceof Document)) return doc;
+  const p = [...parts(path), i];
+  if (doc.getIn(p, true) === undefined) return { text };
+  doc.deleteIn(p);
+  pruneEmpty(doc, p);
+  return { text: print(doc, text) };
+}
+
+export function writeField(text: string, path: string, value: string): WriteResult {
+  const f = fieldAt(path);
+  if (!f || f.kind === "records") return { text, error: `no form field ${path}` };
+  const doc = parsedOrError(text);
+  if (!(doc instanceof Document)) return doc;
+  const p = parts(path);
+  // An item's field needs its item to be a map already (the form adds items).
+  if (typeof p[p.length - 2] === "number" && !isMap(doc.getIn(p.slice(0, -1), true))) {
+    return { text, error: `${path.replace(/\.[A-Za-z]+$/, "")} is not a map in the YAML: edit it there` };
+  }
+  // An item the form added is "{}"; its first field makes it a block map.
+  const item = doc.getIn(p.slice(0, -1), true);
+  if (isMap(item) && item.items.length === 0) item.flow = false;
   const node = doc.getIn(p, true);
   const empty = value.trim() === "";
   if (f.kind !== "list" && f.kind !== "map" && !empty && isScalar(node) && node.range) {
@@ -126,7 +199,7 @@ export function writeField(text: string, path: string, value: string): WriteResu
   } else {
     doc.setIn(p, doc.createNode(value));
   }
-  return { text: doc.toString({ lineWidth: 0, indentSeq: seqIndented(text) }) };
+  return { text: print(doc, text) };
 }
 
 // Line and column (1-based, columns in characters) to an offset in the text.

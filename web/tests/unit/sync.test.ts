@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { offsetOf, readFields, scalarSource, writeField } from "../../src/sync";
-import { FIELDS, fieldForPath } from "../../src/fields";
+import { addItem, offsetOf, readFields, removeItem, scalarSource, writeField } from "../../src/sync";
+import { FIELDS, fieldAt, fieldForPath } from "../../src/fields";
 
 const PAGE = `apiVersion: lodestore.io/v1alpha1
 kind: BackupPolicy
@@ -142,5 +142,58 @@ describe("spec.exclude", () => {
     expect(v["spec.exclude.largerThan"]).toBe("4GiB");
     expect(t).toMatch(/\n {4}caches: true\n/);
     expect(fieldForPath("spec.exclude.patterns[1]")?.path).toBe("spec.exclude.patterns");
+  });
+});
+
+describe("lists of maps (hooks, tolerations)", () => {
+  it("reads the number of items and each item's fields", () => {
+    const r = readFields(PAGE + "  hooks:\n    before:\n    - name: dump\n      command: [/bin/sh, -c, pg_dump]\n      timeout: 10m\n    - command: [sync]\n");
+    expect(r.values["spec.hooks.before"]).toBe("2");
+    expect(r.values["spec.hooks.after"]).toBe("0");
+    expect(r.values["spec.hooks.before[0].name"]).toBe("dump");
+    expect(r.values["spec.hooks.before[0].command"]).toBe("/bin/sh\n-c\npg_dump");
+    expect(r.values["spec.hooks.before[1].timeout"]).toBe("");
+    expect(r.values["spec.pod.tolerations"]).toBe("0");
+  });
+  it("adds an item, then its fields, into a block map", () => {
+    let t = addItem(PAGE, "spec.hooks.before").text;
+    expect(t).toContain("  hooks:\n    before:\n    - {}\n");
+    t = writeField(t, "spec.hooks.before[0].command", "/bin/sh\n-c\npg_dump > /var/backups/a.sql").text;
+    t = writeField(t, "spec.hooks.before[0].onError", "continue").text;
+    expect(t).toContain("    before:\n    - command:\n      - /bin/sh\n      - -c\n      - pg_dump > /var/backups/a.sql\n      onError: continue\n");
+    expect(t).toContain("cron: 30 2 * * * # nightly");
+    t = writeField(t, "spec.hooks.before[0].timeout", "10m").text;
+    t = writeField(t, "spec.hooks.before[0].timeout", "20m").text;
+    expect(t).toContain("      timeout: 20m\n");
+  });
+  it("writes a toleration's seconds as an integer", () => {
+    let t = addItem(PAGE, "spec.pod.tolerations").text;
+    t = writeField(t, "spec.pod.tolerations[0].effect", "NoExecute").text;
+    t = writeField(t, "spec.pod.tolerations[0].tolerationSeconds", "30").text;
+    expect(t).toContain("  pod:\n    tolerations:\n    - effect: NoExecute\n      tolerationSeconds: 30\n");
+  });
+  it("keeps an item whose last field is emptied, and removes the list with its last item", () => {
+    let t = addItem(PAGE, "spec.hooks.after").text;
+    t = writeField(t, "spec.hooks.after[0].name", "notify").text;
+    t = writeField(t, "spec.hooks.after[0].name", "").text;
+    expect(t).toContain("  hooks:\n    after:\n    - {}\n");
+    t = removeItem(t, "spec.hooks.after", 0).text;
+    expect(t).toBe(PAGE);
+  });
+  it("removes the item asked for", () => {
+    const t = PAGE + "  hooks:\n    after:\n    - name: a\n    - name: b\n";
+    expect(removeItem(t, "spec.hooks.after", 0).text).toBe(PAGE + "  hooks:\n    after:\n    - name: b\n");
+  });
+  it("refuses an item's field when the item is not a map", () => {
+    const r = writeField(PAGE + "  hooks:\n    before:\n    - oops\n", "spec.hooks.before[0].name", "x");
+    expect(r.error).toContain("spec.hooks.before[0] is not a map");
+  });
+  it("maps an item's error to its input, and a list's to the list", () => {
+    expect(fieldForPath("spec.hooks.before[1].command[0]")?.path).toBe("spec.hooks.before[1].command");
+    expect(fieldForPath("spec.pod.tolerations[0].operator")?.path).toBe("spec.pod.tolerations[0].operator");
+    expect(fieldForPath("spec.hooks.before")?.path).toBe("spec.hooks.before");
+    expect(fieldForPath("spec.hooks.before[9]")?.path).toBe("spec.hooks.before");
+    expect(fieldAt("spec.hooks.after[3].onError")?.kind).toBe("enum");
+    expect(fieldAt("spec.hooks.after[3].nope")).toBeUndefined();
   });
 });

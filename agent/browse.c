@@ -1,0 +1,715 @@
+/*
+ * browse: reading a snapshot's file list tree a piece at a time (browse.h): fetching
+ * and caching metadata chunks, the search for a path, listing, find and dump. The
+ * diff of two trees is browse_diff.c.
+ */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "browse.h"
+#include "glob/glob.h"
+#include "meta.h"
+
+/* ---- opening ---- */
+
+struct browse_chunk {
+    uint8_t hash[REPO_HASH_LEN];
+    uint8_t *plain;
+    size_t len;
+    uint64_t used;
+};
+
+struct browse_find_say {
+    struct util_err *err;
+    bool said;
+};
+
+static void browse_say_cb(const char *line, void *arg)
+{
+    struct browse_find_say *s = arg;
+    if (!s->said)
+        util_err_set(s->err, UTIL_EINVAL, "%s", line);
+    s->said = true;
+}
+
+int browse_open(struct browse *b, struct storage *st, const char *id, struct util_err *err)
+{
+    struct browse_find_say say = {.err = err};
+    struct rx *x = util_calloc(1, sizeof(*x));
+    int rc;
+    memset(b, 0, sizeof(*b));
+    x->st = st;
+    x->say_cb = browse_say_cb;
+    x->say_arg = &say;
+    rc = rx_find(x, id); /* one rule for which snapshot an id names: lode restore's */
+    if (rc == 0)
+        rc = browse_open_source(b, st, &x->src, id, err);
+    else
+        err->code = rc;
+    free(x);
+    return rc;
+}
+
+int browse_open_source(struct browse *b, struct storage *st, const struct repo_source *src,
+                       const char *id, struct util_err *err)
+{
+    struct util_err e = {0};
+    int rc;
+    memset(b, 0, sizeof(*b));
+    b->st = st;
+    b->keys = &st->config.keys;
+    b->src = *src;
+    snprintf(b->id, sizeof(b->id), "%s", id);
+    if ((rc = storage_get_manifest(st, src, id, b->keys, &b->m, &b->time, &e)) != 0) {
+        if (rc == S3_ENOTFOUND)
+            return util_err_set(err, AGENT_EABSENT, "no snapshot %s of %s/%s/%s", id, src->ns,
+                                src->policy, src->host);
+        util_err_set(err, rc, "%s", e.msg);
+        return rc == UTIL_EINVAL || rc == UTIL_EIO ? AGENT_EDAMAGED : rc;
+    }
+    b->open = true;
+    return 0;
+}
+
+void browse_close(struct browse *b)
+{
+    for (size_t i = 0; i < b->ncache; i++)
+        free(b->cache[i].plain);
+    free(b->cache);
+    b->cache = NULL;
+    b->ncache = b->capcache = b->cached = 0;
+    if (b->open)
+        repo_manifest_free(&b->m);
+    b->open = false;
+}
+
+char *browse_path_norm(const char *arg)
+{
+    return rx_include_norm(arg);
+}
+
+/* ---- fetching and the cache ---- */
+
+static struct browse_chunk *browse_cache_get(struct browse *b, const uint8_t *hash)
+{
+    for (size_t i = 0; i < b->ncache; i++) {
+        if (memcmp(b->cache[i].hash, hash, REPO_HASH_LEN) == 0) {
+            b->cache[i].used = ++b->clock;
+            return &b->cache[i];
+        }
+    }
+    return NULL;
+}
+
+static void browse_cache_put(struct browse *b, const uint8_t *hash, const uint8_t *plain,
+                             size_t len)
+{
+    if (browse_cache_get(b, hash) != NULL)
+        return;
+    while (b->ncache > 0 && b->cached + len > BROWSE_CACHE) {
+        size_t lru = 0;
+        for (size_t i = 1; i < b->ncache; i++)
+            if (b->cache[i].used < b->cache[lru].used)
+                lru = i;
+        b->cached -= b->cache[lru].len;
+        free(b->cache[lru].plain);
+        b->cache[lru] = b->cache[--b->ncache];
+    }
+    b->cache = util_grow(b->cache, &b->capcache, b->ncache + 1, sizeof(*b->cache));
+    struct browse_chunk *c = &b->cache[b->ncache++];
+    memcpy(c->hash, hash, REPO_HASH_LEN);
+    c->plain = util_malloc(len);
+    memcpy(c->plain, plain, len);
+    c->len = len;
+    c->used = ++b->clock;
+    b->cached += len;
+}
+
+static int browse_ref_cmp(const void *pa, const void *pb, void *arg)
+{
+    const struct repo_mref *v = arg;
+    const struct repo_mref *a = &v[*(const size_t *)pa], *b = &v[*(const size_t *)pb];
+    int r = strcmp(a->run, b->run);
+    if (r != 0)
+        return r;
+    if (a->seq != b->seq)
+        return a->seq < b->seq ? -1 : 1;
+    return a->offset < b->offset ? -1 : a->offset > b->offset;
+}
+
+/* One ranged GET of pack run.seq's bytes [start, end). */
+static int browse_get_range(struct browse *b, const struct repo_mref *first, uint64_t start,
+                            uint64_t end, char **data, struct util_err *err)
+{
+    struct s3_opts o = {.range_start = start, .range_len = end - start, .max_bytes = end - start};
+    char *key = meta_pack_key(&b->src, first->run, first->seq);
+    struct util_err e = {0};
+    size_t len = 0;
+    int rc;
+    b->gets++;
+    rc = s3_sync_get(b->st->s3, key, &o, data, &len, NULL, &e);
+    if (rc == S3_ENOTFOUND)
+        rc = util_err_set(err, AGENT_EDAMAGED, "%s is missing", key);
+    else if (rc != 0)
+        util_err_set(err, rc, "cannot read %s: %s", key, e.msg);
+    else if (len < end - start)
+        rc = util_err_set(err, AGENT_EDAMAGED, "%s is shorter than its index says (damaged)", key);
+    free(key);
+    if (rc != 0) {
+        free(*data);
+        *data = NULL;
+        return rc;
+    }
+    b->bytes += len;
+    return 0;
+}
+
+int browse_load(struct browse *b, const struct repo_mref *refs, size_t n, const unsigned *levels,
+                uint8_t **plains, bool keep, struct util_err *err)
+{
+    size_t *order = util_malloc((n ? n : 1) * sizeof(*order)), nwant = 0;
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct browse_chunk *c = browse_cache_get(b, refs[i].hash);
+        plains[i] = NULL;
+        if (c != NULL) {
+            plains[i] = util_malloc(c->len);
+            memcpy(plains[i], c->plain, c->len);
+        } else {
+            order[nwant++] = i;
+        }
+    }
+    /* Neighbours of one pack are joined into one GET, reading through small gaps. */
+    qsort_r(order, nwant, sizeof(*order), browse_ref_cmp, (void *)refs);
+    for (size_t i = 0; i < nwant && rc == 0;) {
+        const struct repo_mref *f = &refs[order[i]];
+        uint64_t start = f->offset, end = (uint64_t)f->offset + f->stored;
+        size_t j = i + 1;
+        while (j < nwant) {
+            const struct repo_mref *g = &refs[order[j]];
+            uint64_t gend = (uint64_t)g->offset + g->stored;
+            if (strcmp(g->run, f->run) != 0 || g->seq != f->seq || g->offset > end + BROWSE_GAP ||
+                (gend > end && gend - start > BROWSE_RANGE_MAX))
+                break;
+            if (gend > end)
+                end = gend;
+            j++;
+        }
+        char *data = NULL;
+        if ((rc = browse_get_range(b, f, start, end, &data, err)) != 0)
+            break;
+        for (size_t k = i; k < j && rc == 0; k++) {
+            const struct repo_mref *r = &refs[order[k]];
+            struct util_err e = {0};
+            uint8_t *plain;
+            if (repo_meta_open(b->keys, r, (const uint8_t *)data + (r->offset - start), &plain,
+                               &e) != 0) {
+                rc = util_err_set(err, AGENT_EDAMAGED, "metadata pack %s.%" PRIu32 ".meta: %s",
+                                  r->run, r->seq, e.msg);
+                break;
+            }
+            b->chunks++;
+            if (keep)
+                browse_cache_put(b, r->hash, plain, r->plain);
+            plains[order[k]] = plain;
+        }
+        free(data);
+        i = j;
+    }
+    free(order);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (plains[i][0] != REPO_TREE_FILES || plains[i][1] != levels[i] ||
+            refs[i].plain < REPO_META_HEAD) {
+            char hex[2 * REPO_HASH_LEN + 1];
+            repo_hex(refs[i].hash, REPO_HASH_LEN, hex);
+            rc = util_err_set(err, AGENT_EDAMAGED,
+                              "metadata chunk %s in %s.%" PRIu32
+                              ".meta: not the file list's level %u (damaged)",
+                              hex, refs[i].run, refs[i].seq, levels[i]);
+        }
+    }
+    if (rc != 0) {
+        for (size_t i = 0; i < n; i++) {
+            free(plains[i]);
+            plains[i] = NULL;
+        }
+    }
+    return rc;
+}
+
+/* One chunk, through the cache. */
+static int browse_load1(struct browse *b, const struct repo_mref *ref, unsigned level,
+                        uint8_t **plain, struct util_err *err)
+{
+    return browse_load(b, ref, 1, &level, plain, true, err);
+}
+
+/* ---- the cursor: a leaf and the index chunks above it ---- */
+
+void browse_cursor_free(struct browse_cursor *c)
+{
+    for (unsigned l = 0; l < REPO_TREE_LEVELS; l++) {
+        free(c->lv[l].refs);
+        c->lv[l].refs = NULL;
+    }
+    free(c->leaf);
+    c->leaf = NULL;
+    if (c->reading)
+        repo_files_reader_free(&c->r);
+    c->reading = false;
+}
+
+/* Opens the index chunk ref at level (at least 1) into the cursor, at its first child.
+ * The leaves under a lowest index chunk are fetched together (those not skipped). */
+static int browse_enter(struct browse *b, struct browse_cursor *c, const struct repo_mref *ref,
+                        unsigned level, struct util_err *err)
+{
+    uint8_t *plain;
+    int rc;
+    if ((rc = browse_load1(b, ref, level, &plain, err)) != 0)
+        return rc;
+    free(c->lv[level].refs);
+    rc = repo_meta_index(plain, ref->plain, &c->lv[level].refs, &c->lv[level].n, err);
+    free(plain);
+    if (rc != 0)
+        return util_err_set(err, AGENT_EDAMAGED, "the file list of snapshot %s: %s", b->id,
+                            err->msg);
+    if (c->lv[level].n == 0)
+        return util_err_set(err, AGENT_EDAMAGED,
+                            "the file list of snapshot %s: an index chunk is empty", b->id);
+    c->lv[level].i = 0;
+    if (level == 1) {
+        size_t n = c->lv[1].n, k = 0;
+        struct repo_mref *want = util_malloc(n * sizeof(*want));
+        for (size_t i = 0; i < n; i++)
+            if (!browse_skipped(c->skip, c->lv[1].refs[i].hash) &&
+                browse_cache_get(b, c->lv[1].refs[i].hash) == NULL)
+                want[k++] = c->lv[1].refs[i];
+        unsigned *levels = util_calloc(k ? k : 1, sizeof(*levels));
+        uint8_t **plains = util_calloc(k ? k : 1, sizeof(*plains));
+        rc = browse_load(b, want, k, levels, plains, true, err);
+        for (size_t i = 0; i < k; i++)
+            free(plains[i]);
+        free(plains);
+        free(levels);
+        free(want);
+    }
+    return rc;
+}
+
+/* Opens the leaf the cursor's lowest index chunk points at (or the root leaf). */
+static int browse_open_leaf(struct browse *b, struct browse_cursor *c, const struct repo_mref *ref,
+                            struct util_err *err)
+{
+    int rc;
+    if (c->reading)
+        repo_files_reader_free(&c->r);
+    c->reading = false;
+    free(c->leaf);
+    c->leaf = NULL;
+    if ((rc = browse_load1(b, ref, 0, &c->leaf, err)) != 0)
+        return rc;
+    memcpy(c->leaf_hash, ref->hash, REPO_HASH_LEN);
+    repo_files_reader_init(&c->r, c->leaf + REPO_META_HEAD, ref->plain - REPO_META_HEAD);
+    c->reading = true;
+    return 0;
+}
+
+/* The path of the first record under ref (at level): *path owned, NULL for an empty
+ * leaf. */
+static int browse_first_path(struct browse *b, const struct repo_mref *ref, unsigned level,
+                             char **path, struct util_err *err)
+{
+    struct repo_mref cur = *ref;
+    int rc;
+    *path = NULL;
+    for (;;) {
+        uint8_t *plain;
+        if ((rc = browse_load1(b, &cur, level, &plain, err)) != 0)
+            return rc;
+        if (level == 0) {
+            struct repo_files_reader r;
+            struct repo_file f;
+            repo_files_reader_init(&r, plain + REPO_META_HEAD, cur.plain - REPO_META_HEAD);
+            rc = repo_files_reader_next(&r, &f, err);
+            repo_files_reader_free(&r);
+            free(plain);
+            if (rc == 1) {
+                *path = f.path;
+                f.path = NULL;
+                repo_file_free(&f);
+                return 0;
+            }
+            return rc == 0 ? 0
+                           : util_err_set(err, AGENT_EDAMAGED, "the file list of snapshot %s: %s",
+                                          b->id, err->msg);
+        }
+        struct repo_mref *refs;
+        size_t n;
+        rc = repo_meta_index(plain, cur.plain, &refs, &n, err);
+        free(plain);
+        if (rc != 0 || n == 0) {
+            free(refs);
+            return util_err_set(err, AGENT_EDAMAGED,
+                                "the file list of snapshot %s: an index chunk is malformed", b->id);
+        }
+        cur = refs[0];
+        free(refs);
+        level--;
+    }
+}
+
+int browse_seek(struct browse *b, struct browse_cursor *c, const char *path, struct util_err *err)
+{
+    const struct repo_root *root = &b->m.files_root;
+    struct repo_mref node = root->ref;
+    int rc;
+    c->depth = root->depth;
+    for (unsigned level = root->depth; level > 0; level--) {
+        if ((rc = browse_enter(b, c, &node, level, err)) != 0)
+            return rc;
+        /* The last child whose first path is at or before path (the first child when
+         * none is, or when path is NULL: the leftmost leaf). */
+        size_t lo = 0, hi = c->lv[level].n - 1;
+        while (path != NULL && lo < hi) {
+            size_t mid = lo + (hi - lo + 1) / 2;
+            char *first;
+            if ((rc = browse_first_path(b, &c->lv[level].refs[mid], level - 1, &first, err)) != 0)
+                return rc;
+            if (first != NULL && repo_path_cmp(first, path) <= 0)
+                lo = mid;
+            else
+                hi = mid - 1;
+            free(first);
+        }
+        c->lv[level].i = lo;
+        node = c->lv[level].refs[lo];
+    }
+    return browse_open_leaf(b, c, &node, err);
+}
+
+/* The next leaf in order (leaves in the skip list are passed over): 1, 0 at the end. */
+static int browse_next_leaf(struct browse *b, struct browse_cursor *c, struct util_err *err)
+{
+    int rc;
+    for (;;) {
+        unsigned l = 1;
+        while (l <= c->depth && c->lv[l].i + 1 >= c->lv[l].n)
+            l++;
+        if (l > c->depth)
+            return 0;
+        c->lv[l].i++;
+        for (; l > 1; l--)
+            if ((rc = browse_enter(b, c, &c->lv[l].refs[c->lv[l].i], l - 1, err)) != 0)
+                return rc;
+        const struct repo_mref *leaf = &c->lv[1].refs[c->lv[1].i];
+        if (browse_skipped(c->skip, leaf->hash))
+            continue;
+        if ((rc = browse_open_leaf(b, c, leaf, err)) != 0)
+            return rc;
+        return 1;
+    }
+}
+
+int browse_next(struct browse *b, struct browse_cursor *c, struct repo_file *f,
+                struct util_err *err)
+{
+    int rc;
+    for (;;) {
+        if (c->reading) {
+            if ((rc = repo_files_reader_next(&c->r, f, err)) == 1)
+                return 1;
+            if (rc < 0)
+                return util_err_set(err, AGENT_EDAMAGED, "the file list of snapshot %s: %s", b->id,
+                                    err->msg);
+            repo_files_reader_free(&c->r);
+            c->reading = false;
+            if (c->leaf_done != NULL)
+                c->leaf_done(c->leaf_arg, c->leaf_hash);
+        }
+        if (c->depth == 0 || (rc = browse_next_leaf(b, c, err)) == 0)
+            return 0;
+        if (rc < 0)
+            return rc;
+    }
+}
+
+/* ---- one path, a directory ---- */
+
+/* path is p or under it. */
+static bool browse_under(const char *path, const char *p)
+{
+    size_t n = strlen(p);
+    if (n == 1)
+        return path[0] == '/';
+    return strncmp(path, p, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+int browse_stat(struct browse *b, const char *path, struct repo_file *out, struct util_err *err)
+{
+    struct browse_cursor c = {0};
+    int rc = browse_seek(b, &c, path, err);
+    while (rc == 0 && (rc = browse_next(b, &c, out, err)) == 1) {
+        int cmp = repo_path_cmp(out->path, path);
+        rc = 0;
+        if (cmp == 0) {
+            rc = 0;
+            goto out;
+        }
+        repo_file_free(out);
+        if (cmp > 0)
+            break;
+    }
+    if (rc >= 0)
+        rc = util_err_set(err, AGENT_EABSENT, "snapshot %s has no %s", b->id, path);
+out:
+    browse_cursor_free(&c);
+    return rc;
+}
+
+int browse_ls(struct browse *b, const char *path, bool recursive, browse_entry_cb cb, void *arg,
+              struct util_err *err)
+{
+    struct browse_cursor c = {0};
+    struct repo_file f;
+    char *child = NULL; /* the last entry of path given out, for one not recorded */
+    size_t plen = strlen(path);
+    bool found = false;
+    int rc = browse_seek(b, &c, path, err);
+
+    while (rc == 0 && (rc = browse_next(b, &c, &f, err)) == 1) {
+        int cmp = repo_path_cmp(f.path, path);
+        rc = 0;
+        if (cmp < 0) {
+            repo_file_free(&f);
+            continue;
+        }
+        if (cmp == 0) {
+            found = true;
+            if (f.type != REPO_FT_DIR) { /* a file: its own record */
+                rc = cb(arg, &f);
+                repo_file_free(&f);
+                break;
+            }
+            repo_file_free(&f);
+            continue;
+        }
+        if (!browse_under(f.path, path)) {
+            repo_file_free(&f);
+            break;
+        }
+        found = true;
+        /* The entry's name in path, and whether it is directly in path. */
+        const char *name = f.path + (plen == 1 ? 1 : plen + 1);
+        const char *slash = strchr(name, '/');
+        if (recursive || slash == NULL) {
+            rc = cb(arg, &f);
+            free(child);
+            child = util_strdup(f.path);
+        } else if (child == NULL || strncmp(child, f.path, (size_t)(slash - f.path)) != 0 ||
+                   child[slash - f.path] != '\0') {
+            /* A directory above a policy's path that the backup did not record. */
+            struct repo_file d = {.type = REPO_FT_DIR};
+            free(child);
+            child = util_strndup(f.path, (size_t)(slash - f.path));
+            d.path = child;
+            d.target = (char *)"";
+            d.link = (char *)"";
+            rc = cb(arg, &d);
+        }
+        repo_file_free(&f);
+        if (rc != 0)
+            break;
+    }
+    if (rc == 0 && !found)
+        rc = util_err_set(err, AGENT_EABSENT, "snapshot %s has no %s", b->id, path);
+    free(child);
+    browse_cursor_free(&c);
+    return rc;
+}
+
+/* ---- find ---- */
+
+bool browse_skipped(const struct browse_skip *s, const uint8_t *hash)
+{
+    if (s == NULL)
+        return false;
+    size_t lo = 0, hi = s->nsorted;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int r = memcmp(s->v[mid], hash, REPO_HASH_LEN);
+        if (r == 0)
+            return true;
+        if (r < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return false;
+}
+
+static int browse_hash_cmp(const void *a, const void *b)
+{
+    return memcmp(a, b, REPO_HASH_LEN);
+}
+
+void browse_skip_free(struct browse_skip *s)
+{
+    free(s->v);
+    memset(s, 0, sizeof(*s));
+}
+
+struct browse_find_state {
+    struct browse_skip *skip;
+    bool matched; /* in the leaf being read */
+};
+
+static void browse_leaf_done_cb(void *arg, const uint8_t *hash)
+{
+    struct browse_find_state *fs = arg;
+    if (!fs->matched && fs->skip != NULL) {
+        fs->skip->v = util_grow(fs->skip->v, &fs->skip->cap, fs->skip->n + 1, REPO_HASH_LEN);
+        memcpy(fs->skip->v[fs->skip->n++], hash, REPO_HASH_LEN);
+    }
+    fs->matched = false;
+}
+
+/* A pattern without glob characters: one path. */
+static bool browse_plain(const char *pattern)
+{
+    return pattern[0] == '/' && strpbrk(pattern, "*?[\\") == NULL;
+}
+
+int browse_find(struct browse *b, const char *pattern, struct browse_skip *skip, browse_entry_cb cb,
+                void *arg, struct util_err *err)
+{
+    struct browse_cursor c = {0};
+    struct browse_find_state fs = {.skip = skip};
+    struct repo_file f;
+    int rc;
+
+    if (browse_plain(pattern)) {
+        char *p = browse_path_norm(pattern);
+        if (p == NULL)
+            return util_err_set(err, UTIL_EINVAL, "%s: give an absolute path without . or ..",
+                                pattern);
+        rc = browse_stat(b, p, &f, err);
+        free(p);
+        if (rc == AGENT_EABSENT)
+            return 0;
+        if (rc == 0) {
+            rc = cb(arg, &f);
+            repo_file_free(&f);
+        }
+        return rc;
+    }
+    if ((rc = glob_check(pattern, strlen(pattern), err)) != 0)
+        return rc;
+    c.skip = skip;
+    c.leaf_done = browse_leaf_done_cb;
+    c.leaf_arg = &fs;
+    /* The leftmost leaf, unless it was searched already. */
+    rc = browse_seek(b, &c, NULL, err);
+    if (rc == 0 && c.depth > 0 && browse_skipped(skip, c.leaf_hash)) {
+        repo_files_reader_free(&c.r);
+        c.reading = false;
+    }
+    while (rc == 0 && (rc = browse_next(b, &c, &f, err)) == 1) {
+        rc = 0;
+        if (glob_match(pattern, f.path, f.type == REPO_FT_DIR)) {
+            fs.matched = true;
+            rc = cb(arg, &f);
+        }
+        repo_file_free(&f);
+    }
+    browse_cursor_free(&c);
+    if (skip != NULL && skip->n > 0) {
+        qsort(skip->v, skip->n, REPO_HASH_LEN, browse_hash_cmp);
+        skip->nsorted = skip->n;
+    }
+    return rc;
+}
+
+/* ---- dump ---- */
+
+int browse_dump(struct browse *b, const char *path, browse_data_cb cb, void *arg,
+                struct util_err *err)
+{
+    struct repo_chunkset set = {0};
+    struct repo_file f;
+    struct meta_src ms;
+    struct util_err e = {0};
+    uint8_t *plain = NULL;
+    int rc;
+
+    if ((rc = browse_stat(b, path, &f, err)) != 0)
+        return rc;
+    if (f.type == REPO_FT_DIR) {
+        rc = util_err_set(err, BROWSE_EISDIR, "%s is a directory in snapshot %s", path, b->id);
+        goto out_file;
+    }
+    if (f.type != REPO_FT_FILE) {
+        rc = util_err_set(err, UTIL_EINVAL, "%s is not a regular file in snapshot %s (type %c)",
+                          path, b->id, (char)f.type);
+        goto out_file;
+    }
+    meta_src_init(&ms, b->st, &b->src);
+    rc = meta_load_chunkset(&ms, b->keys, &b->m.chunks_root, &set, &e);
+    b->gets += ms.gets;
+    b->bytes += ms.bytes;
+    meta_src_free(&ms);
+    if (rc != 0) {
+        util_err_set(err, rc, "the chunk set of snapshot %s: %s", b->id, e.msg);
+        rc = rc == S3_ENOTFOUND || rc == UTIL_EIO || rc == UTIL_EINVAL ? AGENT_EDAMAGED : rc;
+        goto out_file;
+    }
+    for (size_t i = 0; i < f.nchunks && rc == 0; i++) {
+        const struct repo_chunk *ch = repo_chunkset_find(&set, f.chunks[i]);
+        char hex[2 * REPO_HASH_LEN + 1];
+        if (ch == NULL) {
+            repo_hex(f.chunks[i], REPO_HASH_LEN, hex);
+            rc = util_err_set(err, AGENT_EDAMAGED,
+                              "damaged: chunk %s of %s is not in snapshot %s's chunk set", hex,
+                              path, b->id);
+            break;
+        }
+        struct repo_key k = {.kind = REPO_KEY_PACK, .src = b->src};
+        struct s3_opts o = {
+            .range_start = ch->offset, .range_len = ch->stored, .max_bytes = ch->stored};
+        char *data = NULL, *key;
+        size_t len = 0;
+        memcpy(k.pack, set.packs[ch->pack], REPO_HASH_LEN);
+        key = repo_key_build(&k);
+        b->gets++;
+        rc = s3_sync_get(b->st->s3, key, &o, &data, &len, NULL, &e);
+        if (rc == S3_ENOTFOUND) {
+            rc = util_err_set(err, AGENT_EDAMAGED, "damaged: %s is missing", key);
+        } else if (rc != 0) {
+            util_err_set(err, rc, "cannot read %s: %s", key, e.msg);
+        } else if (len < ch->stored) {
+            rc = util_err_set(err, AGENT_EDAMAGED, "damaged: %s is shorter than its table says",
+                              key);
+        } else {
+            b->bytes += len;
+            plain = util_malloc(ch->plain ? ch->plain : 1);
+            if (repo_blob_open(b->keys, ch, (const uint8_t *)data, plain, &e) != 0) {
+                repo_hex(ch->hash, REPO_HASH_LEN, hex);
+                rc =
+                    util_err_set(err, AGENT_EDAMAGED, "damaged: %s: chunk %s: %s", key, hex, e.msg);
+            } else {
+                rc = cb(arg, plain, ch->plain);
+            }
+            free(plain);
+        }
+        free(data);
+        free(key);
+    }
+    repo_chunkset_free(&set);
+out_file:
+    repo_file_free(&f);
+    return rc;
+}
