@@ -392,7 +392,28 @@ int browse_seek(struct browse *b, struct browse_cursor *c, const char *path, str
     return browse_open_leaf(b, c, &node, err);
 }
 
-/* The next leaf in order (leaves in the skip list are passed over): 1, 0 at the end. */
+/* Passes over the children of the level-l index chunk, from the cursor's on, whose
+ * records all come before c->until: those whose next sibling's first path is at or
+ * before it. Each check reads the sibling's leftmost chunks, which the cursor reads next
+ * when it does not pass over it. */
+static int browse_pass(struct browse *b, struct browse_cursor *c, unsigned l, struct util_err *err)
+{
+    while (c->until != NULL && c->lv[l].i + 1 < c->lv[l].n) {
+        char *first;
+        int rc = browse_first_path(b, &c->lv[l].refs[c->lv[l].i + 1], l - 1, &first, err);
+        if (rc != 0)
+            return rc;
+        bool before = first != NULL && repo_path_cmp(first, c->until) <= 0;
+        free(first);
+        if (!before)
+            break;
+        c->lv[l].i++;
+    }
+    return 0;
+}
+
+/* The next leaf in order (leaves in the skip list, and subtrees wholly before c->until,
+ * are passed over): 1, 0 at the end. */
 static int browse_next_leaf(struct browse *b, struct browse_cursor *c, struct util_err *err)
 {
     int rc;
@@ -403,9 +424,13 @@ static int browse_next_leaf(struct browse *b, struct browse_cursor *c, struct ut
         if (l > c->depth)
             return 0;
         c->lv[l].i++;
-        for (; l > 1; l--)
-            if ((rc = browse_enter(b, c, &c->lv[l].refs[c->lv[l].i], l - 1, err)) != 0)
+        if ((rc = browse_pass(b, c, l, err)) != 0)
+            return rc;
+        for (; l > 1; l--) {
+            if ((rc = browse_enter(b, c, &c->lv[l].refs[c->lv[l].i], l - 1, err)) != 0 ||
+                (rc = browse_pass(b, c, l - 1, err)) != 0)
                 return rc;
+        }
         const struct repo_mref *leaf = &c->lv[1].refs[c->lv[1].i];
         if (browse_skipped(c->skip, leaf->hash))
             continue;
@@ -477,8 +502,9 @@ int browse_ls(struct browse *b, const char *path, bool recursive, browse_entry_c
     struct browse_cursor c = {0};
     struct repo_file f;
     char *child = NULL; /* the last entry of path given out, for one not recorded */
+    char *until = NULL; /* the end of the subdirectory being passed through */
     size_t plen = strlen(path);
-    bool found = false;
+    bool found = plen == 1; /* "/" is there even in an empty snapshot */
     int rc = browse_seek(b, &c, path, err);
 
     while (rc == 0 && (rc = browse_next(b, &c, &f, err)) == 1) {
@@ -506,6 +532,20 @@ int browse_ls(struct browse *b, const char *path, bool recursive, browse_entry_c
         /* The entry's name in path, and whether it is directly in path. */
         const char *name = f.path + (plen == 1 ? 1 : plen + 1);
         const char *slash = strchr(name, '/');
+        if (!recursive && slash != NULL) {
+            /* Inside a subdirectory: the leaves wholly inside it need not be read. "\1"
+             * after its path sorts after everything under it and before its next
+             * sibling (repo_path_cmp). */
+            size_t clen = (size_t)(slash - f.path);
+            if (until == NULL || strncmp(until, f.path, clen) != 0 || until[clen] != '\1') {
+                free(until);
+                until = util_malloc(clen + 2);
+                memcpy(until, f.path, clen);
+                until[clen] = '\1';
+                until[clen + 1] = '\0';
+                c.until = until;
+            }
+        }
         if (recursive || slash == NULL) {
             rc = cb(arg, &f);
             free(child);
@@ -529,6 +569,7 @@ int browse_ls(struct browse *b, const char *path, bool recursive, browse_entry_c
         rc = util_err_set(err, AGENT_EABSENT, "snapshot %s has no %s", b->id, path);
     free(child);
     browse_cursor_free(&c);
+    free(until);
     return rc;
 }
 

@@ -136,7 +136,8 @@ struct browse_cursor {
     uint8_t leaf_hash[REPO_HASH_LEN];
     struct repo_files_reader r;
     bool reading;
-    const struct browse_skip *skip;                    /* leaves passed over (NULL: none) */
+    const struct browse_skip *skip; /* leaves passed over (NULL: none) */
+    const char *until;              /* subtrees whose records all come before it are passed over */
     void (*leaf_done)(void *arg, const uint8_t *hash); /* each leaf read to its end */
     void *leaf_arg;
 };
