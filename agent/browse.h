@@ -5,19 +5,20 @@
  * (lode ui --repo) calls the same functions.
  *
  * A snapshot's file list is a tree of metadata chunks (docs/repository.md, "Metadata")
- * whose leaves hold the records in path order (repo_path_cmp). Nothing here reads a
- * whole list unless asked for everything under "/":
+ * whose leaves hold the records in path order (repo_path_cmp). Nothing here reads more
+ * of a list than the question needs:
  *
  * - Finding a path descends the tree: an index chunk names its children but not their
  *   first paths, so each level is a binary search whose probes read the first leaf under
- *   a child. A path in a list of a million files (three levels) costs about 20 metadata
- *   chunks of about 7 KiB, each one ranged GET of exactly its bytes; chunks read once are
+ *   a child. A path in a list of a million files (three levels) costs about 15 ranged
+ *   GETs of metadata chunks of about 7 KiB (exactly their bytes); chunks read once are
  *   kept (BROWSE_CACHE bytes) for the probes that follow.
  * - The leaves under one index chunk of the lowest level (about 140 leaves, 1 MB) are
  *   fetched together when the search or a listing reaches it: one ranged GET for each
  *   run of them in a pack, so the binary search's last probes and a listing's next
  *   leaves cost no request. A listing reads its leaves in order from the path on and
- *   stops at the first path outside the directory.
+ *   stops at the first path outside the directory: a directory's own entries come
+ *   between its subdirectories' entries, so a listing reads those too.
  * - A diff skips every chunk the two trees share, by name, level over level from the
  *   roots: only the index chunks and leaves that differ are read (in ranged GETs that
  *   join neighbouring chunks of one pack), and only their records are compared. Two
@@ -32,7 +33,8 @@
  *
  * Usage: storage_open_keyed, then browse_open (by id, as lode restore resolves it) or
  * browse_open_source (the caller knows the source), then any of the calls below, then
- * browse_close. One struct browse per snapshot; a diff takes two. Not thread-safe: one
+ * browse_close. One struct browse per snapshot; a diff takes two (a snapshot against
+ * its parent: b->m.parent names it, "" without one). Not thread-safe: one
  * thread per struct browse (and its storage session).
  */
 #ifndef LODE_AGENT_BROWSE_H
@@ -134,7 +136,8 @@ struct browse_cursor {
     uint8_t leaf_hash[REPO_HASH_LEN];
     struct repo_files_reader r;
     bool reading;
-    const struct browse_skip *skip;                    /* leaves passed over (NULL: none) */
+    const struct browse_skip *skip; /* leaves passed over (NULL: none) */
+    const char *until;              /* subtrees whose records all come before it are passed over */
     void (*leaf_done)(void *arg, const uint8_t *hash); /* each leaf read to its end */
     void *leaf_arg;
 };
