@@ -15,6 +15,7 @@
 # restic has a cache directory of its own, kept between its runs (its normal use).
 # The targets are printed with the figures, and the slope of peak RSS between the
 # smallest and largest tree (the memory a file costs, without the fixed part).
+# BENCH_RERUN_TOOLS="lode" measures lode alone (to compare two builds: LODE=path).
 # Exits 1 when any command fails or a restore differs from the tree.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -28,6 +29,7 @@ bench_tools
 tree_root=${BENCH_TREE_ROOT:-/tmp/lode-bench-rerun}
 sizes=${BENCH_RERUN_FILES:-100000 1000000}
 restore_sizes=" ${BENCH_RERUN_RESTORE:-100000} "
+tools=${BENCH_RERUN_TOOLS:-r018 lode}
 work=$(mktemp -d /tmp/lode-bench-rerun-work.XXXXXX)
 BENCH_WORK=$work
 BENCH_RESULTS=$out/results.txt
@@ -128,24 +130,24 @@ for n in $sizes; do
 	read -r gf gb gd _ < <(bench_tree_facts "$tree_root/gen-$n/tree")
 	echo "  tree: $gf files, $gb bytes, $gd directories" | tee -a "$out/trees.txt"
 	tar cf - -C "$tree_root/gen-$n" tree | cat >/dev/null
-	for t in r018 lode; do
+	for t in $tools; do
 		bench_bucket "$t-$n"
 		case $t in
 		r018) "$RESTIC018" -r "s3:$S3_ENDPOINT/$t-$n" --cache-dir "$work/cache-$t-$n" init >/dev/null ;;
 		lode) LODE_REPOSITORY="s3:$S3_ENDPOINT/$t-$n" "$LODE" init >/dev/null ;;
 		esac
 	done
-	for t in r018 lode; do backup "$t" "$n" "$t-$n-first" || status=1; done
-	for t in r018 lode; do backup "$t" "$n" "$t-$n-unchanged" || status=1; done
+	for t in $tools; do backup "$t" "$n" "$t-$n-first" || status=1; done
+	for t in $tools; do backup "$t" "$n" "$t-$n-unchanged" || status=1; done
 	stat -c %s "$tree_root/gen-$n/tree/d0000/f0000.txt" >"$tree_root/gen-$n/changed"
 	echo "one more line" >>"$tree_root/gen-$n/tree/d0000/f0000.txt"
-	for t in r018 lode; do backup "$t" "$n" "$t-$n-changed" || status=1; done
+	for t in $tools; do backup "$t" "$n" "$t-$n-changed" || status=1; done
 	if [[ $restore_sizes == *" $n "* ]]; then
-		for t in r018 lode; do restore "$t" "$n" "$t-$n-restore" || status=1; done
+		for t in $tools; do restore "$t" "$n" "$t-$n-restore" || status=1; done
 	fi
 	truncate -s "$(cat "$tree_root/gen-$n/changed")" "$tree_root/gen-$n/tree/d0000/f0000.txt"
 	rm "$tree_root/gen-$n/changed"
-	for t in r018 lode; do
+	for t in $tools; do
 		echo "  stored $t-$n: $(stored "$t-$n") bytes" | tee -a "$out/trees.txt"
 		rm -rf "${VGW_DATA:?}/$t-$n" "$work/cache-$t-$n"
 	done
