@@ -15,7 +15,8 @@
 # restic has a cache directory of its own, kept between its runs (its normal use).
 # The targets are printed with the figures, and the slope of peak RSS between the
 # smallest and largest tree (the memory a file costs, without the fixed part).
-# BENCH_RERUN_TOOLS="lode" measures lode alone (to compare two builds: LODE=path).
+# BENCH_RERUN_TOOLS="lode" measures lode alone (to compare two builds: LODE=path);
+# BENCH_RERUN_CHECK=1 runs lode check on each repository after its runs.
 # Exits 1 when any command fails or a restore differs from the tree.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -144,6 +145,11 @@ for n in $sizes; do
 	for t in $tools; do backup "$t" "$n" "$t-$n-changed" || status=1; done
 	if [[ $restore_sizes == *" $n "* ]]; then
 		for t in $tools; do restore "$t" "$n" "$t-$n-restore" || status=1; done
+	fi
+	# BENCH_RERUN_CHECK=1: lode check reads every snapshot's trees back (not measured).
+	if [[ ${BENCH_RERUN_CHECK:-0} == 1 && " $tools " == *" lode "* ]]; then
+		LODE_REPOSITORY="s3:$S3_ENDPOINT/lode-$n" "$LODE" check >"$out/check-$n.txt" 2>&1 || status=1
+		echo "  lode check: $(tail -n 1 "$out/check-$n.txt")"
 	fi
 	truncate -s "$(cat "$tree_root/gen-$n/changed")" "$tree_root/gen-$n/tree/d0000/f0000.txt"
 	rm "$tree_root/gen-$n/changed"
