@@ -75,6 +75,9 @@ struct backup {
     struct repo_pack_writer mp;
     uint32_t mseq;            /* the number of the next metadata pack */
     uint64_t mchunks, mpacks; /* metadata chunks and packs this run stored */
+    /* Set by backup_list_finish: from then on a full metadata pack goes up from the
+     * store callback (during the walk backup_list_ship does it, between entries). */
+    bool mfinishing;
 
     /* backup_store.c: jobs, packs, uploads, pacing. */
     struct repo_pack_writer pw;

@@ -10,7 +10,8 @@
  * the merge for a path before it adds it), so an unchanged stretch is always found.
  * New chunks are compressed (zstd level 3) and sealed on the main thread (they are
  * small: about 8 KiB) into the metadata pack being filled, which goes up in one PUT
- * (meta/<source>/<id>.<seq>.meta) once it reaches REPO_META_PACK, and at the end.
+ * (meta/<source>/<id>.<seq>.meta) once it reaches REPO_META_PACK (the chunk set, written
+ * at the end, fills as many packs as it needs), and at the end.
  * An unchanged re-run stores no chunk and PUTs no pack.
  *
  * Memory: the pack being filled (at most 16 MiB and a chunk), the table (about 100
@@ -141,6 +142,18 @@ int backup_meta_store_cb(void *arg, const uint8_t hash[REPO_HASH_LEN], const uin
     free(sealed);
     b->mchunks++;
     backup_mtab_put(b->mtab, ref);
+    /* The chunk set and the tops of the trees are written at the end, after the walk's
+     * last backup_list_ship: without this they all went into the last pack (54 MB for a
+     * million files, held whole in memory and read back in 4 MiB windows). During the
+     * walk a failed PUT here would be taken for one file's error, so only then. */
+    if (b->mfinishing && repo_pack_writer_size(&b->mp, b->mp.n) >= REPO_META_PACK) {
+        int rc = backup_meta_put_pack(b, err);
+        if (rc != 0) {
+            struct util_err e = *err;
+            util_err_set(err, rc, "cannot upload a metadata pack: %.400s", e.msg);
+        }
+        return rc;
+    }
     return 0;
 }
 
@@ -164,6 +177,7 @@ int backup_list_finish(struct backup *b, struct repo_root *files, struct repo_ro
 {
     struct repo_tree_writer w;
     int rc;
+    b->mfinishing = true;
     if ((rc = repo_files_writer_finish(&b->list, files, err)) != 0)
         return rc;
     repo_tree_writer_init(&w, REPO_TREE_CHUNKS, b->keys, backup_meta_store_cb, b);

@@ -82,8 +82,10 @@ static void meta_window_trim(struct meta_src *m)
         }
         if (lru == SIZE_MAX || (total <= META_CACHE && m->nwin <= META_WINDOWS))
             return;
+        /* Shifted, not swapped with the last: the newest must stay last (the caller
+         * copies from win[nwin - 1], and the next round must not take it for old). */
         util_buf_free(&m->win[lru].data);
-        m->win[lru] = m->win[m->nwin - 1];
+        memmove(&m->win[lru], &m->win[lru + 1], (m->nwin - lru - 1) * sizeof(m->win[0]));
         m->nwin--;
     }
 }

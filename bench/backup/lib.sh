@@ -133,3 +133,62 @@ bench_machine() {
 	echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) (other work shares this machine)"
 	echo "$("$LODE" version | head -n 1); $("$RESTIC014" version | cut -d' ' -f1-2); $("$RESTIC018" version | cut -d' ' -f1-2); versitygw $(basename "$(dirname "$VGW")")"
 }
+
+# bench_gen_tree DIR N: N small files (64 to 1,087 bytes of distinct text each) in
+# directories of 1,000 under DIR/tree, made once (DIR/.complete records it).
+bench_gen_tree() {
+	[[ -f $1/.complete ]] && return 0
+	rm -rf "$1"
+	python3 - "$1" "$2" <<'PY'
+import os, random, sys
+root, n = sys.argv[1], int(sys.argv[2])
+rng = random.Random(n)
+for i in range(n):
+    d = os.path.join(root, "tree", "d%04d" % (i // 1000))
+    if i % 1000 == 0:
+        os.makedirs(d)
+    body = ("%d %x\n" % (i, rng.getrandbits(64))) * (1 + rng.randrange(48))
+    with open(os.path.join(d, "f%04d.txt" % (i % 1000)), "w") as f:
+        f.write(body[: 64 + rng.randrange(1024)])
+PY
+	touch "$1/.complete"
+}
+
+# bench_tree_facts DIR: "files bytes dirs symlinks" of DIR.
+bench_tree_facts() {
+	find "$1" -type f -printf 'f %s\n' -o -type d -printf 'd 0\n' -o -type l -printf 'l 0\n' |
+		awk '{ c[$1]++; b += $2 } END { printf "%d %d %d %d\n", c["f"], b, c["d"], c["l"] }'
+}
+
+# Restores. Making many files is mostly the kernel's inode allocation, whose cost
+# depends on what the file system went through before (docs/benchmarks.md, "Backup
+# against restic"), so as root each restore goes into an ext4 file system made for it
+# (a loop image under $BENCH_WORK); otherwise into a directory of $BENCH_WORK.
+# bench_restore_mode [MODE]: prints "fresh" or "dir" (MODE, default fresh, falls back
+# to dir without root or mkfs.ext4).
+bench_restore_mode() {
+	local m=${1:-fresh}
+	if [[ $m == fresh ]] && ! { [[ $(id -u) == 0 ]] && command -v mkfs.ext4 >/dev/null; }; then
+		m=dir
+	fi
+	echo "$m"
+}
+# bench_restore_target MODE NAME [SIZE]: prepares and prints the directory NAME restores
+# into (an image of SIZE, default 4G, in fresh mode).
+bench_restore_target() {
+	local d=$BENCH_WORK/restore-$2
+	mkdir -p "$d"
+	if [[ $1 == fresh ]]; then
+		# Their output goes to stderr: this function's stdout is the path.
+		truncate -s "${3:-4G}" "$BENCH_WORK/restore-$2.img" >&2
+		mkfs.ext4 -q -F "$BENCH_WORK/restore-$2.img" >&2
+		mount -o loop "$BENCH_WORK/restore-$2.img" "$d" >&2
+	fi
+	echo "$d"
+}
+# bench_restore_done MODE NAME: unmounts and removes NAME's file system (fresh mode).
+bench_restore_done() {
+	if [[ $1 == fresh ]]; then
+		umount "$BENCH_WORK/restore-$2" && rm -f "$BENCH_WORK/restore-$2.img"
+	fi
+}

@@ -79,33 +79,9 @@ if [[ $main == 1 && ! -f $tree_root/.complete ]]; then
 	cp -a /usr/local/go "$tree_root/tree/go"
 	touch "$tree_root/.complete"
 fi
-# gen_tree DIR N: N small files (64 to 1,087 bytes of distinct text each) in
-# directories of 1,000, made once.
-gen_tree() {
-	[[ -f $1/.complete ]] && return 0
-	rm -rf "$1"
-	python3 - "$1" "$2" <<'EOF'
-import os, random, sys
-root, n = sys.argv[1], int(sys.argv[2])
-rng = random.Random(n)
-for i in range(n):
-    d = os.path.join(root, "tree", "d%04d" % (i // 1000))
-    if i % 1000 == 0:
-        os.makedirs(d)
-    body = ("%d %x\n" % (i, rng.getrandbits(64))) * (1 + rng.randrange(48))
-    with open(os.path.join(d, "f%04d.txt" % (i % 1000)), "w") as f:
-        f.write(body[: 64 + rng.randrange(1024)])
-EOF
-	touch "$1/.complete"
-}
-tree_facts() { # DIR: files bytes dirs symlinks
-	find "$1" -type f -printf 'f %s\n' -o -type d -printf 'd 0\n' -o -type l -printf 'l 0\n' |
-		awk '{ c[$1]++; b += $2 } END { printf "%d %d %d %d\n", c["f"], b, c["d"], c["l"] }'
-}
-
 bench_machine | tee "$out/machine.txt"
 if [[ $main == 1 ]]; then
-	read -r files bytes dirs links < <(tree_facts "$tree_root/tree")
+	read -r files bytes dirs links < <(bench_tree_facts "$tree_root/tree")
 	echo "tree: $files files, $bytes bytes ($(du -sh "$tree_root/tree" | cut -f1) on disk), $dirs directories, $links symlinks" |
 		tee "$out/tree.txt"
 	# Every tool then reads the tree from the page cache.
@@ -217,36 +193,16 @@ echo "== restore of the re-run's snapshot"
 # of the step before are written out (sync) before each restore starts, so no tool's
 # time includes another's writeback (lode restore ends with syncfs: it waits for its
 # own writes; restic does not).
-restore_fs=${BENCH_RESTORE_FS:-fresh}
-if [[ $restore_fs == fresh ]] && ! { [[ $(id -u) == 0 ]] && command -v mkfs.ext4 >/dev/null; }; then
-	restore_fs=dir
-fi
+restore_fs=$(bench_restore_mode "${BENCH_RESTORE_FS:-fresh}")
 echo "restores into: $([[ $restore_fs == fresh ]] && echo "a fresh ext4 file system each" || echo "directories of $work")" |
 	tee -a "$out/machine.txt"
-# restore_target TOOL: prepares and prints the directory TOOL restores into.
-restore_target() {
-	local d=$work/restore-$1
-	mkdir -p "$d"
-	if [[ $restore_fs == fresh ]]; then
-		# Their output goes to stderr: this function's stdout is the path.
-		truncate -s 4G "$work/restore-$1.img" >&2
-		mkfs.ext4 -q -F "$work/restore-$1.img" >&2
-		mount -o loop "$work/restore-$1.img" "$d" >&2
-	fi
-	echo "$d"
-}
-restore_done() { # TOOL
-	if [[ $restore_fs == fresh ]]; then
-		umount "$work/restore-$1" && rm -f "$work/restore-$1.img"
-	fi
-}
 for t in "${tools[@]+"${tools[@]}"}"; do
 	mountpoint -q "$work/restore-$t" 2>/dev/null && umount "$work/restore-$t"
 	rm -rf "$work/restore-$t" "$work/restore-$t.img"
 done
 for t in "${tools[@]+"${tools[@]}"}"; do
 	[[ $t != lode || $lode_restore == 1 ]] || continue
-	target=$(restore_target "$t") || { echo "  $t: cannot make its restore file system" >&2; status=1; continue; }
+	target=$(bench_restore_target "$restore_fs" "$t") || { echo "  $t: cannot make its restore file system" >&2; status=1; continue; }
 	sync
 	case $t in
 	r014 | r018)
@@ -260,7 +216,7 @@ for t in "${tools[@]+"${tools[@]}"}"; do
 		if [[ -z $id || $id == null ]]; then
 			echo "  lode: no snapshot id from the re-run" >&2
 			status=1
-			restore_done "$t"
+			bench_restore_done "$restore_fs" "$t"
 			continue
 		fi
 		bench_run "$t-restore" "$t" env LODE_REPOSITORY="s3:$S3_ENDPOINT/lode" "$LODE" restore "$id" \
@@ -268,7 +224,7 @@ for t in "${tools[@]+"${tools[@]}"}"; do
 		;;
 	esac
 	verify "$t-restore" "$target"
-	restore_done "$t"
+	bench_restore_done "$restore_fs" "$t"
 done
 for t in "${tools[@]+"${tools[@]}"}"; do rm -rf "$work/restore-$t"; done
 for t in "${tools[@]+"${tools[@]}"}"; do
@@ -277,10 +233,10 @@ done
 
 if [[ ${BENCH_GEN:-1} == 1 && $reuse == 0 ]]; then
 	echo "== memory per file: generated trees of $gen_n and $((gen_n * 10)) small files"
-	gen_tree "$tree_root/gen1" "$gen_n"
-	gen_tree "$tree_root/gen10" "$((gen_n * 10))"
+	bench_gen_tree "$tree_root/gen1" "$gen_n"
+	bench_gen_tree "$tree_root/gen10" "$((gen_n * 10))"
 	for g in gen1 gen10; do
-		read -r gf gb _ _ < <(tree_facts "$tree_root/$g/tree")
+		read -r gf gb _ _ < <(bench_tree_facts "$tree_root/$g/tree")
 		echo "  $g: $gf files, $gb bytes"
 		echo "$g $gf $gb" >>"$out/gen.txt"
 		tar cf - -C "$tree_root/$g" tree | cat >/dev/null
