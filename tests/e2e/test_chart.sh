@@ -577,8 +577,22 @@ check_api() {
 	api=$(curl -fsS "http://127.0.0.1:$2/metrics" | grep -E '^lodestore_api_requests_total\{')
 	check_contains "$1: its creates were answered 201 (lodestore_api_requests_total)" "$api" \
 		'verb="CREATE",code="201"'
-	check_eq "$1: no request refused (lodestore_api_requests_total)" \
-		"$(grep -E 'code="40[13]"' <<<"$api" | tr '\n' ' ')" ""
+	# Release A watches every namespace, so it also sees what earlier scripts left in
+	# namespaces still being deleted: the API server refuses an Event there with 403
+	# ("is being terminated"), which is not a refusal by RBAC. Such Event creates are
+	# left out when the log names only that cause; every other 401 or 403 counts.
+	local refused
+	refused=$(grep -E 'code="40[13]"' <<<"$api")
+	if [[ -n $refused ]] && ! grep -vqE '^lodestore_api_requests_total\{verb="CREATE",code="403",resource="events"\}' <<<"$refused" &&
+		grep -q 'because it is being terminated' "$T_TMP/$1.log" && [[ -z $(refusals "$1") ]]; then
+		refused=
+	fi
+	check_eq "$1: no request refused (lodestore_api_requests_total)" "$(tr '\n' ' ' <<<"$refused")" ""
+}
+# refusals NAME: the lines of the controller's log that name a refused request, but for
+# writes into a namespace being deleted (see check_api).
+refusals() {
+	grep -Ei 'forbidden|unauthori[sz]ed|\b40[13]\b' "$T_TMP/$1.log" | grep -v 'because it is being terminated' | head -n 3
 }
 # stop_chart_controller NAME LEASE-NAMESPACE: SIGTERM; the leader hands the Lease over (a
 # merge patch), so the holder is empty afterwards.
@@ -594,8 +608,7 @@ stop_chart_controller() {
 		fail "$1: exits on SIGTERM within 30 s"
 	fi
 	check_eq "$1: the Lease was handed over on SIGTERM (lease patch allowed)" "$(holder "$2")" ""
-	check_eq "$1: its log names no refused request" \
-		"$(grep -Ei 'forbidden|unauthori[sz]ed|\b40[13]\b' "$T_TMP/$1.log" | head -n 3)" ""
+	check_eq "$1: its log names no refused request" "$(refusals "$1")" ""
 }
 
 env_create_nodes 2 "$NS-n" "chart-test=$HEX"
