@@ -587,7 +587,7 @@ check_api() {
 		grep -q 'because it is being terminated' "$T_TMP/$1.log" && [[ -z $(refusals "$1") ]]; then
 		refused=
 	fi
-	check_eq "$1: no request refused (lodestore_api_requests_total)" "$(tr '\n' ' ' <<<"$refused")" ""
+	check_eq "$1: no request refused (lodestore_api_requests_total)" "$(printf '%s' "$refused" | tr '\n' ' ')" ""
 }
 # refusals NAME: the lines of the controller's log that name a refused request, but for
 # writes into a namespace being deleted (see check_api).
