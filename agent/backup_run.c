@@ -68,9 +68,19 @@ static int backup_run_record(struct backup *b, const char *parent, const struct 
     int64_t t;
     int rc;
 
+    struct timespec now;
+
     if (RAND_bytes(rnd, sizeof(rnd)) != 1)
         return util_err_set(err, UTIL_EIO, "no random bytes from OpenSSL");
-    repo_id_make((int64_t)time(NULL), rnd, b->id);
+    /* The id's first 5 hex digits after the time are the start's microsecond, so
+     * two backups of one host in the same second order as they ran (retention
+     * breaks a tie of times by id, docs/repository.md); 40 random bits remain. */
+    clock_gettime(CLOCK_REALTIME, &now);
+    uint32_t us = (uint32_t)(now.tv_nsec / 1000);
+    rnd[0] = (uint8_t)(us >> 12);
+    rnd[1] = (uint8_t)(us >> 4);
+    rnd[2] = (uint8_t)((us << 4) | (rnd[2] & 0x0f));
+    repo_id_make((int64_t)now.tv_sec, rnd, b->id);
     for (int attempt = 0;; attempt++) {
         snprintf(r.id, sizeof(r.id), "%s", b->id);
         snprintf(r.parent, sizeof(r.parent), "%s", parent);

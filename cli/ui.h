@@ -118,6 +118,10 @@ struct policy;
  * the validate document, or 400 for a request without yaml) and returns false.
  */
 bool ui_policy(struct ui_ctx *ctx, const json_t *body, struct policy *pol, struct ui_reply *out);
+/* An optional RFC 3339 member (dflt when absent); false with out filled (400) when malformed. */
+bool ui_time_arg(const json_t *body, const char *key, int64_t dflt, int64_t *t,
+                 struct ui_reply *out);
+
 /* An optional whole number member in [lo, hi], dflt when absent; false (and out filled
  * with 400) when it is not one. */
 bool ui_int_arg(const json_t *body, const char *key, int64_t lo, int64_t hi, int64_t dflt,

@@ -107,7 +107,7 @@ bool ui_policy(struct ui_ctx *ctx, const json_t *body, struct policy *pol, struc
 }
 
 /* An optional RFC 3339 member; false (and out filled with 400) when it is malformed. */
-static bool ui_time_arg(const json_t *body, const char *key, int64_t dflt, int64_t *t,
+bool ui_time_arg(const json_t *body, const char *key, int64_t dflt, int64_t *t,
                         struct ui_reply *out)
 {
     const json_t *v = json_object_get(body, key);

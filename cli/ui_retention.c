@@ -19,7 +19,7 @@
 
 /*
  * A simulated history: one snapshot per run of the schedule over the last `days`
- * days before now (received a minute after the host's run time), newest
+ * days before `now` (the request's "until", else the clock; received a minute after the host's run time), newest
  * UI_SIM_SNAPSHOTS at most; one a day at midnight UTC without a schedule.
  */
 static json_t *ui_simulate(const struct policy *pol, const struct tz_db *db, const char *host,
@@ -120,11 +120,12 @@ void ui_retention_handle(struct ui_ctx *ctx, const json_t *body, struct ui_reply
         goto free_policy;
     }
     if (json_is_object(sim)) {
-        int64_t days;
+        int64_t days, until;
         const char *host = json_string_value(json_object_get(sim, "host"));
-        if (!ui_int_arg(sim, "days", 1, 3660, 400, &days, out))
+        if (!ui_int_arg(sim, "days", 1, 3660, 400, &days, out) ||
+            !ui_time_arg(sim, "until", ctx->now(), &until, out))
             goto free_zone;
-        owned = ui_simulate(&pol, ctx->db, host != NULL ? host : "node-1", ctx->now(), days, &err);
+        owned = ui_simulate(&pol, ctx->db, host != NULL ? host : "node-1", until, days, &err);
         if (owned == NULL) {
             ui_reply_error(out, 500, "%s", err.msg);
             goto free_zone;

@@ -180,7 +180,17 @@ check_eq "retention: lode forget's answer" "$(jq -c '{keep, forget}' <<<"$BODY")
 check_eq "retention: each snapshot with its local time and reasons" \
     "$(jq -c '.snapshots[] | select(.id == "c") | [.local, .keep, .reasons]' <<<"$BODY")" \
     '["2026-03-02T04:00:00+02:00",true,["suspicious"]]'
-post /api/retention "{\"yaml\":$Y,\"simulate\":{\"days\":120,\"host\":\"node-1\"}}"
+# The history ends at a given time, so the count does not depend on the clock: the
+# policy runs at 02:30 Kyiv (00:30 UTC in winter, 23:30 UTC in summer), so a window of
+# 120 days that crosses the end of summer time holds 120 runs when it ends at noon UTC
+# and 119 when it ends at 00:30 UTC, before that day's run (a host's run is at most
+# 15 minutes of jitter and the minute of upload later) (docs/ui.md, "Retention").
+post /api/retention "{\"yaml\":$Y,\"simulate\":{\"days\":120,\"host\":\"node-1\",\"until\":\"2026-12-05T00:30:00Z\"}}"
+check_eq "a simulated history ending before the day's run: 119 runs in 120 days" "$(jq '.snapshots | length' <<<"$BODY")" 119
+check_eq "... the newest is the day before's run" "$(jq -r '.snapshots[0].local[0:10]' <<<"$BODY")" 2026-12-04
+post /api/retention "{\"yaml\":$Y,\"simulate\":{\"days\":120,\"host\":\"node-1\",\"until\":\"2026-12-04T00:00:00+02:00x\"}}"
+check_eq "a malformed end of the history: 400" "$STATUS" 400
+post /api/retention "{\"yaml\":$Y,\"simulate\":{\"days\":120,\"host\":\"node-1\",\"until\":\"2026-12-05T12:00:00Z\"}}"
 check_eq "a simulated history: one snapshot a day for 120 days" "$(jq '.snapshots | length' <<<"$BODY")" 120
 check_eq "it is marked simulated" "$(jq .simulated <<<"$BODY")" true
 jq '[.snapshots[] | {id, time}]' <<<"$BODY" >"$T_TMP/sim.json"

@@ -96,6 +96,9 @@ backup_more() { # N: N more backups, their ids appended to ids
 		run more "$LODE" backup --policy "$policy" --host h1 --root "$T_TMP/node" --output json
 		check_eq "another backup exits 0" "$RC" 0
 		ids+=("$(jq -r .snapshot.id <<<"$OUT")")
+		# Ids order as the backups ran, in the same second too (docs/repository.md).
+		check_eq "... its id is larger than the one before" \
+			"$([[ ${ids[-1]} > ${ids[-2]} ]] && echo larger)" larger
 	done
 }
 backup_more 2 # ids 4 and 5: keepLast 1 and the two newest good keep them, not 2 and 3
