@@ -72,6 +72,27 @@ bool cli_storage_opt(struct storage_opts *o, int c, const char *arg);
 /* The usage lines of the shared flags, for a command's --help. */
 extern const char cli_storage_usage[];
 
+/*
+ * The flags every storage command shares, taken in one place so that each says the
+ * same about a bad one: the repository's (STORAGE_OPTIONS), --output (code 'o', when
+ * the command lists it) and --help ('h'). A command's getopt_long loop (opterr 0)
+ * hands each code to cli_storage_cmd_opt first and handles only CLI_OPT_OWN itself.
+ */
+struct cli_storage_cmd {
+    const char *name;         /* "find": for messages */
+    void (*usage)(FILE *out); /* what --help prints */
+    struct storage_opts so;   /* filled from the storage flags */
+    enum cli_output output;   /* filled from --output; text when absent */
+};
+#define CLI_OPT_OWN  (-1) /* the command's own flag */
+#define CLI_OPT_NEXT (-2) /* a shared flag, taken: parsing goes on */
+/*
+ * Returns CLI_OPT_NEXT or CLI_OPT_OWN, else the exit code to return at once: CLI_OK
+ * after --help, CLI_USAGE (with the message printed) for a bad --output or an unknown
+ * or incomplete flag, which it names from argv.
+ */
+int cli_storage_cmd_opt(struct cli_storage_cmd *cmd, int c, const char *arg, char *const argv[]);
+
 /* ---- policies (cli/policy_arg.c) ---- */
 
 /*
@@ -111,6 +132,8 @@ int cli_policy_load(const char *arg, const struct tz_db *db, const char *kubecon
  */
 int cli_exit_code(int rc);
 
+/* The value of --output: 0, or -1 (nothing printed) when it is neither text nor json. */
+int cli_output_value(const char *value, enum cli_output *out);
 /* Parses the value of --output; prints a usage error and returns -1 when unknown. */
 int cli_parse_output(const char *value, enum cli_output *out);
 

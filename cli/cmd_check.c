@@ -31,7 +31,7 @@ int cmd_check(int argc, char **argv)
                                          {"help", no_argument, NULL, 'h'},
                                          STORAGE_OPTIONS,
                                          {0, 0, 0, 0}};
-    struct storage_opts so = {0};
+    struct cli_storage_cmd sc = {.name = "check", .usage = cmd_check_usage};
     struct storage st;
     struct util_err e = {0};
     struct ck_result r;
@@ -41,22 +41,20 @@ int cmd_check(int argc, char **argv)
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (cli_storage_opt(&so, c, optarg))
-            continue;
+        if ((rc = cli_storage_cmd_opt(&sc, c, optarg, argv)) != CLI_OPT_OWN) {
+            if (rc == CLI_OPT_NEXT)
+                continue;
+            return rc;
+        }
         switch (c) {
         case 'r':
             read_data = true;
             break;
-        case 'h':
-            cmd_check_usage(stdout);
-            return CLI_OK;
-        default:
-            return cli_usage_error("check", "unknown or incomplete option %s", argv[optind - 1]);
         }
     }
     if (optind != argc)
         return cli_usage_error("check", "unexpected argument %s", argv[optind]);
-    if ((rc = storage_open_keyed(&st, &so, &e)) != 0) {
+    if ((rc = storage_open_keyed(&st, &sc.so, &e)) != 0) {
         fprintf(stderr, "lode check: %s\n", e.msg);
         return cli_exit_code(rc);
     }

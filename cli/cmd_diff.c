@@ -97,41 +97,34 @@ int cmd_diff(int argc, char **argv)
                                          {"help", no_argument, NULL, 'h'},
                                          STORAGE_OPTIONS,
                                          {0, 0, 0, 0}};
-    struct storage_opts so = {0};
+    struct cli_storage_cmd sc = {.name = "diff", .usage = cmd_diff_usage};
     struct storage st;
     struct browse a, b;
     struct util_err e = {0};
     struct cmd_diff_out out = {0};
-    enum cli_output output = CLI_OUTPUT_TEXT;
     int c, rc;
 
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (cli_storage_opt(&so, c, optarg))
-            continue;
+        if ((rc = cli_storage_cmd_opt(&sc, c, optarg, argv)) != CLI_OPT_OWN) {
+            if (rc == CLI_OPT_NEXT)
+                continue;
+            return rc;
+        }
         switch (c) {
-        case 'o':
-            if (cli_parse_output(optarg, &output) != 0)
-                return cli_usage_error("diff", "--output %s: give text or json", optarg);
-            break;
-        case 'h':
-            cmd_diff_usage(stdout);
-            return CLI_OK;
-        default:
-            return cli_usage_error("diff", "unknown or incomplete option %s", argv[optind - 1]);
         }
     }
     if (argc - optind != 2)
         return cli_usage_error("diff", "give two snapshots, A and B");
-    if ((rc = cli_browse_open("diff", &st, &so, &a, argv[optind])) != CLI_OK)
+    if ((rc = cli_browse_open("diff", &st, &sc.so, &a, argv[optind])) != CLI_OK)
         return rc;
     if ((rc = browse_open(&b, &st, argv[optind + 1], &e)) != 0) {
         fprintf(stderr, "lode diff: %s\n", e.msg);
         rc = rc == UTIL_EINVAL ? CLI_USAGE : cli_exit_code(rc);
         goto out_a;
     }
-    if (output == CLI_OUTPUT_JSON)
+    if (sc.output == CLI_OUTPUT_JSON)
         out.changes = json_array();
     if ((rc = browse_diff(&a, &b, cmd_diff_cb, &out, &e)) != 0) {
         fprintf(stderr, "lode diff: %s\n", e.msg);

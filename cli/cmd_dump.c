@@ -55,7 +55,7 @@ int cmd_dump(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"help", no_argument, NULL, 'h'}, STORAGE_OPTIONS, {0, 0, 0, 0}};
-    struct storage_opts so = {0};
+    struct cli_storage_cmd sc = {.name = "dump", .usage = cmd_dump_usage};
     struct storage st;
     struct browse b;
     struct util_err e = {0};
@@ -65,11 +65,10 @@ int cmd_dump(int argc, char **argv)
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (cli_storage_opt(&so, c, optarg))
-            continue;
-        if (c == 'h') {
-            cmd_dump_usage(stdout);
-            return CLI_OK;
+        if ((rc = cli_storage_cmd_opt(&sc, c, optarg, argv)) != CLI_OPT_OWN) {
+            if (rc == CLI_OPT_NEXT)
+                continue;
+            return rc;
         }
         return cli_usage_error("dump", "unknown or incomplete option %s", argv[optind - 1]);
     }
@@ -78,7 +77,7 @@ int cmd_dump(int argc, char **argv)
     if ((path = browse_path_norm(argv[optind + 1])) == NULL)
         return cli_usage_error("dump", "%s: give an absolute path as on the node, without . or ..",
                                argv[optind + 1]);
-    if ((rc = cli_browse_open("dump", &st, &so, &b, argv[optind])) != CLI_OK)
+    if ((rc = cli_browse_open("dump", &st, &sc.so, &b, argv[optind])) != CLI_OK)
         goto out;
     rc = browse_dump(&b, path, cmd_dump_data_cb, &werr, &e);
     if (rc == CMD_DUMP_EWRITE) {

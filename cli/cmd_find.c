@@ -64,13 +64,12 @@ int cmd_find(int argc, char **argv)
                                          {"help", no_argument, NULL, 'h'},
                                          STORAGE_OPTIONS,
                                          {0, 0, 0, 0}};
-    struct storage_opts so = {0};
+    struct cli_storage_cmd sc = {.name = "find", .usage = cmd_find_usage};
     struct storage st;
     struct repo_catalog cat;
     struct browse_skip skip = {0};
     struct util_err e = {0};
     struct policy_diags diags;
-    enum cli_output output = CLI_OUTPUT_TEXT;
     const char *policy = NULL, *host = NULL, *pattern;
     char *ns = NULL, *name = NULL;
     json_t *snaps = NULL;
@@ -80,8 +79,11 @@ int cmd_find(int argc, char **argv)
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (cli_storage_opt(&so, c, optarg))
-            continue;
+        if ((rc = cli_storage_cmd_opt(&sc, c, optarg, argv)) != CLI_OPT_OWN) {
+            if (rc == CLI_OPT_NEXT)
+                continue;
+            return rc;
+        }
         switch (c) {
         case 'p':
             policy = optarg;
@@ -89,15 +91,6 @@ int cmd_find(int argc, char **argv)
         case 'H':
             host = optarg;
             break;
-        case 'o':
-            if (cli_parse_output(optarg, &output) != 0)
-                return cli_usage_error("find", "--output %s: give text or json", optarg);
-            break;
-        case 'h':
-            cmd_find_usage(stdout);
-            return CLI_OK;
-        default:
-            return cli_usage_error("find", "unknown or incomplete option %s", argv[optind - 1]);
         }
     }
     if (argc - optind != 1)
@@ -116,7 +109,7 @@ int cmd_find(int argc, char **argv)
         return rc;
     }
     policy_diags_free(&diags);
-    if ((rc = storage_open_keyed(&st, &so, &e)) != 0) {
+    if ((rc = storage_open_keyed(&st, &sc.so, &e)) != 0) {
         fprintf(stderr, "lode find: %s\n", e.msg);
         rc = cli_exit_code(rc);
         goto out;
@@ -126,7 +119,7 @@ int cmd_find(int argc, char **argv)
         rc = cli_exit_code(rc);
         goto out_st;
     }
-    if (output == CLI_OUTPUT_JSON)
+    if (sc.output == CLI_OUTPUT_JSON)
         snaps = json_array();
     for (size_t i = 0; i < cat.n && rc == 0; i++) {
         struct cmd_find_out o = {.snap = &cat.v[i]};

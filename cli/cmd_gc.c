@@ -68,8 +68,7 @@ static void cmd_gc_termlog(const char *path, const struct gc_ctx *g, const char 
 
 int cmd_gc(int argc, char **argv)
 {
-    enum cli_output output = CLI_OUTPUT_TEXT;
-    struct storage_opts sopts = {0};
+    struct cli_storage_cmd sc = {.name = "gc", .usage = cmd_gc_usage};
     static const struct option opts[] = {
         {"dry-run", no_argument, NULL, 'n'},
         {"output", required_argument, NULL, 'o'},
@@ -85,17 +84,17 @@ int cmd_gc(int argc, char **argv)
     char failure[1024] = "";
     int c, rc;
 
+    opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        if ((rc = cli_storage_cmd_opt(&sc, c, optarg, argv)) != CLI_OPT_OWN) {
+            if (rc == CLI_OPT_NEXT)
+                continue;
+            goto out;
+        }
         switch (c) {
         case 'n':
             g->dry_run = true;
-            break;
-        case 'o':
-            if (cli_parse_output(optarg, &output) != 0) {
-                rc = CLI_USAGE;
-                goto out;
-            }
             break;
         case 'm':
             if (policy_parse_duration(optarg, &g->policy_mr, &err) != 0 || g->policy_mr < 1) {
@@ -107,32 +106,22 @@ int cmd_gc(int argc, char **argv)
         case 't':
             termlog = optarg;
             break;
-        case 'h':
-            cmd_gc_usage(stdout);
-            rc = CLI_OK;
-            goto out;
-        default:
-            if (cli_storage_opt(&sopts, c, optarg))
-                break;
-            cmd_gc_usage(stderr);
-            rc = CLI_USAGE;
-            goto out;
         }
     }
     if (optind != argc) {
         rc = cli_usage_error("gc", "unexpected argument \"%s\"", argv[optind]);
         goto out;
     }
-    g->text = output == CLI_OUTPUT_TEXT;
+    g->text = sc.output == CLI_OUTPUT_TEXT;
 
     /* Nothing deleted, whatever the cause (a wrong key too): exit 2 (docs/commands.md). */
-    if (gcrun_run(g, &sopts, &err) != 0) {
+    if (gcrun_run(g, &sc.so, &err) != 0) {
         fprintf(stderr, "lode gc: %s\n", err.msg);
         snprintf(failure, sizeof(failure), "%s", err.msg);
         rc = CLI_USAGE;
         goto report;
     }
-    if (output == CLI_OUTPUT_JSON) {
+    if (sc.output == CLI_OUTPUT_JSON) {
         json_t *o =
             json_pack("{s:{s:I, s:I, s:I}, s:I}", "packs", "total", (json_int_t)g->t.packs_total,
                       "deleted", (json_int_t)g->t.packs_deleted, "kept",

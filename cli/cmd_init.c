@@ -41,7 +41,7 @@ int cmd_init(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct storage_opts so = {0};
+    struct cli_storage_cmd sc = {.name = "init", .usage = cmd_init_usage};
     struct storage st;
     struct repo_config cfg;
     struct util_err err = {0};
@@ -51,17 +51,17 @@ int cmd_init(int argc, char **argv)
     bool generate = false;
     const char *made = NULL; /* the key file this run created, removed if init fails */
 
+    opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (cli_storage_opt(&so, c, optarg))
-            continue;
+        if ((rc = cli_storage_cmd_opt(&sc, c, optarg, argv)) != CLI_OPT_OWN) {
+            if (rc == CLI_OPT_NEXT)
+                continue;
+            return rc;
+        }
         if (c == 'g') {
             generate = true;
             continue;
-        }
-        if (c == 'h') {
-            cmd_init_usage(stdout);
-            return CLI_OK;
         }
         return cli_usage_error("init", "unknown flag");
     }
@@ -69,7 +69,7 @@ int cmd_init(int argc, char **argv)
         return cli_usage_error("init", "unexpected argument \"%s\"", argv[optind]);
 
     if (generate) {
-        const char *path = so.key_file != NULL ? so.key_file : getenv("LODE_KEY_FILE");
+        const char *path = sc.so.key_file != NULL ? sc.so.key_file : getenv("LODE_KEY_FILE");
         if (path == NULL || path[0] == '\0')
             return cli_usage_error("init", "--generate-key needs --key-file FILE or LODE_KEY_FILE: "
                                            "where to write the key");
@@ -97,13 +97,13 @@ int cmd_init(int argc, char **argv)
         }
         made = path;
     }
-    if (storage_read_key(&so, &pass, &passlen, &err) != 0) {
+    if (storage_read_key(&sc.so, &pass, &passlen, &err) != 0) {
         fprintf(stderr, "lode init: %s\n", err.msg);
         if (made != NULL)
             unlink(made);
         return CLI_USAGE;
     }
-    if (storage_open(&st, &so, &err) != 0) {
+    if (storage_open(&st, &sc.so, &err) != 0) {
         fprintf(stderr, "lode init: %s\n", err.msg);
         free(pass);
         if (made != NULL)

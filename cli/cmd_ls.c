@@ -54,12 +54,11 @@ int cmd_ls(int argc, char **argv)
                                          {"help", no_argument, NULL, 'h'},
                                          STORAGE_OPTIONS,
                                          {0, 0, 0, 0}};
-    struct storage_opts so = {0};
+    struct cli_storage_cmd sc = {.name = "ls", .usage = cmd_ls_usage};
     struct storage st;
     struct browse b;
     struct util_err e = {0};
     struct cmd_ls_out out = {0};
-    enum cli_output output = CLI_OUTPUT_TEXT;
     bool recursive = false;
     char *path = NULL;
     int c, rc;
@@ -67,21 +66,15 @@ int cmd_ls(int argc, char **argv)
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "hR", opts, NULL)) != -1) {
-        if (cli_storage_opt(&so, c, optarg))
-            continue;
+        if ((rc = cli_storage_cmd_opt(&sc, c, optarg, argv)) != CLI_OPT_OWN) {
+            if (rc == CLI_OPT_NEXT)
+                continue;
+            return rc;
+        }
         switch (c) {
         case 'R':
             recursive = true;
             break;
-        case 'o':
-            if (cli_parse_output(optarg, &output) != 0)
-                return cli_usage_error("ls", "--output %s: give text or json", optarg);
-            break;
-        case 'h':
-            cmd_ls_usage(stdout);
-            return CLI_OK;
-        default:
-            return cli_usage_error("ls", "unknown or incomplete option %s", argv[optind - 1]);
         }
     }
     if (optind >= argc || argc - optind > 2)
@@ -91,9 +84,9 @@ int cmd_ls(int argc, char **argv)
     if (path == NULL)
         return cli_usage_error("ls", "%s: give an absolute path as on the node, without . or ..",
                                argv[optind + 1]);
-    if ((rc = cli_browse_open("ls", &st, &so, &b, argv[optind])) != CLI_OK)
+    if ((rc = cli_browse_open("ls", &st, &sc.so, &b, argv[optind])) != CLI_OK)
         goto out;
-    if (output == CLI_OUTPUT_JSON)
+    if (sc.output == CLI_OUTPUT_JSON)
         out.entries = json_array();
     rc = browse_ls(&b, path, recursive, cmd_ls_entry_cb, &out, &e);
     if (rc != 0) {

@@ -116,10 +116,9 @@ static int cmd_mark_pin(struct storage *st, const struct repo_snapshot *snap, co
 
 int cmd_mark(int argc, char **argv)
 {
-    enum cli_output output = CLI_OUTPUT_TEXT;
+    struct cli_storage_cmd sc = {.name = "mark", .usage = cmd_mark_usage};
     const char *policy_arg = NULL, *host = NULL, *id, *reason = NULL;
     int action = 0; /* 's', 'c', 'P' (pin) or 'U' (unpin) */
-    struct storage_opts sopts = {0};
     static const struct option opts[] = {
         {"suspicious", no_argument, NULL, 's'},
         {"clear", no_argument, NULL, 'c'},
@@ -140,8 +139,14 @@ int cmd_mark(int argc, char **argv)
     bool changed = false, opened = false;
     int c, rc;
 
+    opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        if ((rc = cli_storage_cmd_opt(&sc, c, optarg, argv)) != CLI_OPT_OWN) {
+            if (rc == CLI_OPT_NEXT)
+                continue;
+            return rc;
+        }
         switch (c) {
         case 's':
         case 'c':
@@ -160,18 +165,6 @@ int cmd_mark(int argc, char **argv)
         case 'H':
             host = optarg;
             break;
-        case 'o':
-            if (cli_parse_output(optarg, &output) != 0)
-                return CLI_USAGE;
-            break;
-        case 'h':
-            cmd_mark_usage(stdout);
-            return CLI_OK;
-        default:
-            if (cli_storage_opt(&sopts, c, optarg))
-                break;
-            cmd_mark_usage(stderr);
-            return CLI_USAGE;
         }
     }
     if (optind == argc)
@@ -199,14 +192,14 @@ int cmd_mark(int argc, char **argv)
         policy_diags_free(&diags);
     }
 
-    if (storage_open(&st, &sopts, &err) != 0) {
+    if (storage_open(&st, &sc.so, &err) != 0) {
         fprintf(stderr, "lode mark: %s\n", err.msg);
         rc = CLI_USAGE;
         goto out;
     }
     opened = true;
     /* Setting a mark or a pin needs the key: each carries a tag only it can make. */
-    if (storage_load_config(&st, &sopts, action == 's' || action == 'P', &err) != 0) {
+    if (storage_load_config(&st, &sc.so, action == 's' || action == 'P', &err) != 0) {
         fprintf(stderr, "lode mark: %s\n", err.msg);
         rc = CLI_USAGE;
         goto out;
@@ -215,7 +208,7 @@ int cmd_mark(int argc, char **argv)
         goto out;
 
     if (action == 'P' || action == 'U') {
-        rc = cmd_mark_pin(&st, &snap, reason, output);
+        rc = cmd_mark_pin(&st, &snap, reason, sc.output);
         goto out;
     }
     if (storage_mark_suspicious(&st, action == 's' ? &st.config.keys : NULL, &snap, action == 's',
@@ -225,7 +218,7 @@ int cmd_mark(int argc, char **argv)
         goto out;
     }
     rc = CLI_OK;
-    if (output == CLI_OUTPUT_JSON) {
+    if (sc.output == CLI_OUTPUT_JSON) {
         char *pol = util_asprintf("%s/%s", snap.src.ns, snap.src.policy);
         json_t *o =
             json_pack("{s:s, s:o, s:o, s:b, s:b}", "id", snap.id, "policy",

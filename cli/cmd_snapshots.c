@@ -88,7 +88,7 @@ int cmd_snapshots(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct storage_opts so = {0};
+    struct cli_storage_cmd sc = {.name = "snapshots", .usage = cmd_snapshots_usage};
     struct storage st;
     struct repo_catalog cat;
     struct repo_manifest *m = NULL;
@@ -97,15 +97,18 @@ int cmd_snapshots(int argc, char **argv)
     bool keyed;
     struct util_err err = {0};
     struct policy_diags diags;
-    enum cli_output output = CLI_OUTPUT_TEXT;
     const char *policy = NULL, *host = NULL;
     char *ns = NULL, *name = NULL;
     int c, rc;
 
+    opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-        if (cli_storage_opt(&so, c, optarg))
-            continue;
+        if ((rc = cli_storage_cmd_opt(&sc, c, optarg, argv)) != CLI_OPT_OWN) {
+            if (rc == CLI_OPT_NEXT)
+                continue;
+            return rc;
+        }
         switch (c) {
         case 'p':
             policy = optarg;
@@ -113,15 +116,6 @@ int cmd_snapshots(int argc, char **argv)
         case 'H':
             host = optarg;
             break;
-        case 'o':
-            if (cli_parse_output(optarg, &output) != 0)
-                return CLI_USAGE;
-            break;
-        case 'h':
-            cmd_snapshots_usage(stdout);
-            return CLI_OK;
-        default:
-            return cli_usage_error("snapshots", "unknown flag");
         }
     }
     if (optind != argc)
@@ -139,7 +133,7 @@ int cmd_snapshots(int argc, char **argv)
     }
     policy_diags_free(&diags);
 
-    if (storage_open(&st, &so, &err) != 0) {
+    if (storage_open(&st, &sc.so, &err) != 0) {
         fprintf(stderr, "lode snapshots: %s\n", err.msg);
         free(ns);
         free(name);
@@ -147,8 +141,8 @@ int cmd_snapshots(int argc, char **argv)
     }
     rc = CLI_USAGE;
     /* The key is optional: with it, pins are checked (docs/retention.md). */
-    keyed = storage_has_key(&so);
-    if (storage_load_config(&st, &so, keyed, &err) != 0 ||
+    keyed = storage_has_key(&sc.so);
+    if (storage_load_config(&st, &sc.so, keyed, &err) != 0 ||
         storage_catalog(&st, ns, name, host, &cat, &err) != 0) {
         fprintf(stderr, "lode snapshots: %s\n", err.msg);
         goto out;
@@ -165,7 +159,7 @@ int cmd_snapshots(int argc, char **argv)
         fprintf(stderr, "lode snapshots: %s\n", err.msg);
         goto out_cat;
     }
-    if (output == CLI_OUTPUT_JSON)
+    if (sc.output == CLI_OUTPUT_JSON)
         cmd_snapshots_json(&cat, m);
     else
         cmd_snapshots_text(&cat, m, &pins);

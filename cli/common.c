@@ -5,7 +5,7 @@
 #include "agent/agent.h"
 #include "cli.h"
 
-int cli_parse_output(const char *value, enum cli_output *out)
+int cli_output_value(const char *value, enum cli_output *out)
 {
     if (strcmp(value, "json") == 0) {
         *out = CLI_OUTPUT_JSON;
@@ -15,6 +15,13 @@ int cli_parse_output(const char *value, enum cli_output *out)
         *out = CLI_OUTPUT_TEXT;
         return 0;
     }
+    return -1;
+}
+
+int cli_parse_output(const char *value, enum cli_output *out)
+{
+    if (cli_output_value(value, out) == 0)
+        return 0;
     fprintf(stderr, "lode: --output must be \"text\" or \"json\", not \"%s\"\n", value);
     return -1;
 }

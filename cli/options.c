@@ -31,6 +31,27 @@ bool cli_storage_opt(struct storage_opts *o, int c, const char *arg)
     }
 }
 
+int cli_storage_cmd_opt(struct cli_storage_cmd *cmd, int c, const char *arg, char *const argv[])
+{
+    if (cli_storage_opt(&cmd->so, c, arg))
+        return CLI_OPT_NEXT;
+    switch (c) {
+    case 'o':
+        if (cli_output_value(arg, &cmd->output) != 0)
+            return cli_usage_error(cmd->name, "--output %s: give text or json", arg);
+        return CLI_OPT_NEXT;
+    case 'h':
+        cmd->usage(stdout);
+        return CLI_OK;
+    case '?':
+    case ':':
+        /* getopt_long has moved past the flag it refused. */
+        return cli_usage_error(cmd->name, "unknown or incomplete option %s", argv[optind - 1]);
+    default:
+        return CLI_OPT_OWN;
+    }
+}
+
 int cli_kube_opt(struct cli_kube_opts *o, const char *cmd, int c, const char *arg)
 {
     switch (c) {

@@ -108,7 +108,7 @@ bool ui_policy(struct ui_ctx *ctx, const json_t *body, struct policy *pol, struc
 
 /* An optional RFC 3339 member; false (and out filled with 400) when it is malformed. */
 bool ui_time_arg(const json_t *body, const char *key, int64_t dflt, int64_t *t,
-                        struct ui_reply *out)
+                 struct ui_reply *out)
 {
     const json_t *v = json_object_get(body, key);
     struct util_err err = {0};

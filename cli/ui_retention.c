@@ -19,8 +19,8 @@
 
 /*
  * A simulated history: one snapshot per run of the schedule over the last `days`
- * days before `now` (the request's "until", else the clock; received a minute after the host's run time), newest
- * UI_SIM_SNAPSHOTS at most; one a day at midnight UTC without a schedule.
+ * days before `now` (the request's "until", else the clock; received a minute after the host's run
+ * time), newest UI_SIM_SNAPSHOTS at most; one a day at midnight UTC without a schedule.
  */
 static json_t *ui_simulate(const struct policy *pol, const struct tz_db *db, const char *host,
                            int64_t now, int64_t days, struct util_err *err)
