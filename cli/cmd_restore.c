@@ -127,6 +127,7 @@ static json_t *cmd_restore_json(const struct rx *x, const struct cmd_restore_out
     json_object_set_new(j, "other",
                         json_integer((json_int_t)(o->dry_run ? o->other : x->nspecial)));
     if (!o->dry_run) {
+        json_object_set_new(j, "hardLinks", json_integer((json_int_t)x->nhardlinks_done));
         json_object_set_new(j, "notMade", json_integer((json_int_t)x->nskipped));
         json_object_set_new(j, "xattrsNotSet", json_integer((json_int_t)x->xattrs_skipped));
         json_object_set_new(j, "ownersRestored", json_boolean(x->as_root));

@@ -365,8 +365,9 @@ static bool rj_job_succeeded(const json_t *job, const char **fail_reason)
 json_t *ctl_restore_result(const json_t *job, const json_t *pods, int64_t started, int64_t now,
                            const char **reason, const char **message)
 {
-    static const char *const counts[] = {"files", "bytes",   "directories", "symlinks",
-                                         "other", "notMade", "damaged",     "pathsNotShown"};
+    static const char *const counts[] = {"files",    "bytes",   "directories",
+                                         "symlinks", "other",   "hardLinks",
+                                         "notMade",  "damaged", "pathsNotShown"};
     const char *fail_reason;
     bool job_ok = rj_job_succeeded(job, &fail_reason);
     const char *msg = pods != NULL ? rj_message(pods) : NULL;

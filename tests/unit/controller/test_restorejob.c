@@ -333,9 +333,10 @@ static void test_result(void **state)
     json_t *job = ended_job(true);
     json_t *pods = pods_with("{\"snapshot\":\"abc\",\"source\":\"ops/p/a\",\"dryRun\":false,"
                              "\"files\":3,\"bytes\":30,\"directories\":2,\"symlinks\":1,"
-                             "\"other\":0,\"notMade\":0,\"damaged\":0,\"error\":null}");
+                             "\"other\":0,\"hardLinks\":2,\"notMade\":0,\"damaged\":0,\"error\":null}");
     json_t *st = ctl_restore_result(job, pods, start, start + 200, &reason, &message);
     assert_string_equal(ctl_json_str(st, "status.phase"), "Succeeded");
+    assert_int_equal(json_integer_value(ctl_json_path(st, "status.hardLinks")), 2);
     assert_string_equal(reason, "Restored");
     assert_non_null(strstr(message, "restored 3 files (30 bytes) of snapshot abc"));
     assert_int_equal(json_integer_value(ctl_json_path(st, "status.files")), 3);
