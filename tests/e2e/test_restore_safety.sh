@@ -140,9 +140,11 @@ check_eq "a FIFO's hard link shares its inode" "$(inode "$r/data/b/fifo-link")" 
 check_eq "the FIFO is a FIFO" "$(stat -c %F "$r/data/a/fifo")" fifo
 check_eq "the socket is a socket" "$(stat -c %F "$r/data/a/sock")" socket
 check_contains "the summary counts the hard links" "$OUT" "4 hard links"
+text=$OUT err=$ERR
 run restorej "$LODE" restore "$id" --target "$T_TMP/r1j" --output json
 check_eq "... and so does --output json (hardLinks, the device in notMade)" \
 	"$(jq -c '[.hardLinks, .notMade]' <<<"$OUT")" "[4,1]"
+OUT=$text ERR=$err
 check_eq "the device node is withheld" "$(ls -A "$r/data/a" | grep -c '^null$')" 0
 check_contains "... and named on stderr" "$ERR" "not restored: /data/a/null (a device node; --devices makes it)"
 check_contains "... and counted" "$OUT" "not made: 1 device nodes (--devices makes them)"
