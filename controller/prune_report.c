@@ -56,6 +56,15 @@ void prune_job_release(struct prune_job *j)
     if (j->s3 != NULL)
         s3_client_close(j->s3, prune_s3_closed_cb, NULL);
     j->s3 = NULL;
+    prune_key_release(j);
+    prune_check_release(j);
+    if (j->trust != NULL && j->listed_all)
+        prune_trust_end(j->trust); /* verdicts of objects no longer listed go */
+    j->trust = NULL;
+    j->listed_all = false;
+    free(j->repo);
+    free(j->where);
+    j->repo = j->where = NULL;
     repo_catalog_free(&j->cat);
     prune_plan_free(&j->plan);
     j->planned = false;
@@ -249,6 +258,13 @@ void prune_report(struct prune_job *j, const char *failure)
              p->kept, reasons[0] ? reasons : "none", p->forgotten, j->deleted,
              j->deleted == 1 ? "" : "s", j->marks_deleted, j->marks_deleted == 1 ? "" : "s",
              j->requests, j->requests == 1 ? "" : "s");
+    if (j->ignored > 0) {
+        size_t l = strlen(msg);
+        snprintf(msg + l, sizeof(msg) - l,
+                 "; ignored %zu object%s that the repository key does not authenticate "
+                 "(ObjectIgnored Events on the policy)",
+                 j->ignored, j->ignored == 1 ? "" : "s");
+    }
     prune_finish(j, "Done", msg);
 }
 

@@ -1,0 +1,228 @@
+/*
+ * The repository key of the forget after a backup (prune_int.h; docs/operator.md, "After
+ * a backup"): the forget checks the snapshots it keeps with it, so a bucket writer cannot
+ * make it delete a real one (docs/security.md, "A bucket writer").
+ *
+ * The key is the credentials Secret's repositoryKeyKey; it opens the master key that
+ * config.json wraps. Unlocking reads config.json (one GET) and, for a passphrase, runs
+ * scrypt: 32 MiB and, measured on this project's machines, about 100 ms for the default
+ * cost (docs/operator.md), far too long for the loop that serves every other request. So
+ * it runs on libuv's thread pool, once per repository and key: the keys stay in memory
+ * for the controller's life, and a forget whose Secret holds the same key (and whose
+ * repository is in the same place) uses them at once, with no request. A key that does
+ * not open the repository is remembered too, and tried again after PRUNE_KEY_RETRY
+ * seconds or when the Secret's key changes, so that forgets do not each pay scrypt.
+ *
+ * Costs: per repository its key, the derived keys and config.json's fields (about 400
+ * bytes); while a derivation runs, one thread-pool thread and scrypt's 32 MiB.
+ */
+#include "prune_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <openssl/crypto.h>
+
+static void prune_keyent_free(struct prune_keyent *e)
+{
+    OPENSSL_cleanse(&e->cfg, sizeof(e->cfg));
+    if (e->pass != NULL)
+        OPENSSL_cleanse(e->pass, e->passlen);
+    free(e->pass);
+    free(e->name);
+    free(e->where);
+    free(e);
+}
+
+void prune_key_release(struct prune_job *j)
+{
+    util_list_remove(&j->key_link);
+    j->keyent = NULL;
+    OPENSSL_cleanse(&j->keys, sizeof(j->keys));
+    if (j->pass != NULL)
+        OPENSSL_cleanse(j->pass, j->passlen);
+    free(j->pass);
+    j->pass = NULL;
+    j->passlen = 0;
+}
+
+/* Ends j's run with msg (Failed: nothing was listed or deleted). */
+static void prune_key_fail(struct prune_job *j, const char *result, const char *msg)
+{
+    prune_finish(j, result, msg);
+    prune_next(j);
+}
+
+static double prune_ms_since(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/* On a thread-pool thread: only e->cfg, e->rc, e->err and e->derive_ms are written. */
+static void prune_key_work_cb(uv_work_t *w)
+{
+    struct prune_keyent *e = w->data;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    e->rc = repo_config_unlock(&e->cfg, e->pass, e->passlen, &e->err);
+    e->derive_ms = prune_ms_since(&t0);
+}
+
+/* The waiters look again: each uses the key, or waits for another, or fails. */
+static void prune_key_wake(struct prune_keyent *e)
+{
+    struct util_list waiting, *l;
+    util_list_init(&waiting);
+    /* Moved first: a waiter that starts a derivation of its own joins another list. */
+    while ((l = util_list_first(&e->waiters)) != NULL) {
+        util_list_remove(l);
+        util_list_push_back(&waiting, l);
+    }
+    while ((l = util_list_first(&waiting)) != NULL) {
+        struct prune_job *j = util_list_entry(l, struct prune_job, key_link);
+        util_list_remove(l);
+        j->keyent = NULL;
+        prune_key_use(j);
+    }
+}
+
+static void prune_key_after_cb(uv_work_t *w, int status)
+{
+    struct prune_keyent *e = w->data;
+    struct ctl *c = e->pr->c;
+    e->at = ctl_now(c);
+    if (status != 0 || e->rc != 0) {
+        e->state = PRUNE_KEY_WRONG;
+        if (status != 0)
+            util_err_set(&e->err, UTIL_EIO, "the key derivation did not run: %s",
+                         uv_strerror(status));
+        ctl_log(c, 0, "repository %s: the credentials Secret's repository key does not open it: %s",
+                e->name, e->err.msg);
+    } else {
+        e->state = PRUNE_KEY_READY;
+        e->gen = ++e->pr->key_gen;
+        ctl_log(c, 1, "repository %s: repository key unlocked in %.1f ms (%s, off the loop)",
+                e->name, e->derive_ms, e->cfg.kdf == REPO_KDF_SCRYPT ? "scrypt" : "generated key");
+    }
+    if (!e->pr->stopped)
+        prune_key_wake(e);
+}
+
+static void prune_config_done(const struct s3_result *res, void *arg)
+{
+    struct prune_job *j = arg;
+    struct prune_keyent *e = j->keyent;
+    struct ctl_prune *pr = j->pr;
+    struct util_err err = {0};
+    char msg[2 * PRUNE_MSG];
+    j->op = NULL;
+    j->requests += res->requests;
+    int rc = res->error;
+    if (rc == 0)
+        rc = repo_config_decode(&e->cfg, res->body, res->body_len, &err);
+    if (rc == 0) {
+        e->state = PRUNE_KEY_DERIVING;
+        e->work.data = e;
+        rc = uv_queue_work(pr->c->loop, &e->work, prune_key_work_cb, prune_key_after_cb);
+        if (rc == 0)
+            return;
+        util_err_set(&err, UTIL_EIO, "%s", uv_strerror(rc));
+    }
+    /* Not remembered: the next forget reads config.json again. */
+    snprintf(msg, sizeof(msg),
+             "cannot read the repository's config.json, so the snapshots kept cannot be checked; "
+             "nothing was deleted: %s",
+             res->error != 0 ? res->message : err.msg);
+    util_map_del(&pr->keys, e->name);
+    struct util_list *l;
+    while ((l = util_list_first(&e->waiters)) != NULL) {
+        struct prune_job *w = util_list_entry(l, struct prune_job, key_link);
+        util_list_remove(l);
+        w->keyent = NULL;
+        if (w != j)
+            prune_key_fail(w, "Failed", msg);
+    }
+    prune_keyent_free(e);
+    j->keyent = NULL;
+    prune_key_fail(j, "Failed", msg);
+}
+
+/* A new entry for j's key, with j reading config.json for it. */
+static void prune_key_start(struct prune_job *j)
+{
+    struct ctl_prune *pr = j->pr;
+    struct util_err err = {0};
+    struct prune_keyent *e = util_calloc(1, sizeof(*e));
+    e->pr = pr;
+    e->name = util_strdup(j->repo);
+    e->where = util_strdup(j->where);
+    e->pass = j->pass;
+    e->passlen = j->passlen;
+    j->pass = NULL;
+    j->passlen = 0;
+    e->state = PRUNE_KEY_FETCHING;
+    util_list_init(&e->waiters);
+    util_map_set(&pr->keys, e->name, e);
+    j->keyent = e;
+    util_list_push_back(&e->waiters, &j->key_link);
+    j->step = PRUNE_KEY;
+    struct s3_opts o = {.deadline_ms = PRUNE_DEADLINE_MS};
+    if (s3_get(j->s3, "config.json", &o, NULL, prune_config_done, j, &j->op, &err) != 0) {
+        struct s3_result res = {.error = err.code ? err.code : UTIL_EIO, .message = err.msg};
+        prune_config_done(&res, j);
+    }
+}
+
+void prune_key_use(struct prune_job *j)
+{
+    struct ctl_prune *pr = j->pr;
+    struct prune_keyent *e = util_map_get(&pr->keys, j->repo);
+    char msg[2 * PRUNE_MSG];
+    if (e != NULL && (e->state == PRUNE_KEY_FETCHING || e->state == PRUNE_KEY_DERIVING)) {
+        /* One derivation at a time per repository; a waiter for another key looks again
+         * when it ends. */
+        j->keyent = e;
+        j->step = PRUNE_KEY;
+        util_list_push_back(&e->waiters, &j->key_link);
+        return;
+    }
+    bool same = e != NULL && strcmp(e->where, j->where) == 0 && e->passlen == j->passlen &&
+                CRYPTO_memcmp(e->pass, j->pass, j->passlen) == 0;
+    if (same && e->state == PRUNE_KEY_WRONG && ctl_now(pr->c) - e->at >= PRUNE_KEY_RETRY)
+        same = false;
+    if (!same) {
+        if (e != NULL) {
+            util_map_del(&pr->keys, e->name);
+            prune_keyent_free(e);
+        }
+        prune_key_start(j);
+        return;
+    }
+    prune_key_release(j);
+    if (e->state == PRUNE_KEY_WRONG) {
+        snprintf(msg, sizeof(msg),
+                 "the repository key in the credentials Secret does not open the repository, so "
+                 "the snapshots kept cannot be checked; nothing was deleted: %s",
+                 e->err.msg);
+        prune_key_fail(j, "Failed", msg);
+        return;
+    }
+    /* A copy: the entry may be replaced (another key) while this run still checks. */
+    j->keys = e->cfg.keys;
+    j->key_gen = e->gen;
+    prune_list_start(j);
+}
+
+void prune_keys_close(struct ctl_prune *pr)
+{
+    size_t it = 0;
+    const char *k;
+    void *v;
+    while (util_map_next(&pr->keys, &it, &k, &v))
+        prune_keyent_free(v);
+    util_map_close(&pr->keys);
+}
