@@ -16,6 +16,8 @@
  *   restores.c       the Restores: which to look at each tick (docs/restoring.md)
  *   restores_run.c   a Restore's requests: its Job, its status and Events (restores_int.h)
  *   prune.c          the forget after a backup (prune_int.h)
+ *   prune_key.c      the forget's repository key, unlocked once per repository and key
+ *   prune_check.c    the forget's checks of the pins and kept manifests with that key
  *   prune_report.c   the forget's outcome: status.retention, Events, counters
  *   events.c         Events about policies, paced and combined (eventagg.h)
  *   cache.c          informer callbacks and the caches they fill: policies, nodes

@@ -60,7 +60,8 @@ static void prune_job_free(struct prune_job *j)
 
 static void prune_start(struct prune_job *j);
 
-void prune_next(struct prune_job *j)
+/* The run is over: the next one if Backups wait, else the job goes. */
+static void prune_next(struct prune_job *j)
 {
     struct ctl_prune *pr = j->pr;
     if (j->nnext == 0 || pr->stopped) {
@@ -231,7 +232,8 @@ static void prune_listed(const struct s3_result *res, void *arg)
     prune_check_start(j); /* then prune_delete_start */
 }
 
-void prune_delete_start(struct prune_job *j)
+/* Deletes what the checked plan forgets (or reports that nothing is to go). */
+static void prune_delete_start(struct prune_job *j)
 {
     struct util_err err = {0};
     j->planned = true;
@@ -322,7 +324,8 @@ static void prune_secret_cb(const struct kube_result *res, void *arg)
     prune_key_use(j); /* then prune_list_start */
 }
 
-void prune_list_start(struct prune_job *j)
+/* Lists the pair's snapshots once the key is unlocked (prune_key.c). */
+static void prune_list_start(struct prune_job *j)
 {
     struct ctl_prune *pr = j->pr;
     struct util_err err = {0};
@@ -520,6 +523,9 @@ void ctl_prune_init(struct ctl *c)
     util_map_init(&pr->secrets);
     util_map_init(&pr->keys);
     util_map_init(&pr->trusts);
+    pr->run_next = prune_next;
+    pr->run_list = prune_list_start;
+    pr->run_delete = prune_delete_start;
     uv_timer_init(c->loop, &pr->wait_timer);
     pr->wait_timer.data = pr;
     c->prune = pr;

@@ -54,28 +54,6 @@ static void prune_ignored(struct prune_job *j, const char *key, const char *why)
     util_buf_free(&m);
 }
 
-static void prune_fetch_clear(struct prune_job *j)
-{
-    for (size_t i = 0; i < j->nfetch; i++) {
-        if (j->fetch[i].op != NULL)
-            s3_op_cancel(j->fetch[i].op);
-        util_buf_free(&j->fetch[i].body);
-        free(j->fetch[i].key);
-    }
-    free(j->fetch);
-    j->fetch = NULL;
-    j->nfetch = j->fetch_next = j->fetch_running = 0;
-}
-
-void prune_check_release(struct prune_job *j)
-{
-    prune_fetch_clear(j);
-    free(j->drop);
-    j->drop = NULL;
-    j->ignored = 0;
-    j->fetch_error[0] = '\0';
-}
-
 /* Adds a read; j->fetch has room for every entry of the catalog (prune_fetch_room). */
 static void prune_fetch_add(struct prune_job *j, size_t at, bool pin, char *key)
 {
@@ -166,8 +144,7 @@ static void prune_fetch_more(struct prune_job *j)
     if (j->fetch_error[0] != '\0') {
         char msg[2 * PRUNE_MSG];
         snprintf(msg, sizeof(msg), "%s; nothing was deleted", j->fetch_error);
-        prune_finish(j, "Failed", msg);
-        prune_next(j);
+        prune_end(j, "Failed", msg);
         return;
     }
     prune_fetch_clear(j);
@@ -179,7 +156,7 @@ static void prune_check_plan(struct prune_job *j);
 static void prune_kept_read(struct prune_job *j)
 {
     if (prune_catalog_drop(&j->cat, j->drop) == 0) {
-        prune_delete_start(j); /* every kept manifest opened */
+        j->pr->run_delete(j); /* every kept manifest opened */
         return;
     }
     prune_plan_free(&j->plan);
@@ -196,20 +173,17 @@ static void prune_check_plan(struct prune_job *j)
         /* The policy as it is now: its entry may have been replaced while reads ran. */
         struct ctl_policy_entry *e = util_map_get(&c->policies, ctl_key(key, j->ns, j->policy));
         if (e == NULL || !e->p.valid) {
-            prune_finish(j, "Skipped",
-                         e == NULL ? "the policy is gone" : "the policy is not valid");
-            prune_next(j);
+            prune_end(j, "Skipped", e == NULL ? "the policy is gone" : "the policy is not valid");
             return;
         }
         if (prune_plan_build(&j->plan, &j->cat, j->ns, j->policy, j->host, &e->p.spec.retention,
                              e->p.bind.zone, &err) != 0) {
             snprintf(msg, sizeof(msg), "%s; nothing was deleted", err.msg);
-            prune_finish(j, "Failed", msg);
-            prune_next(j);
+            prune_end(j, "Failed", msg);
             return;
         }
         if (j->plan.nmanifests == 0) {
-            prune_delete_start(j);
+            j->pr->run_delete(j);
             return;
         }
         size_t *kept = util_calloc(j->plan.n + 1, sizeof(*kept));
@@ -240,7 +214,7 @@ static void prune_check_plan(struct prune_job *j)
             continue;
         }
         if (j->nfetch == 0) {
-            prune_delete_start(j);
+            j->pr->run_delete(j);
             return;
         }
         j->fetch_then = prune_kept_read;

@@ -103,7 +103,7 @@ struct prune_job {
     struct prune_keyent *keyent; /* the key it waits for or uses */
     struct util_list key_link;   /* on keyent->waiters while it waits */
     char *repo, *where;          /* "ns/repository", and its place */
-    char *pass;                  /* the Secret's key, until the entry is chosen */
+    char *pass;                  /* the Secret's key, until the run has its keys */
     size_t passlen;
     struct repo_keys keys; /* a copy of the unlocked keys, for this run */
     uint64_t key_gen;
@@ -137,39 +137,40 @@ struct ctl_prune {
     struct util_map keys;    /* "ns/repository" -> prune_keyent */
     struct util_map trusts;  /* pair key -> prune_trust: what the pair's forgets read */
     uint64_t key_gen;
+    /* prune.c's steps, for the files below it (the layers of ctl_int.h): the run is over
+     * (the next one if Backups wait); list once the key is unlocked; delete what the
+     * checked plan forgets. */
+    void (*run_next)(struct prune_job *j);
+    void (*run_list)(struct prune_job *j);
+    void (*run_delete)(struct prune_job *j);
     uv_timer_t wait_timer;
     bool stopped;
 };
 
-/* prune.c: the run is over: the next one if Backups wait, else the job goes. */
-void prune_next(struct prune_job *j);
-/* prune.c: lists the pair's snapshots once the key is unlocked (j->keyent READY). */
-void prune_list_start(struct prune_job *j);
-/* prune.c: deletes what the checked plan forgets (or reports that nothing is to go). */
-void prune_delete_start(struct prune_job *j);
-
 /*
- * prune_key.c: unlocks the repository key of j->repo from the Secret's key (j->pass,
- * taken), or uses the one unlocked for it before, then prune_list_start(j); a key that
- * does not open the repository, or a config.json that cannot be read, ends the run.
+ * prune_key.c: unlocks the repository key of j->repo from the Secret's key (j->pass),
+ * or uses the one unlocked for it before, then run_list(j); a key that does not
+ * open the repository, or a config.json that cannot be read, ends the run.
  */
 void prune_key_use(struct prune_job *j);
-/* Lets go of j's key: off the waiters, its copy of the Secret's key zeroed. */
-void prune_key_release(struct prune_job *j);
 void prune_keys_close(struct ctl_prune *pr);
 
 /*
  * prune_check.c: after the listing, checks the pins, plans, and reads the manifests the
  * plan keeps that were not read before, planning again without those that fail until
- * none does; then prune_delete_start(j). Each failing object is named in a Warning Event
+ * none does; then run_delete(j). Each failing object is named in a Warning Event
  * on the policy (ObjectIgnored) and in the log.
  */
 void prune_check_start(struct prune_job *j);
-/* Cancels j's reads and frees them. */
-void prune_check_release(struct prune_job *j);
 
 /* prune_report.c: lets go of the run's requests, client and data (the job itself stays). */
 void prune_job_release(struct prune_job *j);
+/* Lets go of j's key: off the waiters, its copies of the Secret's key and the keys zeroed. */
+void prune_key_release(struct prune_job *j);
+/* Cancels j's reads of manifests and pins and frees them. */
+void prune_fetch_clear(struct prune_job *j);
+/* prune_finish, then run_next. */
+void prune_end(struct prune_job *j, const char *result, const char *message);
 
 /*
  * Records the outcome in every Backup of the run (status.retention,
