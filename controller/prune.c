@@ -523,6 +523,7 @@ void ctl_prune_init(struct ctl *c)
     util_map_init(&pr->secrets);
     util_map_init(&pr->keys);
     util_map_init(&pr->trusts);
+    util_list_init(&pr->derive_queue);
     pr->run_next = prune_next;
     pr->run_list = prune_list_start;
     pr->run_delete = prune_delete_start;

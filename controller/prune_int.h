@@ -56,7 +56,8 @@ struct prune_keyent {
     struct util_err err;
     double derive_ms;
     uv_work_t work;
-    struct util_list waiters; /* prune_job.key_link */
+    struct util_list waiters;     /* prune_job.key_link */
+    struct util_list derive_link; /* on ctl_prune.derive_queue while it waits its turn */
 };
 
 /* One manifest or pin read by a forget (prune_check.c). */
@@ -137,6 +138,8 @@ struct ctl_prune {
     struct util_map keys;    /* "ns/repository" -> prune_keyent */
     struct util_map trusts;  /* pair key -> prune_trust: what the pair's forgets read */
     uint64_t key_gen;
+    struct prune_keyent *deriving; /* the one derivation running (prune_key.c) */
+    struct util_list derive_queue; /* prune_keyent.derive_link: those waiting their turn */
     /* prune.c's steps, for the files below it (the layers of ctl_int.h): the run is over
      * (the next one if Backups wait); list once the key is unlocked; delete what the
      * checked plan forgets. */

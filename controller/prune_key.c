@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <malloc.h>
 #include <time.h>
 
 #include <openssl/crypto.h>
@@ -72,10 +73,40 @@ static void prune_key_wake(struct prune_keyent *e)
     }
 }
 
+static void prune_key_after_cb(uv_work_t *w, int status);
+
+/*
+ * Starts e's derivation, or queues it behind the one running: one at a time, so the
+ * controller's memory grows by scrypt's 32 MiB at most once, whatever the number of
+ * repositories (the chart's limit is 128 MiB). The mmap threshold is fixed first, as
+ * lode's (agent/storage.c): glibc would otherwise raise it to the size of the freed
+ * 32 MiB buffer, and the next one would stay resident in a thread's heap.
+ */
+static void prune_key_derive(struct ctl_prune *pr, struct prune_keyent *e)
+{
+    if (pr->deriving != NULL) {
+        util_list_push_back(&pr->derive_queue, &e->derive_link);
+        return;
+    }
+    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+    pr->deriving = e;
+    e->work.data = e;
+    int rc = uv_queue_work(pr->c->loop, &e->work, prune_key_work_cb, prune_key_after_cb);
+    if (rc != 0)
+        prune_key_after_cb(&e->work, rc);
+}
+
 static void prune_key_after_cb(uv_work_t *w, int status)
 {
     struct prune_keyent *e = w->data;
-    struct ctl *c = e->pr->c;
+    struct ctl_prune *pr = e->pr;
+    struct ctl *c = pr->c;
+    struct util_list *next = util_list_first(&pr->derive_queue);
+    pr->deriving = NULL;
+    if (next != NULL && !pr->stopped) { /* stopped: the rest are freed with the entries */
+        util_list_remove(next);
+        prune_key_derive(pr, util_list_entry(next, struct prune_keyent, derive_link));
+    }
     e->at = ctl_now(c);
     if (status != 0 || e->rc != 0) {
         e->state = PRUNE_KEY_WRONG;
@@ -108,11 +139,8 @@ static void prune_config_done(const struct s3_result *res, void *arg)
         rc = repo_config_decode(&e->cfg, res->body, res->body_len, &err);
     if (rc == 0) {
         e->state = PRUNE_KEY_DERIVING;
-        e->work.data = e;
-        rc = uv_queue_work(pr->c->loop, &e->work, prune_key_work_cb, prune_key_after_cb);
-        if (rc == 0)
-            return;
-        util_err_set(&err, UTIL_EIO, "%s", uv_strerror(rc));
+        prune_key_derive(pr, e);
+        return;
     }
     /* Not remembered: the next forget reads config.json again. */
     snprintf(msg, sizeof(msg),
@@ -149,6 +177,7 @@ static void prune_key_start(struct prune_job *j)
     e->passlen = j->passlen;
     e->state = PRUNE_KEY_FETCHING;
     util_list_init(&e->waiters);
+    util_list_init(&e->derive_link);
     util_map_set(&pr->keys, e->name, e);
     j->keyent = e;
     util_list_push_back(&e->waiters, &j->key_link);

@@ -20,7 +20,8 @@
 #     so the forget keeps the real snapshots the rules keep (as lode forget --key-file does),
 #     does not delete them, and names each in an ObjectIgnored Event on the policy and the
 #     log; a later forget reads only the new snapshot's manifest; a Secret without the key is
-#     skipped, a wrong key and a manifest that cannot be read delete nothing.
+#     skipped, a wrong key, a missing config.json and a manifest that cannot be read delete
+#     nothing.
 # Snapshots are written by tests/e2e/s3/repo_fixture.c and aged through their files' mtime
 # (versitygw's posix backend takes LastModified from it). Every wait is bounded.
 source "$(dirname "$0")/../env/lib.sh"
@@ -102,7 +103,7 @@ env_kwok_result hang "lodestore.io/policy=web"
 env_kwok_result hang "lodestore.io/policy=flaky"
 env_kwok_result hang "lodestore.io/policy=many"
 env_kwok_result hang "lodestore.io/policy=lostp"
-for p in trust nokeyp wrongp; do env_kwok_result hang "lodestore.io/policy=$p"; done
+for p in trust nokeyp wrongp emptyp; do env_kwok_result hang "lodestore.io/policy=$p"; done
 env_repository "$NS" main
 env_repository "$NS" broken lode-no-such-bucket-e2e
 kc -n "$NS" get secret main-s3 -o json | jq '.metadata = {name: "flaky-s3"}' | kc -n "$NS" apply -f - >/dev/null
@@ -116,6 +117,10 @@ for r in nokey wrongkey; do
         jq --arg r "$r" '{apiVersion, kind, metadata: {name: $r}, spec: (.spec + {credentialsSecret: {name: ($r + "-s3")}})}' |
         kc -n "$NS" apply -f - >/dev/null
 done
+# A place in the bucket with no repository (no config.json), with main's Secret.
+kc -n "$NS" get backuprepository main -o json |
+    jq --arg p "e2e/$NS/empty" '{apiVersion, kind, metadata: {name: "empty"}, spec: (.spec + {prefix: $p})}' |
+    kc -n "$NS" apply -f - >/dev/null
 kc -n "$NS" apply -f - >/dev/null <<EOF
 apiVersion: lodestore.io/v1alpha1
 kind: BackupRepository
@@ -145,6 +150,7 @@ policy trust main 2 >"$T_TMP/trust.yaml"
 for p in web flaky many trust; do kc apply -f "$T_TMP/$p.yaml" >/dev/null; done
 policy nokeyp nokey 1 | kc apply -f - >/dev/null
 policy wrongp wrongkey 1 | kc apply -f - >/dev/null
+policy emptyp empty 1 | kc apply -f - >/dev/null
 policy stale broken 1 | kc apply -f - >/dev/null
 policy orphan nosuch 1 | kc apply -f - >/dev/null
 policy lostp lost 1 | kc apply -f - >/dev/null
@@ -423,6 +429,11 @@ succeed k3 wrongp "$H"
 env_wait 60 "k3's status.retention" has_ret k3 || fail "k3's status.retention"
 check_eq "the wrong key is remembered: derived once, not per forget" \
     "$(ret k3 result) $(grep -c "repository $NS/wrongkey: the credentials Secret's repository key does not open it" "$T_TMP/second.log")" "Failed 1"
+succeed k6 emptyp "$H"
+env_wait 60 "k6's status.retention" has_ret k6 || fail "k6's status.retention"
+check_eq "no config.json where the repository should be: Failed" "$(ret k6 result)" Failed
+check_contains "k6: the note says config.json cannot be read" "$(ret k6 message)" \
+    "cannot read the repository's config.json, so the snapshots kept cannot be checked; nothing was deleted"
 check_eq "the key of main was unlocked once for all its forgets" \
     "$(grep -c "repository $NS/main: repository key unlocked" "$T_TMP/second.log")" 1
 # A kept manifest that cannot be read (403 through the fault proxy): nothing is deleted.
