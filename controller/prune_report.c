@@ -117,7 +117,7 @@ static void prune_write_cb(const struct kube_result *res, void *arg)
     ctl_write_untrack(c, &pw->w);
     if (res->error != 0 || res->status >= 300) {
         char key[CTL_KEY_MAX];
-        if (res->status != 404)
+        if (res->status != 404 && !ctl_ns_deleting(c, res, "the forget's outcome"))
             ctl_log(c, 0, "Backup %s/%s: forget outcome not recorded: %s", pw->ns, pw->name,
                     res->message);
         else if (pw->status && c->prune != NULL) /* the Backup is gone: nothing to wait for */
