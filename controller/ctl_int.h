@@ -16,6 +16,8 @@
  *   restores.c       the Restores: which to look at each tick (docs/restoring.md)
  *   restores_run.c   a Restore's requests: its Job, its status and Events (restores_int.h)
  *   prune.c          the forget after a backup (prune_int.h)
+ *   prune_key.c      the forget's repository key, unlocked once per repository and key
+ *   prune_check.c    the forget's checks of the pins and kept manifests with that key
  *   prune_report.c   the forget's outcome: status.retention, Events, counters
  *   events.c         Events about policies, paced and combined (eventagg.h)
  *   cache.c          informer callbacks and the caches they fill: policies, nodes
@@ -181,6 +183,14 @@ struct ctl {
 };
 
 /* log.c */
+/*
+ * A write the API server refused because its namespace is being deleted
+ * (kube_result_ns_terminating): expected while a namespace goes, not an error and no
+ * RBAC refusal. Logged at debug level ("WHAT not written: its namespace is being
+ * deleted"); true then, and the caller logs nothing more and raises no Event (it would
+ * be refused too). /metrics counts it with code="terminating" (endpoints.c).
+ */
+bool ctl_ns_deleting(const struct ctl *c, const struct kube_result *res, const char *what);
 void ctl_log(const struct ctl *c, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 const char *ctl_key(char buf[CTL_KEY_MAX], const char *ns, const char *name);
@@ -294,8 +304,8 @@ void ctl_execute(struct ctl *c, struct ctl_pair *pr, struct ctl_policy_entry *e,
 int ctl_endpoints_init(struct ctl *c, struct util_err *err);
 void ctl_endpoints_stop(struct ctl *c);
 void ctl_endpoints_close(struct ctl *c);
-void ctl_observe_cb(const char *verb, const char *resource, long status, int error, uint64_t ms,
-                    void *arg);
+void ctl_observe_cb(const char *verb, const char *resource, const struct kube_result *res,
+                    uint64_t ms, void *arg);
 
 /* acting.c */
 int ctl_acting_init(struct ctl *c, const char *user_agent, struct util_err *err);

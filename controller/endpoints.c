@@ -9,13 +9,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-void ctl_observe_cb(const char *verb, const char *resource, long status, int error, uint64_t ms,
-                    void *arg)
+void ctl_observe_cb(const char *verb, const char *resource, const struct kube_result *res,
+                    uint64_t ms, void *arg)
 {
     struct ctl *c = arg;
-    char key[112];
-    snprintf(key, sizeof(key), "%s %ld %s", verb, error ? 0L : status,
-             resource[0] ? resource : "-");
+    char key[112], code[16];
+    /* A write into a namespace being deleted is refused with 403 by admission, not by
+     * RBAC: counted apart, so that a 403 always means a grant is missing. */
+    if (kube_result_ns_terminating(res))
+        snprintf(code, sizeof(code), "terminating");
+    else
+        snprintf(code, sizeof(code), "%ld", res->error ? 0L : res->status);
+    snprintf(key, sizeof(key), "%s %s %s", verb, code, resource[0] ? resource : "-");
     uint64_t *n = util_map_get(&c->api_counts, key);
     if (n == NULL) {
         n = util_calloc(1, sizeof(*n));

@@ -27,7 +27,7 @@ static void ctl_event_write_free_cb(struct ctl_write *w)
 static void ctl_event_sent_cb(const struct kube_result *res, void *arg)
 {
     struct ctl_event_write *op = arg;
-    if (res->error != 0 || res->status >= 300)
+    if ((res->error != 0 || res->status >= 300) && !ctl_ns_deleting(op->c, res, "an Event"))
         ctl_log(op->c, 0, "an Event could not be written: %s",
                 res->message ? res->message : "no answer");
     ctl_write_untrack(op->c, &op->w);

@@ -108,9 +108,17 @@ static void ctl_op_done(struct ctl_op *op, const struct kube_result *res)
     bool ok = res->error == 0 && ((res->status >= 200 && res->status < 300) || res->status == 404 ||
                                   res->status == 409);
     char *why = NULL;
-    if (!ok && res->error != 0)
+    /* Refused because the namespace is being deleted: retried as any failure, quietly,
+     * and no refusal Event (the pair goes with the namespace). */
+    bool deleting = false;
+    if (!ok) {
+        char *what = util_asprintf("%s %s/%s", ctl_op_what(op->type), op->ns, op->name);
+        deleting = ctl_ns_deleting(c, res, what);
+        free(what);
+    }
+    if (!ok && !deleting && res->error != 0)
         why = util_asprintf("%s", res->message ? res->message : "no answer");
-    else if (!ok)
+    else if (!ok && !deleting)
         why = util_asprintf("HTTP %ld %s", res->status, res->message ? res->message : "");
     if (why != NULL)
         ctl_log(c, 0, "%s %s/%s failed: %s", ctl_op_what(op->type), op->ns, op->name, why);
@@ -119,7 +127,7 @@ static void ctl_op_done(struct ctl_op *op, const struct kube_result *res)
         pr->error_hash = 0;
     /* Refused by the server (4xx but throttling), or not sent because of what the cluster
      * holds (reconcile.h). */
-    if (pr != NULL && create && !ok && ctl_write_refused(res->status, res->error))
+    if (pr != NULL && create && why != NULL && ctl_write_refused(res->status, res->error))
         ctl_report_refusal(c, pr, op, why);
     free(why);
     if (pr != NULL) {

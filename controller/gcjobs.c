@@ -71,7 +71,7 @@ static bool gc_ok(const struct kube_result *res)
 static void gc_quiet_cb(const struct kube_result *res, void *arg)
 {
     struct gc_op *op = arg;
-    if (!gc_ok(res))
+    if (!gc_ok(res) && !ctl_ns_deleting(op->g->c, res, "a GC write"))
         ctl_log(op->g->c, 0, "GC of %s: a write failed: HTTP %ld %s", op->key, res->status,
                 res->message ? res->message : "");
     gc_op_end(op);
@@ -226,7 +226,7 @@ static void gc_created_cb(const struct kube_result *res, void *arg)
         ctl_log(g->c, 1, "GC of %s/%s: started Job %s", r->ns, r->name, op->job);
         gc_patch(g, r,
                  json_pack("{s:s, s:o}", "activeJob", op->job, "lastSlot", gc_time(op->slot)));
-    } else if (r != NULL) {
+    } else if (r != NULL && !ctl_ns_deleting(g->c, res, "a GC Job")) {
         char *msg = util_asprintf("the GC Job %s was refused, retrying: HTTP %ld %s", op->job,
                                   res->status, res->message ? res->message : "no answer");
         gc_event(g, r, op->uid, "Warning", "GarbageCollectionFailed", msg);

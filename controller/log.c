@@ -25,6 +25,14 @@ void ctl_log(const struct ctl *c, int level, const char *fmt, ...)
     fputc('\n', stderr);
 }
 
+bool ctl_ns_deleting(const struct ctl *c, const struct kube_result *res, const char *what)
+{
+    if (!kube_result_ns_terminating(res))
+        return false;
+    ctl_log(c, 2, "%s not written: its namespace is being deleted", what);
+    return true;
+}
+
 int64_t ctl_now(const struct ctl *c)
 {
     struct timespec ts;

@@ -49,6 +49,8 @@ static void prune_job_free(struct prune_job *j)
     prune_plan_free(&j->plan);
     free(j->gone);
     free(j->live);
+    free(j->repo);
+    free(j->where);
     free(j->key);
     free(j->ns);
     free(j->policy);
@@ -152,8 +154,10 @@ static void prune_manifests_done(const struct s3_result *res, void *arg)
 static int prune_list_each(const struct s3_object *obj, void *arg)
 {
     struct prune_job *j = arg;
-    if (!obj->is_prefix)
+    if (!obj->is_prefix) {
         repo_catalog_add(&j->cat, obj->key, obj->mtime);
+        prune_trust_listed(j->trust, obj->key, obj->etag, obj->size);
+    }
     return 0;
 }
 
@@ -189,9 +193,7 @@ static void prune_secrets_sweep(struct ctl_prune *pr, bool all)
 static void prune_listed(const struct s3_result *res, void *arg)
 {
     struct prune_job *j = arg;
-    struct ctl *c = j->pr->c;
-    struct util_err err = {0};
-    char key[CTL_KEY_MAX], msg[PRUNE_MSG + 64];
+    char msg[PRUNE_MSG + 64];
     j->op = NULL;
     j->requests += res->requests;
     if (res->error != 0) {
@@ -226,20 +228,14 @@ static void prune_listed(const struct s3_result *res, void *arg)
             return;
         }
     }
-    /* The policy as it is now: its entry may have been replaced while the listing ran. */
-    struct ctl_policy_entry *e = util_map_get(&c->policies, ctl_key(key, j->ns, j->policy));
-    if (e == NULL || !e->p.valid) {
-        prune_finish(j, "Skipped", e == NULL ? "the policy is gone" : "the policy is not valid");
-        prune_next(j);
-        return;
-    }
-    if (prune_plan_build(&j->plan, &j->cat, j->ns, j->policy, j->host, &e->p.spec.retention,
-                         e->p.bind.zone, &err) != 0) {
-        snprintf(msg, sizeof(msg), "%s; nothing was deleted", err.msg);
-        prune_finish(j, "Failed", msg);
-        prune_next(j);
-        return;
-    }
+    j->listed_all = true;
+    prune_check_start(j); /* then prune_delete_start */
+}
+
+/* Deletes what the checked plan forgets (or reports that nothing is to go). */
+static void prune_delete_start(struct prune_job *j)
+{
+    struct util_err err = {0};
     j->planned = true;
     j->gone = util_calloc(j->plan.nmanifests ? j->plan.nmanifests : 1, sizeof(*j->gone));
     if (j->plan.nmanifests == 0) {
@@ -297,15 +293,56 @@ static void prune_secret_cb(const struct kube_result *res, void *arg)
         prune_next(j);
         return;
     }
-    char *prefix = repo_key_prefix(REPO_KEY_MANIFEST, j->ns, j->policy, j->host);
-    struct s3_opts lo = {.deadline_ms = PRUNE_DEADLINE_MS};
     int rc = s3_client_init(c->loop, &j->s3, &cfg, &o, &err);
     s3_config_free(&cfg);
-    if (rc == 0) {
-        j->step = PRUNE_LISTING;
-        repo_catalog_init(&j->cat);
-        rc = s3_list(j->s3, prefix, &lo, prune_list_each, prune_listed, j, &j->op, &err);
+    if (rc != 0) {
+        snprintf(msg, sizeof(msg), "listing the snapshots failed, nothing was deleted: %s",
+                 err.msg);
+        prune_finish(j, "Failed", msg);
+        prune_next(j);
+        return;
     }
+    /* The repository key: the snapshots the plan keeps are checked with it (prune_check.c). */
+    const char *kname = ctl_json_str(view.obj, "spec.credentialsSecret.repositoryKeyKey");
+    if (kname == NULL)
+        kname = "repository-key";
+    const char *b64 = json_string_value(json_object_get(json_object_get(res->body, "data"), kname));
+    if (b64 == NULL || kube_base64_decode(b64, strlen(b64), &j->pass, &j->passlen, &err) != 0 ||
+        (j->passlen = repo_key_text_len(j->pass, j->passlen)) == 0) {
+        snprintf(msg, sizeof(msg),
+                 "the credentials Secret %s holds no repository key (%s), which the forget "
+                 "needs to check the snapshots it keeps; nothing was forgotten",
+                 ctl_json_str(view.obj, "spec.credentialsSecret.name"), kname);
+        prune_finish(j, "Skipped", msg);
+        prune_next(j);
+        return;
+    }
+    const char *prefix = ctl_json_str(view.obj, "spec.prefix");
+    j->repo = util_strdup(ctl_key(key, j->ns, rname));
+    j->where = util_asprintf("%s\n%s\n%s", ctl_json_str(view.obj, "spec.endpoint"),
+                             ctl_json_str(view.obj, "spec.bucket"), prefix != NULL ? prefix : "");
+    prune_key_use(j); /* then prune_list_start */
+}
+
+/* Lists the pair's snapshots once the key is unlocked (prune_key.c). */
+static void prune_list_start(struct prune_job *j)
+{
+    struct ctl_prune *pr = j->pr;
+    struct util_err err = {0};
+    char msg[PRUNE_MSG + 64], scope[CTL_KEY_MAX + 32];
+    j->trust = util_map_get(&pr->trusts, j->key);
+    if (j->trust == NULL) {
+        j->trust = util_malloc(sizeof(*j->trust));
+        prune_trust_init(j->trust);
+        util_map_set(&pr->trusts, j->key, j->trust);
+    }
+    snprintf(scope, sizeof(scope), "%s#%llu", j->repo, (unsigned long long)j->key_gen);
+    prune_trust_begin(j->trust, scope);
+    char *prefix = repo_key_prefix(REPO_KEY_MANIFEST, j->ns, j->policy, j->host);
+    struct s3_opts lo = {.deadline_ms = PRUNE_DEADLINE_MS};
+    j->step = PRUNE_LISTING;
+    repo_catalog_init(&j->cat);
+    int rc = s3_list(j->s3, prefix, &lo, prune_list_each, prune_listed, j, &j->op, &err);
     free(prefix);
     if (rc != 0) {
         snprintf(msg, sizeof(msg), "listing the snapshots failed, nothing was deleted: %s",
@@ -468,6 +505,7 @@ void ctl_prune_seen(struct ctl *c, const char *ns, const char *name, const json_
     j->policy = util_strdup(policy);
     j->host = util_strdup(host);
     repo_catalog_init(&j->cat);
+    util_list_init(&j->key_link);
     prune_add(&j->backups, &j->nbackups, &j->capb, name);
     if (sid != NULL)
         prune_add(&j->ids, &j->nids, &j->capi, sid);
@@ -483,6 +521,12 @@ void ctl_prune_init(struct ctl *c)
     util_map_init(&pr->done);
     util_map_init(&pr->counts);
     util_map_init(&pr->secrets);
+    util_map_init(&pr->keys);
+    util_map_init(&pr->trusts);
+    util_list_init(&pr->derive_queue);
+    pr->run_next = prune_next;
+    pr->run_list = prune_list_start;
+    pr->run_delete = prune_delete_start;
     uv_timer_init(c->loop, &pr->wait_timer);
     pr->wait_timer.data = pr;
     c->prune = pr;
@@ -523,6 +567,13 @@ void ctl_prune_close(struct ctl *c)
     util_map_close(&pr->counts);
     prune_secrets_sweep(pr, true);
     util_map_close(&pr->secrets);
+    prune_keys_close(pr);
+    it = 0;
+    while (util_map_next(&pr->trusts, &it, &k, &v)) {
+        prune_trust_free(v);
+        free(v);
+    }
+    util_map_close(&pr->trusts);
     util_map_close(&pr->done);
     util_map_close(&pr->jobs);
     free(pr);

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
+
 #include "api/api.h"
 
 /* A status patch or an Event in flight. */
@@ -45,6 +47,31 @@ static void prune_s3_closed_cb(void *arg)
     (void)arg;
 }
 
+void prune_key_release(struct prune_job *j)
+{
+    util_list_remove(&j->key_link);
+    j->keyent = NULL;
+    OPENSSL_cleanse(&j->keys, sizeof(j->keys));
+    if (j->pass != NULL)
+        OPENSSL_cleanse(j->pass, j->passlen);
+    free(j->pass);
+    j->pass = NULL;
+    j->passlen = 0;
+}
+
+void prune_fetch_clear(struct prune_job *j)
+{
+    for (size_t i = 0; i < j->nfetch; i++) {
+        if (j->fetch[i].op != NULL)
+            s3_op_cancel(j->fetch[i].op);
+        util_buf_free(&j->fetch[i].body);
+        free(j->fetch[i].key);
+    }
+    free(j->fetch);
+    j->fetch = NULL;
+    j->nfetch = j->fetch_next = j->fetch_running = 0;
+}
+
 void prune_job_release(struct prune_job *j)
 {
     if (j->secret_req != NULL)
@@ -56,6 +83,19 @@ void prune_job_release(struct prune_job *j)
     if (j->s3 != NULL)
         s3_client_close(j->s3, prune_s3_closed_cb, NULL);
     j->s3 = NULL;
+    prune_key_release(j);
+    prune_fetch_clear(j);
+    free(j->drop);
+    j->drop = NULL;
+    j->ignored = 0;
+    j->fetch_error[0] = '\0';
+    if (j->trust != NULL && j->listed_all)
+        prune_trust_end(j->trust); /* verdicts of objects no longer listed go */
+    j->trust = NULL;
+    j->listed_all = false;
+    free(j->repo);
+    free(j->where);
+    j->repo = j->where = NULL;
     repo_catalog_free(&j->cat);
     prune_plan_free(&j->plan);
     j->planned = false;
@@ -77,7 +117,7 @@ static void prune_write_cb(const struct kube_result *res, void *arg)
     ctl_write_untrack(c, &pw->w);
     if (res->error != 0 || res->status >= 300) {
         char key[CTL_KEY_MAX];
-        if (res->status != 404)
+        if (res->status != 404 && !ctl_ns_deleting(c, res, "the forget's outcome"))
             ctl_log(c, 0, "Backup %s/%s: forget outcome not recorded: %s", pw->ns, pw->name,
                     res->message);
         else if (pw->status && c->prune != NULL) /* the Backup is gone: nothing to wait for */
@@ -249,7 +289,21 @@ void prune_report(struct prune_job *j, const char *failure)
              p->kept, reasons[0] ? reasons : "none", p->forgotten, j->deleted,
              j->deleted == 1 ? "" : "s", j->marks_deleted, j->marks_deleted == 1 ? "" : "s",
              j->requests, j->requests == 1 ? "" : "s");
+    if (j->ignored > 0) {
+        size_t l = strlen(msg);
+        snprintf(msg + l, sizeof(msg) - l,
+                 "; ignored %zu object%s that the repository key does not authenticate "
+                 "(ObjectIgnored Events on the policy)",
+                 j->ignored, j->ignored == 1 ? "" : "s");
+    }
     prune_finish(j, "Done", msg);
+}
+
+void prune_end(struct prune_job *j, const char *result, const char *message)
+{
+    struct ctl_prune *pr = j->pr;
+    prune_finish(j, result, message);
+    pr->run_next(j);
 }
 
 void ctl_prune_metrics(struct ctl *c, struct util_buf *b)

@@ -60,7 +60,8 @@ static bool rst_ok(const struct kube_result *res)
 void rst_quiet_cb(const struct kube_result *res, void *arg)
 {
     struct rst_op *op = arg;
-    if (!rst_ok(res) && !(res->error == 0 && res->status == 404))
+    if (!rst_ok(res) && !(res->error == 0 && res->status == 404) &&
+        !ctl_ns_deleting(op->r->c, res, "a Restore's write"))
         ctl_log(op->r->c, 0, "Restore %s: a write failed: HTTP %ld %s", op->key, res->status,
                 res->message ? res->message : "");
     ctl_write_untrack(op->r->c, &op->w);
@@ -76,7 +77,7 @@ static void rst_patched_cb(const struct kube_result *res, void *arg)
     if (rst_ok(res) && it != NULL && json_is_object(res->body)) {
         json_decref(it->obj);
         it->obj = json_incref(res->body);
-    } else if (!rst_ok(res)) {
+    } else if (!rst_ok(res) && !ctl_ns_deleting(op->r->c, res, "a Restore's status")) {
         ctl_log(op->r->c, 0, "Restore %s: status not written: HTTP %ld %s", op->key, res->status,
                 res->message ? res->message : "");
     }
@@ -277,7 +278,7 @@ static void rst_created_cb(const struct kube_result *res, void *arg)
         rst_patch(r, &s, patch);
         rst_event(r, op->ns, op->name, op->uid, "Normal", "Started", msg);
         free(msg);
-    } else if (it != NULL) {
+    } else if (it != NULL && !ctl_ns_deleting(r->c, res, "a restore Job")) {
         char *msg = util_asprintf("the restore Job %s was refused, retrying: HTTP %ld %s", op->job,
                                   res->status, res->message ? res->message : "no answer");
         rst_event(r, op->ns, op->name, op->uid, "Warning", "JobRefused", msg);

@@ -34,8 +34,9 @@ static void ctl_status_cb(const struct kube_result *res, void *arg)
     bool ok = res->error == 0 && res->status >= 200 && res->status < 300;
     struct ctl_policy_entry *e = util_map_get(&op->c->policies, op->key);
     if (!ok && res->status != 404) {
-        ctl_log(op->c, 0, "status of %s not written: %s", op->key,
-                res->message ? res->message : "no answer");
+        if (!ctl_ns_deleting(op->c, res, "a policy's status"))
+            ctl_log(op->c, 0, "status of %s not written: %s", op->key,
+                    res->message ? res->message : "no answer");
         /* Forget what was written so the next flush writes it again. */
         if (e != NULL) {
             free(e->last_status);

@@ -316,15 +316,23 @@ struct kube_result {
 };
 
 typedef void (*kube_result_cb)(const struct kube_result *res, void *arg);
+
+/*
+ * True for a write the API server refused because its namespace is being deleted (the
+ * NamespaceLifecycle admission: 403 Forbidden, "... because it is being terminated"):
+ * expected while a namespace goes, and no refusal by RBAC. Pure.
+ */
+bool kube_result_ns_terminating(const struct kube_result *res);
 /* A watch event; the event and its JSON are borrowed. */
 typedef void (*kube_watch_cb)(const struct kube_watch_event *ev, void *arg);
 typedef void (*kube_close_cb)(void *arg);
 /*
  * One finished request, for metrics: verb ("GET", "LIST", "WATCH", "PATCH"...), the
- * resource with its subresource ("backups", "backups/status"), status.
+ * resource with its subresource ("backups", "backups/status"), and its result (status,
+ * error, reason and message; the body is not set).
  */
-typedef void (*kube_observe_cb)(const char *verb, const char *resource, long status, int error,
-                                uint64_t ms, void *arg);
+typedef void (*kube_observe_cb)(const char *verb, const char *resource,
+                                const struct kube_result *res, uint64_t ms, void *arg);
 /* A warning the client cannot return to anyone (a failed token re-read). */
 typedef void (*kube_warn_cb)(const char *msg, void *arg);
 

@@ -127,8 +127,11 @@ static void request_complete(struct kube_request *r, CURLcode code)
     /* A 401 may mean the token rotated: read it again now rather than in a minute. */
     if (res.status == 401 && c->cfg.token_file != NULL)
         uv_timer_start(&c->token_timer, kube__on_token_timer, 0, c->opts.token_reload_ms);
-    if (c->opts.observe_cb != NULL)
-        c->opts.observe_cb(r->verb, r->resource, res.status, res.error, ms, c->opts.cb_arg);
+    if (c->opts.observe_cb != NULL) {
+        struct kube_result seen = res;
+        seen.body = NULL;
+        c->opts.observe_cb(r->verb, r->resource, &seen, ms, c->opts.cb_arg);
+    }
     if (r->cb != NULL)
         r->cb(&res, r->arg);
     if (c->opts.step_loop)
@@ -388,4 +391,10 @@ void kube_request_cancel(struct kube_request *r)
         return;
     }
     kube__request_free(r);
+}
+
+bool kube_result_ns_terminating(const struct kube_result *res)
+{
+    return res->error == 0 && res->status == 403 && res->message != NULL &&
+           strstr(res->message, "because it is being terminated") != NULL;
 }

@@ -469,6 +469,15 @@ out:
     return rc;
 }
 
+size_t repo_key_text_len(const char *data, size_t len)
+{
+    if (len > 0 && data[len - 1] == '\n')
+        len--;
+    if (len > 0 && data[len - 1] == '\r')
+        len--;
+    return len;
+}
+
 /*
  * The key file's permissions, as ssh checks a private key's: a regular file owned by
  * the user reading it may not be readable, writable or executable by group or others
@@ -515,11 +524,7 @@ int repo_key_file_read(const char *path, char **pass, size_t *len, struct util_e
     }
     OPENSSL_cleanse(chunk, sizeof(chunk));
     if (rc == 0) {
-        size_t n = b.len;
-        if (n > 0 && b.data[n - 1] == '\n')
-            n--;
-        if (n > 0 && b.data[n - 1] == '\r')
-            n--;
+        size_t n = repo_key_text_len(b.data, b.len);
         if (n == 0)
             rc = util_err_set(err, UTIL_EINVAL, "the key file %s is empty", path);
         else {

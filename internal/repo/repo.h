@@ -229,6 +229,9 @@ int repo_config_create_generated(struct repo_config *c, const char *key, size_t 
                                  struct util_err *err);
 /* The repository key from a key file: its bytes, one trailing newline dropped. */
 int repo_key_file_read(const char *path, char **pass, size_t *len, struct util_err *err);
+/* How many of a key file's (or a Secret value's) len bytes are the key: one trailing
+ * newline ("\n" or "\r\n") is not part of it. */
+size_t repo_key_text_len(const char *data, size_t len);
 
 /* The rest of the format (see above), in the order their types build on each other. */
 #include "repo/repo_pack.h" /* chunks and packs first: the metadata's chunk sets use them */

@@ -14,7 +14,14 @@
 #   - a listing that has not reached the snapshot the Backup reported deletes nothing; one
 #     that was forgotten already does not stop the forget;
 #   - a repository that is not Ready or missing, a credentials Secret that is gone and an
-#     invalid policy are skipped with a note, and nothing is listed.
+#     invalid policy are skipped with a note, and nothing is listed;
+#   - with the repository key (docs/security.md, "A bucket writer"): a manifest copied under a
+#     newer id, garbage under a snapshot's name and a pin made without the key keep no slot,
+#     so the forget keeps the real snapshots the rules keep (as lode forget --key-file does),
+#     does not delete them, and names each in an ObjectIgnored Event on the policy and the
+#     log; a later forget reads only the new snapshot's manifest; a Secret without the key is
+#     skipped, a wrong key, a missing config.json and a manifest that cannot be read delete
+#     nothing.
 # Snapshots are written by tests/e2e/s3/repo_fixture.c and aged through their files' mtime
 # (versitygw's posix backend takes LastModified from it). Every wait is bounded.
 source "$(dirname "$0")/../env/lib.sh"
@@ -96,9 +103,24 @@ env_kwok_result hang "lodestore.io/policy=web"
 env_kwok_result hang "lodestore.io/policy=flaky"
 env_kwok_result hang "lodestore.io/policy=many"
 env_kwok_result hang "lodestore.io/policy=lostp"
+for p in trust nokeyp wrongp emptyp; do env_kwok_result hang "lodestore.io/policy=$p"; done
 env_repository "$NS" main
 env_repository "$NS" broken lode-no-such-bucket-e2e
 kc -n "$NS" get secret main-s3 -o json | jq '.metadata = {name: "flaky-s3"}' | kc -n "$NS" apply -f - >/dev/null
+# The same repository through Secrets without the repository key, and with a wrong one.
+kc -n "$NS" get secret main-s3 -o json | jq '.metadata = {name: "nokey-s3"} | del(.data["repository-key"])' |
+    kc -n "$NS" apply -f - >/dev/null
+kc -n "$NS" get secret main-s3 -o json | jq --arg k "$(printf 'not-the-key' | base64)" \
+    '.metadata = {name: "wrongkey-s3"} | .data["repository-key"] = $k' | kc -n "$NS" apply -f - >/dev/null
+for r in nokey wrongkey; do
+    kc -n "$NS" get backuprepository main -o json |
+        jq --arg r "$r" '{apiVersion, kind, metadata: {name: $r}, spec: (.spec + {credentialsSecret: {name: ($r + "-s3")}})}' |
+        kc -n "$NS" apply -f - >/dev/null
+done
+# A place in the bucket with no repository (no config.json), with main's Secret.
+kc -n "$NS" get backuprepository main -o json |
+    jq --arg p "e2e/$NS/empty" '{apiVersion, kind, metadata: {name: "empty"}, spec: (.spec + {prefix: $p})}' |
+    kc -n "$NS" apply -f - >/dev/null
 kc -n "$NS" apply -f - >/dev/null <<EOF
 apiVersion: lodestore.io/v1alpha1
 kind: BackupRepository
@@ -124,7 +146,11 @@ EOF
 policy web main 2 >"$T_TMP/web.yaml"
 policy flaky flaky 1 >"$T_TMP/flaky.yaml"
 policy many main 1 >"$T_TMP/many.yaml"
-for p in web flaky many; do kc apply -f "$T_TMP/$p.yaml" >/dev/null; done
+policy trust main 2 >"$T_TMP/trust.yaml"
+for p in web flaky many trust; do kc apply -f "$T_TMP/$p.yaml" >/dev/null; done
+policy nokeyp nokey 1 | kc apply -f - >/dev/null
+policy wrongp wrongkey 1 | kc apply -f - >/dev/null
+policy emptyp empty 1 | kc apply -f - >/dev/null
 policy stale broken 1 | kc apply -f - >/dev/null
 policy orphan nosuch 1 | kc apply -f - >/dev/null
 policy lostp lost 1 | kc apply -f - >/dev/null
@@ -161,17 +187,33 @@ t0=$(($(date +%s) - 30 * 86400))
     done
     # neighbours whose names are prefixes of each other, where keepLast 2 would forget
     for src in "$NS web $H-1" "$NS web-1 $H" "$NS-1 web $H"; do
-        for i in 0 1 2 3; do echo "manifest $src $(id $((t0 + i * 86400)))"; done
+        for i in 0 1 2 3; do echo "sealed $src $(id $((t0 + i * 86400)))"; done
     done
     # flaky on H: 4 nights
-    for i in 0 1 2 3; do echo "manifest $NS flaky $H $(id $((t0 + i * 86400)))"; done
+    for i in 0 1 2 3; do echo "sealed $NS flaky $H $(id $((t0 + i * 86400)))"; done
     # many on H: 13 nights, of which keepLast 1 forgets 11
-    for i in $(seq 0 12); do echo "manifest $NS many $H $(id $((t0 + i * 86400)))"; done
+    for i in $(seq 0 12); do echo "sealed $NS many $H $(id $((t0 + i * 86400)))"; done
     # stale on H: 3 nights (its repository is not Ready: nothing may go)
-    for i in 0 1 2; do echo "manifest $NS stale $H $(id $((t0 + i * 86400)))"; done
+    for i in 0 1 2; do echo "sealed $NS stale $H $(id $((t0 + i * 86400)))"; done
+    # trust on H: 4 real nights (forged objects join them below); wrongp on H: 3
+    for i in 0 1 2 3; do echo "sealed $NS trust $H $(id $((t0 + i * 86400)))"; done
+    for i in 0 1 2; do echo "sealed $NS wrongp $H $(id $((t0 + i * 86400)))"; done
 } >"$T_TMP/fixture"
 "$out/repo_fixture" "$T_TMP/key" <"$T_TMP/fixture" >"$T_TMP/fixture.out" 2>&1
-check_eq "fixture: the snapshots are written" "$(tail -n 1 "$T_TMP/fixture.out")" "ok 41"
+check_eq "fixture: the snapshots are written" "$(tail -n 1 "$T_TMP/fixture.out")" "ok 48"
+# What a bucket writer without the key puts under trust's host (through S3, so the store
+# gives them ETags as for any object): night 0's manifest copied under night 10's id,
+# garbage under night 9's, and a pin of night 1 with a tag not made with the key.
+TP=/$S3_BUCKET/e2e/$NS/main/snapshots/$NS/trust/$H
+cp "$DATA/snapshots/$NS/trust/$H/$(id "$t0").json" "$T_TMP/copy.json"
+printf 'not a manifest' >"$T_TMP/garbage"
+printf '{"format":2,"reason":"mine","tag":"%s"}' "$(printf '0%.0s' $(seq 56))" >"$T_TMP/pin"
+env_s3 PUT "$TP/$(id $((t0 + 10 * 86400))).json" "$T_TMP/copy.json"
+c1=$S3_CODE
+env_s3 PUT "$TP/$(id $((t0 + 9 * 86400))).json" "$T_TMP/garbage"
+c2=$S3_CODE
+env_s3 PUT "$TP/$(id $((t0 + 86400))).pinned" "$T_TMP/pin"
+check_eq "the forged objects are written through S3" "$c1 $c2 $S3_CODE" "200 200 200"
 # LastModified = the night, so the order is the ids' order.
 for f in "$DATA"/snapshots/*/*/*/*; do
     b=$(basename "$f")
@@ -217,7 +259,7 @@ check_eq "a forget that finished is no error" "$(metric lodestore_forget_errors_
 # ---- once per Backup ----
 stamp=$(ret b1 time)
 old=$(id $((t0 - 86400)))
-printf 'manifest %s web %s %s\n' "$NS" "$H" "$old" | "$out/repo_fixture" "$T_TMP/key" >/dev/null 2>&1
+printf 'open\nsealed %s web %s %s\n' "$NS" "$H" "$old" | "$out/repo_fixture" "$T_TMP/key" >/dev/null 2>&1
 touch -d "@$((t0 - 86400))" "$DATA/snapshots/$NS/web/$H/$old.json"
 stop_controller first
 since=$(date -u +%Y-%m-%dT%H:%M:%SZ)
@@ -275,7 +317,7 @@ check_contains "and says how many" "$(events Forgot b6)" "forgot 11 snapshots of
 
 # ---- a listing that has not reached the backup's own snapshot decides nothing ----
 older=$(id $((t0 - 2 * 86400)))
-printf 'manifest %s many %s %s\n' "$NS" "$H" "$older" | "$out/repo_fixture" "$T_TMP/key" >/dev/null 2>&1
+printf 'open\nsealed %s many %s %s\n' "$NS" "$H" "$older" | "$out/repo_fixture" "$T_TMP/key" >/dev/null 2>&1
 touch -d "@$((t0 - 2 * 86400))" "$DATA/snapshots/$NS/many/$H/$older.json"
 many_before=$(files "$NS/many/$H" | md5sum)
 late=$(id "$(date +%s)")
@@ -319,5 +361,97 @@ check_eq "an invalid policy: Skipped, said" "$(ret b11 result): $(ret b11 messag
     "Skipped: the policy is not valid"
 check_eq "lodestore_forget_errors_total counts skipped forgets" \
     "$(metric lodestore_forget_errors_total "$NS/orphan") $(metric lodestore_forget_errors_total "$NS/lostp")" "1 1"
+
+# ---- with the key: forged objects keep no slot ----
+trust_json() { files "$NS/trust/$H" | grep '\.json$' | sed 's/\.json$//' | sort; }
+"$LODE" forget --policy "$T_TMP/trust.yaml" --host "$H" --dry-run --output json \
+    >"$T_TMP/trust-want.json" 2>"$T_TMP/trust-want.err"
+check_eq "lode forget --key-file --dry-run: keeps the real nights 3 and 2, forgets 0 and 1" \
+    "$(jq -r '[.hosts[0].keep[].id] | sort | join(" ")' "$T_TMP/trust-want.json") / $(jq -r '[.hosts[0].forget[].id] | sort | join(" ")' "$T_TMP/trust-want.json")" \
+    "$(id $((t0 + 2 * 86400))) $(id $((t0 + 3 * 86400))) / $(id "$t0") $(id $((t0 + 86400)))"
+env -u LODE_KEY_FILE "$LODE" forget --policy "$T_TMP/trust.yaml" --host "$H" --dry-run --output json \
+    >"$T_TMP/trust-nokey.json" 2>/dev/null
+check_eq "without the key the forged objects would take the slots (the hole this closes)" \
+    "$(jq -r '[.hosts[0].forget[].id] | sort | join(" ")' "$T_TMP/trust-nokey.json")" \
+    "$(id "$t0") $(id $((t0 + 2 * 86400))) $(id $((t0 + 3 * 86400)))"
+succeed t1 trust "$H" - "$(id $((t0 + 3 * 86400)))"
+env_wait 60 "t1's status.retention" has_ret t1 || fail "t1's status.retention" "$(tail -n 30 "$T_TMP/second.log")"
+check_eq "t1: Done, 2 kept (the real nights 3 and 2), 2 forgotten" \
+    "$(ret t1 result) $(ret t1 kept) $(ret t1 forgotten)" "Done 2 2"
+check_contains "t1: the message counts the objects ignored" "$(ret t1 message)" \
+    "ignored 3 objects that the repository key does not authenticate"
+check_eq "what is left: the real nights 2 and 3, and the forged objects (never deleted)" \
+    "$(trust_json | tr '\n' ' ')" \
+    "$(printf '%s\n' "$(id $((t0 + 2 * 86400)))" "$(id $((t0 + 3 * 86400)))" "$(id $((t0 + 9 * 86400)))" "$(id $((t0 + 10 * 86400)))" | sort | tr '\n' ' ')"
+check_eq "the forged pin is not deleted either" "$(files "$NS/trust/$H" | grep -c '\.pinned$')" 1
+ignored_all() {
+    local ev
+    ev=$(events ObjectIgnored trust)
+    [[ $ev == *"$(id $((t0 + 10 * 86400))).json"* && $ev == *"$(id $((t0 + 9 * 86400))).json"* &&
+        $ev == *"$(id $((t0 + 86400))).pinned"* ]]
+}
+if env_wait 60 "ObjectIgnored Events naming the three objects" ignored_all; then
+    pass "an ObjectIgnored Warning on the policy names each forged object"
+else
+    fail "an ObjectIgnored Warning on the policy names each forged object" "$(events ObjectIgnored trust)"
+fi
+check_eq "ObjectIgnored is a Warning" \
+    "$(kc -n "$NS" get events --field-selector reason=ObjectIgnored,involvedObject.name=trust -o jsonpath='{.items[0].type}')" Warning
+check_contains "the copied manifest: it is not in its place" "$(events ObjectIgnored trust)" \
+    "ignored snapshots/$NS/trust/$H/$(id $((t0 + 10 * 86400))).json"
+check_eq "the log names each too" \
+    "$(grep -c "forget after a backup ignored snapshots/$NS/trust/$H/" "$T_TMP/second.log")" 3
+# A later backup: the new snapshot's manifest is the one read; the forged objects, known by
+# their ETags, and night 3, read before, are not read again.
+printf 'open\nsealed %s trust %s %s\n' "$NS" "$H" "$(id $((t0 + 4 * 86400)))" | "$out/repo_fixture" "$T_TMP/key" >/dev/null 2>&1
+touch -d "@$((t0 + 4 * 86400))" "$DATA/snapshots/$NS/trust/$H/$(id $((t0 + 4 * 86400))).json"
+succeed t2 trust "$H" - "$(id $((t0 + 4 * 86400)))"
+env_wait 60 "t2's status.retention" has_ret t2 || fail "t2's status.retention"
+check_eq "t2: Done, night 2 forgotten" "$(ret t2 result) $(ret t2 forgotten)" "Done 1"
+check_contains "t2: one LIST, one GET (the new manifest), one DeleteObjects" "$(ret t2 message)" \
+    "in 3 requests; ignored 2 objects"
+check_eq "t2: nights 3 and 4 and the forged objects are left" "$(trust_json | wc -l)" 4
+
+# ---- with the key: what stops a forget ----
+succeed k1 nokeyp "$H"
+env_wait 60 "k1's status.retention" has_ret k1 || fail "k1's status.retention"
+check_eq "a Secret without the repository key: Skipped" "$(ret k1 result)" Skipped
+check_contains "k1: the note names the Secret and the key" "$(ret k1 message)" \
+    "the credentials Secret nokey-s3 holds no repository key (repository-key)"
+wrongp_before=$(files "$NS/wrongp/$H" | md5sum)
+succeed k2 wrongp "$H"
+env_wait 90 "k2's status.retention" has_ret k2 || fail "k2's status.retention"
+check_eq "a wrong repository key: Failed" "$(ret k2 result)" Failed
+check_contains "k2: the note says the key does not open the repository" "$(ret k2 message)" \
+    "does not open the repository"
+check_eq "k2: nothing was deleted" "$(files "$NS/wrongp/$H" | md5sum)" "$wrongp_before"
+succeed k3 wrongp "$H"
+env_wait 60 "k3's status.retention" has_ret k3 || fail "k3's status.retention"
+check_eq "the wrong key is remembered: derived once, not per forget" \
+    "$(ret k3 result) $(grep -c "repository $NS/wrongkey: the credentials Secret's repository key does not open it" "$T_TMP/second.log")" "Failed 1"
+succeed k6 emptyp "$H"
+env_wait 60 "k6's status.retention" has_ret k6 || fail "k6's status.retention"
+check_eq "no config.json where the repository should be: Failed" "$(ret k6 result)" Failed
+check_contains "k6: the note says config.json cannot be read" "$(ret k6 message)" \
+    "cannot read the repository's config.json, so the snapshots kept cannot be checked; nothing was deleted"
+check_eq "the key of main was unlocked once for all its forgets" \
+    "$(grep -c "repository $NS/main: repository key unlocked" "$T_TMP/second.log")" 1
+# A kept manifest that cannot be read (403 through the fault proxy): nothing is deleted.
+printf 'open\nsealed %s flaky %s %s\n' "$NS" "$H" "$(id $((t0 + 4 * 86400)))" | "$out/repo_fixture" "$T_TMP/key" >/dev/null 2>&1
+touch -d "@$((t0 + 4 * 86400))" "$DATA/snapshots/$NS/flaky/$H/$(id $((t0 + 4 * 86400))).json"
+flaky_before=$(files "$NS/flaky/$H" | md5sum)
+env_fault clear
+env_fault snap_denied/1
+succeed k4 flaky "$H"
+env_wait 90 "k4's status.retention" has_ret k4 || fail "k4's status.retention"
+check_eq "a kept manifest's GET refused: Failed" "$(ret k4 result)" Failed
+check_contains "k4: the note names the object and the store's answer" "$(ret k4 message)" \
+    "cannot read snapshots/$NS/flaky/$H/$(id $((t0 + 4 * 86400))).json"
+check_contains "k4: and says nothing was deleted" "$(ret k4 message)" "nothing was deleted"
+check_eq "k4: nothing was deleted" "$(files "$NS/flaky/$H" | md5sum)" "$flaky_before"
+env_fault clear
+succeed k5 flaky "$H"
+env_wait 90 "k5's status.retention" has_ret k5 || fail "k5's status.retention"
+check_eq "with the fault gone: Done, night 2 forgotten" "$(ret k5 result) $(ret k5 forgotten)" "Done 1"
 stop_controller second
 finish

@@ -28,6 +28,8 @@
  *                          if it were all of it (a clean response)
  *   nosuchupload           (CompleteMultipartUpload only) answer 404 NoSuchUpload
  *                          without forwarding (the upload completed or aborted by then)
+ *   snap_denied            (a GET of an object under snapshots/ only: a manifest or a
+ *                          mark) answer 403 AccessDenied without forwarding
  * /__fault/count answers the number of requests forwarded or faulted since
  * /__fault/clear, which also empties the queue; /__fault/exit ends the proxy.
  *
@@ -130,6 +132,8 @@ static bool take_fault(const char *method, const char *target, char *action)
     bool is_complete = strcmp(method, "POST") == 0 && strstr(target, "uploadId=") != NULL;
     bool is_uploads = strcmp(method, "GET") == 0 &&
                       (strstr(target, "&uploads=") != NULL || strstr(target, "?uploads") != NULL);
+    bool is_snap_get = strcmp(method, "GET") == 0 && !is_list && !is_uploads &&
+                       strstr(target, "/snapshots/") != NULL;
     for (int i = 0; i < n_faults; i++) {
         struct fault *f = &faults[i];
         bool list_only =
@@ -137,8 +141,10 @@ static bool take_fault(const char *method, const char *target, char *action)
         bool del_only = strncmp(f->action, "del_", 4) == 0;
         bool uploads_only = strcmp(f->action, "truncate_uploads") == 0;
         bool complete_only = strcmp(f->action, "nosuchupload") == 0;
+        bool snap_only = strcmp(f->action, "snap_denied") == 0;
         if (f->count <= 0 || (list_only && !is_list) || (del_only && !is_del) ||
-            (uploads_only && !is_uploads) || (complete_only && !is_complete))
+            (uploads_only && !is_uploads) || (complete_only && !is_complete) ||
+            (snap_only && !is_snap_get))
             continue;
         memcpy(action, f->action, sizeof(f->action));
         if (!del_only)
@@ -340,6 +346,12 @@ static bool handle(struct conn *c, const char *method, const char *target, const
         reply(c->fd, 404, "Not Found", "application/xml",
               "<?xml version=\"1.0\"?><Error><Code>NoSuchUpload</Code><Message>The specified "
               "multipart upload does not exist.</Message></Error>");
+        return true;
+    }
+    if (strcmp(action, "snap_denied") == 0) {
+        reply(c->fd, 403, "Forbidden", "application/xml",
+              "<?xml version=\"1.0\"?><Error><Code>AccessDenied</Code><Message>Access "
+              "Denied</Message></Error>");
         return true;
     }
     if (strcmp(action, "reset_before") == 0)

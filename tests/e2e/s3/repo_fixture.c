@@ -17,6 +17,8 @@
  *                                     in each named pack), the marks (with their tags),
  *                                     then the manifest (unless nomanifest)
  *   manifest NS P H ID                only an empty manifest object (the catalog reads keys)
+ *   sealed NS P H ID                  a manifest of no files, sealed with the keys (after
+ *                                     init or open), as forget with the key reads it
  *   hex NAME                          prints sha256(NAME) in hex (the pack's id)
  *   packs NS P H ID                   prints the packs ID's chunk set names, one a line
  *                                     (through its manifest and metadata pack)
@@ -202,6 +204,25 @@ int main(int argc, char **argv)
             snprintf(k.id, sizeof(k.id), "%s", f[4]);
             char *key = repo_key_build(&k);
             put(key, "", 0);
+            free(key);
+        } else if (strcmp(f[0], "sealed") == 0 && n == 5) {
+            struct repo_key k;
+            struct repo_manifest m = {.max_runtime = 3600, .agent = "repo_fixture"};
+            source(&k, REPO_KEY_MANIFEST, f);
+            snprintf(k.id, sizeof(k.id), "%s", f[4]);
+            m.src = k.src;
+            memcpy(m.id, k.id, sizeof(m.id));
+            for (int t = 0; t < 2; t++) { /* roots that parse; forget reads no tree */
+                struct repo_root *r = t ? &m.chunks_root : &m.files_root;
+                memset(r->ref.hash, 0x30 + t, REPO_HASH_LEN);
+                memcpy(r->ref.run, k.id, sizeof(r->ref.run));
+                r->ref.stored = 100;
+                r->ref.plain = 200;
+                r->depth = 1;
+            }
+            char *key = repo_key_build(&k), *doc = repo_manifest_encode(&m, &cfg.keys);
+            put(key, doc, strlen(doc));
+            free(doc);
             free(key);
         } else if (strcmp(f[0], "snap") == 0 && n >= 7) {
             struct repo_key k;

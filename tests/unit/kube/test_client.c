@@ -392,13 +392,63 @@ static void test_rate_limit(void **state)
 }
 
 /* The observer hears every request with its verb, resource (and subresource) and status. */
-static void observe_cb(const char *verb, const char *resource, long status, int error, uint64_t ms,
-                       void *arg)
+static void observe_cb(const char *verb, const char *resource, const struct kube_result *res,
+                       uint64_t ms, void *arg)
 {
     struct t *t = arg;
     size_t n = strlen(t->events);
-    snprintf(t->events + n, sizeof(t->events) - n, "%s %s %ld;", verb, resource,
-             error ? 0L : status);
+    snprintf(t->events + n, sizeof(t->events) - n, "%s %s %ld%s;", verb, resource,
+             res->error ? 0L : res->status, kube_result_ns_terminating(res) ? " terminating" : "");
+}
+
+/* A namespace being deleted refuses creates with 403 (admission); RBAC refuses with 403. */
+static void forbid_handler(struct fake_server *s, struct fake_conn *c, struct fake_req *r)
+{
+    struct t *t = s->data;
+    record(t, r);
+    if (strcmp(r->method, "POST") == 0)
+        fake_status(c, 403, "Forbidden",
+                    "configmaps \\\"a\\\" is forbidden: unable to create new content in "
+                    "namespace ns1 because it is being terminated");
+    else
+        fake_status(c, 403, "Forbidden",
+                    "configmaps \\\"a\\\" is forbidden: User \\\"u\\\" cannot get resource "
+                    "\\\"configmaps\\\" in API group \\\"\\\" in the namespace \\\"ns1\\\"");
+}
+
+/* The observer tells a write refused because its namespace is being deleted from an RBAC
+ * refusal, both 403 Forbidden. */
+static void test_observer_terminating(void **state)
+{
+    struct t t;
+    struct kube_client_opts o = {0};
+    json_t *obj = json_pack("{s:s}", "kind", "ConfigMap");
+    o.observe_cb = observe_cb;
+    o.cb_arg = &t;
+    setup_t(&t, forbid_handler, &o);
+    t.want = 2;
+    assert_int_equal(kube_create(t.c, &cms, obj, got_cb, &t, NULL, NULL), 0);
+    assert_int_equal(kube_get(t.c, &cms, "a", NULL, got_cb, &t, NULL, NULL), 0);
+    run_t(&t);
+    assert_string_equal(t.events, "CREATE configmaps 403 terminating;GET configmaps 403;");
+    json_decref(obj);
+}
+
+/* The predicate alone: only a 403 that says so. */
+static void test_ns_terminating(void **state)
+{
+    const char *m = "events is forbidden: unable to create new content in namespace x because "
+                    "it is being terminated";
+    struct kube_result yes = {.status = 403, .reason = "Forbidden", .message = m};
+    struct kube_result other = {.status = 404, .reason = "NotFound", .message = m};
+    struct kube_result rbac = {.status = 403, .reason = "Forbidden", .message = "forbidden"};
+    struct kube_result none = {.status = 403, .reason = "Forbidden"};
+    struct kube_result failed = {.error = KUBE_ECONN, .message = m};
+    assert_true(kube_result_ns_terminating(&yes));
+    assert_false(kube_result_ns_terminating(&other));
+    assert_false(kube_result_ns_terminating(&rbac));
+    assert_false(kube_result_ns_terminating(&none));
+    assert_false(kube_result_ns_terminating(&failed));
 }
 
 static void test_observer(void **state)
@@ -767,6 +817,8 @@ int main(void)
         cmocka_unit_test(test_connection_refused),
         cmocka_unit_test(test_rate_limit),
         cmocka_unit_test(test_observer),
+        cmocka_unit_test(test_observer_terminating),
+        cmocka_unit_test(test_ns_terminating),
         cmocka_unit_test(test_watch_stream),
         cmocka_unit_test(test_watch_failures),
         cmocka_unit_test(test_watch_cancel_inside_callback),
