@@ -71,7 +71,7 @@ s.bind(("127.0.0.1", 0))
 s.listen(8)
 open(sys.argv[1], "w").write(str(s.getsockname()[1]))
 conns = []
-end = time.time() + 60
+end = time.time() + 180
 while time.time() < end:
     s.settimeout(1)
     try:
@@ -80,14 +80,15 @@ while time.time() < end:
         pass
 EOF
 srv=$!
-for _ in $(seq 50); do [ -s "$T_TMP/port" ] && break; sleep 0.1; done
+for _ in $(seq 300); do [ -s "$T_TMP/port" ] && break; sleep 0.1; done # up to 30 s
 export LODE_REPOSITORY=s3:http://127.0.0.1:$(cat "$T_TMP/port")/bucket LODE_ALLOW_PLAIN_HTTP=true
 mkdir "$T_TMP/term-target"
 "$LODE" restore "$ID" --target "$T_TMP/term-target" --staged --output json \
     --termination-log "$T_TMP/term3" >"$T_TMP/out3" 2>"$T_TMP/err3" &
 pid=$!
 staged=0
-for _ in $(seq 100); do
+# Up to 60 s: the sanitizer build on a loaded 2-core machine can take seconds to start.
+for _ in $(seq 600); do
     if [ -n "$(find "$T_TMP/term-target" -maxdepth 1 -name '.lode-restore-staging-*')" ]; then
         staged=1
         break
