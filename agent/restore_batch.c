@@ -4,7 +4,9 @@
  * opened and written on the libuv thread pool, each file put into place as soon as its
  * last chunk is written.
  */
+#define _GNU_SOURCE /* syncfs */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -391,6 +393,36 @@ static void rx_drain(struct rx *x, struct rx_batch *b)
     b->sealed = false;
 }
 
+static void rx_wb_work(uv_work_t *req)
+{
+    const struct rx *x = req->data;
+    /* Its error is not this call's to report: the final syncfs, on the target's own
+     * descriptor, still sees any write that failed (errors are kept per descriptor). */
+    (void)syncfs(x->wb_fd);
+}
+
+static void rx_wb_done(uv_work_t *req, int status)
+{
+    struct rx *x = req->data;
+    x->wb_busy = false;
+}
+
+/* A syncfs of the target behind the restore (restore.h, "Writeback"), unless one runs. */
+static void rx_writeback(struct rx *x)
+{
+    if (x->wb_busy || x->fatal)
+        return;
+    if (!x->wb_tried) {
+        x->wb_tried = true;
+        x->wb_fd = openat(x->t.root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    }
+    if (x->wb_fd < 0)
+        return; /* the final syncfs does it all */
+    x->wb.data = x;
+    if (uv_queue_work(s3_sync_loop(x->st->s3), &x->wb, rx_wb_work, rx_wb_done) == 0)
+        x->wb_busy = true;
+}
+
 /*
  * The planned batch is full: it is sealed and its GETs queue behind the batch in
  * flight's; once that one is done, the sealed batch is in flight and the next is
@@ -402,6 +434,7 @@ static void rx_flush(struct rx *x)
     struct rx_batch *done = x->flight;
     rx_seal(x, x->plan);
     rx_drain(x, done);
+    rx_writeback(x);
     x->flight = x->plan;
     x->plan = done;
 }
@@ -502,6 +535,11 @@ void rx_batch_finish(struct rx *x)
         rx_flush(x);
     rx_drain(x, x->flight);
     rx_drain(x, x->plan); /* left by a fatal error */
+    while (x->wb_busy)
+        uv_run(s3_sync_loop(x->st->s3), UV_RUN_ONCE);
+    if (x->wb_tried && x->wb_fd >= 0)
+        close(x->wb_fd);
+    x->wb_tried = false;
 }
 
 static void rx_batch_free_one(struct rx_batch *b)
