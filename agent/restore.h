@@ -178,6 +178,13 @@ bool rx_batch_full(size_t nfiles, uint64_t bytes, uint64_t add, size_t max_files
 
 struct rx_batch; /* restore_batch.c */
 
+/* A buffer kept for reuse (restore_batch.c). */
+#define RX_POOL 4
+struct rx_buf {
+    uint8_t *p;
+    size_t cap;
+};
+
 struct rx {
     struct storage *st;
     const struct repo_keys *keys;
@@ -199,6 +206,9 @@ struct rx {
     uv_work_t wb;
     int wb_fd;
     bool wb_tried, wb_busy;
+    /* Buffers kept for the next ranges and blobs (restore_batch.c, on the loop thread). */
+    struct rx_buf bodies[RX_POOL], plains[RX_POOL];
+    size_t nbodies, nplains;
     /* The outcome. */
     bool fatal;        /* writing failed or the repository cannot be read: stop */
     unsigned damaged;  /* damaged objects and files not restored because of them */
