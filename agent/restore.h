@@ -138,7 +138,8 @@ int rs_target_finish(struct rs_target *t, void (*fail_cb)(const char *msg, void 
  * file is made by the first worker that writes a piece of it, so files are made on
  * several threads while the loop fetches (making them was most of the restore's time).
  * Costs: the fetched ranges being fetched or opened (16 MiB in all), one decompressed blob per
- * worker, two descriptors per file of the batch.
+ * worker, two descriptors per file of the batch, and the buffers kept for reuse between
+ * them (RX_POOL of each kind, none over RX_RANGE_MAX: restore_batch.c).
  *
  * Writeback: the kernel would otherwise hold the restored bytes dirty until the final
  * syncfs (its background writeback starts at 10% of memory, or after 30 s), so that
