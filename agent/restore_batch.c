@@ -209,8 +209,10 @@ static void rx_work_cb(uv_work_t *req)
         while (j < r->first + r->n && b->pieces[j].c == c)
             j++;
         if (c->plain > g->plaincap || g->plain == NULL) {
+            /* At the largest kept size: its pages are touched only as far as used, and
+             * the buffer then serves any blob up to it without being made again. */
             free(g->plain);
-            g->plaincap = c->plain ? c->plain : 1;
+            g->plaincap = c->plain > RX_RANGE_MAX ? c->plain : RX_RANGE_MAX;
             g->plain = util_malloc(g->plaincap);
         }
         if (repo_blob_open(x->keys, c, g->body + (c->offset - r->start), g->plain, &e) != 0) {
