@@ -134,7 +134,7 @@ static uint8_t *rx_buf_take(struct rx_buf *pool, size_t *n, size_t want, size_t 
         }
         free(b.p);
     }
-    if (want == 0) { /* made by the worker at its first blob's size */
+    if (want == 0) { /* made by the worker, at its first blob (rx_work_cb) */
         *cap = 0;
         return NULL;
     }
