@@ -31,15 +31,36 @@ char *meta_pack_key(const struct repo_source *src, const char *run, uint32_t seq
 }
 
 struct meta_sink {
+    struct meta_src *m;
     struct util_buf *buf;
     size_t cap;
 };
 
+/*
+ * The windows held make room for a window arriving as its bytes arrive, least
+ * recently used first: trimmed only after the GET, the old 16 MiB stayed beside the
+ * new 16 MiB (a re-run of a million files peaked with both). The same windows go as
+ * meta_window_trim would drop afterwards, so no GET is added.
+ */
 static int meta_sink_cb(const char *data, size_t len, void *arg)
 {
     struct meta_sink *s = arg;
+    struct meta_src *m = s->m;
     if (len > s->cap - s->buf->len)
         return 1; /* more than the range asked for */
+    for (;;) {
+        size_t total = s->buf->len + len, lru = 0;
+        for (size_t i = 0; i < m->nwin; i++) {
+            total += m->win[i].data.len;
+            if (m->win[i].used < m->win[lru].used)
+                lru = i;
+        }
+        if (m->nwin == 0 || total <= META_CACHE)
+            break;
+        util_buf_free(&m->win[lru].data);
+        memmove(&m->win[lru], &m->win[lru + 1], (m->nwin - lru - 1) * sizeof(m->win[0]));
+        m->nwin--;
+    }
     util_buf_append(s->buf, data, len);
     return 0;
 }
@@ -121,13 +142,13 @@ int meta_fetch_cb(void *arg, const struct repo_mref *ref, uint8_t *sealed, struc
         size_t want = start == 0                  ? META_CACHE
                       : ref->stored > META_WINDOW ? ref->stored
                                                   : META_WINDOW;
+        struct util_buf data;
         meta_window_drop(m, ref->run, ref->seq);
         if (m->nwin == META_WINDOWS)
             meta_window_evict(m); /* makes room for the new one */
-        w = &m->win[m->nwin];
-        memset(w, 0, sizeof(*w));
-        util_buf_init(&w->data);
-        struct meta_sink s = {.buf = &w->data, .cap = want};
+        /* Fetched beside the array: the sink may drop (and shift) windows meanwhile. */
+        util_buf_init(&data);
+        struct meta_sink s = {.m = m, .buf = &data, .cap = want};
         struct s3_opts o = {.range_start = start, .range_len = want};
         char *key = meta_pack_key(&m->src, ref->run, ref->seq);
         m->gets++;
@@ -136,13 +157,16 @@ int meta_fetch_cb(void *arg, const struct repo_mref *ref, uint8_t *sealed, struc
             util_err_set(err, rc, "%s is missing", key);
         else if (rc != 0)
             util_err_set(err, rc, "cannot read %s: %s", key, e.msg);
-        else if (w->data.len < ref->offset - start + ref->stored)
+        else if (data.len < ref->offset - start + ref->stored)
             rc = util_err_set(err, UTIL_EIO, "%s is shorter than its index says (damaged)", key);
         free(key);
         if (rc != 0) {
-            util_buf_free(&w->data);
+            util_buf_free(&data);
             return rc;
         }
+        w = &m->win[m->nwin];
+        memset(w, 0, sizeof(*w));
+        w->data = data;
         m->bytes += w->data.len;
         snprintf(w->run, sizeof(w->run), "%s", ref->run);
         w->seq = ref->seq;

@@ -10,8 +10,8 @@
  * run's pack and whose changes are in newer, small ones goes back and forth between
  * them: a window is kept per pack (at most META_WINDOWS, META_CACHE bytes in all
  * but the newest, the least recently used dropped first), so going back to a pack
- * does not fetch it again. Memory: at most META_CACHE bytes between fetches (twice
- * that while a new window arrives), plus what the caller keeps.
+ * does not fetch it again. Memory: at most META_CACHE bytes, a window arriving
+ * included (the oldest windows make room as its bytes come), plus what the caller keeps.
  */
 #ifndef LODE_AGENT_META_H
 #define LODE_AGENT_META_H

@@ -4,7 +4,9 @@
  * opened and written on the libuv thread pool, each file put into place as soon as its
  * last chunk is written.
  */
+#define _GNU_SOURCE /* syncfs */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,6 +114,46 @@ static int rx_write_all(int fd, const uint8_t *p, size_t n, uint64_t at)
     return 0;
 }
 
+/*
+ * Buffers kept for the next GET or blob, on the loop thread. lode fixes glibc's mmap
+ * threshold at 256 KiB (agent/storage.c), so each range of up to 4 MiB and each blob's
+ * plain bytes of 256 KiB or more was a mapping of its own, made, faulted in page by page
+ * and unmapped again: about 280,000 page faults for the 814 MB tree, the largest cost of
+ * the restore after the copies themselves (perf). A pool of RX_POOL buffers of each kind,
+ * none kept past RX_RANGE_MAX, holds what was in use at once anyway (the ranges are
+ * bounded by RX_HELD_MAX; a blob a worker), at most 16 MiB of plain buffers more.
+ */
+static uint8_t *rx_buf_take(struct rx_buf *pool, size_t *n, size_t want, size_t *cap)
+{
+    uint8_t *p;
+    if (*n > 0) {
+        struct rx_buf b = pool[--*n];
+        if (b.cap >= want) {
+            *cap = b.cap;
+            return b.p;
+        }
+        free(b.p);
+    }
+    if (want == 0) { /* made by the worker, at its first blob (rx_work_cb) */
+        *cap = 0;
+        return NULL;
+    }
+    /* A range's buffer at the largest range: its pages are touched only as far as used. */
+    *cap = want < RX_RANGE_MAX ? RX_RANGE_MAX : want;
+    p = util_malloc(*cap);
+    return p;
+}
+
+static void rx_buf_give(struct rx_buf *pool, size_t *n, uint8_t *p, size_t cap)
+{
+    if (p == NULL)
+        return;
+    if (*n < RX_POOL && cap <= RX_RANGE_MAX)
+        pool[(*n)++] = (struct rx_buf){.p = p, .cap = cap};
+    else
+        free(p);
+}
+
 /* One ranged GET, then the work on its bytes. */
 struct rx_get {
     struct rx *x;
@@ -119,8 +161,10 @@ struct rx_get {
     size_t range;
     char *key;
     uv_work_t work;
-    uint8_t *body; /* the range's bytes, owned, written by the GET's sink */
-    size_t got, len;
+    uint8_t *body; /* the range's bytes, written by the GET's sink (x->bodies' buffer) */
+    size_t got, len, bodycap;
+    uint8_t *plain; /* a blob opened, on the worker (x->plains' buffer, grown there) */
+    size_t plaincap;
     int *status; /* per piece: 0 written, 1 its blob is damaged, 2 its file could not be made,
                   * < 0 -errno of the write */
     struct util_buf msgs; /* one line per damaged blob */
@@ -157,8 +201,6 @@ static void rx_work_cb(uv_work_t *req)
     struct rx *x = g->x;
     struct rx_batch *b = g->b;
     const struct rx_range *r = &b->ranges[g->range];
-    uint8_t *plain = NULL;
-    size_t cap = 0;
 
     for (size_t i = r->first; i < r->first + r->n;) {
         const struct repo_chunk *c = b->pieces[i].c;
@@ -166,12 +208,14 @@ static void rx_work_cb(uv_work_t *req)
         struct util_err e = {0};
         while (j < r->first + r->n && b->pieces[j].c == c)
             j++;
-        if (c->plain > cap || plain == NULL) {
-            free(plain);
-            cap = c->plain;
-            plain = util_malloc(cap ? cap : 1);
+        if (c->plain > g->plaincap || g->plain == NULL) {
+            /* At the largest kept size: its pages are touched only as far as used, and
+             * the buffer then serves any blob up to it without being made again. */
+            free(g->plain);
+            g->plaincap = c->plain > RX_RANGE_MAX ? c->plain : RX_RANGE_MAX;
+            g->plain = util_malloc(g->plaincap);
         }
-        if (repo_blob_open(x->keys, c, g->body + (c->offset - r->start), plain, &e) != 0) {
+        if (repo_blob_open(x->keys, c, g->body + (c->offset - r->start), g->plain, &e) != 0) {
             util_buf_printf(&g->msgs, "%s: %s\n", g->key, e.msg);
             for (; i < j; i++)
                 g->status[i - r->first] = 1;
@@ -180,10 +224,9 @@ static void rx_work_cb(uv_work_t *req)
         for (; i < j; i++) {
             int fd = rx_file_fd(x, b, b->pieces[i].file);
             g->status[i - r->first] =
-                fd < 0 ? 2 : rx_write_all(fd, plain, c->plain, b->pieces[i].at);
+                fd < 0 ? 2 : rx_write_all(fd, g->plain, c->plain, b->pieces[i].at);
         }
     }
-    free(plain);
 }
 
 static void rx_start(struct rx *x);
@@ -229,7 +272,8 @@ static void rx_work_done(uv_work_t *req, int status)
         }
     }
     x->held -= g->len;
-    free(g->body);
+    rx_buf_give(x->bodies, &x->nbodies, g->body, g->bodycap);
+    rx_buf_give(x->plains, &x->nplains, g->plain, g->plaincap);
     free(g->status);
     util_buf_free(&g->msgs);
     free(g->key);
@@ -263,15 +307,17 @@ static void rx_got(const struct s3_result *res, void *arg)
         g->status = util_calloc(r->n, sizeof(*g->status));
         util_buf_init(&g->msgs);
         g->work.data = g;
+        g->plain = rx_buf_take(x->plains, &x->nplains, 0, &g->plaincap);
         if (uv_queue_work(s3_sync_loop(x->st->s3), &g->work, rx_work_cb, rx_work_done) == 0)
             return; /* rx_work_done goes on */
         rx_io_error(x, "cannot start a worker thread");
         x->fatal = true;
         free(g->status);
+        rx_buf_give(x->plains, &x->nplains, g->plain, g->plaincap);
     }
     b->busy--;
     x->held -= g->len;
-    free(g->body);
+    rx_buf_give(x->bodies, &x->nbodies, g->body, g->bodycap);
     free(g->key);
     free(g);
     rx_start(x);
@@ -308,12 +354,12 @@ static void rx_start(struct rx *x)
         g->range = b->next++;
         g->key = rx_pack_key(x, r->pack);
         g->len = (size_t)(r->end - r->start);
-        g->body = util_malloc(g->len ? g->len : 1);
+        g->body = rx_buf_take(x->bodies, &x->nbodies, g->len ? g->len : 1, &g->bodycap);
         if (s3_get(s3_sync_client(x->st->s3), g->key, &o, rx_sink, rx_got, g, NULL, &e) != 0) {
             char *m = util_asprintf("cannot read %s: %s", g->key, e.msg);
             rx_io_error(x, m);
             free(m);
-            free(g->body);
+            rx_buf_give(x->bodies, &x->nbodies, g->body, g->bodycap);
             free(g->key);
             free(g);
             x->fatal = true;
@@ -391,6 +437,36 @@ static void rx_drain(struct rx *x, struct rx_batch *b)
     b->sealed = false;
 }
 
+static void rx_wb_work(uv_work_t *req)
+{
+    const struct rx *x = req->data;
+    /* Its error is not this call's to report: the final syncfs, on the target's own
+     * descriptor, still sees any write that failed (errors are kept per descriptor). */
+    (void)syncfs(x->wb_fd);
+}
+
+static void rx_wb_done(uv_work_t *req, int status)
+{
+    struct rx *x = req->data;
+    x->wb_busy = false;
+}
+
+/* A syncfs of the target behind the restore (restore.h, "Writeback"), unless one runs. */
+static void rx_writeback(struct rx *x)
+{
+    if (x->wb_busy || x->fatal)
+        return;
+    if (!x->wb_tried) {
+        x->wb_tried = true;
+        x->wb_fd = openat(x->t.root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    }
+    if (x->wb_fd < 0)
+        return; /* the final syncfs does it all */
+    x->wb.data = x;
+    if (uv_queue_work(s3_sync_loop(x->st->s3), &x->wb, rx_wb_work, rx_wb_done) == 0)
+        x->wb_busy = true;
+}
+
 /*
  * The planned batch is full: it is sealed and its GETs queue behind the batch in
  * flight's; once that one is done, the sealed batch is in flight and the next is
@@ -402,6 +478,7 @@ static void rx_flush(struct rx *x)
     struct rx_batch *done = x->flight;
     rx_seal(x, x->plan);
     rx_drain(x, done);
+    rx_writeback(x);
     x->flight = x->plan;
     x->plan = done;
 }
@@ -502,6 +579,11 @@ void rx_batch_finish(struct rx *x)
         rx_flush(x);
     rx_drain(x, x->flight);
     rx_drain(x, x->plan); /* left by a fatal error */
+    while (x->wb_busy)
+        uv_run(s3_sync_loop(x->st->s3), UV_RUN_ONCE);
+    if (x->wb_tried && x->wb_fd >= 0)
+        close(x->wb_fd);
+    x->wb_tried = false;
 }
 
 static void rx_batch_free_one(struct rx_batch *b)
@@ -520,6 +602,11 @@ void rx_batch_free(struct rx *x)
         for (size_t i = 0; i < RX_LOCKS; i++)
             uv_mutex_destroy(&x->locks[i]);
     free(x->locks);
+    for (size_t i = 0; i < x->nbodies; i++)
+        free(x->bodies[i].p);
+    for (size_t i = 0; i < x->nplains; i++)
+        free(x->plains[i].p);
+    x->nbodies = x->nplains = 0;
     rx_batch_free_one(x->plan);
     rx_batch_free_one(x->flight);
 }

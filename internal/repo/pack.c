@@ -389,14 +389,60 @@ static int repo_chunk_cmp(const void *a, const void *b)
                   REPO_HASH_LEN);
 }
 
+static void repo_chunk_swap(struct repo_chunk *a, struct repo_chunk *b)
+{
+    struct repo_chunk t = *a;
+    *a = *b;
+    *b = t;
+}
+
+/*
+ * Sorts v by hash in place. The C library's qsort is a merge sort that, for entries
+ * of more than 32 bytes, allocates 16 bytes an entry to sort pointers (16 MiB for a
+ * first backup of a million small files, at the end of the run, on top of the set).
+ * This is a quicksort (middle element as pivot, Hoare's partition, the smaller side
+ * first so the stack stays O(log n)) that needs no memory: hashes are uniform, so
+ * the pivot splits evenly, and a set sorted but for a tail of new chunks (a re-run's)
+ * costs no more than a shuffled one.
+ */
+static void repo_chunk_qsort(struct repo_chunk *v, size_t n)
+{
+    while (n > 12) {
+        struct repo_chunk p = v[n / 2];
+        size_t i = 0, j = n - 1;
+        for (;;) {
+            while (repo_chunk_cmp(&v[i], &p) < 0)
+                i++;
+            while (repo_chunk_cmp(&v[j], &p) > 0)
+                j--;
+            if (i >= j)
+                break;
+            repo_chunk_swap(&v[i], &v[j]);
+            i++;
+            j--;
+        }
+        /* [0, j] <= p <= [j + 1, n), both sides non-empty. */
+        if (j + 1 < n - (j + 1)) {
+            repo_chunk_qsort(v, j + 1);
+            v += j + 1;
+            n -= j + 1;
+        } else {
+            repo_chunk_qsort(v + j + 1, n - (j + 1));
+            n = j + 1;
+        }
+    }
+    for (size_t i = 1; i < n; i++)
+        for (size_t k = i; k > 0 && repo_chunk_cmp(&v[k - 1], &v[k]) > 0; k--)
+            repo_chunk_swap(&v[k - 1], &v[k]);
+}
+
 void repo_chunkset_sort(struct repo_chunkset *s)
 {
     size_t j = 0;
     free(s->index);
     s->index = NULL;
     s->icap = 0;
-    if (s->n > 1)
-        qsort(s->v, s->n, sizeof(*s->v), repo_chunk_cmp);
+    repo_chunk_qsort(s->v, s->n);
     for (size_t i = 0; i < s->n; i++)
         if (j == 0 || memcmp(s->v[j - 1].hash, s->v[i].hash, REPO_HASH_LEN) != 0)
             s->v[j++] = s->v[i];

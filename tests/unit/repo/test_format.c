@@ -574,6 +574,51 @@ static void test_chunkset(void **state)
     repo_chunkset_free(&s);
 }
 
+/* The set's own sort (in place): shuffled, sorted but for a tail (a re-run's), all alike,
+ * and with duplicates, each sorted by hash with every hash once and its entry kept. */
+static void test_chunkset_sort_shapes(void **state)
+{
+    enum { N = 20000 };
+    uint64_t x = 88172645463325252ull;
+    for (int shape = 0; shape < 4; shape++) {
+        struct repo_chunkset s;
+        size_t want = 0;
+        repo_chunkset_init(&s);
+        for (uint32_t i = 0; i < N; i++) {
+            struct repo_chunk c = {.offset = i, .stored = 100, .plain = i};
+            uint32_t key = i;
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            if (shape == 0)
+                key = (uint32_t)x; /* shuffled (distinct with this generator over N) */
+            else if (shape == 1 && i >= N - 300)
+                key = (uint32_t)(x % N) * 2 + 1; /* a sorted prefix of evens, odd tail */
+            else if (shape == 1)
+                key = i * 2;
+            else if (shape == 2)
+                key = 7; /* every hash alike */
+            else
+                key = i / 3; /* each three times */
+            for (int b = 0; b < 4; b++)
+                c.hash[b] = (uint8_t)(key >> (24 - 8 * b));
+            c.plain = key & 0xfffffff;
+            repo_chunkset_add(&s, &c);
+        }
+        repo_chunkset_sort(&s);
+        want = shape == 2 ? 1 : shape == 3 ? (N + 2) / 3 : 0;
+        if (want != 0)
+            assert_int_equal(s.n, want);
+        assert_true(s.n > 0);
+        for (size_t i = 0; i < s.n; i++) {
+            uint32_t key = (uint32_t)s.v[i].hash[0] << 24 | (uint32_t)s.v[i].hash[1] << 16 |
+                           (uint32_t)s.v[i].hash[2] << 8 | s.v[i].hash[3];
+            assert_int_equal(s.v[i].plain, key & 0xfffffff); /* the entry moved whole */
+            if (i > 0)
+                assert_true(memcmp(s.v[i - 1].hash, s.v[i].hash, REPO_HASH_LEN) < 0);
+        }
+        repo_chunkset_free(&s);
+    }
+}
+
 static void test_pack_entry_plain_bound(void **state)
 {
     struct repo_keys k = mstore_keys(7);
@@ -1288,6 +1333,7 @@ int main(void)
         cmocka_unit_test(test_run_record),
         cmocka_unit_test(test_manifest),
         cmocka_unit_test(test_manifest_every_field_bound),
+        cmocka_unit_test(test_chunkset_sort_shapes),
         cmocka_unit_test(test_marks),
         cmocka_unit_test(test_pins),
     };
