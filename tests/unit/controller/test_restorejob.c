@@ -331,9 +331,10 @@ static void test_result(void **state)
     const char *reason, *message;
     /* Success: counts copied, duration from start to the Job's completion. */
     json_t *job = ended_job(true);
-    json_t *pods = pods_with("{\"snapshot\":\"abc\",\"source\":\"ops/p/a\",\"dryRun\":false,"
-                             "\"files\":3,\"bytes\":30,\"directories\":2,\"symlinks\":1,"
-                             "\"other\":0,\"hardLinks\":2,\"notMade\":0,\"damaged\":0,\"error\":null}");
+    json_t *pods =
+        pods_with("{\"snapshot\":\"abc\",\"source\":\"ops/p/a\",\"dryRun\":false,"
+                  "\"files\":3,\"bytes\":30,\"directories\":2,\"symlinks\":1,"
+                  "\"other\":0,\"hardLinks\":2,\"notMade\":0,\"damaged\":0,\"error\":null}");
     json_t *st = ctl_restore_result(job, pods, start, start + 200, &reason, &message);
     assert_string_equal(ctl_json_str(st, "status.phase"), "Succeeded");
     assert_int_equal(json_integer_value(ctl_json_path(st, "status.hardLinks")), 2);
