@@ -186,8 +186,8 @@ static void ctl_simple_cb(const struct kube_result *res, void *arg)
 /*
  * A run's Backup exists. Its Job is not created here: the answer queues the pair, and the
  * reconcile that sees a Backup without a Job asks for one (the only route to a Job, so it
- * gets its owner's uid from the cache). Its first status waits for the Job to start
- * (reconcile.h, CTL_FIRST_STATUS_GRACE): one status write per run, not two.
+ * gets its owner's uid from the cache). Its first status waits CTL_FIRST_STATUS_GRACE
+ * (reconcile.h): a run that ends within it costs one status write, not two.
  */
 static void ctl_run_created_cb(const struct kube_result *res, void *arg)
 {
