@@ -96,8 +96,18 @@ static void request_complete(struct kube_request *r, CURLcode code)
     } else {
         json_error_t jerr;
         res.status = r->status;
-        if (r->resp.len > 0)
-            body = json_loadb(r->resp.data, r->resp.len, 0, &jerr);
+        const char *text = r->resp.data;
+        size_t len = r->resp.len;
+        /* An answer to a write is mostly what the owner does not read (kube.h). */
+        if (len > 0 && c->opts.strip_answers != NULL && r->status >= 200 && r->status < 300 &&
+            strcmp(r->method, "GET") != 0) {
+            r->stripped.len = 0;
+            kube_json_strip(text, len, c->opts.strip_answers, &r->stripped);
+            text = r->stripped.data;
+            len = r->stripped.len;
+        }
+        if (len > 0)
+            body = json_loadb(text, len, 0, &jerr);
         if (r->status >= 200 && r->status < 300) {
             if (body == NULL && r->resp.len > 0) {
                 res.error = KUBE_EPROTO;
