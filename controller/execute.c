@@ -2,8 +2,9 @@
  * Carrying out a pair's actions (reconcile.h) with the API client: the creates, status
  * patches, deletes and Events of runs, each a write in flight recorded with the pair,
  * whose answer goes into the cache and queues the pair again (work.c reconciles it).
- * A finished run costs one LIST of its Job's pods, to read the agent's result, before
- * its final status patch.
+ * A finished run's result (the agent's, in its pod's termination message) comes from the
+ * pod watch, or when it missed the pod's end from one LIST of the Job's pods, before its
+ * final status patch.
  */
 #include "ctl_int.h"
 
@@ -326,6 +327,15 @@ static void ctl_result_pods_cb(const struct kube_result *res, void *arg)
 static int ctl_read_result(struct ctl *c, struct ctl_op *op, const struct ctl_action *a,
                            struct util_err *err)
 {
+    /* The pod watch saw how the pod ended: no request (pairs.c). */
+    json_t *seen = ctl_cache_take_pod_result(c, a->ns, a->result_job);
+    if (seen != NULL) {
+        op->status = ctl_backup_status_json(&a->status);
+        struct kube_result res = {.status = 200, .body = seen, .reason = "", .message = ""};
+        ctl_result_pods_cb(&res, op);
+        json_decref(seen);
+        return 0;
+    }
     struct kube_resource rp = {"", "v1", "pods", a->ns};
     char *sel = util_asprintf("job-name=%s", a->result_job);
     struct kube_list_opts lo = {.label_selector = sel};
