@@ -19,7 +19,7 @@
  *   prune_report.c   the forget's outcome: status.retention, Events, counters
  *   events.c         Events about policies, paced and combined (eventagg.h)
  *   cache.c          informer callbacks and the caches they fill: policies, nodes
- *   pairs.c          (policy, host) pairs, the Backups and Jobs filed under them
+ *   pairs.c          (policy, host) pairs, the Backups and Jobs filed under them, pods' ends
  *   log.c            the clock, the log, cache keys and the list of writes in flight
  * and below them the modules with a header of their own, which know nothing of struct ctl:
  *   repository.c     BackupRepository resolution (repository.h)
