@@ -256,6 +256,7 @@ struct gc_runs_read {
     struct gc_runrec **recs;
     char **keys;
     const struct repo_keys *k;
+    const struct repo_source *src;
 };
 
 /* One run record's body; a record deleted meanwhile is "gone", not an error. */
@@ -273,10 +274,8 @@ static int gc_run_got(size_t i, const struct s3_result *res, void *arg, struct u
     }
     if (res->error != 0)
         return util_err_set(err, res->error, "cannot read %s: %s", rr->keys[i], res->message);
-    if ((rc = repo_run_decode(&run, res->body, res->body_len, rr->k, &e)) != 0)
+    if ((rc = repo_run_decode(&run, rr->src, r->id, res->body, res->body_len, rr->k, &e)) != 0)
         return util_err_set(err, rc, "%s: %s", rr->keys[i], e.msg);
-    if (strcmp(run.id, r->id) != 0)
-        return util_err_set(err, UTIL_EINVAL, "%s names snapshot %s", rr->keys[i], run.id);
     r->read = true;
     r->max_runtime = run.max_runtime;
     memcpy(r->parent, run.parent, sizeof(r->parent));
@@ -290,8 +289,10 @@ static int gc_run_got(size_t i, const struct s3_result *res, void *arg, struct u
 int gcrun_read_runs(struct gc_ctx *g, const struct gc_source *s, struct gc_runrec **recs, size_t n,
                     struct util_err *err)
 {
-    struct gc_runs_read rr = {
-        .recs = recs, .keys = util_calloc(n ? n : 1, sizeof(char *)), .k = &g->st.config.keys};
+    struct gc_runs_read rr = {.recs = recs,
+                              .keys = util_calloc(n ? n : 1, sizeof(char *)),
+                              .k = &g->st.config.keys,
+                              .src = &s->src};
     for (size_t i = 0; i < n; i++) {
         struct repo_key k = {.kind = REPO_KEY_RUN, .src = s->src};
         memcpy(k.id, recs[i]->id, sizeof(k.id));

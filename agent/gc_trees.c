@@ -98,8 +98,8 @@ static int gc_man_got(size_t i, const struct s3_result *res, void *arg, struct u
         return 0;
     if (res->error != 0)
         return util_err_set(err, res->error, "cannot read %s: %s", mr->keys[i], res->message);
-    if ((rc = repo_manifest_decode(&m, res->body, res->body_len, mr->k, &e)) != 0 ||
-        (rc = repo_manifest_placed(&m, &mr->s->src, mr->ids->v[i], &e)) != 0) {
+    if ((rc = repo_manifest_decode(&m, &mr->s->src, mr->ids->v[i], res->body, res->body_len, mr->k,
+                                   &e)) != 0) {
         repo_manifest_free(&m);
         return util_err_set(err, rc, "%s: %s", mr->keys[i], e.msg);
     }
