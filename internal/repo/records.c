@@ -1,5 +1,5 @@
 /*
- * Run records, manifests, marks and the upload token bucket.
+ * Run records, manifests and marks (the upload token bucket is in bucket.c).
  *
  * The run record and the manifest are small binary records: their public fields
  * (parent, maxRuntime, counters, agent) are read without the repository key by
@@ -571,44 +571,4 @@ void repo_manifest_free(struct repo_manifest *m)
     }
     free(m->errs);
     memset(m, 0, sizeof(*m));
-}
-
-/* ---- token bucket ---- */
-
-void repo_bucket_init(struct repo_bucket *b, uint64_t rate, uint64_t now_ns)
-{
-    b->rate = (double)rate;
-    b->cap = b->rate / 20 > 512 ? b->rate / 20 : 512;
-    b->tokens = b->cap;
-    b->last = now_ns;
-}
-
-static void repo_bucket_fill(struct repo_bucket *b, uint64_t now_ns)
-{
-    if (now_ns > b->last) {
-        b->tokens += b->rate * (double)(now_ns - b->last) / 1e9;
-        if (b->tokens > b->cap)
-            b->tokens = b->cap;
-        b->last = now_ns;
-    }
-}
-
-size_t repo_bucket_take(struct repo_bucket *b, uint64_t now_ns, size_t want)
-{
-    repo_bucket_fill(b, now_ns);
-    double have = b->tokens < 0 ? 0 : b->tokens;
-    size_t got = (double)want <= have ? want : (size_t)have;
-    b->tokens -= (double)got;
-    return got;
-}
-
-uint64_t repo_bucket_wait(struct repo_bucket *b, uint64_t now_ns, size_t want)
-{
-    repo_bucket_fill(b, now_ns);
-    double need = (double)want < b->cap ? (double)want : b->cap;
-    if (need < 1)
-        need = 1;
-    if (b->tokens >= need)
-        return 0;
-    return (uint64_t)((need - b->tokens) * 1e9 / b->rate) + 1;
 }

@@ -3,7 +3,7 @@
  * records and manifests" and "Authenticated manifests and marks"): the run record a
  * backup writes first and the manifest it writes last, binary (public fields, and a
  * sealed part bound to them and to their place), the marks' and pins' JSON tags, and
- * the token bucket that paces uploads. Pure functions (records.c, excluded.c).
+ * the token bucket that paces uploads. Pure functions (records.c, excluded.c, bucket.c).
  *
  * Costs: a run record is about 180 bytes, a manifest about 200 plus its paths and
  * errors; a tag is 56 hex characters.
