@@ -5,7 +5,7 @@
  *
  *   2. the catalog of the source, the parent = its newest good snapshot, and the
  *      parent's manifest (authenticated: the roots of its trees);
- *   3. the run record runs/<source>/<id>.json, naming the parent and (sealed) its
+ *   3. the run record runs/<source>/<id>.json (binary), naming the parent and (sealed) its
  *      trees, whose server modification time is the time in the id (rewritten once
  *      under the right id when the local clock disagrees with the server's);
  *   4. the parent check (its manifest still exists), then its chunk set and, as
@@ -64,7 +64,9 @@ static int backup_run_record(struct backup *b, const char *parent, const struct 
     struct repo_run r = {0};
     struct s3_info info = {0};
     uint8_t rnd[8];
-    char *key = NULL, *json = NULL;
+    char *key = NULL;
+    uint8_t *body = NULL;
+    size_t len = 0;
     int64_t t;
     int rc;
 
@@ -83,6 +85,7 @@ static int backup_run_record(struct backup *b, const char *parent, const struct 
     repo_id_make((int64_t)now.tv_sec, rnd, b->id);
     for (int attempt = 0;; attempt++) {
         snprintf(r.id, sizeof(r.id), "%s", b->id);
+        r.src = b->src;
         snprintf(r.parent, sizeof(r.parent), "%s", parent);
         r.max_runtime = max_runtime;
         snprintf(r.agent, sizeof(r.agent), "%s", b->agent);
@@ -93,9 +96,9 @@ static int backup_run_record(struct backup *b, const char *parent, const struct 
             r.parent_files = pm->files_root;
             r.parent_chunks = pm->chunks_root;
         }
-        json = repo_run_encode(&r, b->keys);
+        body = repo_run_encode(&r, b->keys, &len);
         key = backup_run_key(b, REPO_KEY_RUN);
-        if ((rc = backup_put(b, key, json, strlen(json), true, err)) != 0 ||
+        if ((rc = backup_put(b, key, body, len, true, err)) != 0 ||
             (rc = s3_sync_head(b->st->s3, key, &info, err)) != 0)
             goto out;
         repo_id_parse(b->id, &t, err);
@@ -105,11 +108,11 @@ static int backup_run_record(struct backup *b, const char *parent, const struct 
         s3_sync_delete(b->st->s3, key, err);
         repo_id_make(info.mtime, rnd, b->id);
         free(key);
-        free(json);
+        free(body);
     }
 out:
     free(key);
-    free(json);
+    free(body);
     return rc;
 }
 
@@ -263,7 +266,9 @@ void backup_run(struct backup *b, const struct policy *pol, int64_t max_runtime,
     struct repo_manifest m = {0}, pm = {0};
     struct util_err err = {0};
     struct s3_info info = {0};
-    char *key = NULL, *json = NULL;
+    char *key = NULL;
+    uint8_t *body = NULL;
+    size_t len = 0;
     int rc;
 
     repo_catalog_init(&cat);
@@ -335,14 +340,18 @@ void backup_run(struct backup *b, const struct policy *pol, int64_t max_runtime,
         goto fail;
     if (backup_should_stop(b))
         goto stopped;
-    /* The manifest counts its own bytes as uploaded: encode, count, encode again. */
-    m.uploaded_bytes = b->uploaded_bytes;
-    json = repo_manifest_encode(&m, b->keys);
-    m.uploaded_bytes = b->uploaded_bytes + strlen(json);
-    free(json);
-    json = repo_manifest_encode(&m, b->keys);
+    /* The manifest counts its own bytes as uploaded: encode, count, encode again
+     * until the count's own varint no longer changes the length (twice at most). */
+    for (size_t was = 0;;) {
+        m.uploaded_bytes = b->uploaded_bytes + was;
+        free(body);
+        body = repo_manifest_encode(&m, b->keys, &len);
+        if (len == was)
+            break;
+        was = len;
+    }
     key = backup_run_key(b, REPO_KEY_MANIFEST);
-    if ((rc = backup_put(b, key, json, strlen(json), true, &err)) != 0)
+    if ((rc = backup_put(b, key, body, len, true, &err)) != 0)
         goto fail;
     if ((rc = s3_sync_head(b->st->s3, key, &info, &err)) != 0) {
         /* Written, but its time is unknown: the server's clock is close enough. */
@@ -361,7 +370,7 @@ stopped:
     backup_list_abort(b);
 out:
     free(key);
-    free(json);
+    free(body);
     /* The paths and errors are borrowed from the policy and the backup. */
     m.paths = NULL;
     m.npaths = 0;

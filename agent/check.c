@@ -317,10 +317,8 @@ static void ck_runs(struct ck *k, unsigned *nruns)
         } else if (rc != 0) {
             fprintf(stderr, "lode check: cannot read %s: %s\n", ks.v[i], e.msg);
             k->failed = true;
-        } else if (repo_run_decode(&run, data, len, k->keys, &e) != 0) {
+        } else if (repo_run_decode(&run, &key.src, key.id, data, len, k->keys, &e) != 0) {
             ck_damage(k, "%s: %s", ks.v[i], e.msg);
-        } else if (strcmp(run.id, key.id) != 0) {
-            ck_damage(k, "%s: it holds the run record of %s", ks.v[i], run.id);
         } else {
             (*nruns)++;
         }

@@ -16,7 +16,7 @@
  * table, delta-coded varints (util/varint.h): about one byte per snapshot and pack it
  * names once packs are shared.
  *
- * Pure: no I/O (gc_read.c fetches and stores the object). Memory: 32 bytes per
+ * Pure: no I/O (gc_trees.c fetches and stores the object). Memory: 32 bytes per
  * (snapshot, pack) pair of the entries held, and the encoded object while it is written.
  */
 #ifndef LODE_AGENT_GC_CACHE_H

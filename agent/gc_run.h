@@ -1,8 +1,9 @@
 /*
  * gc_run: the collection of `lode gc` (docs/gc.md) around internal/gc's rule.
  * gc_collect.c runs it (gcrun_run: steps 0 to 5) and deletes; gc_read.c finds the
- * sources, lists their manifests and run records, reads run records and chunk sets
- * (GC_GETS at a time), the protected snapshots' trees, and takes the storage's time; gc_uploads.c
+ * sources, lists their manifests and run records, reads run records (GC_GETS at a
+ * time) and takes the storage's time; gc_trees.c reads the protected snapshots' trees
+ * and keeps gc's cache; gc_uploads.c
  * aborts unfinished multipart uploads. What a source loses is planned without I/O (struct gc_plan)
  * from what was listed and read, so the plan can be tested on a layout in memory.
  *
@@ -149,6 +150,15 @@ struct gc_run *gcrun_runs_view(const struct gc_source *s, size_t *n);
 /* Step 5: aborts (or, dry, lists) the unfinished uploads under meta/ begun before the
  * cutoff; counts them in g->t. */
 void gcrun_abort_uploads(struct gc_ctx *g);
+/* The listed manifest of id in s, or NULL. */
+const struct gc_man *gcrun_listed(const struct gc_source *s, const char *id);
+/* Sees each GET's result once, in completion order (gcrun_get_all). */
+typedef int (*gcrun_got_cb)(size_t i, const struct s3_result *res, void *arg, struct util_err *err);
+/* GETs the n keys, GC_GETS at a time, each body up to max_bytes; after got's first
+ * error the rest finish unseen and that error is returned. */
+int gcrun_get_all(struct gc_ctx *g, char **keys, size_t n, uint64_t max_bytes, gcrun_got_cb got,
+                  void *arg, struct util_err *err);
+void gcrun_keys_free(char **keys, size_t n);
 /* key is one of s's keys, of this kind: parsed, never matched as text. */
 bool gcrun_key_of(const struct gc_source *s, const char *key, enum repo_kind kind,
                   struct repo_key *k);

@@ -177,13 +177,8 @@ int storage_get_manifest(struct storage *st, const struct repo_source *src, cons
         rc = util_err_set(err, rc, "cannot read %s: %s", key, e.msg);
         goto out;
     }
-    if ((rc = repo_manifest_decode(m, data, len, keys, &e)) != 0) {
-        rc = util_err_set(err, rc, "%s: %s", key, e.msg);
-        goto out;
-    }
-    /* A manifest copied or moved to another source or id is not this snapshot. */
-    if ((rc = repo_manifest_placed(m, src, id, &e)) != 0) {
-        repo_manifest_free(m);
+    /* A manifest copied or moved to another source or id does not authenticate here. */
+    if ((rc = repo_manifest_decode(m, src, id, data, len, keys, &e)) != 0) {
         rc = util_err_set(err, rc, "%s: %s", key, e.msg);
         goto out;
     }
@@ -229,8 +224,8 @@ static void storage_get_done(const struct s3_result *res, void *arg)
         } else if (res->error != 0) {
             g->rc = util_err_set(g->err, res->error, "cannot read the manifest of %s: %s", s->id,
                                  res->message);
-        } else if (repo_manifest_decode(&g->m[one->i], res->body, res->body_len, NULL, &e) != 0 ||
-                   repo_manifest_placed(&g->m[one->i], &s->src, s->id, &e) != 0) {
+        } else if (repo_manifest_decode(&g->m[one->i], &s->src, s->id, res->body, res->body_len,
+                                        NULL, &e) != 0) {
             /* One bad object is damage for lode check to name, not a reason to list
              * nothing (docs/repository.md, "Authenticated manifests and marks"). */
             struct repo_key k = {.kind = REPO_KEY_MANIFEST, .src = s->src};

@@ -63,35 +63,24 @@ static int repo_mref_get(struct util_rd *r, struct repo_mref *m)
     return 0;
 }
 
-char *repo_root_format(const struct repo_root *r)
+void repo_root_put(struct util_buf *b, const struct repo_root *r)
 {
-    char hex[2 * REPO_HASH_LEN + 1];
-    repo_hex(r->ref.hash, REPO_HASH_LEN, hex);
-    return util_asprintf("%s %s %" PRIu32 " %" PRIu32 " %" PRIu32 " %" PRIu32 " %u %u", hex,
-                         r->ref.run, r->ref.seq, r->ref.offset, r->ref.stored, r->ref.plain,
-                         (unsigned)r->ref.flags, r->depth);
+    repo_mref_put(b, &r->ref);
+    util_varint_put(b, r->depth);
 }
 
-int repo_root_parse(const char *s, struct repo_root *r, struct util_err *err)
+int repo_root_get(struct util_rd *rd, struct repo_root *r)
 {
-    char hex[2 * REPO_HASH_LEN + 1], run[REPO_ID_LEN + 1], tail;
-    unsigned seq, off, stored, plain, flags, depth;
+    uint64_t depth;
     memset(r, 0, sizeof(*r));
-    if (strlen(s) > 200 ||
-        sscanf(s, "%64s %33s %u %u %u %u %u %u%c", hex, run, &seq, &off, &stored, &plain, &flags,
-               &depth, &tail) != 8 ||
-        strlen(hex) != 2 * REPO_HASH_LEN || repo_unhex(hex, r->ref.hash, REPO_HASH_LEN) != 0 ||
-        repo_id_parse(run, NULL, NULL) != 0 || (flags & ~REPO_BLOB_ZSTD) != 0 ||
-        stored < REPO_SEAL_EXTRA || plain > REPO_CHUNK_PLAIN_MAX || plain < META_HEAD ||
-        depth >= REPO_TREE_LEVELS)
-        return util_err_set(err, UTIL_EIO, "a tree's root is malformed");
-    memcpy(r->ref.run, run, sizeof(r->ref.run));
-    r->ref.seq = seq;
-    r->ref.offset = off;
-    r->ref.stored = stored;
-    r->ref.plain = plain;
-    r->ref.flags = (uint8_t)flags;
-    r->depth = depth;
+    if (repo_mref_get(rd, &r->ref) != 0)
+        return UTIL_EIO;
+    depth = util_varint_get(rd);
+    if (rd->bad || depth >= REPO_TREE_LEVELS) {
+        memset(r, 0, sizeof(*r));
+        return UTIL_EIO;
+    }
+    r->depth = (unsigned)depth;
     return 0;
 }
 

@@ -1,179 +1,288 @@
 /*
- * Run records, manifests, marks and the upload token bucket.
+ * Run records, manifests and marks (the upload token bucket is in bucket.c).
  *
- * The run record and the manifest's counters are plain JSON: garbage collection
- * and the catalog read them without the repository key. The manifest's paths,
- * error list (file names) and the roots of its trees are sealed in "private",
- * with the canonical encoding of every public field as the associated data: the
- * public fields are readable without the key and cannot change without it.
+ * The run record and the manifest are small binary records: their public fields
+ * (parent, maxRuntime, counters, agent) are read without the repository key by
+ * garbage collection and the catalog; the rest (the roots of the trees, the paths,
+ * the errors) is sealed with the place and every public byte as associated data, so
+ * the public fields are readable without the key and cannot change without it. Marks
+ * and pins stay small JSON objects.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
-#include <openssl/evp.h>
+#include <openssl/sha.h>
 
 #include "repo/repo.h"
+#include "util/varint.h"
 
 #define MANIFEST_AAD "lodestore manifest 2\n"
 #define MARK_AAD     "lodestore mark 2\n"
+#define RUN_AAD      "lodestore run 2\n"
 
-static json_t *repo_id_or_null(const char *id)
-{
-    return id[0] ? json_string(id) : json_null();
-}
+/*
+ * The binary records (docs/repository.md, "Run records and manifests"): a leading
+ * byte no JSON text starts with, the kind, a 4-byte check of the place, the public
+ * fields, and the sealed part to the end of the object, whose plain bytes start with
+ * their own version byte. The place (source and id) is named by the key, so the body
+ * does not repeat it: the check (the first bytes of its SHA-256) lets a reader without
+ * the key tell a record copied or moved by mistake, as the names in the JSON of
+ * earlier builds did, for 4 bytes. The associated data of the seal is a label, the
+ * place and every public byte, so a record changed, moved or copied does not open with
+ * the key.
+ */
+#define REC_MAGIC       0xC2 /* "format 2, binary" */
+#define REC_KIND_RUN    'R'
+#define REC_KIND_MAN    'M'
+#define REC_SEALED_V    2
+#define REC_HAS_PARENT  0x01u
+#define REC_HAS_ROOTS   0x02u /* run records: the parent's trees are sealed */
+#define REC_INCOMPLETE  0x02u /* manifests */
+#define REC_SUSPICIOUS  0x04u
+#define REC_MAX_RUNTIME (366 * 86400)
+#define REC_MAX_STRINGS (1u << 20) /* paths or errors a manifest may name */
+#define REC_PLACE_LEN   4
+#define REC_HEAD_LEN    (2 + REC_PLACE_LEN)
 
-static char *repo_dump(json_t *o)
+static void rec_place(const struct repo_source *src, const char *id, uint8_t out[REC_PLACE_LEN])
 {
-    char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    json_decref(o);
-    char *r = util_asprintf("%s\n", s);
+    uint8_t h[SHA256_DIGEST_LENGTH];
+    char *s = util_asprintf("%s\n%s\n%s\n%s", src->ns, src->policy, src->host, id);
+    SHA256((const uint8_t *)s, strlen(s), h);
+    memcpy(out, h, REC_PLACE_LEN);
     free(s);
-    return r;
 }
 
-static int repo_copy_id(char *dst, json_t *v, bool nullable, const char *what, struct util_err *err)
+/* The magic, the kind and the place check. */
+static void rec_put_head(struct util_buf *b, uint8_t kind, const struct repo_source *src,
+                         const char *id)
 {
-    if (nullable && json_is_null(v)) {
-        dst[0] = '\0';
-        return 0;
+    uint8_t head[REC_HEAD_LEN] = {REC_MAGIC, kind};
+    rec_place(src, id, head + 2);
+    util_buf_append(b, head, sizeof(head));
+}
+
+static void rec_put_id(struct util_buf *b, const char *id)
+{
+    int64_t t = 0;
+    uint8_t rnd[8];
+    repo_id_parse(id, &t, NULL);
+    repo_unhex(id + REPO_ID_LEN - 16, rnd, sizeof(rnd));
+    util_varint_put(b, (uint64_t)t);
+    util_buf_append(b, rnd, sizeof(rnd));
+}
+
+static void rec_get_id(struct util_rd *r, char out[REPO_ID_LEN + 1])
+{
+    uint64_t t = util_varint_get(r);
+    const uint8_t *rnd = util_rd_raw(r, 8);
+    /* An id's time has four digits of year: anything later would not parse back. */
+    if (r->bad || t > 253402300799u) {
+        r->bad = true;
+        out[0] = '\0';
+        return;
     }
-    if (!json_is_string(v) || repo_id_parse(json_string_value(v), NULL, NULL) != 0)
-        return util_err_set(err, UTIL_EINVAL, "%s is not a snapshot id", what);
-    memcpy(dst, json_string_value(v), REPO_ID_LEN + 1);
+    repo_id_make((int64_t)t, rnd, out);
+}
+
+static void rec_put_str(struct util_buf *b, const char *s)
+{
+    size_t n = strlen(s);
+    util_varint_put(b, n);
+    util_buf_append(b, s, n);
+}
+
+/* A string of at most max bytes and no NUL, allocated; NULL and r->bad if not. */
+static char *rec_get_str(struct util_rd *r, size_t max)
+{
+    uint64_t n = util_varint_get(r);
+    const uint8_t *p = r->bad || n > max ? NULL : util_rd_raw(r, (size_t)n);
+    if (p == NULL || memchr(p, '\0', (size_t)n) != NULL) {
+        r->bad = true;
+        return NULL;
+    }
+    return util_strndup((const char *)p, (size_t)n);
+}
+
+/* Into a fixed field of size bytes (NUL included). */
+static void rec_get_fixed(struct util_rd *r, char *dst, size_t size)
+{
+    char *s = rec_get_str(r, size - 1);
+    if (s != NULL)
+        memcpy(dst, s, strlen(s) + 1);
+    free(s);
+}
+
+/* The associated data: label, place, then the public bytes. */
+static void rec_aad(struct util_buf *aad, const char *label, const struct repo_source *src,
+                    const char *id, const void *pub, size_t publen)
+{
+    util_buf_printf(aad, "%s%s\n%s\n%s\n%s\n", label, src->ns, src->policy, src->host, id);
+    util_buf_append(aad, pub, publen);
+}
+
+/* Appends the sealed plain bytes to out (out's bytes so far are the public part). */
+static void rec_seal(struct util_buf *out, const struct repo_keys *k, const char *label,
+                     const struct repo_source *src, const char *id, const struct util_buf *plain)
+{
+    struct util_buf aad;
+    util_buf_init(&aad);
+    rec_aad(&aad, label, src, id, out->data, out->len);
+    uint8_t *sealed = util_malloc(plain->len + REPO_SEAL_EXTRA);
+    repo_seal(k, aad.data, aad.len, plain->data, plain->len, sealed);
+    util_buf_append(out, sealed, plain->len + REPO_SEAL_EXTRA);
+    free(sealed);
+    util_buf_free(&aad);
+}
+
+/* Opens the sealed rest of body (from pub bytes on) into *plain (allocated, *n bytes):
+ * UTIL_EINVAL when it is too short to hold a version byte, UTIL_EIO when it does not
+ * authenticate. */
+static int rec_unseal(const uint8_t *body, size_t len, size_t pub, const struct repo_keys *k,
+                      const char *label, const struct repo_source *src, const char *id,
+                      uint8_t **plain, size_t *n)
+{
+    struct util_buf aad;
+    int rc;
+    *plain = NULL;
+    if (len - pub < REPO_SEAL_EXTRA + 1)
+        return UTIL_EINVAL;
+    util_buf_init(&aad);
+    rec_aad(&aad, label, src, id, body, pub);
+    *n = len - pub - REPO_SEAL_EXTRA;
+    *plain = util_malloc(*n);
+    rc = repo_unseal(k, aad.data, aad.len, body + pub, len - pub, *plain, NULL);
+    util_buf_free(&aad);
+    if (rc != 0) {
+        free(*plain);
+        *plain = NULL;
+        return UTIL_EIO;
+    }
     return 0;
 }
 
-#define RUN_AAD "lodestore run 2\n"
-
-static char *repo_b64(const uint8_t *v, size_t n)
+/* The first bytes of a record: JSON (the encoding development builds wrote before this
+ * one) is refused by name, anything else not starting with the magic and kind too; a
+ * place check that is not this place's is UTIL_EIO. */
+static int rec_head(const uint8_t *body, size_t len, uint8_t kind, const char *what,
+                    const struct repo_source *src, const char *id, struct util_err *err)
 {
-    char *b64 = util_malloc(4 * ((n + 2) / 3) + 1);
-    EVP_EncodeBlock((unsigned char *)b64, v, (int)n);
-    return b64;
+    uint8_t place[REC_PLACE_LEN];
+    size_t i = 0;
+    while (i < len && (body[i] == ' ' || body[i] == '\n' || body[i] == '\t' || body[i] == '\r'))
+        i++;
+    if (i < len && body[i] == '{')
+        return util_err_set(err, UTIL_EINVAL,
+                            "%s %s is in the JSON encoding of format 2 that development builds "
+                            "wrote before this one, which this lode does not read: back up into "
+                            "a new repository (lode init)",
+                            what, id);
+    if (len < REC_HEAD_LEN || body[0] != REC_MAGIC || body[1] != kind)
+        return util_err_set(err, UTIL_EINVAL, "%s %s is not one lode wrote (unknown encoding)",
+                            what, id);
+    rec_place(src, id, place);
+    if (memcmp(body + 2, place, REC_PLACE_LEN) != 0)
+        return util_err_set(err, UTIL_EIO,
+                            "%s %s/%s/%s/%s was written for another source or id (copied or "
+                            "moved)",
+                            what, src->ns, src->policy, src->host, id);
+    return 0;
 }
 
-/* base64 to bytes; *n gets their number. NULL when it is not base64. */
-static uint8_t *repo_unb64(const char *b64, size_t *n)
+/* ---- run records ---- */
+
+uint8_t *repo_run_encode(const struct repo_run *r, const struct repo_keys *k, size_t *len)
 {
-    size_t len = strlen(b64), pad = 0;
-    if (len == 0 || len % 4 != 0)
-        return NULL;
-    if (b64[len - 1] == '=')
-        pad++;
-    if (len > 1 && b64[len - 2] == '=')
-        pad++;
-    uint8_t *v = util_malloc(len / 4 * 3 + 1);
-    int got = EVP_DecodeBlock(v, (const unsigned char *)b64, (int)len);
-    if (got < 0 || (size_t)got < pad) {
-        free(v);
-        return NULL;
+    struct util_buf b;
+    bool roots = k != NULL && r->has_roots;
+    util_buf_init(&b);
+    rec_put_head(&b, REC_KIND_RUN, &r->src, r->id);
+    util_varint_put(&b, (r->parent[0] ? REC_HAS_PARENT : 0) | (roots ? REC_HAS_ROOTS : 0));
+    if (r->parent[0])
+        rec_put_id(&b, r->parent);
+    util_varint_put(&b, (uint64_t)r->max_runtime);
+    rec_put_str(&b, r->agent);
+    if (roots) {
+        struct util_buf plain;
+        uint8_t v = REC_SEALED_V;
+        util_buf_init(&plain);
+        util_buf_append(&plain, &v, 1);
+        repo_root_put(&plain, &r->parent_files);
+        repo_root_put(&plain, &r->parent_chunks);
+        rec_seal(&b, k, RUN_AAD, &r->src, r->id, &plain);
+        util_buf_free(&plain);
     }
-    *n = (size_t)got - pad;
-    return v;
+    *len = b.len;
+    return (uint8_t *)util_buf_steal(&b);
 }
 
-static char *repo_run_aad(const struct repo_run *r)
+/* The sealed parent's trees of a run record, from body[pub] on. */
+static int repo_run_roots(struct repo_run *r, const uint8_t *body, size_t len, size_t pub,
+                          const struct repo_keys *k, struct util_err *err)
 {
-    return util_asprintf("%s%s\n%s", RUN_AAD, r->id, r->parent);
-}
-
-char *repo_run_encode(const struct repo_run *r, const struct repo_keys *k)
-{
-    json_t *o = json_pack("{s:i, s:s, s:o, s:I, s:s}", "format", REPO_FORMAT, "id", r->id, "parent",
-                          repo_id_or_null(r->parent), "maxRuntimeSeconds",
-                          (json_int_t)r->max_runtime, "agent", r->agent);
-    if (k != NULL && r->has_roots) {
-        char *f = repo_root_format(&r->parent_files), *c = repo_root_format(&r->parent_chunks);
-        char *plain = util_asprintf("%s\n%s", f, c), *aad = repo_run_aad(r);
-        size_t n = strlen(plain);
-        uint8_t *sealed = util_malloc(n + REPO_SEAL_EXTRA);
-        repo_seal(k, aad, strlen(aad), plain, n, sealed);
-        char *b64 = repo_b64(sealed, n + REPO_SEAL_EXTRA);
-        json_object_set_new(o, "parentTrees", json_string(b64));
-        free(b64);
-        free(sealed);
-        free(aad);
-        free(plain);
-        free(f);
-        free(c);
-    }
-    return repo_dump(o);
-}
-
-/* The sealed parent's trees of a run record. */
-static int repo_run_roots(struct repo_run *r, const char *b64, const struct repo_keys *k,
-                          struct util_err *err)
-{
-    size_t n = 0;
-    uint8_t *sealed = repo_unb64(b64, &n);
-    char *plain = NULL, *aad, *nl;
-    int rc = UTIL_EINVAL;
-    if (sealed == NULL || n < REPO_SEAL_EXTRA || n > 4096)
-        goto bad;
-    plain = util_malloc(n - REPO_SEAL_EXTRA + 1);
-    aad = repo_run_aad(r);
-    rc = repo_unseal(k, aad, strlen(aad), sealed, n, (uint8_t *)plain, NULL);
-    free(aad);
-    if (rc != 0) {
-        rc = util_err_set(err, UTIL_EIO,
-                          "run record %s: its parent's trees do not authenticate (changed, "
-                          "moved, or the key is wrong)",
+    uint8_t *plain;
+    size_t n;
+    int rc = rec_unseal(body, len, pub, k, RUN_AAD, &r->src, r->id, &plain, &n);
+    if (rc == UTIL_EIO)
+        return util_err_set(err, UTIL_EIO,
+                            "run record %s: its parent's trees do not authenticate (changed, "
+                            "moved, or the key is wrong)",
+                            r->id);
+    if (rc != 0)
+        return util_err_set(err, UTIL_EINVAL, "run record %s: its parent's trees are cut short",
+                            r->id);
+    struct util_rd rd = {.p = plain, .n = n, .i = 1};
+    if (plain[0] != REC_SEALED_V) {
+        rc = util_err_set(err, UTIL_EINVAL,
+                          "run record %s: its sealed part is of version %u, this lode reads %u",
+                          r->id, plain[0], REC_SEALED_V);
+    } else if (repo_root_get(&rd, &r->parent_files) != 0 ||
+               repo_root_get(&rd, &r->parent_chunks) != 0 || rd.i != rd.n) {
+        rc = util_err_set(err, UTIL_EINVAL, "run record %s: its parent's trees are malformed",
                           r->id);
-        goto out;
+    } else {
+        r->has_roots = true;
     }
-    plain[n - REPO_SEAL_EXTRA] = '\0';
-    if ((nl = strchr(plain, '\n')) == NULL)
-        goto bad;
-    *nl = '\0';
-    if (repo_root_parse(plain, &r->parent_files, NULL) != 0 ||
-        repo_root_parse(nl + 1, &r->parent_chunks, NULL) != 0)
-        goto bad;
-    r->has_roots = true;
-    rc = 0;
-    goto out;
-bad:
-    rc = util_err_set(err, UTIL_EINVAL, "run record %s: \"parentTrees\" is malformed", r->id);
-out:
-    free(sealed);
     free(plain);
     return rc;
 }
 
-int repo_run_decode(struct repo_run *r, const char *json, size_t len, const struct repo_keys *k,
-                    struct util_err *err)
+int repo_run_decode(struct repo_run *r, const struct repo_source *src, const char *id,
+                    const void *body, size_t len, const struct repo_keys *k, struct util_err *err)
 {
-    json_error_t jerr;
-    json_t *o = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr), *id, *parent;
-    json_int_t fmt, maxrt;
-    const char *agent, *trees = NULL;
+    const uint8_t *p = body;
+    struct util_rd rd = {.p = p, .n = len, .i = REC_HEAD_LEN};
+    uint64_t flags, maxrt = 0;
     int rc;
 
     memset(r, 0, sizeof(*r));
-    if (!o)
-        return util_err_set(err, UTIL_EINVAL, "run record: not JSON: %s", jerr.text);
-    if (json_unpack_ex(o, &jerr, JSON_STRICT, "{s:I, s:o, s:o, s:I, s:s, s?s}", "format", &fmt,
-                       "id", &id, "parent", &parent, "maxRuntimeSeconds", &maxrt, "agent", &agent,
-                       "parentTrees", &trees) != 0) {
-        rc = util_err_set(err, UTIL_EINVAL, "run record: %s", jerr.text);
+    if ((rc = rec_head(p, len, REC_KIND_RUN, "run record", src, id, err)) != 0)
+        return rc;
+    snprintf(r->id, sizeof(r->id), "%s", id);
+    r->src = *src;
+    flags = util_varint_get(&rd);
+    if (!rd.bad && (flags & REC_HAS_PARENT))
+        rec_get_id(&rd, r->parent);
+    if (!rd.bad)
+        maxrt = util_varint_get(&rd);
+    if (!rd.bad)
+        rec_get_fixed(&rd, r->agent, sizeof(r->agent));
+    if (rd.bad || (flags & ~(uint64_t)(REC_HAS_PARENT | REC_HAS_ROOTS)) != 0 ||
+        (!(flags & REC_HAS_ROOTS) && rd.i != rd.n)) {
+        rc = util_err_set(err, UTIL_EINVAL, "run record %s: malformed", id);
         goto out;
     }
-    if (fmt != REPO_FORMAT || maxrt < 1 || maxrt > 366 * 86400 || strlen(agent) >= 64) {
-        rc = util_err_set(err, UTIL_EINVAL,
-                          "run record: format, maxRuntimeSeconds or agent is "
-                          "out of range");
+    if (maxrt < 1 || maxrt > REC_MAX_RUNTIME) {
+        rc = util_err_set(err, UTIL_EINVAL, "run record %s: maxRuntime %llu s is out of range", id,
+                          (unsigned long long)maxrt);
         goto out;
     }
-    if ((rc = repo_copy_id(r->id, id, false, "run record: id", err)) != 0 ||
-        (rc = repo_copy_id(r->parent, parent, true, "run record: parent", err)) != 0)
-        goto out;
-    r->max_runtime = maxrt;
-    memcpy(r->agent, agent, strlen(agent) + 1);
-    if (trees != NULL && k != NULL)
-        rc = repo_run_roots(r, trees, k, err);
+    r->max_runtime = (int64_t)maxrt;
+    if ((flags & REC_HAS_ROOTS) && k != NULL)
+        rc = repo_run_roots(r, p, len, rd.i, k, err);
 out:
-    json_decref(o);
     if (rc != 0)
         memset(r, 0, sizeof(*r));
     return rc;
@@ -181,230 +290,163 @@ out:
 
 /* ---- manifests ---- */
 
-/* Every public field, in one order: what the private part's seal binds. */
-static json_t *repo_manifest_public(const struct repo_manifest *m)
+static void repo_manifest_public(struct util_buf *b, const struct repo_manifest *m)
 {
-    return json_pack(
-        "{s:i, s:s, s:s, s:s, s:s, s:o, s:I, s:b, s:b, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-        "s:I, s:I}, s:s}",
-        "format", REPO_FORMAT, "id", m->id, "namespace", m->src.ns, "policy", m->src.policy, "host",
-        m->src.host, "parent", repo_id_or_null(m->parent), "maxRuntimeSeconds",
-        (json_int_t)m->max_runtime, "incomplete", m->incomplete, "suspicious", m->suspicious,
-        "stats", "files", (json_int_t)m->files, "bytes", (json_int_t)m->bytes, "newFiles",
-        (json_int_t)m->new_files, "changedFiles", (json_int_t)m->changed_files, "deletedFiles",
-        (json_int_t)m->deleted_files, "newBytes", (json_int_t)m->new_bytes, "uploadedBytes",
-        (json_int_t)m->uploaded_bytes, "rawNewBytes", (json_int_t)m->raw_new_bytes, "errors",
-        (json_int_t)m->errors, "agent", m->agent);
+    const uint64_t counters[] = {m->files,          m->bytes,         m->new_files,
+                                 m->changed_files,  m->deleted_files, m->new_bytes,
+                                 m->uploaded_bytes, m->raw_new_bytes, m->errors};
+    rec_put_head(b, REC_KIND_MAN, &m->src, m->id);
+    util_varint_put(b, (m->parent[0] ? REC_HAS_PARENT : 0) | (m->incomplete ? REC_INCOMPLETE : 0) |
+                           (m->suspicious ? REC_SUSPICIOUS : 0));
+    if (m->parent[0])
+        rec_put_id(b, m->parent);
+    util_varint_put(b, (uint64_t)m->max_runtime);
+    for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
+        util_varint_put(b, counters[i]);
+    rec_put_str(b, m->agent);
 }
 
-/* The associated data: a label and the public fields, compact. The caller frees it. */
-static char *repo_manifest_aad(const struct repo_manifest *m)
+uint8_t *repo_manifest_encode(const struct repo_manifest *m, const struct repo_keys *k, size_t *len)
 {
-    json_t *o = repo_manifest_public(m);
-    char *pub = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(o);
-    char *aad = util_asprintf("%s%s", MANIFEST_AAD, pub);
-    free(pub);
-    return aad;
-}
-
-char *repo_manifest_encode(const struct repo_manifest *m, const struct repo_keys *k)
-{
-    json_t *priv = json_object(), *paths = json_array(), *errs = json_array();
-    char *files = repo_root_format(&m->files_root), *chunks = repo_root_format(&m->chunks_root);
+    struct util_buf b, plain;
+    uint8_t v = REC_SEALED_V;
+    unsigned rules = 0;
+    util_buf_init(&b);
+    util_buf_init(&plain);
+    repo_manifest_public(&b, m);
+    util_buf_append(&plain, &v, 1);
+    repo_root_put(&plain, &m->files_root);
+    repo_root_put(&plain, &m->chunks_root);
+    util_varint_put(&plain, m->npaths);
     for (size_t i = 0; i < m->npaths; i++)
-        json_array_append_new(paths, json_string(m->paths[i]));
-    for (size_t i = 0; i < m->nerrs; i++)
-        json_array_append_new(
-            errs, json_pack("{s:s, s:s}", "path", m->errs[i].path, "message", m->errs[i].message));
-    json_object_set_new(priv, "paths", paths);
-    json_object_set_new(priv, "errors", errs);
-    json_object_set_new(priv, "files", json_string(files));
-    json_object_set_new(priv, "chunks", json_string(chunks));
-    free(files);
-    free(chunks);
-    json_object_set_new(priv, "excluded", repo_excluded_json(m->excluded));
-    char *plain = json_dumps(priv, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(priv);
-    size_t plen = strlen(plain);
-    uint8_t *sealed = util_malloc(plen + REPO_SEAL_EXTRA);
-    char *aad = repo_manifest_aad(m);
-    repo_seal(k, aad, strlen(aad), plain, plen, sealed);
-    free(aad);
-    char *b64 = util_malloc(4 * ((plen + REPO_SEAL_EXTRA + 2) / 3) + 1);
-    EVP_EncodeBlock((unsigned char *)b64, sealed, (int)(plen + REPO_SEAL_EXTRA));
-    json_t *o = repo_manifest_public(m);
-    json_object_set_new(o, "private", json_string(b64));
-    free(b64);
-    free(sealed);
-    free(plain);
-    return repo_dump(o);
+        rec_put_str(&plain, m->paths[i]);
+    util_varint_put(&plain, m->nerrs);
+    for (size_t i = 0; i < m->nerrs; i++) {
+        rec_put_str(&plain, m->errs[i].path);
+        rec_put_str(&plain, m->errs[i].message);
+    }
+    /* The rules that left something out, as bits, then their counts. */
+    for (int i = 0; i < REPO_EXCL_RULES; i++)
+        if (m->excluded[i].entries || m->excluded[i].bytes)
+            rules |= 1u << i;
+    util_varint_put(&plain, rules);
+    for (int i = 0; i < REPO_EXCL_RULES; i++)
+        if (rules & (1u << i)) {
+            util_varint_put(&plain, m->excluded[i].entries);
+            util_varint_put(&plain, m->excluded[i].bytes);
+        }
+    rec_seal(&b, k, MANIFEST_AAD, &m->src, m->id, &plain);
+    util_buf_free(&plain);
+    *len = b.len;
+    return (uint8_t *)util_buf_steal(&b);
 }
 
-static int repo_u64(json_t *o, const char *key, uint64_t *out)
+/* The sealed part: roots, paths, errors, what was left out. */
+static int repo_manifest_private(struct repo_manifest *m, const uint8_t *body, size_t len,
+                                 size_t pub, const struct repo_keys *k, struct util_err *err)
 {
-    json_t *v = json_object_get(o, key);
-    if (!json_is_integer(v) || json_integer_value(v) < 0)
-        return UTIL_EINVAL;
-    *out = (uint64_t)json_integer_value(v);
-    return 0;
-}
-
-static int repo_manifest_private(struct repo_manifest *m, const char *b64,
-                                 const struct repo_keys *k, struct util_err *err)
-{
-    size_t n = strlen(b64), pad = 0;
-    uint8_t *sealed, *plain;
-    char *aad;
-    const char *files, *chunks;
-    json_error_t jerr;
-    json_t *o = NULL, *paths, *errs, *excl = NULL;
-    int rc = UTIL_EINVAL;
-
-    if (n == 0 || n % 4 != 0)
-        return util_err_set(err, UTIL_EINVAL, "manifest %s: \"private\" is not base64", m->id);
-    if (b64[n - 1] == '=')
-        pad++;
-    if (n > 1 && b64[n - 2] == '=')
-        pad++;
-    sealed = util_malloc(n / 4 * 3 + 1);
-    int got = EVP_DecodeBlock(sealed, (const unsigned char *)b64, (int)n);
-    if (got < 0 || (size_t)got < pad + REPO_SEAL_EXTRA) {
-        free(sealed);
-        return util_err_set(err, UTIL_EINVAL, "manifest %s: \"private\" is not base64", m->id);
-    }
-    size_t slen = (size_t)got - pad;
-    plain = util_malloc(slen - REPO_SEAL_EXTRA + 1);
-    aad = repo_manifest_aad(m);
-    rc = repo_unseal(k, aad, strlen(aad), sealed, slen, plain, err);
-    free(aad);
-    if (rc != 0) {
-        util_err_set(err, UTIL_EIO,
-                     "manifest %s: authentication failed (a field was changed, the manifest was "
-                     "moved, or the key is wrong)",
-                     m->id);
+    uint8_t *plain;
+    size_t n;
+    uint64_t np, ne, rules;
+    int rc = rec_unseal(body, len, pub, k, MANIFEST_AAD, &m->src, m->id, &plain, &n);
+    if (rc == UTIL_EIO)
+        return util_err_set(err, UTIL_EIO,
+                            "manifest %s: authentication failed (a field was changed, the "
+                            "manifest was moved or copied, or the key is wrong)",
+                            m->id);
+    if (rc != 0)
+        return util_err_set(err, UTIL_EINVAL, "manifest %s: the private part is cut short", m->id);
+    struct util_rd rd = {.p = plain, .n = n, .i = 1};
+    if (plain[0] != REC_SEALED_V) {
+        rc = util_err_set(err, UTIL_EINVAL,
+                          "manifest %s: its sealed part is of version %u, this lode reads %u",
+                          m->id, plain[0], REC_SEALED_V);
         goto out;
     }
-    rc = UTIL_EINVAL;
-    o = json_loadb((const char *)plain, slen - REPO_SEAL_EXTRA, JSON_REJECT_DUPLICATES, &jerr);
-    if (!o ||
-        json_unpack_ex(o, &jerr, JSON_STRICT, "{s:o, s:o, s:s, s:s, s?o}", "paths", &paths,
-                       "errors", &errs, "files", &files, "chunks", &chunks, "excluded",
-                       &excl) != 0 ||
-        !json_is_array(paths) || !json_is_array(errs) ||
-        (excl != NULL && repo_excluded_parse(excl, m->excluded) != 0)) {
-        util_err_set(err, UTIL_EINVAL, "manifest %s: the private part is malformed", m->id);
+    if (repo_root_get(&rd, &m->files_root) != 0 || repo_root_get(&rd, &m->chunks_root) != 0) {
+        rc = util_err_set(err, UTIL_EINVAL, "manifest %s: a tree's root is malformed", m->id);
         goto out;
     }
-    if (repo_root_parse(files, &m->files_root, err) != 0 ||
-        repo_root_parse(chunks, &m->chunks_root, err) != 0) {
-        util_err_set(err, UTIL_EINVAL, "manifest %s: a tree's root is malformed", m->id);
+    rc = util_err_set(err, UTIL_EINVAL, "manifest %s: the private part is malformed", m->id);
+    np = util_varint_get(&rd);
+    if (rd.bad || np > REC_MAX_STRINGS || np > rd.n - rd.i)
         goto out;
-    }
-    m->paths = util_calloc(json_array_size(paths) + 1, sizeof(char *));
-    for (size_t i = 0; i < json_array_size(paths); i++) {
-        json_t *p = json_array_get(paths, i);
-        if (!json_is_string(p)) {
-            util_err_set(err, UTIL_EINVAL, "manifest %s: a path is not a string", m->id);
+    m->paths = util_calloc((size_t)np + 1, sizeof(char *));
+    for (; m->npaths < np; m->npaths++)
+        if ((m->paths[m->npaths] = rec_get_str(&rd, rd.n)) == NULL)
+            goto out;
+    ne = util_varint_get(&rd);
+    if (rd.bad || ne > REC_MAX_STRINGS || ne > rd.n - rd.i)
+        goto out;
+    m->errs = util_calloc((size_t)ne + 1, sizeof(*m->errs));
+    for (; m->nerrs < ne; m->nerrs++) {
+        m->errs[m->nerrs].path = rec_get_str(&rd, rd.n);
+        m->errs[m->nerrs].message = rec_get_str(&rd, rd.n);
+        if (rd.bad) {
+            m->nerrs++; /* what it holds is freed with the rest */
             goto out;
         }
-        m->paths[m->npaths++] = util_strdup(json_string_value(p));
     }
-    m->errs = util_calloc(json_array_size(errs) + 1, sizeof(*m->errs));
-    for (size_t i = 0; i < json_array_size(errs); i++) {
-        const char *path, *msg;
-        if (json_unpack(json_array_get(errs, i), "{s:s, s:s}", "path", &path, "message", &msg) !=
-            0) {
-            util_err_set(err, UTIL_EINVAL, "manifest %s: an error entry is malformed", m->id);
-            goto out;
+    rules = util_varint_get(&rd);
+    if (rd.bad || rules >= 1u << REPO_EXCL_RULES)
+        goto out;
+    for (int i = 0; i < REPO_EXCL_RULES; i++)
+        if (rules & (1u << i)) {
+            m->excluded[i].entries = util_varint_get(&rd);
+            m->excluded[i].bytes = util_varint_get(&rd);
         }
-        m->errs[m->nerrs].path = util_strdup(path);
-        m->errs[m->nerrs].message = util_strdup(msg);
-        m->nerrs++;
-    }
+    if (rd.bad || rd.i != rd.n)
+        goto out;
     rc = 0;
 out:
-    json_decref(o);
-    free(sealed);
     free(plain);
     return rc;
 }
 
-int repo_manifest_decode(struct repo_manifest *m, const char *json, size_t len,
-                         const struct repo_keys *k, struct util_err *err)
+int repo_manifest_decode(struct repo_manifest *m, const struct repo_source *src, const char *id,
+                         const void *body, size_t len, const struct repo_keys *k,
+                         struct util_err *err)
 {
-    json_error_t jerr;
-    json_t *o = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr), *id, *parent, *stats;
-    json_int_t fmt, maxrt;
-    const char *ns, *pol, *host, *agent, *priv;
-    int inc, sus, rc;
+    const uint8_t *p = body;
+    struct util_rd rd = {.p = p, .n = len, .i = REC_HEAD_LEN};
+    uint64_t *counters[] = {&m->files,          &m->bytes,         &m->new_files,
+                            &m->changed_files,  &m->deleted_files, &m->new_bytes,
+                            &m->uploaded_bytes, &m->raw_new_bytes, &m->errors};
+    uint64_t flags, maxrt = 0;
+    int rc;
 
     memset(m, 0, sizeof(*m));
-    if (!o)
-        return util_err_set(err, UTIL_EINVAL, "manifest: not JSON: %s", jerr.text);
-    if (json_is_object(o) && json_is_integer(json_object_get(o, "format")) &&
-        json_integer_value(json_object_get(o, "format")) != REPO_FORMAT) {
-        rc = util_err_set(err, UTIL_EINVAL,
-                          "manifest: format %lld, but this lode reads format %d only",
-                          (long long)json_integer_value(json_object_get(o, "format")), REPO_FORMAT);
+    if ((rc = rec_head(p, len, REC_KIND_MAN, "manifest", src, id, err)) != 0)
+        return rc;
+    snprintf(m->id, sizeof(m->id), "%s", id);
+    m->src = *src;
+    flags = util_varint_get(&rd);
+    if (!rd.bad && (flags & REC_HAS_PARENT))
+        rec_get_id(&rd, m->parent);
+    if (!rd.bad)
+        maxrt = util_varint_get(&rd);
+    for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]) && !rd.bad; i++)
+        *counters[i] = util_varint_get(&rd);
+    if (!rd.bad)
+        rec_get_fixed(&rd, m->agent, sizeof(m->agent));
+    if (rd.bad || (flags & ~(uint64_t)(REC_HAS_PARENT | REC_INCOMPLETE | REC_SUSPICIOUS)) != 0 ||
+        rd.i == rd.n) {
+        rc = util_err_set(err, UTIL_EINVAL, "manifest %s: malformed", id);
         goto out;
     }
-    if (json_unpack_ex(o, &jerr, JSON_STRICT,
-                       "{s:I, s:o, s:s, s:s, s:s, s:o, s:I, s:b, s:b, s:o, "
-                       "s:s, s:s}",
-                       "format", &fmt, "id", &id, "namespace", &ns, "policy", &pol, "host", &host,
-                       "parent", &parent, "maxRuntimeSeconds", &maxrt, "incomplete", &inc,
-                       "suspicious", &sus, "stats", &stats, "agent", &agent, "private",
-                       &priv) != 0) {
-        rc = util_err_set(err, UTIL_EINVAL, "manifest: %s", jerr.text);
+    if (maxrt < 1 || maxrt > REC_MAX_RUNTIME) {
+        rc = util_err_set(err, UTIL_EINVAL, "manifest %s: maxRuntime %llu s is out of range", id,
+                          (unsigned long long)maxrt);
         goto out;
     }
-    if (fmt != REPO_FORMAT || maxrt < 1 || strlen(agent) >= sizeof(m->agent) ||
-        !json_is_object(stats) || json_object_size(stats) != 9) {
-        rc = util_err_set(err, UTIL_EINVAL,
-                          "manifest: format, maxRuntimeSeconds, agent or "
-                          "stats is out of range");
-        goto out;
-    }
-    if ((rc = repo_copy_id(m->id, id, false, "manifest: id", err)) != 0 ||
-        (rc = repo_copy_id(m->parent, parent, true, "manifest: parent", err)) != 0 ||
-        (rc = repo_source_set(&m->src, ns, pol, host, err)) != 0)
-        goto out;
-    if (repo_u64(stats, "files", &m->files) || repo_u64(stats, "bytes", &m->bytes) ||
-        repo_u64(stats, "newFiles", &m->new_files) ||
-        repo_u64(stats, "changedFiles", &m->changed_files) ||
-        repo_u64(stats, "deletedFiles", &m->deleted_files) ||
-        repo_u64(stats, "newBytes", &m->new_bytes) ||
-        repo_u64(stats, "uploadedBytes", &m->uploaded_bytes) ||
-        repo_u64(stats, "rawNewBytes", &m->raw_new_bytes) ||
-        repo_u64(stats, "errors", &m->errors)) {
-        rc = util_err_set(err, UTIL_EINVAL,
-                          "manifest %s: a counter in stats is missing or "
-                          "negative",
-                          m->id);
-        goto out;
-    }
-    m->max_runtime = maxrt;
-    m->incomplete = inc;
-    m->suspicious = sus;
-    memcpy(m->agent, agent, strlen(agent) + 1);
-    rc = k ? repo_manifest_private(m, priv, k, err) : 0;
+    m->max_runtime = (int64_t)maxrt;
+    m->incomplete = (flags & REC_INCOMPLETE) != 0;
+    m->suspicious = (flags & REC_SUSPICIOUS) != 0;
+    rc = k ? repo_manifest_private(m, p, len, rd.i, k, err) : 0;
 out:
-    json_decref(o);
     if (rc != 0)
         repo_manifest_free(m);
     return rc;
-}
-
-int repo_manifest_placed(const struct repo_manifest *m, const struct repo_source *src,
-                         const char *id, struct util_err *err)
-{
-    if (strcmp(m->id, id) != 0 || strcmp(m->src.ns, src->ns) != 0 ||
-        strcmp(m->src.policy, src->policy) != 0 || strcmp(m->src.host, src->host) != 0)
-        return util_err_set(
-            err, UTIL_EIO, "manifest %s/%s/%s/%s says it is %s/%s/%s/%s (copied or moved)", src->ns,
-            src->policy, src->host, id, m->src.ns, m->src.policy, m->src.host, m->id);
-    return 0;
 }
 
 /* ---- marks ---- */
@@ -529,44 +571,4 @@ void repo_manifest_free(struct repo_manifest *m)
     }
     free(m->errs);
     memset(m, 0, sizeof(*m));
-}
-
-/* ---- token bucket ---- */
-
-void repo_bucket_init(struct repo_bucket *b, uint64_t rate, uint64_t now_ns)
-{
-    b->rate = (double)rate;
-    b->cap = b->rate / 20 > 512 ? b->rate / 20 : 512;
-    b->tokens = b->cap;
-    b->last = now_ns;
-}
-
-static void repo_bucket_fill(struct repo_bucket *b, uint64_t now_ns)
-{
-    if (now_ns > b->last) {
-        b->tokens += b->rate * (double)(now_ns - b->last) / 1e9;
-        if (b->tokens > b->cap)
-            b->tokens = b->cap;
-        b->last = now_ns;
-    }
-}
-
-size_t repo_bucket_take(struct repo_bucket *b, uint64_t now_ns, size_t want)
-{
-    repo_bucket_fill(b, now_ns);
-    double have = b->tokens < 0 ? 0 : b->tokens;
-    size_t got = (double)want <= have ? want : (size_t)have;
-    b->tokens -= (double)got;
-    return got;
-}
-
-uint64_t repo_bucket_wait(struct repo_bucket *b, uint64_t now_ns, size_t want)
-{
-    repo_bucket_fill(b, now_ns);
-    double need = (double)want < b->cap ? (double)want : b->cap;
-    if (need < 1)
-        need = 1;
-    if (b->tokens >= need)
-        return 0;
-    return (uint64_t)((need - b->tokens) * 1e9 / b->rate) + 1;
 }

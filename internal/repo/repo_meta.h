@@ -62,10 +62,12 @@ struct repo_root {
     unsigned depth;
 };
 
-/* A root as text for the manifest ("HASH RUN SEQ OFFSET STORED PLAIN FLAGS DEPTH"),
- * and back; the caller frees the text. */
-char *repo_root_format(const struct repo_root *r);
-int repo_root_parse(const char *s, struct repo_root *r, struct util_err *err);
+/* A root in the binary records (the manifest, the run record: repo_records.h): its
+ * place as an index node holds it, then its depth; and back (UTIL_EIO when the bytes
+ * end early or a value is out of range, rd->bad set when they end early). */
+struct util_rd;
+void repo_root_put(struct util_buf *b, const struct repo_root *r);
+int repo_root_get(struct util_rd *rd, struct repo_root *r);
 
 /* The pack of a chunk in this run: the callback's job. */
 typedef int (*repo_mstore_cb)(void *arg, const uint8_t hash[REPO_HASH_LEN], const uint8_t *plain,

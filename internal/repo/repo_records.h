@@ -1,12 +1,12 @@
 /*
- * repo_records: the small JSON objects of a repository (docs/repository.md, "Layout"
- * and "Authenticated manifests and marks"): the run record a backup writes first, the
- * manifest it writes last (public counters, and a sealed part bound to them), the
- * marks' and pins' tags, and the token bucket that paces uploads. Pure functions
- * (records.c, excluded.c).
+ * repo_records: the small objects of a repository (docs/repository.md, "Layout", "Run
+ * records and manifests" and "Authenticated manifests and marks"): the run record a
+ * backup writes first and the manifest it writes last, binary (public fields, and a
+ * sealed part bound to them and to their place), the marks' and pins' JSON tags, and
+ * the token bucket that paces uploads. Pure functions (records.c, excluded.c, bucket.c).
  *
- * Costs: a manifest is a few hundred bytes plus its paths and errors; a tag is 56 hex
- * characters.
+ * Costs: a run record is about 180 bytes, a manifest about 200 plus its paths and
+ * errors; a tag is 56 hex characters.
  */
 #ifndef LODE_REPO_RECORDS_H
 #define LODE_REPO_RECORDS_H
@@ -20,6 +20,7 @@
 
 struct repo_run {
     char id[REPO_ID_LEN + 1];
+    struct repo_source src;       /* with id, the place: bound by the seal, never stored */
     char parent[REPO_ID_LEN + 1]; /* "" without a parent */
     int64_t max_runtime;          /* seconds */
     char agent[64];               /* the version of lode that wrote it */
@@ -30,11 +31,15 @@ struct repo_run {
     struct repo_root parent_files, parent_chunks;
 };
 
-/* keys: seals the parent's trees when r->has_roots (NULL: never). */
-char *repo_run_encode(const struct repo_run *r, const struct repo_keys *k);
-/* keys NULL: the parent's trees are not read (has_roots false). */
-int repo_run_decode(struct repo_run *r, const char *json, size_t len, const struct repo_keys *k,
-                    struct util_err *err);
+/* The record's bytes (*len of them; the caller frees them). keys: seals the parent's
+ * trees when r->has_roots (NULL: never). */
+uint8_t *repo_run_encode(const struct repo_run *r, const struct repo_keys *k, size_t *len);
+/* The record at src and id (its key). keys NULL: the parent's trees are not read
+ * (has_roots false). UTIL_EINVAL when malformed or in the JSON encoding of earlier
+ * development builds (refused by name), UTIL_EIO when it was written for another place
+ * (its place check, read without the key too) or the trees do not authenticate. */
+int repo_run_decode(struct repo_run *r, const struct repo_source *src, const char *id,
+                    const void *body, size_t len, const struct repo_keys *k, struct util_err *err);
 
 struct repo_error {
     char *path;
@@ -44,8 +49,9 @@ struct repo_error {
 /*
  * What a backup left out, by rule (docs/policy.md, "spec.exclude"): entries and, for
  * regular files, their bytes. A directory left out whole counts as one entry; what it
- * holds is never read, so neither counted. Kept in the manifest's private part under
- * "excluded" (repo_excluded_json), so a person can see why a file is missing.
+ * holds is never read, so neither counted. Kept in the manifest's private part (a bit
+ * per rule that left something out, then its two counts), so a person can see why a
+ * file is missing; the backup's JSON output shows it as repo_excluded_json makes it.
  */
 enum repo_exclude_rule {
     REPO_EXCL_PATTERN, /* spec.exclude.patterns */
@@ -86,19 +92,22 @@ struct repo_manifest {
 };
 
 /*
- * The private part is sealed with every public field as associated data (the
- * canonical encoding of what was decoded, the source and id included), so a
- * manifest whose format, source, id, parent, maxRuntime, marks, counters or agent
- * changed, or that was moved or copied, does not open with the key.
+ * The private part is sealed with the place (source and id) and every public byte as
+ * associated data, so a manifest whose parent, maxRuntime, marks, counters or agent
+ * changed, or that was moved or copied, does not open with the key. The bytes (*len
+ * of them) are the caller's to free.
  */
-char *repo_manifest_encode(const struct repo_manifest *m, const struct repo_keys *k);
-/* keys NULL: the public fields only, unauthenticated (paths, errors and roots left
- * empty): the catalog's and garbage collection's counters. */
-int repo_manifest_decode(struct repo_manifest *m, const char *json, size_t len,
-                         const struct repo_keys *k, struct util_err *err);
-/* A decoded manifest is the one its key names (src and id); UTIL_EIO if not. */
-int repo_manifest_placed(const struct repo_manifest *m, const struct repo_source *src,
-                         const char *id, struct util_err *err);
+uint8_t *repo_manifest_encode(const struct repo_manifest *m, const struct repo_keys *k,
+                              size_t *len);
+/* The manifest at src and id (its key; m->src and m->id are set from them). keys NULL:
+ * the public fields only, unauthenticated (paths, errors and roots left empty): the
+ * catalog's and garbage collection's counters. UTIL_EINVAL when malformed or in the
+ * JSON encoding of earlier development builds (refused by name), UTIL_EIO when it was
+ * written for another place (its place check, read without the key too) or it
+ * does not authenticate. */
+int repo_manifest_decode(struct repo_manifest *m, const struct repo_source *src, const char *id,
+                         const void *body, size_t len, const struct repo_keys *k,
+                         struct util_err *err);
 void repo_manifest_free(struct repo_manifest *m);
 
 /*

@@ -107,9 +107,17 @@ ub=$(jqo .snapshot.uploadedBytes)
 time1=$(jqo .snapshot.time)
 env_s3 GET "/$S3_BUCKET/$prefix/snapshots/e2e/etc/node-a/$id1.json"
 check_eq "the manifest is where docs/repository.md's layout says" "$S3_CODE" 200
-check_eq "the manifest's counters are readable without the key" "$(jq -r .stats.files <<<"$S3_BODY")" 6
+# hexof FILE OFFSET N: N bytes of an object as versitygw keeps it, in hex.
+hexof() { od -An -tx1 -j "$2" -N "$3" "$1" | tr -d ' \n'; }
+objs=$ENV_DIR/s3/data/$S3_BUCKET/$prefix
+check_eq "the manifest is a binary record of format 2 (c2, M: docs/repository.md)" \
+	"$(hexof "$objs/snapshots/e2e/etc/node-a/$id1.json" 0 2)" c24d
+check_eq "the manifest's counters are readable without the key" \
+	"$(env -u LODE_KEY_FILE "$LODE" snapshots --output json | jq -r '.snapshots[0].files')" 6
 env_s3 GET "/$S3_BUCKET/$prefix/runs/e2e/etc/node-a/$id1.json"
-check_eq "the run record is there, under the same id" "$(jq -r .id <<<"$S3_BODY")" "$id1"
+check_eq "the run record is there, under the same id" "$S3_CODE" 200
+check_eq "the run record is a binary record of format 2 (c2, R)" \
+	"$(hexof "$objs/runs/e2e/etc/node-a/$id1.json" 0 2)" c252
 
 run snapshots --output json
 check_eq "snapshots: the one snapshot, exactly" "$(jq -c . <<<"$OUT")" \
@@ -365,9 +373,12 @@ check_contains "anomaly: the reason on stderr" "$ERR" "deletion-spike"
 env_s3 GET "/$S3_BUCKET/$prefix/snapshots/e2e/spike/node-a/$bad.suspicious"
 check_eq "anomaly: the .suspicious mark is beside the manifest" "$S3_CODE" 200
 run backup --policy "$polan" --host node-a --root "$an" --output json
-env_s3 GET "/$S3_BUCKET/$prefix/snapshots/e2e/spike/node-a/$(jqo .snapshot.id).json"
+# The parent in the manifest (docs/repository.md, "Run records and manifests"): after
+# 6 bytes of head and a byte of flags (1: a parent), its time as a varint (5 bytes for
+# a time of this century) and its last 16 hex digits as 8 bytes.
+next=$objs/snapshots/e2e/spike/node-a/$(jqo .snapshot.id).json
 check_eq "anomaly: the next backup's parent is the newest good snapshot, not the suspicious one" \
-	"$(jq -r .parent <<<"$S3_BODY")" "$good"
+	"$(($(hexof "$next" 6 1) & 1)) $(hexof "$next" 12 8)" "1 ${good##*-}"
 
 # ---- a damaged parent file list: the next backup reads everything and succeeds ----
 # versitygw's posix backend keeps each object as a file: the damage is done there, in

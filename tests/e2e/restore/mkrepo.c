@@ -288,10 +288,13 @@ int main(int argc, char **argv)
     repo_id_make((int64_t)time(NULL), rnd, id);
     struct repo_run run = {.max_runtime = 3600};
     memcpy(run.id, id, sizeof(run.id));
+    run.src = src;
     snprintf(run.agent, sizeof(run.agent), "mkrepo");
-    char *js = repo_run_encode(&run, NULL), *key = key_of(REPO_KEY_RUN, id, NULL);
-    put(key, js, strlen(js), false);
-    free(js);
+    size_t rlen;
+    uint8_t *rec = repo_run_encode(&run, NULL, &rlen);
+    char *key = key_of(REPO_KEY_RUN, id, NULL);
+    put(key, rec, rlen, false);
+    free(rec);
     free(key);
 
     repo_pack_writer_init(&pw);
@@ -333,10 +336,10 @@ int main(int argc, char **argv)
     snprintf(m.agent, sizeof(m.agent), "mkrepo");
     m.paths = paths;
     m.npaths = npaths;
-    js = repo_manifest_encode(&m, &cfg.keys);
+    rec = repo_manifest_encode(&m, &cfg.keys, &rlen);
     key = key_of(REPO_KEY_MANIFEST, id, NULL);
-    put(key, js, strlen(js), true);
-    free(js);
+    put(key, rec, rlen, true);
+    free(rec);
     free(key);
     printf("%s\n", id);
     repo_chunkset_free(&set);

@@ -172,7 +172,7 @@ int main(int argc, char **argv)
             snprintf(k.id, sizeof(k.id), "%s", f[4]);
             char *key = repo_key_build(&k);
             if (s3_sync_get(s3, key, NULL, &data, &len, NULL, &err) != 0 ||
-                repo_manifest_decode(&m, data, len, &cfg.keys, &err) != 0)
+                repo_manifest_decode(&m, &k.src, k.id, data, len, &cfg.keys, &err) != 0)
                 die(key, err.msg);
             fx_src = k.src;
             repo_tree_reader_init(&tr, &cfg.keys, REPO_TREE_CHUNKS, &m.chunks_root, fx_fetch_cb,
@@ -252,7 +252,7 @@ int main(int argc, char **argv)
                 snprintf(pk.id, sizeof(pk.id), "%s", run.parent);
                 char *pkey = repo_key_build(&pk);
                 if (s3_sync_get(s3, pkey, NULL, &pdata, &plen, NULL, &err) == 0 &&
-                    repo_manifest_decode(&pm, pdata, plen, &cfg.keys, &err) == 0) {
+                    repo_manifest_decode(&pm, &pk.src, pk.id, pdata, plen, &cfg.keys, &err) == 0) {
                     run.has_roots = true;
                     run.parent_files = pm.files_root;
                     run.parent_chunks = pm.chunks_root;
@@ -261,11 +261,12 @@ int main(int argc, char **argv)
                 free(pdata);
                 free(pkey);
             }
-            doc = repo_run_encode(&run, &cfg.keys);
+            run.src = k.src;
+            uint8_t *rec = repo_run_encode(&run, &cfg.keys, &len);
             key = repo_key_build(&k);
-            put(key, doc, strlen(doc));
+            put(key, rec, len);
             free(key);
-            free(doc);
+            free(rec);
 
             repo_chunkset_init(&set);
             for (int i = 7; i < n; i++) {
@@ -336,12 +337,12 @@ int main(int argc, char **argv)
                 m.incomplete = incomplete;
                 m.suspicious = suspicious;
                 snprintf(m.agent, sizeof(m.agent), "repo_fixture");
-                doc = repo_manifest_encode(&m, &cfg.keys);
+                rec = repo_manifest_encode(&m, &cfg.keys, &len);
                 k.kind = REPO_KEY_MANIFEST;
                 key = repo_key_build(&k);
-                put(key, doc, strlen(doc));
+                put(key, rec, len);
                 free(key);
-                free(doc);
+                free(rec);
             }
         } else {
             die("command", f[0]);

@@ -45,11 +45,12 @@ static void test_round_trip(void **state)
     m.excluded[REPO_EXCL_PATTERN] = (struct repo_excluded){4, 12};
     m.excluded[REPO_EXCL_SIZE] = (struct repo_excluded){1, 300000};
     m.excluded[REPO_EXCL_FS] = (struct repo_excluded){2, 0};
-    char *json = repo_manifest_encode(&m, &k);
-    assert_int_equal(repo_manifest_decode(&d, json, strlen(json), &k, &err), 0);
+    size_t len;
+    uint8_t *body = repo_manifest_encode(&m, &k, &len);
+    assert_int_equal(repo_manifest_decode(&d, &m.src, m.id, body, len, &k, &err), 0);
     assert_memory_equal(d.excluded, m.excluded, sizeof(m.excluded));
     repo_manifest_free(&d);
-    free(json);
+    free(body);
 }
 
 static void test_parse(void **state)

@@ -16,6 +16,7 @@
 
 #include "mstore.h"
 #include "repo/repo.h"
+#include "util/varint.h"
 
 #define RUN1 "20261202T170127Z-9f3c2a1b7d4e6058"
 #define RUN2 "20261203T170127Z-0000000000000001"
@@ -217,10 +218,9 @@ static void test_file_record_deterministic(void **state)
     mstore_free(&s);
 }
 
-static void test_root_text(void **state)
+static void test_root_binary(void **state)
 {
     struct repo_root r = {.depth = 2}, back;
-    struct util_err err = {0};
     memset(r.ref.hash, 0xab, REPO_HASH_LEN);
     memcpy(r.ref.run, RUN1, sizeof(r.ref.run));
     r.ref.seq = 3;
@@ -228,12 +228,22 @@ static void test_root_text(void **state)
     r.ref.stored = 4000;
     r.ref.plain = 9000;
     r.ref.flags = REPO_BLOB_ZSTD;
-    char *t = repo_root_format(&r);
-    assert_int_equal(repo_root_parse(t, &back, &err), 0);
+    struct util_buf b;
+    util_buf_init(&b);
+    repo_root_put(&b, &r);
+    struct util_rd rd = {.p = (const uint8_t *)b.data, .n = b.len};
+    assert_int_equal(repo_root_get(&rd, &back), 0);
     assert_memory_equal(&r, &back, sizeof(r));
-    free(t);
-    assert_int_equal(repo_root_parse("ab 1 2", &back, &err), UTIL_EIO);
-    assert_int_equal(repo_root_parse("", &back, &err), UTIL_EIO);
+    assert_int_equal(rd.i, b.len);
+    /* Cut short anywhere, or a depth past REPO_TREE_LEVELS: malformed. */
+    for (size_t n = 0; n < b.len; n++) {
+        rd = (struct util_rd){.p = (const uint8_t *)b.data, .n = n};
+        assert_int_equal(repo_root_get(&rd, &back), UTIL_EIO);
+    }
+    b.data[b.len - 1] = REPO_TREE_LEVELS;
+    rd = (struct util_rd){.p = (const uint8_t *)b.data, .n = b.len};
+    assert_int_equal(repo_root_get(&rd, &back), UTIL_EIO);
+    util_buf_free(&b);
 }
 
 /* A set of chunks in packs: the tree is grouped by pack, read back sorted by hash. */
@@ -349,7 +359,7 @@ int main(void)
         cmocka_unit_test(test_empty_list),
         cmocka_unit_test(test_cut_rule),
         cmocka_unit_test(test_file_record_deterministic),
-        cmocka_unit_test(test_root_text),
+        cmocka_unit_test(test_root_binary),
         cmocka_unit_test(test_chunkset_tree),
         cmocka_unit_test(test_chunkset_refuses),
     };
