@@ -39,7 +39,7 @@ static struct repo_snapshot snap_of(const char *host, const char *id)
     return s;
 }
 
-static char *manifest_of(const struct repo_keys *k, const char *host, const char *id)
+static char *manifest_of(const struct repo_keys *k, const char *host, const char *id, size_t *len)
 {
     struct repo_manifest m = {.max_runtime = 60, .agent = "v1"};
     struct util_err err = {0};
@@ -53,7 +53,7 @@ static char *manifest_of(const struct repo_keys *k, const char *host, const char
         r->ref.plain = 200;
         r->depth = 1;
     }
-    return repo_manifest_encode(&m, k);
+    return (char *)repo_manifest_encode(&m, k, len);
 }
 
 /* A manifest opens with its key in its own place only: not with another key, not
@@ -64,13 +64,14 @@ static void test_check_manifest(void **state)
     struct repo_snapshot s1 = snap_of("node-1", ID1), s2 = snap_of("node-1", ID2),
                          h2 = snap_of("node-2", ID1);
     struct util_err err = {0};
-    char *json = manifest_of(&k, "node-1", ID1);
-    size_t n = strlen(json);
+    size_t n;
+    char *json = manifest_of(&k, "node-1", ID1, &n);
 
     assert_int_equal(prune_check_manifest(&k, &s1, json, n, &err), 0);
     assert_int_not_equal(prune_check_manifest(&other, &s1, json, n, &err), 0);
     assert_int_not_equal(prune_check_manifest(&k, &s2, json, n, &err), 0); /* newer id */
-    assert_non_null(strstr(err.msg, ID1));
+    assert_non_null(strstr(err.msg, ID2)); /* names the place it was found at */
+    assert_non_null(strstr(err.msg, "copied or moved"));
     assert_int_not_equal(prune_check_manifest(&k, &h2, json, n, &err), 0); /* another host */
     assert_int_equal(prune_check_manifest(&k, &s1, "garbage", 7, &err), UTIL_EINVAL);
     json[n / 2] ^= 1; /* one byte changed */
