@@ -220,8 +220,10 @@ int main(int argc, char **argv)
                 r->ref.plain = 200;
                 r->depth = 1;
             }
-            char *key = repo_key_build(&k), *doc = repo_manifest_encode(&m, &cfg.keys);
-            put(key, doc, strlen(doc));
+            size_t len;
+            char *key = repo_key_build(&k);
+            uint8_t *doc = repo_manifest_encode(&m, &cfg.keys, &len);
+            put(key, (const char *)doc, len);
             free(doc);
             free(key);
         } else if (strcmp(f[0], "snap") == 0 && n >= 7) {
