@@ -246,7 +246,9 @@ check_eq "a file that vanishes: the rest is in the snapshot" "$(jq -r .snapshot.
 rm -rf "$van"
 
 # ---- --max-runtime and SIGTERM stop with no snapshot ----
-head -c $((12 << 20)) /dev/urandom >"$slow/data/r2.bin"
+# 24 MiB at 2 MiB/s takes at least 12 s whole; the stop is asserted well before that, with
+# room for the process start and key derivation of the sanitizer build on a loaded machine.
+head -c $((24 << 20)) /dev/urandom >"$slow/data/r2.bin"
 run snapshots --policy e2e/slow --output json
 before=$(jqo '.snapshots | length')
 start=$(date +%s.%N)
@@ -258,7 +260,7 @@ check_eq "--max-runtime 2s: exit 1" "$RC" 1
 check_eq "--max-runtime 2s: no snapshot in the JSON" "$(jq -c .snapshot "$T_TMP/out")" null
 check_contains "--max-runtime 2s: says why" "$(cat "$T_TMP/err")" "maxRuntime"
 el=$(jq -n "$end - $start")
-jq -e -n "$el < 3.5" >/dev/null && pass "--max-runtime 2s: stopped after $el s" || fail "--max-runtime 2s took $el s"
+jq -e -n "$el < 6" >/dev/null && pass "--max-runtime 2s: stopped after $el s" || fail "--max-runtime 2s took $el s"
 check_eq "--termination-log: the same JSON" "$(jq -c .snapshot "$T_TMP/termlog")" null
 # The policy's I/O priority (best-effort 6) against the scheduler of the device of
 # $slow, read as docs/operator.md ("The I/O scheduler") says: none, mq-deadline and
