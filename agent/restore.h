@@ -123,8 +123,8 @@ void rs_file_discard(struct rs_tmpfile *tf);
 int rs_target_finish(struct rs_target *t, void (*fail_cb)(const char *msg, void *arg), void *arg);
 
 /*
- * The restore itself (restore_run.c reads the snapshot and selects;
- * restore_batch.c fetches regular files' contents).
+ * The restore itself (restore_run.c reads the snapshot and selects; restore_batch.c
+ * fetches regular files' contents, with restore_io.c's buffer pool and writeback).
  *
  * The batch: regular files are gathered in path order, up to a thousand files or
  * 256 MiB; a batch's chunks are sorted by pack and offset and read with ranged GETs
@@ -139,7 +139,7 @@ int rs_target_finish(struct rs_target *t, void (*fail_cb)(const char *msg, void 
  * several threads while the loop fetches (making them was most of the restore's time).
  * Costs: the fetched ranges being fetched or opened (16 MiB in all), one decompressed blob per
  * worker, two descriptors per file of the batch, and the buffers kept for reuse between
- * them (RX_POOL of each kind, none over RX_RANGE_MAX: restore_batch.c).
+ * them (RX_POOL of each kind, none over RX_RANGE_MAX: restore_io.c).
  *
  * Writeback: the kernel would otherwise hold the restored bytes dirty until the final
  * syncfs (its background writeback starts at 10% of memory, or after 30 s), so that
@@ -179,7 +179,7 @@ bool rx_batch_full(size_t nfiles, uint64_t bytes, uint64_t add, size_t max_files
 
 struct rx_batch; /* restore_batch.c */
 
-/* A buffer kept for reuse (restore_batch.c). */
+/* A buffer kept for reuse (restore_io.c). */
 #define RX_POOL 4
 struct rx_buf {
     uint8_t *p;
@@ -202,12 +202,12 @@ struct rx {
     size_t running;    /* GETs in flight */
     uv_mutex_t *locks; /* making the batches' files on the workers */
     uint64_t held;     /* bytes of the ranges being fetched or opened (at most 16 MiB) */
-    /* Writeback started behind the restore (restore_batch.c): a syncfs on a worker once a
+    /* Writeback started behind the restore (restore_io.c): a syncfs on a worker once a
      * batch is done, through a descriptor of the target's own (wb_fd, opened once tried). */
     uv_work_t wb;
     int wb_fd;
     bool wb_tried, wb_busy;
-    /* Buffers kept for the next ranges and blobs (restore_batch.c, on the loop thread). */
+    /* Buffers kept for the next ranges and blobs (restore_io.c, on the loop thread). */
     struct rx_buf bodies[RX_POOL], plains[RX_POOL];
     size_t nbodies, nplains;
     /* The outcome. */

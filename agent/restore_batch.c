@@ -4,9 +4,7 @@
  * opened and written on the libuv thread pool, each file put into place as soon as its
  * last chunk is written.
  */
-#define _GNU_SOURCE /* syncfs */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +13,7 @@
 #include <unistd.h>
 
 #include "restore.h"
+#include "restore_io.h"
 #include "storage.h"
 
 #define RX_INFLIGHT 4 /* ranged GETs at once */
@@ -112,46 +111,6 @@ static int rx_write_all(int fd, const uint8_t *p, size_t n, uint64_t at)
         at += (uint64_t)w;
     }
     return 0;
-}
-
-/*
- * Buffers kept for the next GET or blob, on the loop thread. lode fixes glibc's mmap
- * threshold at 256 KiB (agent/storage.c), so each range of up to 4 MiB and each blob's
- * plain bytes of 256 KiB or more was a mapping of its own, made, faulted in page by page
- * and unmapped again: about 280,000 page faults for the 814 MB tree, the largest cost of
- * the restore after the copies themselves (perf). A pool of RX_POOL buffers of each kind,
- * none kept past RX_RANGE_MAX, holds what was in use at once anyway (the ranges are
- * bounded by RX_HELD_MAX; a blob a worker), at most 16 MiB of plain buffers more.
- */
-static uint8_t *rx_buf_take(struct rx_buf *pool, size_t *n, size_t want, size_t *cap)
-{
-    uint8_t *p;
-    if (*n > 0) {
-        struct rx_buf b = pool[--*n];
-        if (b.cap >= want) {
-            *cap = b.cap;
-            return b.p;
-        }
-        free(b.p);
-    }
-    if (want == 0) { /* made by the worker, at its first blob (rx_work_cb) */
-        *cap = 0;
-        return NULL;
-    }
-    /* A range's buffer at the largest range: its pages are touched only as far as used. */
-    *cap = want < RX_RANGE_MAX ? RX_RANGE_MAX : want;
-    p = util_malloc(*cap);
-    return p;
-}
-
-static void rx_buf_give(struct rx_buf *pool, size_t *n, uint8_t *p, size_t cap)
-{
-    if (p == NULL)
-        return;
-    if (*n < RX_POOL && cap <= RX_RANGE_MAX)
-        pool[(*n)++] = (struct rx_buf){.p = p, .cap = cap};
-    else
-        free(p);
 }
 
 /* One ranged GET, then the work on its bytes. */
@@ -437,36 +396,6 @@ static void rx_drain(struct rx *x, struct rx_batch *b)
     b->sealed = false;
 }
 
-static void rx_wb_work(uv_work_t *req)
-{
-    const struct rx *x = req->data;
-    /* Its error is not this call's to report: the final syncfs, on the target's own
-     * descriptor, still sees any write that failed (errors are kept per descriptor). */
-    (void)syncfs(x->wb_fd);
-}
-
-static void rx_wb_done(uv_work_t *req, int status)
-{
-    struct rx *x = req->data;
-    x->wb_busy = false;
-}
-
-/* A syncfs of the target behind the restore (restore.h, "Writeback"), unless one runs. */
-static void rx_writeback(struct rx *x)
-{
-    if (x->wb_busy || x->fatal)
-        return;
-    if (!x->wb_tried) {
-        x->wb_tried = true;
-        x->wb_fd = openat(x->t.root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    }
-    if (x->wb_fd < 0)
-        return; /* the final syncfs does it all */
-    x->wb.data = x;
-    if (uv_queue_work(s3_sync_loop(x->st->s3), &x->wb, rx_wb_work, rx_wb_done) == 0)
-        x->wb_busy = true;
-}
-
 /*
  * The planned batch is full: it is sealed and its GETs queue behind the batch in
  * flight's; once that one is done, the sealed batch is in flight and the next is
@@ -579,11 +508,7 @@ void rx_batch_finish(struct rx *x)
         rx_flush(x);
     rx_drain(x, x->flight);
     rx_drain(x, x->plan); /* left by a fatal error */
-    while (x->wb_busy)
-        uv_run(s3_sync_loop(x->st->s3), UV_RUN_ONCE);
-    if (x->wb_tried && x->wb_fd >= 0)
-        close(x->wb_fd);
-    x->wb_tried = false;
+    rx_writeback_finish(x);
 }
 
 static void rx_batch_free_one(struct rx_batch *b)
@@ -602,11 +527,7 @@ void rx_batch_free(struct rx *x)
         for (size_t i = 0; i < RX_LOCKS; i++)
             uv_mutex_destroy(&x->locks[i]);
     free(x->locks);
-    for (size_t i = 0; i < x->nbodies; i++)
-        free(x->bodies[i].p);
-    for (size_t i = 0; i < x->nplains; i++)
-        free(x->plains[i].p);
-    x->nbodies = x->nplains = 0;
+    rx_buf_free_all(x);
     rx_batch_free_one(x->plan);
     rx_batch_free_one(x->flight);
 }
