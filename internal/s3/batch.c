@@ -4,6 +4,7 @@
  * note.
  */
 #include "s3/s3_int.h"
+#include "s3/s3_xml.h"
 
 #include <stdio.h>
 #include <stdlib.h>

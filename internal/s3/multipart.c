@@ -5,6 +5,7 @@
  * sending and retrying are the engine's (client.c, request.c).
  */
 #include "s3/s3_int.h"
+#include "s3/s3_xml.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -6,6 +6,7 @@
  * decides what follows.
  */
 #include "s3/s3_int.h"
+#include "s3/s3_xml.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
 #ifndef LODE_S3_XML_INT_H
 #define LODE_S3_XML_INT_H
 
-#include "s3/s3.h"
+#include "s3/s3_xml.h"
 
 #include <expat.h>
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "s3/s3.h"
+#include "s3/s3_xml.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

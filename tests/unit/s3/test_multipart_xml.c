@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "s3/s3.h"
+#include "s3/s3_xml.h"
 
 static const char initiate_aws[] =
     "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
