@@ -14,19 +14,11 @@
 #include <cmocka.h>
 
 #include "agent/gc_cache.h"
+#include "repo/mstore.h"
 #include "util/varint.h"
 
 #define ID1 "20261202T170127Z-9f3c2a1b7d4e6058"
 #define ID2 "20261203T170127Z-0011223344556677"
-
-static struct repo_keys keys_of(uint8_t seed)
-{
-    uint8_t master[32];
-    struct repo_keys k;
-    memset(master, seed, sizeof(master));
-    repo_keys_derive(&k, master);
-    return k;
-}
 
 static void pack_of(uint8_t n, uint8_t id[GC_PACK_ID_LEN])
 {
@@ -81,7 +73,7 @@ static void test_find_needs_every_field(void **state)
 
 static void test_sealed_round_trip(void **state)
 {
-    struct repo_keys k = keys_of(1);
+    struct repo_keys k = mstore_keys(1);
     struct repo_source src;
     struct gc_cache c, back;
     struct util_err err = {0};
@@ -115,7 +107,7 @@ static void test_sealed_round_trip(void **state)
 
 static void test_refused(void **state)
 {
-    struct repo_keys k = keys_of(1), other = keys_of(2);
+    struct repo_keys k = mstore_keys(1), other = mstore_keys(2);
     struct repo_source src, there;
     struct gc_cache c, back;
     struct util_err err = {0};
@@ -153,7 +145,7 @@ static void seal_plain(const struct repo_keys *k, const struct repo_source *src,
 /* Sealed with the key but lying inside: refused as malformed, nothing allocated for it. */
 static void test_malformed_inside(void **state)
 {
-    struct repo_keys k = keys_of(1);
+    struct repo_keys k = mstore_keys(1);
     struct repo_source src;
     struct gc_cache back;
     struct util_err err = {0};

@@ -15,20 +15,12 @@
 #include <cmocka.h>
 
 #include "prune/trust.h"
+#include "repo/mstore.h"
 
 #define ID1 "20260101T003000Z-0000000000000001"
 #define ID2 "20260102T003000Z-0000000000000002"
 #define ID3 "20260103T003000Z-0000000000000003"
 #define SRC "snapshots/ns/web/node-1/"
-
-static struct repo_keys keys_of(uint8_t fill)
-{
-    uint8_t master[32];
-    struct repo_keys k;
-    memset(master, fill, sizeof(master));
-    repo_keys_derive(&k, master);
-    return k;
-}
 
 static struct repo_snapshot snap_of(const char *host, const char *id)
 {
@@ -60,7 +52,7 @@ static char *manifest_of(const struct repo_keys *k, const char *host, const char
  * copied under a newer id or another host, not garbage. */
 static void test_check_manifest(void **state)
 {
-    struct repo_keys k = keys_of(7), other = keys_of(8);
+    struct repo_keys k = mstore_keys(7), other = mstore_keys(8);
     struct repo_snapshot s1 = snap_of("node-1", ID1), s2 = snap_of("node-1", ID2),
                          h2 = snap_of("node-2", ID1);
     struct util_err err = {0};
@@ -82,7 +74,7 @@ static void test_check_manifest(void **state)
 /* A pin counts only with a tag made with the key over its place. */
 static void test_check_pin(void **state)
 {
-    struct repo_keys k = keys_of(7), other = keys_of(8);
+    struct repo_keys k = mstore_keys(7), other = mstore_keys(8);
     struct repo_snapshot s1 = snap_of("node-1", ID1), s2 = snap_of("node-1", ID2);
     struct util_err err = {0};
     char *body = repo_pin_encode(&k, &s1.src, s1.id, "before the upgrade");
