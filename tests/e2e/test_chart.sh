@@ -56,8 +56,7 @@ helm() {
 
 cleanup() {
 	local p
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+	env_stop_pids
 	if [[ -n ${HELM_BIN:-} ]]; then
 		helm uninstall "$REL" -n "$NS" --timeout 60s >/dev/null 2>&1
 		helm uninstall "$RELB" -n "$NSB" --timeout 60s >/dev/null 2>&1

@@ -33,8 +33,7 @@ PIDS=()
 
 cleanup() {
     [[ -n ${CRD_NARROWED:-} ]] && restore_crd
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+    env_stop_pids
     kc delete ns "$NS" "$CNS" --wait=false >/dev/null 2>&1
     kc delete clusterrolebinding "$NS-reader" >/dev/null 2>&1
     env_delete_nodes "$NS-n" >/dev/null 2>&1

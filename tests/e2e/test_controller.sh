@@ -33,8 +33,7 @@ HA=$NS-ha
 PIDS=()
 
 cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+    env_stop_pids
     kc delete ns "$NS" "$LATE" "$HA" --wait=false >/dev/null 2>&1
     for n in db web new ha slow; do env_delete_nodes "$NS-$n" >/dev/null 2>&1; done
     env_kwok_clear >/dev/null 2>&1

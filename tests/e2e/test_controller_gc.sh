@@ -15,8 +15,7 @@ CTL=${LODE_CONTROLLER:-$ROOT/build/lode-controller}
 NS=e2e-gc-$(openssl rand -hex 3)
 PIDS=()
 cleanup() {
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+	env_stop_pids
 	kc delete ns "$NS" --wait=false >/dev/null 2>&1
 	rm -rf "$T_TMP"
 }

@@ -22,8 +22,7 @@ out=$ROOT/build/e2e
 NS=e2e-od-$(openssl rand -hex 3)
 PIDS=()
 cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+    env_stop_pids
     kc delete ns "$NS" --wait=false >/dev/null 2>&1
     env_delete_nodes "$NS-n" >/dev/null 2>&1
     env_delete_nodes "$NS-o" >/dev/null 2>&1

@@ -36,8 +36,7 @@ NS=e2e-prune-$(openssl rand -hex 3)
 PIDS=()
 PROXY_PID=
 cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+    env_stop_pids
     [[ -n $PROXY_PID ]] && kill "$PROXY_PID" 2>/dev/null
     kc delete ns "$NS" --wait=false >/dev/null 2>&1
     env_delete_nodes "$NS-n" >/dev/null 2>&1

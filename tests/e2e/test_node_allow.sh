@@ -11,8 +11,7 @@ NS=e2e-allow-$(openssl rand -hex 3)
 NS2=$NS-other
 PIDS=()
 cleanup() {
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+	env_stop_pids
 	kc delete ns "$NS" "$NS2" --wait=false >/dev/null 2>&1
 	env_delete_nodes "$NS-n" >/dev/null 2>&1
 	rm -rf "$T_TMP"

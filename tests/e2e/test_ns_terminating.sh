@@ -14,8 +14,7 @@ NS=e2e-term-$(openssl rand -hex 3)
 HOLD=e2e.lodestore.io/hold
 PIDS=()
 cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+    env_stop_pids
     kc -n "$NS" patch backuppolicy held --type=json -p '[{"op":"remove","path":"/metadata/finalizers"}]' >/dev/null 2>&1
     kc delete ns "$NS" --wait=false >/dev/null 2>&1
     rm -rf "$T_TMP"

@@ -54,6 +54,8 @@
 #                               CTL_PID (also added to PIDS, which the caller's cleanup
 #                               stops) and CTL_PORT (/metrics). Returns 1, the log
 #                               printed, when the caches do not sync
+#   env_stop_pids               for a cleanup: signals every process in PIDS, then waits
+#                               for each, so they stop together
 #   env_lode_s3                 exports the versitygw credentials, region and CA for
 #                               lode and the tools (AWS_ACCESS_KEY_ID,
 #                               AWS_SECRET_ACCESS_KEY, AWS_REGION, LODE_CACERT)
@@ -334,6 +336,12 @@ env_crds() {
 	kc apply --server-side -f "$ENV_ROOT/crd/" >/dev/null || return 1
 	kc wait --for condition=established --timeout=30s crd/backuppolicies.lodestore.io \
 		crd/backups.lodestore.io crd/backuprepositories.lodestore.io >/dev/null
+}
+
+env_stop_pids() {
+	local p
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
 }
 
 env_controller_start() {
