@@ -126,7 +126,7 @@ check_eq "the node cache: mounted writable for the agent" \
 check_eq "the node cache: the agent is told where" \
     "$(jq_job "$NS" before-upgrade "$c.args | index(\"--cache-dir\") as \$i | .[\$i + 1]")" '"/var/cache/lodestore"'
 check_eq "no node cache (--agent-cache-dir \"\"): no volume, --no-cache" \
-    "$(jq_job "$NO" second "[([$pod.volumes[] | select(.hostPath.path != \"/\")] | length), ($c.args | index(\"--no-cache\") != null), ($c.args | index(\"--cache-dir\"))]")" \
+    "$(jq_job "$NO" second "[([$pod.volumes[] | select(.name == \"node-cache\")] | length), ($c.args | index(\"--no-cache\") != null), ($c.args | index(\"--cache-dir\"))]")" \
     '[0,true,null]'
 
 # ---- a failed hook (issue 22): what the agent wrote, as a termination message ----
