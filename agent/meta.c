@@ -194,7 +194,8 @@ void meta_src_cache(struct meta_src *m, struct mcache *cache)
         m->listed = NULL;
         m->nlisted = 0;
     } else {
-        qsort(m->listed, m->nlisted, sizeof(*m->listed), meta_listed_cmp);
+        if (m->nlisted > 1)
+            qsort(m->listed, m->nlisted, sizeof(*m->listed), meta_listed_cmp);
         m->cache = cache;
     }
     free(key);
