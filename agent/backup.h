@@ -42,6 +42,7 @@
 
 struct backup_pack; /* backup_store.c */
 struct backup_mtab; /* backup_list.c */
+struct mcache;      /* mcache.h */
 
 struct backup {
     /* Inputs. */
@@ -56,6 +57,7 @@ struct backup {
     uint64_t deadline_ns;                 /* uv_hrtime() at which maxRuntime has passed */
     const struct policy_exclude *exclude; /* spec.exclude, or NULL (borrowed) */
     struct anomaly_thresholds thresholds; /* defaults, or $LODE_ANOMALY's */
+    struct mcache *cache; /* the node's metadata cache (mcache.h), or NULL (borrowed) */
 
     /* The parent: its chunk set (sorted) and its file list reader, or none. */
     struct repo_chunkset *parent_set;

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "backup.h"
+#include "mcache.h"
 
 #define BACKUP_META_LEVEL 3 /* zstd: metadata is small and read often */
 
@@ -108,6 +109,16 @@ static int backup_meta_put_pack(struct backup *b, struct util_err *err)
     key = repo_key_build(&k);
     rc = backup_put(b, key, data, len, true, err);
     free(key);
+    if (rc == 0 && b->cache != NULL) {
+        /* The next run's parent is this run's trees: their new packs are cached now. */
+        struct util_err e = {0};
+        char name[REPO_ID_LEN + 32];
+        snprintf(name, sizeof(name), "%s.%" PRIu32 ".meta", b->id, b->mseq);
+        if (mcache_put(b->cache, name, data, len, &e) != 0) {
+            mcache_warn(b->cache, name, &e);
+            b->cache = NULL;
+        }
+    }
     free(data);
     if (rc == 0) {
         b->mseq++;

@@ -30,6 +30,7 @@
 
 #include "anomaly/anomaly.h"
 #include "backup.h"
+#include "mcache.h"
 #include "meta.h"
 #include "storage.h"
 
@@ -116,6 +117,48 @@ out:
     return rc;
 }
 
+/*
+ * A manifest of this source, read with the key (authenticated, bound to its place):
+ * from the node's cache when it holds it (manifests are written once, with
+ * If-None-Match), else from the bucket, and then cached. A manifest that does not
+ * authenticate is an error either way; only one that does is cached.
+ */
+static int backup_run_manifest(struct backup *b, const char *id, struct repo_manifest *m,
+                               struct util_err *err)
+{
+    struct repo_key k = {.kind = REPO_KEY_MANIFEST, .src = b->src};
+    struct util_err e = {0};
+    struct util_buf got;
+    char name[REPO_ID_LEN + 16], *key, *data = NULL;
+    size_t len = 0;
+    int rc;
+
+    if (b->cache == NULL)
+        return storage_get_manifest(b->st, &b->src, id, b->keys, m, NULL, err);
+    snprintf(name, sizeof(name), "%s.manifest", id);
+    if (mcache_read(b->cache, name, MCACHE_ANY, 0, SIZE_MAX, &got, &e) == 0) {
+        rc = repo_manifest_decode(m, &b->src, id, (const uint8_t *)got.data, got.len, b->keys, &e);
+        util_buf_free(&got);
+        if (rc == 0)
+            return 0;
+        repo_manifest_free(m);
+        memset(m, 0, sizeof(*m));
+    }
+    snprintf(k.id, sizeof(k.id), "%s", id);
+    key = repo_key_build(&k);
+    rc = s3_sync_get(b->st->s3, key, NULL, &data, &len, NULL, &e);
+    if (rc != 0)
+        rc = util_err_set(err, rc, "cannot read %s: %s", key, e.msg);
+    else if ((rc = repo_manifest_decode(m, &b->src, id, (const uint8_t *)data, len, b->keys, &e)) !=
+             0)
+        rc = util_err_set(err, rc, "%s: %s", key, e.msg);
+    else if (mcache_put(b->cache, name, data, len, &e) != 0)
+        mcache_warn(b->cache, name, &e);
+    free(data);
+    free(key);
+    return rc;
+}
+
 struct backup_run_parent {
     char id[REPO_ID_LEN + 1];
     struct meta_src ms;
@@ -134,7 +177,7 @@ static void backup_run_parent_manifest(struct backup *b, struct backup_run_paren
     struct util_err err = {0};
     if (p->id[0] == '\0')
         return;
-    if (storage_get_manifest(b->st, &b->src, p->id, b->keys, pm, NULL, &err) != 0) {
+    if (backup_run_manifest(b, p->id, pm, &err) != 0) {
         fprintf(stderr, "lode backup: the parent %s: %s: backing up without one\n", p->id, err.msg);
         p->id[0] = '\0';
     }
@@ -169,6 +212,8 @@ static void backup_run_parent_load(struct backup *b, struct backup_run_parent *p
         return;
     }
     meta_src_init(&p->ms, b->st, &b->src);
+    if (b->cache != NULL)
+        meta_src_cache(&p->ms, b->cache);
     repo_tree_reader_init(&cr, b->keys, REPO_TREE_CHUNKS, &pm->chunks_root, meta_fetch_cb, &p->ms);
     cr.loaded = backup_meta_seen_cb;
     cr.loaded_arg = b;
@@ -236,7 +281,7 @@ static bool backup_run_anomaly(struct backup *b, const struct repo_catalog *cat,
         struct repo_manifest pm = {0};
         if (cat->v[i].incomplete || cat->v[i].suspicious)
             continue;
-        if (storage_get_manifest(b->st, &b->src, cat->v[i].id, NULL, &pm, NULL, &err) != 0) {
+        if (backup_run_manifest(b, cat->v[i].id, &pm, &err) != 0) {
             fprintf(stderr, "lode backup: anomaly check: %s\n", err.msg);
             continue;
         }
@@ -359,6 +404,18 @@ void backup_run(struct backup *b, const struct policy *pol, int64_t max_runtime,
     }
     r->written = true;
     r->time = info.mtime;
+    if (b->cache != NULL) {
+        /* The next run's parent, and one of its anomaly check's recent manifests. */
+        char name[REPO_ID_LEN + 16];
+        snprintf(name, sizeof(name), "%s.manifest", b->id);
+        if (mcache_put(b->cache, name, body, len, &err) != 0)
+            mcache_warn(b->cache, name, &err);
+    }
+    /* The cache keeps what this snapshot's trees may name: the packs this run read or
+     * wrote (mcache.h); after a failure of the cache it keeps what it has. */
+    if (b->cache != NULL && !b->cache->warned &&
+        mcache_evict(b->cache, (int64_t)time(NULL), &err) != 0)
+        mcache_warn(b->cache, "eviction", &err);
     goto out;
 fail:
     if (b->fatal == 0) {

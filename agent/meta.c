@@ -21,6 +21,12 @@ void meta_src_free(struct meta_src *m)
     for (size_t i = 0; i < m->nwin; i++)
         util_buf_free(&m->win[i].data);
     m->nwin = 0;
+    for (size_t i = 0; i < m->nlisted; i++)
+        free(m->listed[i].name);
+    free(m->listed);
+    m->listed = NULL;
+    m->nlisted = 0;
+    m->cache = NULL;
 }
 
 char *meta_pack_key(const struct repo_source *src, const char *run, uint32_t seq)
@@ -127,11 +133,179 @@ static void meta_window_evict(struct meta_src *m)
     m->win[lru] = m->win[--m->nwin];
 }
 
+/* Drops the least recently used windows until they and need bytes fit in META_CACHE. */
+static void meta_window_room(struct meta_src *m, uint64_t need)
+{
+    for (;;) {
+        uint64_t total = need;
+        size_t lru = 0;
+        for (size_t i = 0; i < m->nwin; i++) {
+            total += m->win[i].data.len;
+            if (m->win[i].used < m->win[lru].used)
+                lru = i;
+        }
+        if (m->nwin == 0 || total <= META_CACHE)
+            return;
+        util_buf_free(&m->win[lru].data);
+        memmove(&m->win[lru], &m->win[lru + 1], (m->nwin - lru - 1) * sizeof(m->win[0]));
+        m->nwin--;
+    }
+}
+
+static int meta_listed_cmp(const void *pa, const void *pb)
+{
+    const struct meta_listed *a = pa, *b = pb;
+    return strcmp(a->name, b->name);
+}
+
+struct meta_list_ctx {
+    struct meta_src *m;
+    size_t plen, cap;
+};
+
+static int meta_list_cb(const struct s3_object *o, void *arg)
+{
+    struct meta_list_ctx *x = arg;
+    struct meta_src *m = x->m;
+    if (o->is_prefix || strlen(o->key) <= x->plen || strchr(o->key + x->plen, '/') != NULL)
+        return 0;
+    m->listed = util_grow(m->listed, &x->cap, m->nlisted + 1, sizeof(*m->listed));
+    m->listed[m->nlisted].name = util_strdup(o->key + x->plen);
+    m->listed[m->nlisted++].size = o->size;
+    return 0;
+}
+
+void meta_src_cache(struct meta_src *m, struct mcache *cache)
+{
+    struct repo_key k = {.kind = REPO_KEY_META, .src = m->src};
+    struct meta_list_ctx x = {.m = m};
+    struct util_err e = {0};
+    char *key = repo_key_build(&k), *slash = strrchr(key, '/');
+    slash[1] = '\0'; /* meta/<source>/ */
+    x.plen = strlen(key);
+    int rc = s3_sync_list(m->st->s3, key, NULL, meta_list_cb, &x, NULL, &e);
+    if (rc != 0) {
+        struct util_err err = {0};
+        util_err_set(&err, rc, "cannot list %s: %s", key, e.msg);
+        mcache_warn(cache, "the listing of the metadata packs", &err);
+        for (size_t i = 0; i < m->nlisted; i++)
+            free(m->listed[i].name);
+        free(m->listed);
+        m->listed = NULL;
+        m->nlisted = 0;
+    } else {
+        if (m->nlisted > 1)
+            qsort(m->listed, m->nlisted, sizeof(*m->listed), meta_listed_cmp);
+        m->cache = cache;
+    }
+    free(key);
+}
+
+struct meta_cache_sink {
+    struct mcache_writer *w;
+    uint64_t got, cap;
+};
+
+static int meta_cache_sink_cb(const char *data, size_t len, void *arg)
+{
+    struct meta_cache_sink *s = arg;
+    if (len > s->cap - s->got)
+        return 1; /* more than the listing said */
+    s->got += len;
+    return mcache_write(s->w, data, len) != 0;
+}
+
+/*
+ * A window from the cache: 0 with *data; MCACHE_MISS when the pack is not listed (the
+ * bucket then says what it says) or the cache failed (dropped, said once); < 0 when the
+ * pack's GET into the cache failed (named in err).
+ */
+static int meta_cache_window(struct meta_src *m, const struct repo_mref *ref, uint64_t start,
+                             size_t want, struct util_buf *data, struct util_err *err)
+{
+    char name[REPO_ID_LEN + 32];
+    struct util_err e = {0};
+    struct meta_listed *l, probe = {.name = name};
+    int rc;
+
+    snprintf(name, sizeof(name), "%s.%" PRIu32 ".meta", ref->run, ref->seq);
+    l = m->nlisted ? bsearch(&probe, m->listed, m->nlisted, sizeof(*l), meta_listed_cmp) : NULL;
+    util_buf_init(data);
+    if (l == NULL)
+        return MCACHE_MISS;
+    meta_window_room(m, start < l->size ? (l->size - start < want ? l->size - start : want) : 0);
+    rc = mcache_read(m->cache, name, l->size, start, want, data, &e);
+    if (rc == MCACHE_MISS) {
+        /* Fetched whole into the cache, once: then read from it. */
+        struct mcache_writer w;
+        char *key = meta_pack_key(&m->src, ref->run, ref->seq);
+        if ((rc = mcache_begin(m->cache, name, &w, &e)) == 0) {
+            struct meta_cache_sink s = {.w = &w, .cap = l->size};
+            m->gets++;
+            rc = s3_sync_get_to(m->st->s3, key, NULL, meta_cache_sink_cb, &s, NULL, &e);
+            if (w.failed != 0) {
+                int failed = w.failed;
+                mcache_abort(&w);
+                util_err_set(&e, -failed, "cannot write into it: %s", strerror(failed));
+                rc = 1; /* the cache's failure, not the bucket's */
+            } else if (rc != 0) {
+                mcache_abort(&w);
+                rc = rc == S3_ENOTFOUND ? util_err_set(err, rc, "%s is missing", key)
+                                        : util_err_set(err, rc, "cannot read %s: %s", key, e.msg);
+                free(key);
+                return rc;
+            } else if (s.got != l->size) {
+                mcache_abort(&w);
+                rc = util_err_set(err, UTIL_EIO,
+                                  "%s: %" PRIu64 " bytes where its listing says %" PRIu64, key,
+                                  s.got, l->size);
+                free(key);
+                return rc;
+            } else {
+                rc = mcache_commit(&w, &e);
+            }
+        }
+        free(key);
+        if (rc == 0)
+            rc = mcache_read(m->cache, name, l->size, start, want, data, &e);
+        if (rc == MCACHE_MISS)
+            util_err_set(&e, UTIL_EIO, "a copy just written does not read back");
+    }
+    if (rc != 0) {
+        mcache_warn(m->cache, name, &e);
+        m->cache = NULL;
+        util_buf_free(data);
+        return MCACHE_MISS;
+    }
+    return 0;
+}
+
+/* A window from the bucket: a ranged GET of the pack. */
+static int meta_get_window(struct meta_src *m, const struct repo_mref *ref, uint64_t start,
+                           size_t want, struct util_buf *data, struct util_err *err)
+{
+    struct util_err e = {0};
+    struct meta_sink s = {.m = m, .buf = data, .cap = want};
+    struct s3_opts o = {.range_start = start, .range_len = want};
+    char *key = meta_pack_key(&m->src, ref->run, ref->seq);
+    int rc;
+    util_buf_init(data);
+    m->gets++;
+    rc = s3_sync_get_to(m->st->s3, key, &o, meta_sink_cb, &s, NULL, &e);
+    if (rc == S3_ENOTFOUND)
+        util_err_set(err, rc, "%s is missing", key);
+    else if (rc != 0)
+        util_err_set(err, rc, "cannot read %s: %s", key, e.msg);
+    free(key);
+    if (rc != 0)
+        util_buf_free(data);
+    return rc;
+}
+
 int meta_fetch_cb(void *arg, const struct repo_mref *ref, uint8_t *sealed, struct util_err *err)
 {
     struct meta_src *m = arg;
     struct meta_window *w = meta_window_find(m, ref);
-    struct util_err e = {0};
     int rc;
 
     if (w == NULL) {
@@ -147,20 +321,15 @@ int meta_fetch_cb(void *arg, const struct repo_mref *ref, uint8_t *sealed, struc
         if (m->nwin == META_WINDOWS)
             meta_window_evict(m); /* makes room for the new one */
         /* Fetched beside the array: the sink may drop (and shift) windows meanwhile. */
-        util_buf_init(&data);
-        struct meta_sink s = {.m = m, .buf = &data, .cap = want};
-        struct s3_opts o = {.range_start = start, .range_len = want};
-        char *key = meta_pack_key(&m->src, ref->run, ref->seq);
-        m->gets++;
-        rc = s3_sync_get_to(m->st->s3, key, &o, meta_sink_cb, &s, NULL, &e);
-        if (rc == S3_ENOTFOUND)
-            util_err_set(err, rc, "%s is missing", key);
-        else if (rc != 0)
-            util_err_set(err, rc, "cannot read %s: %s", key, e.msg);
-        else if (data.len < ref->offset - start + ref->stored)
+        rc = m->cache != NULL ? meta_cache_window(m, ref, start, want, &data, err) : MCACHE_MISS;
+        if (rc == MCACHE_MISS)
+            rc = meta_get_window(m, ref, start, want, &data, err);
+        if (rc != 0)
+            return rc;
+        if (data.len < ref->offset - start + ref->stored) {
+            char *key = meta_pack_key(&m->src, ref->run, ref->seq);
             rc = util_err_set(err, UTIL_EIO, "%s is shorter than its index says (damaged)", key);
-        free(key);
-        if (rc != 0) {
+            free(key);
             util_buf_free(&data);
             return rc;
         }

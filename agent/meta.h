@@ -12,12 +12,20 @@
  * but the newest, the least recently used dropped first), so going back to a pack
  * does not fetch it again. Memory: at most META_CACHE bytes, a window arriving
  * included (the oldest windows make room as its bytes come), plus what the caller keeps.
+ *
+ * With the node's cache (mcache.h; a backup's parent): meta_src_list first lists the
+ * source's metadata packs (one LIST per 1,000 packs), and a window is then read from the
+ * pack's cached copy when the listing shows the pack with the copy's length; a pack not
+ * cached is fetched whole, once, into the cache (one GET) and read from there. A pack the
+ * listing does not show is fetched from the bucket as without a cache (and is missing
+ * there too). A failure of the cache itself drops it for the rest of the run.
  */
 #ifndef LODE_AGENT_META_H
 #define LODE_AGENT_META_H
 
 #include <stdint.h>
 
+#include "mcache.h"
 #include "repo/repo.h"
 #include "storage.h"
 
@@ -34,17 +42,29 @@ struct meta_window {
     uint64_t used; /* when it was last used: a counter */
 };
 
+/* A metadata pack as the source's listing shows it: "<run>.<seq>.meta" and its size. */
+struct meta_listed {
+    char *name;
+    uint64_t size;
+};
+
 struct meta_src {
     struct storage *st;
     struct repo_source src;
     struct meta_window win[META_WINDOWS];
     size_t nwin;
     uint64_t clock;
-    uint64_t gets, bytes; /* ranged GETs made and the bytes they gave */
+    uint64_t gets, bytes;       /* ranged GETs made and the bytes they gave */
+    struct mcache *cache;       /* borrowed; NULL: none (or dropped after a failure) */
+    struct meta_listed *listed; /* sorted by name, after meta_src_list */
+    size_t nlisted;
 };
 
 void meta_src_init(struct meta_src *m, struct storage *st, const struct repo_source *src);
 void meta_src_free(struct meta_src *m);
+/* Uses cache (borrowed) for the packs of the source's listing, which this makes: one LIST
+ * per 1,000 packs. A listing that fails is said on stderr and the cache is not used. */
+void meta_src_cache(struct meta_src *m, struct mcache *cache);
 /* repo_mfetch_cb over the source's packs (arg: the struct meta_src); a missing pack
  * is S3_ENOTFOUND, "KEY is missing". */
 int meta_fetch_cb(void *arg, const struct repo_mref *ref, uint8_t *sealed, struct util_err *err);

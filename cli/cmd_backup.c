@@ -23,6 +23,7 @@
 
 #include "anomaly/anomaly.h"
 #include "agent/backup.h"
+#include "agent/mcache.h"
 #include "agent/pin.h"
 #include "agent/iosched.h"
 #include "cli.h"
@@ -46,6 +47,7 @@ static void cmd_backup_usage(FILE *f)
         f,
         "usage: lode backup --policy FILE|NS/NAME --host H [--root DIR] [--max-runtime D]\n"
         "                   [--output text|json] [--termination-log FILE]\n"
+        "                   [--cache-dir DIR | --no-cache]\n"
         "                   [--repo URL] [--cacert FILE] [--key-file FILE]\n\n"
         "Backs up the policy's paths as seen under --root into the repository, with the\n"
         "policy's limits (nice, I/O priority, uploadRate, maxRuntime).\n\n"
@@ -59,6 +61,10 @@ static void cmd_backup_usage(FILE *f)
         "                         \"incomplete\",\"suspicious\",\"files\",\"bytes\",\"newBytes\",\n"
         "                         \"uploadedBytes\"},\"errors\":[{\"path\",\"message\"}]}\n"
         "  --termination-log FILE also write that JSON, at most 4096 bytes, to FILE\n"
+        "  --cache-dir DIR        the node's cache of the repository's encrypted metadata\n"
+        "                         (default $XDG_CACHE_HOME/lodestore, else\n"
+        "                         ~/.cache/lodestore); see docs/repository.md\n"
+        "  --no-cache             read the parent's metadata from the bucket only\n"
         "  --pin REASON           pin the snapshot once written: retention keeps it until\n"
         "                         it is unpinned (lode mark ID --unpin)\n"
         "  --kubeconfig PATH      for --policy NS/NAME read from the API\n"
@@ -113,7 +119,9 @@ static int cmd_backup_limits(const struct policy_limits *l, struct util_err *err
 
 struct cmd_backup_opts {
     const char *policy, *host, *root, *max_runtime, *termlog, *kubeconfig;
-    const char *pin; /* --pin REASON: pin the snapshot written (docs/retention.md) */
+    const char *pin;       /* --pin REASON: pin the snapshot written (docs/retention.md) */
+    const char *cache_dir; /* --cache-dir DIR (docs/repository.md, "The node's cache") */
+    bool no_cache;         /* --no-cache */
     enum cli_output output;
     struct storage_opts so;
 };
@@ -214,6 +222,8 @@ int cmd_backup(int argc, char **argv)
         {"termination-log", required_argument, NULL, 't'},
         {"kubeconfig", required_argument, NULL, 'k'},
         {"pin", required_argument, NULL, 'P'},
+        {"cache-dir", required_argument, NULL, 'C'},
+        {"no-cache", no_argument, NULL, 'N'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -262,6 +272,14 @@ int cmd_backup(int argc, char **argv)
                 return cli_usage_error("backup", "--pin: %s", err.msg);
             o.pin = optarg;
             break;
+        case 'C':
+            if (optarg[0] == '\0')
+                return cli_usage_error("backup", "--cache-dir: an empty path");
+            o.cache_dir = optarg;
+            break;
+        case 'N':
+            o.no_cache = true;
+            break;
         case 'h':
             cmd_backup_usage(stdout);
             return CLI_OK;
@@ -273,6 +291,8 @@ int cmd_backup(int argc, char **argv)
         return cli_usage_error("backup", "unexpected argument \"%s\"", argv[optind]);
     if (o.policy == NULL || o.host == NULL)
         return cli_usage_error("backup", "--policy and --host are required");
+    if (o.no_cache && o.cache_dir != NULL)
+        return cli_usage_error("backup", "--cache-dir and --no-cache exclude each other");
     if (repo_name_check(o.host, "--host", &err) != 0)
         return cli_usage_error("backup", "%s", err.msg);
 
@@ -341,6 +361,17 @@ int cmd_backup(int argc, char **argv)
         return cmd_backup_fail_early(&o, err.msg);
     }
     b.keys = &st.config.keys;
+    /* The node's cache of metadata packs: a cache that cannot be opened is said, and the
+     * backup runs without it (it only saves requests). */
+    struct mcache cache = {0};
+    char *cache_dir = mcache_default_dir(o.cache_dir, o.no_cache);
+    if (cache_dir != NULL) {
+        if (mcache_open(&cache, cache_dir, st.url, &b.src, b.keys, &err) == 0)
+            b.cache = &cache;
+        else
+            fprintf(stderr, "lode backup: the metadata cache: %s; going on without it\n", err.msg);
+        free(cache_dir);
+    }
     backup_store_init(&b, pol.limits.upload_rate);
     struct hook_outcome hooks[2 * POLICY_MAX_HOOKS];
     char before_why[640] = "", after_why[640] = "";
@@ -398,6 +429,8 @@ int cmd_backup(int argc, char **argv)
     storage_close(&st);
     backup_store_release(&b);
     backup_list_release(&b);
+    if (cache.dir != NULL)
+        mcache_close(&cache);
     for (size_t i = 0; i < b.nerrs; i++) {
         free(b.errs[i].path);
         free(b.errs[i].message);

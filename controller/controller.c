@@ -20,6 +20,7 @@ void ctl_options_defaults(struct ctl_options *o)
     o->metrics_port = 8080;
     o->agent_image = "ghcr.io/lodestore/lodestore:latest";
     o->job_ttl = 3600;
+    o->agent_cache_dir = CTL_CACHE_HOST_DIR;
     o->history = 5;
     o->qps = 20;
     o->burst = 30;
@@ -106,6 +107,7 @@ int ctl_init(uv_loop_t *loop, struct ctl **out, const struct ctl_options *opts,
     c->rcfg.job.ttl_seconds = opts->job_ttl;
     c->rcfg.job.host_network = opts->agent_host_network;
     c->rcfg.job.hook_namespaces = opts->hook_namespaces;
+    c->rcfg.job.cache_dir = opts->agent_cache_dir;
     c->identity = ctl_identity(opts);
 
     rc = ctl_allow_parse(c, opts, err);

@@ -43,6 +43,7 @@ struct ctl_options {
     const char *agent_image;
     bool agent_host_network;     /* Jobs' pods use the node's network */
     const char *hook_namespaces; /* --hook-namespaces: where spec.hooks may run */
+    const char *agent_cache_dir; /* --agent-cache-dir: the node cache's hostPath, "" none */
     int64_t job_ttl;             /* seconds */
     int64_t history;             /* finished Backups kept per (policy, host) */
     double qps;

@@ -35,6 +35,9 @@ static void usage(FILE *f)
         "  --allow-node-backups NS[:/PREFIX,...]  a namespace (\"*\": any) whose policies may\n"
         "                             back up nodes, under these paths; repeatable (default:\n"
         "                             the watched namespace, else the controller's own)\n"
+        "  --agent-cache-dir DIR      the node directory (hostPath) that keeps the backup\n"
+        "                             Jobs' metadata cache (default /var/cache/lodestore;\n"
+        "                             \"\": none; docs/operator.md, \"The node cache\")\n"
         "  --hook-namespaces NS,...   namespaces whose policies may run spec.hooks on nodes\n"
         "                             (\"*\": all; default none)\n"
         "  --job-ttl DURATION         keep finished Jobs this long (default 1h)\n"
@@ -110,6 +113,7 @@ int main(int argc, char **argv)
         F_AGENT,
         F_HOSTNET,
         F_HOOKNS,
+        F_CACHEDIR,
         F_TTL,
         F_HISTORY,
         F_QPS,
@@ -136,6 +140,7 @@ int main(int argc, char **argv)
         {"agent-image", required_argument, NULL, F_AGENT},
         {"agent-host-network", no_argument, NULL, F_HOSTNET},
         {"hook-namespaces", required_argument, NULL, F_HOOKNS},
+        {"agent-cache-dir", required_argument, NULL, F_CACHEDIR},
         {"job-ttl", required_argument, NULL, F_TTL},
         {"backup-history", required_argument, NULL, F_HISTORY},
         {"qps", required_argument, NULL, F_QPS},
@@ -198,6 +203,16 @@ int main(int argc, char **argv)
             break;
         case F_HOOKNS:
             o.hook_namespaces = optarg;
+            break;
+        case F_CACHEDIR:
+            if (optarg[0] != '\0' && optarg[0] != '/') {
+                fprintf(stderr,
+                        "lode-controller: --agent-cache-dir takes an absolute path of "
+                        "the node, or \"\" for none, not \"%s\"\n",
+                        optarg);
+                return 2;
+            }
+            o.agent_cache_dir = optarg;
             break;
         case F_TTL:
             if (parse_duration_flag("--job-ttl", optarg, &o.job_ttl) != 0)

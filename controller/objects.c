@@ -193,6 +193,13 @@ json_t *ctl_job_json(const struct policy *p, const struct ctl_run *run,
         json_array_append_new(env, json_pack("{s:s, s:s}", "name", "LODE_POLICY_DOCUMENT", "value",
                                              run->policy_document));
     free(ref);
+    bool cache = opts->cache_dir != NULL && opts->cache_dir[0] != '\0';
+    if (cache) {
+        json_array_append_new(args, json_string("--cache-dir"));
+        json_array_append_new(args, json_string(CTL_CACHE_DIR));
+    } else {
+        json_array_append_new(args, json_string("--no-cache"));
+    }
     /* A Backup made by hand may ask for its snapshot to be pinned (docs/retention.md). */
     if (run->pin_reason != NULL) {
         json_array_append_new(args, json_string("--pin"));
@@ -208,6 +215,16 @@ json_t *ctl_job_json(const struct policy *p, const struct ctl_run *run,
     json_t *volumes =
         json_pack("[{s:s, s:{s:s, s:s}}, {s:s, s:{}}]", "name", "host-root", "hostPath", "path",
                   "/", "type", "Directory", "name", "tmp", "emptyDir");
+    /* The node cache: the parent's encrypted metadata kept on the node between runs, so a
+     * re-run reads it from disk, not from the bucket (docs/operator.md, "The node cache");
+     * the agent's only writable place on the node. */
+    if (cache) {
+        json_array_append_new(
+            mounts, json_pack("{s:s, s:s}", "name", "node-cache", "mountPath", CTL_CACHE_DIR));
+        json_array_append_new(volumes,
+                              json_pack("{s:s, s:{s:s, s:s}}", "name", "node-cache", "hostPath",
+                                        "path", opts->cache_dir, "type", "DirectoryOrCreate"));
+    }
     /* uid 0 with DAC_READ_SEARCH alone: reads and lists every file and directory, and
      * overrides nothing else (no DAC_OVERRIDE, FOWNER, CHOWN...). A non-root user would lose the
      * capability at exec, as Kubernetes sets no ambient capabilities. The capabilities and

@@ -99,6 +99,11 @@ struct ctl_run {
 #define CTL_CA_FILE  CTL_CA_DIR "/ca.crt"
 #define CTL_ANNOT_CA "lodestore.io/ca-bundle"
 
+/* Where the agent's node cache is mounted (lode backup --cache-dir; docs/operator.md,
+ * "The node cache"), and the node's directory by default. */
+#define CTL_CACHE_DIR      "/var/cache/lodestore"
+#define CTL_CACHE_HOST_DIR "/var/cache/lodestore"
+
 /* What every Job shares. */
 struct ctl_job_opts {
     const char *agent_image;
@@ -107,6 +112,9 @@ struct ctl_job_opts {
     /* The namespaces whose policies may run spec.hooks (docs/policy.md, "Where a hook
      * runs"), comma-separated; NULL or "" for none. */
     const char *hook_namespaces;
+    /* The node's directory for the agent's metadata cache (a hostPath, DirectoryOrCreate,
+     * mounted at CTL_CACHE_DIR); NULL or "": no cache (lode backup --no-cache). */
+    const char *cache_dir;
 };
 
 /*

@@ -12,7 +12,9 @@
 #     the last snapshot, compared with the tree by diff -r;
 #   - per run: bytes added (the growth of the tool's bucket: the sizes of its objects),
 #     requests (versitygw's access log), wall, CPU, peak RSS and peak RSS per file.
-# restic has a cache directory of its own, kept between its runs (its normal use).
+# restic has a cache directory of its own, kept between its runs (its normal use), and so
+# has lode (--cache-dir, its node cache of metadata: docs/repository.md); BENCH_LODE_CACHE=0
+# runs lode with --no-cache (every re-run reads its parent's metadata from the bucket).
 # The targets are printed with the figures, and the slope of peak RSS between the
 # smallest and largest tree (the memory a file costs, without the fixed part).
 # BENCH_RERUN_TOOLS="lode" measures lode alone (to compare two builds: LODE=path);
@@ -78,8 +80,11 @@ backup() {
 			--cache-dir "$work/cache-$bucket" backup -q --host bench tree) || st=$?
 		;;
 	lode)
+		local cache=(--cache-dir "$work/cache-$bucket")
+		[[ ${BENCH_LODE_CACHE:-1} == 0 ]] && cache=(--no-cache)
 		bench_run "$label" "$bucket" env LODE_REPOSITORY="s3:$S3_ENDPOINT/$bucket" "$LODE" backup \
-			--policy "$work/policy.yaml" --host bench --root "$tree_root/gen-$n" --output json || st=$?
+			--policy "$work/policy.yaml" --host bench --root "$tree_root/gen-$n" --output json \
+			"${cache[@]}" || st=$?
 		;;
 	esac
 	echo "$label $(($(stored "$bucket") - before))" >>"$out/added.txt"

@@ -137,6 +137,9 @@ struct s3_op *s3__op_new(struct s3_client *c, const struct s3_op_kind *kind,
     op->done = done;
     op->arg = arg;
     op->obj_mtime = -1;
+    /* The loop may not have run for a long time (a backup's walk between two requests,
+     * all from the node's cache): its cached time would start the deadline in the past. */
+    uv_update_time(c->loop);
     op->deadline =
         uv_now(c->loop) + (op->o.deadline_ms != 0 ? op->o.deadline_ms : c->opts.deadline_ms);
     util_buf_init(&op->resp);

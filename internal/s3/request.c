@@ -385,6 +385,10 @@ static void attempt_start(struct s3_op *op)
     op->xfer.arg = op;
     op->in_flight = true;
     op->stalled = false;
+    /* A stale loop time (the loop idle for longer than the stall timeout, as through a
+     * re-run's walk served from the node's cache) would end the attempt at its first
+     * check, before a byte moved. */
+    uv_update_time(c->loop);
     op->last_activity = uv_now(c->loop);
     /* The watchdog: no byte either way for the stall time ends the attempt. */
     uint64_t every = c->opts.stall_timeout_ms / 4 > 50 ? c->opts.stall_timeout_ms / 4 : 50;

@@ -330,7 +330,7 @@ check_args "default args" "$T_TMP/default.json"
 check_args "watchNamespace args" "$T_TMP/full.json"
 check_eq "default args: what the values say" \
 	"$(dep "$T_TMP/default.json" | jq -r '.spec.template.spec.containers[0].args | join(" ")')" \
-	"--metrics-addr=\$(POD_IP):8080 --agent-image=ghcr.io/lodestore/lodestore:0.1.0 --qps=20 --burst=30 --job-ttl=1h --backup-history=5 --log-level=info --allow-node-backups=$NS --leader-elect --leader-election-namespace=$NS --lease-name=lodestore-controller --lease-duration=15s --renew-deadline=10s --retry-period=2s"
+	"--metrics-addr=\$(POD_IP):8080 --agent-image=ghcr.io/lodestore/lodestore:0.1.0 --agent-cache-dir=/var/cache/lodestore --qps=20 --burst=30 --job-ttl=1h --backup-history=5 --log-level=info --allow-node-backups=$NS --leader-elect --leader-election-namespace=$NS --lease-name=lodestore-controller --lease-duration=15s --renew-deadline=10s --retry-period=2s"
 check_contains "watchNamespace reaches --namespace" \
 	"$(dep "$T_TMP/full.json" | jq -r '.spec.template.spec.containers[0].args | join(" ")')" "--namespace=$WNS"
 check_contains "... and node backups are allowed there only" \

@@ -9,7 +9,11 @@
 #   - a failed hook, as the agent reports it in its termination message: the Backup's
 #     condition HookFailed names the hook and its exit code, and the policy gets a
 #     Warning Event HookFailed;
-#   - the CRD refuses what it can (a bad quantity, a bad pin).
+#   - the CRD refuses what it can (a bad quantity, a bad pin);
+#   - the node cache (docs/operator.md, "The node cache"): by default a hostPath
+#     /var/cache/lodestore (DirectoryOrCreate) mounted writable at the same path and
+#     named to the agent with --cache-dir; with --agent-cache-dir "" no volume and
+#     --no-cache.
 # Every wait is bounded.
 source "$(dirname "$0")/../env/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -84,7 +88,7 @@ env_wait 30 "the Job of the Backup made by hand" job_exists "$NS" before-upgrade
     fail "the Job is created" "$(tail -n 20 "$T_TMP/allowed.log")"
 kill -TERM "$CTL_PID"
 wait "$CTL_PID" 2>/dev/null
-env_controller_start "$NS" denied --hook-namespaces other
+env_controller_start "$NS" denied --hook-namespaces other --agent-cache-dir ""
 hand second "$NS-n-1"
 env_wait 30 "the Job where hooks are not allowed" job_exists "$NS" second ||
     fail "the Job is created (hooks not allowed)" "$(tail -n 20 "$T_TMP/denied.log")"
@@ -112,6 +116,17 @@ check_eq "hooks not allowed: the node's root read-only" \
     "$(jq_job "$NO" second "$c.volumeMounts[] | select(.name == \"host-root\") | .readOnly")" true
 check_eq "hooks not allowed: the agent is told so" \
     "$(jq_job "$NO" second "$c.env[] | select(.name == \"LODE_HOOKS_ALLOWED\") | .value")" '"0"'
+check_eq "the node cache: a hostPath made when missing" \
+    "$(jq_job "$NS" before-upgrade "$pod.volumes[] | select(.name == \"node-cache\") | .hostPath")" \
+    '{"path":"/var/cache/lodestore","type":"DirectoryOrCreate"}'
+check_eq "the node cache: mounted writable for the agent" \
+    "$(jq_job "$NS" before-upgrade "$c.volumeMounts[] | select(.name == \"node-cache\") | [.mountPath, (.readOnly // false)]")" \
+    '["/var/cache/lodestore",false]'
+check_eq "the node cache: the agent is told where" \
+    "$(jq_job "$NS" before-upgrade "$c.args | index(\"--cache-dir\") as \$i | .[\$i + 1]")" '"/var/cache/lodestore"'
+check_eq "no node cache (--agent-cache-dir \"\"): no volume, --no-cache" \
+    "$(jq_job "$NO" second "[([$pod.volumes[] | select(.name == \"node-cache\")] | length), ($c.args | index(\"--no-cache\") != null), ($c.args | index(\"--cache-dir\"))]")" \
+    '[0,true,null]'
 
 # ---- a failed hook (issue 22): what the agent wrote, as a termination message ----
 if env_wait 60 "the pod of before-upgrade to run" pod_running before-upgrade; then

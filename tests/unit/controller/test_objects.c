@@ -107,6 +107,52 @@ static json_t *by_name(json_t *array, const char *name)
     return NULL;
 }
 
+/* The node cache (docs/operator.md, "The node cache"): a hostPath made when missing,
+ * mounted writable for the agent alone, and named to lode backup; none without a dir. */
+static void test_job_node_cache(void **state)
+{
+    (void)state;
+    char *paths[] = {"/etc", "/home"};
+    struct policy p;
+    make_policy(&p, paths);
+    struct ctl_run run = {.host = "node-1",
+                          .slot = "2026-03-29T03:30",
+                          .trigger = CTL_TRIGGER_SCHEDULED,
+                          .backup_name = "etc-and-home-202603290330-abc"};
+    struct ctl_job_opts opts = {
+        .agent_image = "lodestore:test", .ttl_seconds = 3600, .cache_dir = "/var/lib/lode-cache"};
+    json_t *job = ctl_job_json(&p, &run, &opts);
+    json_t *pod = job_pod(job);
+    json_t *c = job_container(job);
+    char *args = json_dumps(json_object_get(c, "args"), JSON_COMPACT);
+    assert_non_null(strstr(args, "\"--cache-dir\",\"" CTL_CACHE_DIR "\""));
+    assert_null(strstr(args, "--no-cache"));
+    free(args);
+    json_t *m = by_name(json_object_get(c, "volumeMounts"), "node-cache");
+    assert_non_null(m);
+    assert_string_equal(json_string_value(json_object_get(m, "mountPath")), CTL_CACHE_DIR);
+    assert_null(json_object_get(m, "readOnly"));
+    assert_null(json_object_get(m, "recursiveReadOnly"));
+    json_t *hp =
+        json_object_get(by_name(json_object_get(pod, "volumes"), "node-cache"), "hostPath");
+    assert_string_equal(json_string_value(json_object_get(hp, "path")), "/var/lib/lode-cache");
+    assert_string_equal(json_string_value(json_object_get(hp, "type")), "DirectoryOrCreate");
+    /* The node's root stays read-only beside it. */
+    assert_true(json_is_true(
+        json_object_get(by_name(json_object_get(c, "volumeMounts"), "host-root"), "readOnly")));
+    json_decref(job);
+
+    opts.cache_dir = "";
+    job = ctl_job_json(&p, &run, &opts);
+    c = job_container(job);
+    assert_null(by_name(json_object_get(c, "volumeMounts"), "node-cache"));
+    assert_null(by_name(json_object_get(job_pod(job), "volumes"), "node-cache"));
+    args = json_dumps(json_object_get(c, "args"), JSON_COMPACT);
+    assert_non_null(strstr(args, "\"--no-cache\"]"));
+    free(args);
+    json_decref(job);
+}
+
 static void test_job_is_pinned_bounded_and_read_only(void **state)
 {
     char *paths[] = {"/etc", "/home"};
@@ -138,7 +184,7 @@ static void test_job_is_pinned_bounded_and_read_only(void **state)
     char *args = json_dumps(json_object_get(c, "args"), JSON_COMPACT);
     assert_string_equal(args, "[\"--policy\",\"ops/etc-and-home\",\"--host\",\"node-1\","
                               "\"--root\",\"/host\",\"--output\",\"json\","
-                              "\"--termination-log\",\"/dev/termination-log\"]");
+                              "\"--termination-log\",\"/dev/termination-log\",\"--no-cache\"]");
     free(args);
     json_t *root = by_name(json_object_get(c, "volumeMounts"), "host-root");
     assert_string_equal(json_string_value(json_object_get(root, "mountPath")), CTL_HOST_ROOT);
@@ -963,6 +1009,7 @@ int main(void)
         cmocka_unit_test(test_names_are_deterministic_and_valid),
         cmocka_unit_test(test_labels),
         cmocka_unit_test(test_job_is_pinned_bounded_and_read_only),
+        cmocka_unit_test(test_job_node_cache),
         cmocka_unit_test(test_job_hooks),
         cmocka_unit_test(test_job_pin),
         cmocka_unit_test(test_job_pod_settings),
