@@ -266,7 +266,7 @@ static unsigned cron_month_max_days(unsigned m)
 /*
  * Proves that the expression fires: some month it allows has some day it allows.
  * When both day fields are restricted the weekday alone can fire, and every
- * weekday falls on every date within 28 years, so only the day-of-month bits
+ * weekday falls on every date within 40 years, so only the day-of-month bits
  * together with the months can make an expression dead.
  */
 static int cron_check_can_fire(const struct cron_expr *e, const char *text, struct util_err *err)

@@ -48,8 +48,9 @@ bool cron_day_matches(const struct cron_expr *e, int64_t y, unsigned m, unsigned
 /*
  * The first local minute strictly after `after` that matches (local seconds as in
  * tz.h, any second within a minute). Returns 0 and fills *next (a multiple of 60),
- * UTIL_ENOENT when nothing matches within 28 years (cannot happen for an
- * expression cron_parse accepted, as Feb 29 on a given weekday recurs every 28),
+ * UTIL_ENOENT when nothing matches within 40 years (cannot happen for an
+ * expression cron_parse accepted: Feb 29 on a given weekday recurs within 40
+ * years, the longest gap, across a non-leap century such as 1900 or 2100),
  * or UTIL_ERANGE when |after| > CRON_T_LIMIT.
  */
 int cron_next(const struct cron_expr *e, int64_t after, int64_t *next);

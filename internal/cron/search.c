@@ -122,8 +122,13 @@ static int cron_bit_upto(uint64_t mask, int upto)
     return mask ? 63 - __builtin_clzll(mask) : -1;
 }
 
-/* The years a search may cover: Feb 29 on a given weekday recurs within 28. */
-#define CRON_SEARCH_YEARS 29
+/*
+ * The years a search may cover. Feb 29 on a given weekday recurs every 28 years
+ * within one century; across a non-leap 1900 or 2100 the gap is up to 40
+ * (Sundays 1880 and 1920, Fridays 1884 and 1924), the longest in the 400-year
+ * Gregorian cycle. Any other date recurs on a given weekday within 12 years.
+ */
+#define CRON_SEARCH_YEARS 40
 
 /*
  * True when every day matches: all months, and the day rule passes every date.

@@ -481,6 +481,23 @@ static void test_next_examples(void **state)
     assert_int_equal(n, lt(2104, 2, 29, 0, 0));
     assert_int_equal(cron_prev(&e, lt(2104, 2, 29, 0, 0), &n), 0);
     assert_int_equal(n, lt(2096, 2, 29, 0, 0));
+    /*
+     * Feb 29 on a Sunday ("*" + step keeps the weekday a condition that must also
+     * hold): 28 years apart in most centuries, 40 across the non-leap 1900 and 2100,
+     * the longest gap; a search bounded at 29 years failed both ways (fuzz_cron).
+     */
+    e = parse_ok("0 0 29 2 */7");
+    assert_int_equal(cron_next(&e, lt(1880, 2, 29, 0, 0), &n), 0);
+    assert_int_equal(n, lt(1920, 2, 29, 0, 0));
+    assert_int_equal(cron_prev(&e, lt(1920, 2, 29, 0, 0), &n), 0);
+    assert_int_equal(n, lt(1880, 2, 29, 0, 0));
+    assert_int_equal(cron_next(&e, lt(2088, 2, 29, 0, 0), &n), 0);
+    assert_int_equal(n, lt(2128, 2, 29, 0, 0));
+    assert_int_equal(cron_prev(&e, lt(2128, 2, 29, 0, 0), &n), 0);
+    assert_int_equal(n, lt(2088, 2, 29, 0, 0));
+    e = parse_ok("0 * 29 2 */5"); /* the fuzzer's input: Sunday or Friday */
+    assert_int_equal(cron_prev(&e, lt(1920, 2, 29, 0, 0), &n), 0);
+    assert_int_equal(n, lt(1884, 2, 29, 23, 0));
     /* Strictly after and strictly before, at any second of the minute. */
     e = parse_ok("30 3 * * *");
     assert_int_equal(cron_next(&e, lt(2026, 3, 29, 3, 30), &n), 0);
