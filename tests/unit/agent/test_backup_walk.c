@@ -238,7 +238,7 @@ static void test_walk_records_the_tree_in_path_order(void **state)
     /* Two files with the same bytes name the same chunk, stored once. */
     assert_int_equal(v[1].nchunks, 1);
     assert_memory_equal(v[1].chunks[0], v[2].chunks[0], REPO_HASH_LEN);
-    assert_int_equal(x->b.set.n, 1 + v[7].nchunks);
+    assert_int_equal(chunkidx_new_count(&x->b.idx), 1 + v[7].nchunks);
     assert_int_equal(x->b.files, 4);     /* regular files: a.txt, copy.txt, empty, big.bin */
     assert_int_equal(x->b.new_files, 4); /* no parent: every file is new */
     assert_int_equal(x->b.bytes, 12 + 12 + 300000);
