@@ -8,6 +8,8 @@
  *               config.json, list the catalog, read manifests
  *   backup.h    one backup: the walk merged with the parent's file list, chunking,
  *               sealing on the thread pool, packs, paced uploads, the manifest
+ *   chunkidx.h  a backup's chunk index: the dedup table and the chunk set, 12 bytes a
+ *               chunk in memory, the records in a file in $TMPDIR
  *   browse.h    looking inside a snapshot without restoring it: ls, find, diff, dump
  *   restore.h   one snapshot back onto disk: the target written safely, regular files
  *               fetched in batches of ranged GETs

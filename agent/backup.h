@@ -14,7 +14,7 @@
  * uploading while the next fills), plus the read buffer (9 MiB). The key
  * derivation (scrypt, 32 MiB) is over and its memory unmapped before any of these
  * exist (cli/cmd_backup.c); the metadata pack being filled (at most 16 MiB), and
- * the chunk set grows with the files.
+ * the chunk index grows with the chunks, about 12 bytes each (chunkidx.h).
  */
 #ifndef LODE_AGENT_BACKUP_H
 #define LODE_AGENT_BACKUP_H
@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 
 #include "anomaly/anomaly.h"
+#include "chunkidx.h"
 #include "hooks.h"
 #include "policy/policy.h"
 #include "repo/repo.h"
@@ -59,16 +60,15 @@ struct backup {
     struct anomaly_thresholds thresholds; /* defaults, or $LODE_ANOMALY's */
     struct mcache *cache; /* the node's metadata cache (mcache.h), or NULL (borrowed) */
 
-    /* The parent: its chunk set (sorted) and its file list reader, or none. */
-    struct repo_chunkset *parent_set;
+    /* The parent's file list reader, or none. */
     struct repo_files_reader *parent_files;
     struct repo_merge merge;
 
-    /* What this snapshot references: its new chunks (those still being sealed as
-     * pending), which are also the run's dedup table, and a bit for each chunk of
-     * the parent's set it references, until backup_store_adopt_parent. */
-    struct repo_chunkset set;
-    uint8_t *parent_used;
+    /* What this snapshot references (chunkidx.h): the parent's chunk set, with a bit
+     * for each chunk this snapshot uses, and this run's new chunks (the run's dedup
+     * table, from when they are queued). */
+    struct chunkidx idx;
+    bool idx_open;
     struct repo_files_writer list; /* this snapshot's file list */
 
     /* backup_list.c: the metadata chunks known (the parent's and this run's) and
@@ -82,12 +82,10 @@ struct backup {
     bool mfinishing;
 
     /* backup_store.c: jobs, packs, uploads, pacing. */
-    struct repo_pack_writer pw;
-    uint32_t *members; /* the pack being filled: its chunks' positions in set.v */
-    size_t nmembers, capmembers;
-    unsigned jobs;             /* seal jobs in flight */
-    size_t job_bytes;          /* their plain bytes */
-    struct backup_pack *ready; /* finished packs not yet uploading */
+    struct repo_pack_writer pw; /* its entries are the index's members */
+    unsigned jobs;              /* seal jobs in flight */
+    size_t job_bytes;           /* their plain bytes */
+    struct backup_pack *ready;  /* finished packs not yet uploading */
     unsigned uploading;
     struct repo_bucket bucket;
     bool paced;
@@ -110,7 +108,9 @@ struct backup {
 
 /* ---- backup_store.c ---- */
 
-/* Sets up the stores after b->st and b->keys are set; rate 0 = unlimited. */
+/* Sets up the stores after b->st and b->keys are set; rate 0 = unlimited. The chunk
+ * index's files are made in $TMPDIR: when they cannot be, b->fatal says why and
+ * backup_run writes nothing. */
 void backup_store_init(struct backup *b, uint64_t rate);
 /* Waits for the thread pool, cancels uploads, closes the timers (the loop stays). */
 void backup_store_close(struct backup *b);
@@ -129,11 +129,6 @@ bool backup_store_chunk(struct backup *b, const uint8_t *data, size_t len, bool 
                         uint8_t hash[REPO_HASH_LEN]);
 /* Records the chunks of an unchanged file (from the parent's set) in this snapshot's. */
 int backup_store_reuse(struct backup *b, const struct repo_file *pf, struct util_err *err);
-/*
- * After the walk and the flush: the parent's entries this snapshot references join
- * b->set, in the parent set's memory (which keeps none of its own entries after).
- */
-void backup_store_adopt_parent(struct backup *b);
 /*
  * The pack closing rule (pure): the pack being filled, pw with nmembers table
  * entries, is closed once its blobs and its table reach REPO_PACK_SIZE; the table
@@ -177,7 +172,7 @@ bool backup_meta_seen_cb(void *arg, const struct repo_mref *ref, unsigned level)
 /* PUTs the metadata pack once it is full; false when the backup must stop. Called
  * before each entry. */
 bool backup_list_ship(struct backup *b);
-/* Finishes the file list, writes the chunk set (b->set, sorted here) and PUTs the
+/* Finishes the file list, writes the chunk set (from b->idx) and PUTs the
  * last metadata pack: the two roots. */
 int backup_list_finish(struct backup *b, struct repo_root *files, struct repo_root *chunks,
                        struct util_err *err);

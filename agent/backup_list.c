@@ -192,8 +192,7 @@ int backup_list_finish(struct backup *b, struct repo_root *files, struct repo_ro
     if ((rc = repo_files_writer_finish(&b->list, files, err)) != 0)
         return rc;
     repo_tree_writer_init(&w, REPO_TREE_CHUNKS, b->keys, backup_meta_store_cb, b);
-    repo_chunkset_sort(&b->set);
-    rc = repo_chunkset_write(&b->set, &w, err);
+    rc = chunkidx_write(&b->idx, &w, err);
     if (rc == 0)
         rc = repo_tree_writer_finish(&w, chunks, err);
     repo_tree_writer_free(&w);

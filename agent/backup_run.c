@@ -162,11 +162,10 @@ static int backup_run_manifest(struct backup *b, const char *id, struct repo_man
 struct backup_run_parent {
     char id[REPO_ID_LEN + 1];
     struct meta_src ms;
-    struct repo_chunkset set;
     struct repo_tree_reader tree;
     struct repo_files_reader reader;
     bool have;   /* the snapshot has this parent */
-    bool loaded; /* reader, tree and set hold memory */
+    bool loaded; /* reader and tree hold memory */
 };
 
 /* The parent's manifest (authenticated), read before the run record names its trees; a
@@ -185,10 +184,9 @@ static void backup_run_parent_manifest(struct backup *b, struct backup_run_paren
 
 /*
  * After the run record: the parent's manifest must still exist (a HEAD; gone: no
- * parent), then its chunk set (whole) and file list (a leaf at a time as the walk
- * goes: memory is one chunk a level, not the list); every metadata chunk that opens
- * is noted (backup_meta_seen_cb) so this run reuses it. A parent whose trees cannot
- * be read is dropped.
+ * parent), then its chunk set (into b->idx, leaf by leaf) and file list (a leaf at a time as the
+ * walk goes: memory is one chunk a level, not the list); every metadata chunk that opens is noted
+ * (backup_meta_seen_cb) so this run reuses it. A parent whose trees cannot be read is dropped.
  */
 static void backup_run_parent_load(struct backup *b, struct backup_run_parent *p,
                                    const struct repo_manifest *pm)
@@ -197,6 +195,8 @@ static void backup_run_parent_load(struct backup *b, struct backup_run_parent *p
     struct s3_info info = {0};
     struct repo_key k = {.kind = REPO_KEY_MANIFEST, .src = b->src};
     struct repo_tree_reader cr;
+    const uint8_t *recs;
+    size_t len;
     char *key;
     int rc;
 
@@ -217,12 +217,20 @@ static void backup_run_parent_load(struct backup *b, struct backup_run_parent *p
     repo_tree_reader_init(&cr, b->keys, REPO_TREE_CHUNKS, &pm->chunks_root, meta_fetch_cb, &p->ms);
     cr.loaded = backup_meta_seen_cb;
     cr.loaded_arg = b;
-    rc = repo_chunkset_read(&p->set, &cr, &err);
+    while ((rc = repo_tree_reader_next(&cr, &recs, &len, &err)) == 1)
+        if ((rc = repo_chunkset_leaf_each(recs, len, chunkidx_parent_cb, &b->idx, &err)) != 0)
+            break;
     repo_tree_reader_free(&cr);
     if (rc != 0) {
+        meta_src_free(&p->ms);
+        /* The index's own file failing is the node's problem, not the parent's. */
+        if (b->idx.failed != 0) {
+            backup_fail(b, b->idx.failed, b->idx.msg);
+            return;
+        }
         fprintf(stderr, "lode backup: the parent's chunk set: %s: backing up without a parent\n",
                 err.msg);
-        meta_src_free(&p->ms);
+        chunkidx_parent_drop(&b->idx);
         return;
     }
     repo_tree_reader_init(&p->tree, b->keys, REPO_TREE_FILES, &pm->files_root, meta_fetch_cb,
@@ -231,7 +239,6 @@ static void backup_run_parent_load(struct backup *b, struct backup_run_parent *p
     p->tree.loaded_arg = b;
     repo_files_reader_tree(&p->reader, &p->tree);
     p->have = p->loaded = true;
-    b->parent_set = &p->set;
     b->parent_files = &p->reader;
 }
 
@@ -241,11 +248,9 @@ static void backup_run_parent_free(struct backup *b, struct backup_run_parent *p
     if (p->loaded) {
         repo_files_reader_free(&p->reader);
         repo_tree_reader_free(&p->tree);
-        repo_chunkset_free(&p->set);
         meta_src_free(&p->ms);
         p->loaded = false;
     }
-    b->parent_set = NULL;
     b->parent_files = NULL;
 }
 /* The anomaly detector's numbers of a manifest (the same for this run's). */
@@ -317,6 +322,8 @@ void backup_run(struct backup *b, const struct policy *pol, int64_t max_runtime,
     int rc;
 
     repo_catalog_init(&cat);
+    if (b->fatal != 0) /* the stores could not be set up (backup_store_init) */
+        goto stopped;
     if ((rc = storage_catalog(b->st, b->src.ns, b->src.policy, b->src.host, &cat, &err)) != 0)
         goto fail;
     for (size_t i = 0; i < cat.n; i++) {
@@ -335,26 +342,17 @@ void backup_run(struct backup *b, const struct policy *pol, int64_t max_runtime,
     backup_run_parent_load(b, &parent, &pm);
     repo_merge_init(&b->merge, b->parent_files);
 
-    if (!backup_walk(b) || !backup_store_flush(b))
+    if (b->fatal != 0 || !backup_walk(b) || !backup_store_flush(b))
         goto stopped;
     if (repo_merge_finish(&b->merge, &err) != 0)
         fprintf(stderr, "lode backup: the parent's file list: %s\n", err.msg);
-    /* The parent's chunks that this snapshot uses join its set; the parent's list
-     * and set are done with, and their memory goes before the set is sealed. */
-    backup_store_adopt_parent(b);
+    /* The parent's list is done with; its chunk set is in the index. */
     repo_merge_free(&b->merge);
     backup_run_parent_free(b, &parent);
 
-    for (size_t i = 0; i < b->set.n; i++) {
-        if (b->set.v[i].pack == REPO_CHUNK_PENDING) {
-            rc = util_err_set(&err, UTIL_EIO, "a chunk was never written to a pack (a bug)");
-            goto fail;
-        }
-    }
     /* The rest of the file list, the chunk set, and the last metadata pack. */
     if ((rc = backup_list_finish(b, &m.files_root, &m.chunks_root, &err)) != 0)
         goto fail;
-    repo_chunkset_free(&b->set);
 
     /* The manifest's fields, then the marks it implies. */
     snprintf(m.id, sizeof(m.id), "%s", b->id);

@@ -82,8 +82,12 @@ static void backup_tick(uv_timer_t *t)
 void backup_store_init(struct backup *b, uint64_t rate)
 {
     uv_loop_t *loop = s3_sync_loop(b->st->s3);
-    repo_chunkset_init(&b->set);
+    struct util_err err = {0};
     repo_pack_writer_init(&b->pw);
+    if (chunkidx_open(&b->idx, getenv("TMPDIR"), &err) == 0)
+        b->idx_open = true;
+    else
+        backup_fail(b, err.code, err.msg);
     b->paced = rate > 0;
     repo_bucket_init(&b->bucket, rate > 0 ? rate : 1, uv_hrtime());
     uv_timer_init(loop, &b->tick);
@@ -179,25 +183,28 @@ static void backup_uploads_start(struct backup *b)
     }
 }
 
-/* The pack table's entries: the set's, by position (members). */
+/* The pack table's entries: the index's members, read back in order. */
 static const struct repo_chunk *backup_pack_entry(size_t i, void *arg)
 {
-    const struct backup *b = arg;
-    return &b->set.v[b->members[i]];
+    struct backup *b = arg;
+    return chunkidx_member(&b->idx, i);
 }
 
-/* Closes the pack being filled: its chunks' entries in the set get its index; it is queued. */
+/* Closes the pack being filled: the index learns its name; it is queued. */
 static void backup_pack_close(struct backup *b)
 {
     struct backup_pack *p = util_calloc(1, sizeof(*p)), **tail;
-    uint32_t idx;
-    repo_pack_writer_finish_with(&b->pw, b->keys, b->nmembers, backup_pack_entry, b, &p->data,
-                                 &p->len, p->id);
-    idx = repo_chunkset_pack(&b->set, p->id);
-    for (size_t i = 0; i < b->nmembers; i++)
-        b->set.v[b->members[i]].pack = idx;
-    b->nmembers = 0;
+    struct util_err err = {0};
+    repo_pack_writer_finish_with(&b->pw, b->keys, chunkidx_members(&b->idx), backup_pack_entry, b,
+                                 &p->data, &p->len, p->id);
     repo_pack_writer_reset(&b->pw);
+    /* A table read back wrong is never sent: the failure stops the backup first. */
+    if (chunkidx_pack_closed(&b->idx, p->id, &err) != 0) {
+        backup_fail(b, err.code, err.msg);
+        free(p->data);
+        free(p);
+        return;
+    }
     p->b = b;
     for (tail = &b->ready; *tail != NULL; tail = &(*tail)->next)
         ;
@@ -232,19 +239,19 @@ static void backup_job_done(uv_work_t *req, int status)
     b->job_bytes -= j->len;
     free(j->plain);
     if (status == 0 && b->fatal == 0) {
-        /* The set has the chunk as pending since it was queued: its entry gets where it
-         * is in the pack now, and its pack once the pack is closed. The pack keeps only
-         * the entry's position (4 bytes, not a 48-byte copy: a pack of small files
-         * holds 250,000 chunks). */
-        struct repo_chunk *c = repo_chunkset_lookup(&b->set, j->hash);
-        if (c == NULL || c->pack != REPO_CHUNK_PENDING)
-            abort(); /* queued chunks are put in the set first, once */
-        c->offset = repo_pack_writer_put(&b->pw, j->sealed, j->sealed_len);
-        c->stored = (uint32_t)j->sealed_len;
-        c->plain = (uint32_t)j->len;
-        c->flags = j->flags;
-        b->members = util_grow(b->members, &b->capmembers, b->nmembers + 1, sizeof(*b->members));
-        b->members[b->nmembers++] = (uint32_t)(c - b->set.v);
+        /* The index has the chunk since it was queued; where it is in the pack goes to
+         * the index's file (a pack of small files holds 250,000 chunks: their entries
+         * are read back from there when it closes, not kept in memory). */
+        struct repo_chunk c;
+        struct util_err err = {0};
+        memset(&c, 0, sizeof(c));
+        memcpy(c.hash, j->hash, REPO_HASH_LEN);
+        c.offset = repo_pack_writer_put(&b->pw, j->sealed, j->sealed_len);
+        c.stored = (uint32_t)j->sealed_len;
+        c.plain = (uint32_t)j->len;
+        c.flags = j->flags;
+        if (chunkidx_sealed(&b->idx, &c, &err) != 0)
+            backup_fail(b, err.code, err.msg);
         b->new_bytes += j->len;
         if (!(j->flags & REPO_BLOB_ZSTD))
             b->raw_new_bytes += j->len;
@@ -253,7 +260,7 @@ static void backup_job_done(uv_work_t *req, int status)
             if (!(j->flags & REPO_BLOB_ZSTD))
                 b->raw_changed_bytes += j->len;
         }
-        if (backup_pack_full(&b->pw, b->nmembers))
+        if (b->fatal == 0 && backup_pack_full(&b->pw, chunkidx_members(&b->idx)))
             backup_pack_close(b);
     }
     free(j->sealed);
@@ -279,8 +286,8 @@ bool backup_may_queue(const struct repo_pack_writer *pw, size_t nmembers, unsign
 
 static bool backup_has_room(const struct backup *b, size_t len)
 {
-    return backup_may_queue(&b->pw, b->nmembers, b->jobs, b->job_bytes, backup_packs_waiting(b),
-                            len);
+    return backup_may_queue(&b->pw, chunkidx_members(&b->idx), b->jobs, b->job_bytes,
+                            backup_packs_waiting(b), len);
 }
 
 /* Runs the loop until the pipeline has room for len bytes (or everything is done, with all). */
@@ -296,44 +303,36 @@ static bool backup_wait(struct backup *b, bool all, size_t len)
     }
 }
 
-/*
- * A chunk of the parent's set that this snapshot references: a bit beside the
- * parent's set, not a copy of its entry, so a re-run holds the entries once
- * (backup_store_adopt_parent moves them into this run's set at the end).
- */
-static void backup_parent_mark(struct backup *b, const struct repo_chunk *pc)
-{
-    size_t i = (size_t)(pc - b->parent_set->v);
-    if (b->parent_used == NULL)
-        b->parent_used = util_calloc(b->parent_set->n / 8 + 1, 1);
-    b->parent_used[i / 8] |= (uint8_t)(1u << (i % 8));
-}
-
 bool backup_store_chunk(struct backup *b, const uint8_t *data, size_t len, bool changed,
                         uint8_t hash[REPO_HASH_LEN])
 {
     struct backup_job *j;
-    const struct repo_chunk *pc;
-    struct repo_chunk pending;
+    struct util_err err = {0};
+    uint32_t pos;
+    int rc;
 
     SHA256(data, len, hash);
     /* Let finished work and uploads progress without blocking. */
     uv_run(s3_sync_loop(b->st->s3), UV_RUN_NOWAIT);
     if (backup_should_stop(b))
         return false;
-    /* The set is this run's dedup table: a chunk is in it from when it is queued. */
-    if (repo_chunkset_lookup(&b->set, hash) != NULL)
-        return true;
-    if (b->parent_set != NULL && (pc = repo_chunkset_find(b->parent_set, hash)) != NULL) {
-        backup_parent_mark(b, pc);
+    /* The index is this run's dedup table: a chunk is in it from when it is queued,
+     * and the parent's chunks are, each marked once this snapshot uses it. */
+    if ((rc = chunkidx_find(&b->idx, hash, &pos, &err)) != 0) {
+        if (rc < 0) {
+            backup_fail(b, rc, err.msg);
+            return false;
+        }
+        if (chunkidx_is_parent(&b->idx, pos))
+            chunkidx_use(&b->idx, pos);
         return true;
     }
     if (!backup_wait(b, false, len))
         return false;
-    memset(&pending, 0, sizeof(pending));
-    memcpy(pending.hash, hash, REPO_HASH_LEN);
-    pending.pack = REPO_CHUNK_PENDING;
-    repo_chunkset_put(&b->set, &pending);
+    if ((rc = chunkidx_add(&b->idx, hash, &err)) != 0) {
+        backup_fail(b, rc, err.msg);
+        return false;
+    }
     j = util_calloc(1, sizeof(*j));
     j->req.data = j;
     j->b = b;
@@ -355,55 +354,22 @@ bool backup_store_chunk(struct backup *b, const uint8_t *data, size_t len, bool 
 
 int backup_store_reuse(struct backup *b, const struct repo_file *pf, struct util_err *err)
 {
-    for (size_t i = 0; i < pf->nchunks; i++) {
-        const struct repo_chunk *pc =
-            b->parent_set != NULL ? repo_chunkset_find(b->parent_set, pf->chunks[i]) : NULL;
-        if (pc == NULL)
-            return util_err_set(err, UTIL_EIO, "the parent's chunk set lacks a chunk of %s",
+    /* All or nothing: a file the walk reads again after all marks none of its old chunks. */
+    uint32_t one, *pos = pf->nchunks > 1 ? util_malloc(pf->nchunks * sizeof(*pos)) : &one;
+    int rc = 0;
+    for (size_t i = 0; i < pf->nchunks && rc == 0; i++) {
+        if ((rc = chunkidx_find(&b->idx, pf->chunks[i], &pos[i], err)) < 0)
+            break; /* a read of the index's file: named in err */
+        rc = rc > 0 && chunkidx_is_parent(&b->idx, pos[i])
+                 ? 0
+                 : util_err_set(err, UTIL_EIO, "the parent's chunk set lacks a chunk of %s",
                                 pf->path);
     }
-    for (size_t i = 0; i < pf->nchunks; i++)
-        backup_parent_mark(b, repo_chunkset_find(b->parent_set, pf->chunks[i]));
-    return 0;
-}
-
-void backup_store_adopt_parent(struct backup *b)
-{
-    struct repo_chunkset *ps = b->parent_set;
-    uint32_t *map;
-    size_t j = 0;
-
-    if (ps == NULL || b->parent_used == NULL)
-        return;
-    /* The parent's packs get their index in this set's list when first used. */
-    map = util_malloc((ps->npacks ? ps->npacks : 1) * sizeof(*map));
-    for (size_t i = 0; i < ps->npacks; i++)
-        map[i] = REPO_CHUNK_PENDING;
-    for (size_t i = 0; i < ps->n; i++) {
-        struct repo_chunk c;
-        if (!(b->parent_used[i / 8] & (1u << (i % 8))))
-            continue;
-        c = ps->v[i];
-        if (map[c.pack] == REPO_CHUNK_PENDING)
-            map[c.pack] = repo_chunkset_pack(&b->set, ps->packs[c.pack]);
-        c.pack = map[c.pack];
-        ps->v[j++] = c;
-    }
-    free(map);
-    /* This run's new chunks follow; the parent's array becomes the set's. */
-    ps->v = util_realloc(ps->v, (j + b->set.n ? j + b->set.n : 1) * sizeof(*ps->v));
-    if (b->set.n > 0)
-        memcpy(ps->v + j, b->set.v, b->set.n * sizeof(*ps->v));
-    free(b->set.v);
-    free(b->set.index);
-    b->set.index = NULL;
-    b->set.icap = 0;
-    b->set.v = ps->v;
-    b->set.n = b->set.cap = j + b->set.n;
-    ps->v = NULL;
-    ps->n = ps->cap = 0;
-    free(b->parent_used);
-    b->parent_used = NULL;
+    for (size_t i = 0; i < pf->nchunks && rc == 0; i++)
+        chunkidx_use(&b->idx, pos[i]);
+    if (pos != &one)
+        free(pos);
+    return rc;
 }
 
 bool backup_store_flush(struct backup *b)
@@ -414,7 +380,7 @@ bool backup_store_flush(struct backup *b)
             return false;
         uv_run(loop, UV_RUN_ONCE);
     }
-    if (b->nmembers > 0)
+    if (chunkidx_members(&b->idx) > 0 && b->fatal == 0)
         backup_pack_close(b);
     return backup_wait(b, true, 0);
 }
@@ -454,12 +420,9 @@ void backup_store_close(struct backup *b)
     uv_close((uv_handle_t *)&b->tick, NULL);
     uv_run(loop, UV_RUN_NOWAIT);
     repo_pack_writer_free(&b->pw);
-    free(b->members);
-    b->members = NULL;
-    b->nmembers = b->capmembers = 0;
-    repo_chunkset_free(&b->set);
-    free(b->parent_used);
-    b->parent_used = NULL;
+    if (b->idx_open)
+        chunkidx_close(&b->idx);
+    b->idx_open = false;
 }
 
 void backup_store_release(struct backup *b)

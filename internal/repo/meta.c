@@ -405,37 +405,48 @@ static uint32_t *repo_cs_order(const struct repo_chunkset *s)
     return order;
 }
 
+int repo_chunkset_rec_pack(struct repo_tree_writer *w, const uint8_t id[REPO_HASH_LEN],
+                           struct util_err *err)
+{
+    uint8_t rec[1 + REPO_HASH_LEN];
+    rec[0] = REC_PACK;
+    memcpy(rec + 1, id, REPO_HASH_LEN);
+    return repo_tree_writer_add(w, rec, sizeof(rec), err);
+}
+
+int repo_chunkset_rec_chunk(struct repo_tree_writer *w, const struct repo_chunk *c,
+                            struct util_err *err)
+{
+    struct util_buf rec;
+    uint8_t tag = REC_CHUNK;
+    int rc;
+    util_buf_init(&rec);
+    util_buf_append(&rec, &tag, 1);
+    util_buf_append(&rec, c->hash, REPO_HASH_LEN);
+    util_varint_put(&rec, c->offset);
+    util_varint_put(&rec, c->stored);
+    util_varint_put(&rec, c->plain);
+    tag = c->flags;
+    util_buf_append(&rec, &tag, 1);
+    rc = repo_tree_writer_add(w, (const uint8_t *)rec.data, rec.len, err);
+    util_buf_free(&rec);
+    return rc;
+}
+
 int repo_chunkset_write(const struct repo_chunkset *s, struct repo_tree_writer *w,
                         struct util_err *err)
 {
     uint32_t *order = repo_cs_order(s), pack = UINT32_MAX;
-    struct util_buf rec;
     int rc = 0;
-    util_buf_init(&rec);
     for (size_t i = 0; i < s->n && rc == 0; i++) {
         const struct repo_chunk *c = &s->v[order[i]];
-        uint8_t tag;
         if (c->pack != pack) {
             pack = c->pack;
-            rec.len = 0;
-            tag = REC_PACK;
-            util_buf_append(&rec, &tag, 1);
-            util_buf_append(&rec, s->packs[pack], REPO_HASH_LEN);
-            if ((rc = repo_tree_writer_add(w, (const uint8_t *)rec.data, rec.len, err)) != 0)
+            if ((rc = repo_chunkset_rec_pack(w, s->packs[pack], err)) != 0)
                 break;
         }
-        rec.len = 0;
-        tag = REC_CHUNK;
-        util_buf_append(&rec, &tag, 1);
-        util_buf_append(&rec, c->hash, REPO_HASH_LEN);
-        util_varint_put(&rec, c->offset);
-        util_varint_put(&rec, c->stored);
-        util_varint_put(&rec, c->plain);
-        tag = c->flags;
-        util_buf_append(&rec, &tag, 1);
-        rc = repo_tree_writer_add(w, (const uint8_t *)rec.data, rec.len, err);
+        rc = repo_chunkset_rec_chunk(w, c, err);
     }
-    util_buf_free(&rec);
     free(order);
     return rc;
 }
@@ -516,19 +527,43 @@ bad:
     return util_err_set(err, UTIL_EIO, "a chunk set record is malformed");
 }
 
-int repo_chunkset_leaf_packs(const uint8_t *recs, size_t len,
-                             void (*pack)(void *arg, const uint8_t id[REPO_HASH_LEN]), void *arg,
-                             struct util_err *err)
+int repo_chunkset_leaf_each(const uint8_t *recs, size_t len, repo_cs_rec_cb rec, void *arg,
+                            struct util_err *err)
 {
     struct util_rd rd = {.p = recs, .n = len};
     uint8_t id[REPO_HASH_LEN];
     while (rd.i < rd.n) {
         struct repo_chunk c;
         bool is_pack;
+        int rc;
         if (repo_cs_record(&rd, &is_pack, id, &c) != 0)
             return util_err_set(err, UTIL_EIO, "a chunk set record is malformed");
-        if (is_pack)
-            pack(arg, id);
+        if ((rc = rec(arg, is_pack ? id : NULL, is_pack ? NULL : &c, err)) != 0)
+            return rc;
     }
     return 0;
+}
+
+struct repo_cs_packs {
+    void (*pack)(void *arg, const uint8_t id[REPO_HASH_LEN]);
+    void *arg;
+};
+
+static int repo_cs_packs_cb(void *arg, const uint8_t *pack, const struct repo_chunk *c,
+                            struct util_err *err)
+{
+    struct repo_cs_packs *p = arg;
+    (void)c;
+    (void)err;
+    if (pack != NULL)
+        p->pack(p->arg, pack);
+    return 0;
+}
+
+int repo_chunkset_leaf_packs(const uint8_t *recs, size_t len,
+                             void (*pack)(void *arg, const uint8_t id[REPO_HASH_LEN]), void *arg,
+                             struct util_err *err)
+{
+    struct repo_cs_packs p = {.pack = pack, .arg = arg};
+    return repo_chunkset_leaf_each(recs, len, repo_cs_packs_cb, &p, err);
 }

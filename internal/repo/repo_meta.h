@@ -206,8 +206,27 @@ const struct repo_chunk *repo_chunkset_find(const struct repo_chunkset *s,
  */
 int repo_chunkset_write(const struct repo_chunkset *s, struct repo_tree_writer *w,
                         struct util_err *err);
+/*
+ * The same records one at a time, for a writer that keeps the set elsewhere (a
+ * backup's chunk index, agent/chunkidx.h): a pack's record, then its chunks' in the
+ * order of their offsets; packs in the order of their hashes. The caller keeps that
+ * order; repo_chunkset_write is built on these.
+ */
+int repo_chunkset_rec_pack(struct repo_tree_writer *w, const uint8_t id[REPO_HASH_LEN],
+                           struct util_err *err);
+int repo_chunkset_rec_chunk(struct repo_tree_writer *w, const struct repo_chunk *c,
+                            struct util_err *err);
 /* Reads a chunk set tree into s (sorted by hash). */
 int repo_chunkset_read(struct repo_chunkset *s, struct repo_tree_reader *r, struct util_err *err);
+/*
+ * Calls rec for each record of one leaf, in order: a pack's (pack set, c NULL) or a
+ * chunk's (pack NULL; c->pack is 0). A malformed record is UTIL_EIO; a non-zero
+ * return of rec stops the walk and is returned.
+ */
+typedef int (*repo_cs_rec_cb)(void *arg, const uint8_t *pack, const struct repo_chunk *c,
+                              struct util_err *err);
+int repo_chunkset_leaf_each(const uint8_t *recs, size_t len, repo_cs_rec_cb rec, void *arg,
+                            struct util_err *err);
 /* Calls pack for each pack record of one leaf (garbage collection's need). */
 int repo_chunkset_leaf_packs(const uint8_t *recs, size_t len,
                              void (*pack)(void *arg, const uint8_t id[REPO_HASH_LEN]), void *arg,

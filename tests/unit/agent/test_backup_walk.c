@@ -8,6 +8,7 @@
  * so the walk never reaches the network. The seal jobs run on libuv's thread pool
  * as in a backup; the list is read back with the repository's own reader.
  */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -238,7 +239,7 @@ static void test_walk_records_the_tree_in_path_order(void **state)
     /* Two files with the same bytes name the same chunk, stored once. */
     assert_int_equal(v[1].nchunks, 1);
     assert_memory_equal(v[1].chunks[0], v[2].chunks[0], REPO_HASH_LEN);
-    assert_int_equal(x->b.set.n, 1 + v[7].nchunks);
+    assert_int_equal(chunkidx_new_count(&x->b.idx), 1 + v[7].nchunks);
     assert_int_equal(x->b.files, 4);     /* regular files: a.txt, copy.txt, empty, big.bin */
     assert_int_equal(x->b.new_files, 4); /* no parent: every file is new */
     assert_int_equal(x->b.bytes, 12 + 12 + 300000);
@@ -339,6 +340,55 @@ static void test_walk_records_hard_links(void **state)
     free_list(v, n);
 }
 
+/* Without its chunk index (no directory to make its files in) a backup does not start. */
+static void test_no_chunk_index_no_backup(void **state)
+{
+    struct fx *x = *state;
+    backup_store_close(&x->b);
+    setenv("TMPDIR", "/nonexistent-lode-tmp", 1);
+    backup_store_init(&x->b, 0);
+    unsetenv("TMPDIR");
+    assert_int_equal(x->b.fatal, UTIL_EIO);
+    assert_non_null(
+        strstr(x->b.fatal_msg, "cannot create the chunk index's file in /nonexistent-lode-tmp"));
+    assert_false(x->b.idx_open);
+    assert_true(backup_should_stop(&x->b));
+}
+
+/*
+ * The index's file failing in the walk stops the backup with its message: a parent of
+ * 1,535 chunks is on the file (written through a descriptor that cannot read), and the
+ * walk's new chunks grow the table past 1,536, whose rebuild reads the file back.
+ */
+static void test_walk_stops_when_the_chunk_index_fails(void **state)
+{
+    struct fx *x = *state;
+    struct util_err err = {0};
+    uint8_t id[REPO_HASH_LEN] = {1};
+    char *paths[] = {"/data"};
+    char tmp[] = "/tmp/lode-walk-idx-XXXXXX";
+    int fd = mkstemp(tmp);
+
+    assert_true(fd >= 0);
+    close(fd);
+    close(x->b.idx.recs.fd);
+    x->b.idx.recs.fd = open(tmp, O_WRONLY | O_CLOEXEC);
+    unlink(tmp);
+    assert_true(x->b.idx.recs.fd >= 0);
+    assert_int_equal(chunkidx_parent_cb(&x->b.idx, id, NULL, &err), 0);
+    for (uint32_t i = 0; i < 1535; i++) {
+        struct repo_chunk c = {.stored = 100, .plain = 50};
+        memcpy(c.hash, &i, sizeof(i));
+        c.hash[31] = 0xee;
+        assert_int_equal(chunkidx_parent_cb(&x->b.idx, NULL, &c, &err), 0);
+    }
+    x->b.paths = paths;
+    x->b.npaths = 1;
+    assert_false(backup_walk(&x->b));
+    assert_int_equal(x->b.fatal, UTIL_EIO);
+    assert_non_null(strstr(x->b.fatal_msg, "cannot read the chunk index's file in "));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -347,6 +397,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_walk_records_hard_links, setup, teardown),
         cmocka_unit_test_setup_teardown(test_walk_stops_when_asked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_walk_refuses_a_missing_root, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_chunk_index_no_backup, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_walk_stops_when_the_chunk_index_fails, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,514 @@
+/*
+ * The backup's chunk index (agent/chunkidx.h) on real files in /tmp: lookups by the
+ * whole hash (chunks whose first twelve bytes agree are never one), the parent's
+ * records and their order, the chunk set it writes against the one a set held whole
+ * writes (the same tree, to the root), and every failure: a directory it cannot
+ * create in, a write and a read of its file that fail, records out of order, chunks
+ * never sealed, a new pack named as the parent's.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <openssl/sha.h>
+
+#include "agent/agent.h"
+#include "agent/chunkidx.h"
+#include "repo/mstore.h"
+
+/* A chunk's hash from a number: SHA-256 of it. */
+static void hash_of(uint32_t i, uint8_t h[REPO_HASH_LEN])
+{
+    SHA256((const uint8_t *)&i, sizeof(i), h);
+}
+
+static void pack_id(uint32_t p, uint8_t id[REPO_HASH_LEN])
+{
+    uint8_t b[5] = {'p', 0, 0, 0, 0};
+    memcpy(b + 1, &p, sizeof(p));
+    SHA256(b, sizeof(b), id);
+}
+
+static void chunk_of(uint32_t i, struct repo_chunk *c)
+{
+    memset(c, 0, sizeof(*c));
+    hash_of(i, c->hash);
+    c->stored = 100 + i % 50;
+    c->plain = 80 + i % 40;
+    c->flags = i % 2 ? REPO_BLOB_ZSTD : 0;
+}
+
+/* The root of a chunk set tree: what the two ways write, compared. */
+struct tree_out {
+    struct repo_keys k;
+    struct mstore ms;
+    struct repo_tree_writer w;
+    struct repo_root root;
+};
+
+static void tree_begin(struct tree_out *t)
+{
+    memset(t, 0, sizeof(*t));
+    t->k = mstore_keys(7);
+    t->ms.k = &t->k;
+    snprintf(t->ms.run, sizeof(t->ms.run), "20261202T170127Z-9f3c2a1b7d4e6058");
+    repo_tree_writer_init(&t->w, REPO_TREE_CHUNKS, &t->k, mstore_cb, &t->ms);
+}
+
+static void tree_end(struct tree_out *t)
+{
+    struct util_err err = {0};
+    assert_int_equal(repo_tree_writer_finish(&t->w, &t->root, &err), 0);
+    repo_tree_writer_free(&t->w);
+}
+
+/* Every record of a tree, concatenated (a parent's chunk set as a backup reads it). */
+static void tree_records(struct tree_out *t, struct util_buf *out)
+{
+    struct repo_tree_reader r;
+    struct util_err err = {0};
+    repo_tree_reader_init(&r, &t->k, REPO_TREE_CHUNKS, &t->root, mstore_fetch, &t->ms);
+    assert_int_equal(repo_tree_read_all(&r, out, &err), 0);
+    repo_tree_reader_free(&r);
+}
+
+static void open_idx(struct chunkidx *x)
+{
+    struct util_err err = {0};
+    assert_int_equal(chunkidx_open(x, "/tmp", &err), 0);
+}
+
+/* Adds chunks [from, to) as new, seals them in packs of per chunks named pack_id(base
+ * + k), and puts each into held (pack index through repo_chunkset_pack). */
+static void add_new(struct chunkidx *x, uint32_t from, uint32_t to, uint32_t per, uint32_t base,
+                    struct repo_chunkset *held)
+{
+    struct util_err err = {0};
+    uint32_t offset = 8, pack = base;
+    for (uint32_t i = from; i < to; i++) {
+        struct repo_chunk c;
+        uint32_t pos;
+        chunk_of(i, &c);
+        assert_int_equal(chunkidx_find(x, c.hash, &pos, &err), 0);
+        assert_int_equal(chunkidx_add(x, c.hash, &err), 0);
+        assert_int_equal(chunkidx_find(x, c.hash, &pos, &err), 1);
+        assert_false(chunkidx_is_parent(x, pos));
+        c.offset = offset;
+        offset += c.stored;
+        assert_int_equal(chunkidx_sealed(x, &c, &err), 0);
+        if (held != NULL) {
+            uint8_t id[REPO_HASH_LEN];
+            pack_id(pack, id);
+            c.pack = repo_chunkset_pack(held, id);
+            repo_chunkset_add(held, &c);
+        }
+        if ((i - from + 1) % per == 0 || i + 1 == to) {
+            uint8_t id[REPO_HASH_LEN];
+            size_t n = chunkidx_members(x);
+            assert_int_equal(n, (i - from) % per + 1);
+            /* The pack table's entries come back in the order they were sealed. */
+            for (size_t m = 0; m < n; m++) {
+                struct repo_chunk want;
+                chunk_of(i + 1 - (uint32_t)n + (uint32_t)m, &want);
+                assert_memory_equal(chunkidx_member(x, m)->hash, want.hash, REPO_HASH_LEN);
+            }
+            pack_id(pack++, id);
+            assert_int_equal(chunkidx_pack_closed(x, id, &err), 0);
+            assert_int_equal(chunkidx_members(x), 0);
+            offset = 8;
+        }
+    }
+}
+
+static void test_open_fails_where_it_cannot_create(void **state)
+{
+    struct chunkidx x;
+    struct util_err err = {0};
+    assert_int_equal(chunkidx_open(&x, "/nonexistent-lode-dir", &err), UTIL_EIO);
+    assert_non_null(
+        strstr(err.msg, "cannot create the chunk index's file in /nonexistent-lode-dir"));
+    assert_non_null(strstr(err.msg, "TMPDIR"));
+    chunkidx_close(&x); /* again: nothing */
+}
+
+static void test_new_chunks_write_the_set_a_set_held_whole_writes(void **state)
+{
+    struct chunkidx x;
+    struct repo_chunkset held;
+    struct tree_out a, b;
+    struct util_err err = {0};
+    uint8_t h[REPO_HASH_LEN];
+    uint32_t pos;
+
+    open_idx(&x);
+    repo_chunkset_init(&held);
+    /* 5,000 chunks: past the first table (1,024 slots) and several file blocks. */
+    add_new(&x, 0, 5000, 700, 0, &held);
+    assert_int_equal(chunkidx_new_count(&x), 5000);
+    for (uint32_t i = 0; i < 5000; i += 7) {
+        hash_of(i, h);
+        assert_int_equal(chunkidx_find(&x, h, &pos, &err), 1);
+        assert_int_equal(pos, i);
+    }
+    hash_of(5000, h);
+    assert_int_equal(chunkidx_find(&x, h, &pos, &err), 0);
+
+    tree_begin(&a);
+    repo_chunkset_sort(&held);
+    assert_int_equal(repo_chunkset_write(&held, &a.w, &err), 0);
+    tree_end(&a);
+    tree_begin(&b);
+    assert_int_equal(chunkidx_write(&x, &b.w, &err), 0);
+    tree_end(&b);
+    assert_int_equal(a.root.depth, b.root.depth);
+    assert_memory_equal(a.root.ref.hash, b.root.ref.hash, REPO_HASH_LEN);
+
+    mstore_free(&a.ms);
+    mstore_free(&b.ms);
+    repo_chunkset_free(&held);
+    chunkidx_close(&x);
+}
+
+/* A parent of 3,000 chunks in three packs; this snapshot uses every third chunk of the
+ * first two packs and none of the third, and adds 1,500 new ones. */
+static void test_parent_chunks_used_and_new_ones(void **state)
+{
+    struct chunkidx x;
+    struct repo_chunkset parent, want;
+    struct tree_out p, a, b;
+    struct util_buf recs;
+    struct util_err err = {0};
+    uint8_t id[REPO_HASH_LEN];
+
+    repo_chunkset_init(&parent);
+    repo_chunkset_init(&want);
+    for (uint32_t i = 0; i < 3000; i++) {
+        struct repo_chunk c;
+        chunk_of(100000 + i, &c);
+        c.offset = 8 + i % 1000 * 200;
+        pack_id(900 + i / 1000, id);
+        c.pack = repo_chunkset_pack(&parent, id);
+        repo_chunkset_add(&parent, &c);
+        if (i < 2000 && i % 3 == 0) {
+            c.pack = repo_chunkset_pack(&want, id);
+            repo_chunkset_add(&want, &c);
+        }
+    }
+    repo_chunkset_sort(&parent);
+    tree_begin(&p);
+    assert_int_equal(repo_chunkset_write(&parent, &p.w, &err), 0);
+    tree_end(&p);
+    util_buf_init(&recs);
+    tree_records(&p, &recs);
+
+    open_idx(&x);
+    assert_int_equal(
+        repo_chunkset_leaf_each((const uint8_t *)recs.data, recs.len, chunkidx_parent_cb, &x, &err),
+        0);
+    for (uint32_t i = 0; i < 3000; i++) {
+        uint8_t h[REPO_HASH_LEN];
+        uint32_t pos;
+        hash_of(100000 + i, h);
+        assert_int_equal(chunkidx_find(&x, h, &pos, &err), 1);
+        assert_true(chunkidx_is_parent(&x, pos));
+        if (i < 2000 && i % 3 == 0)
+            chunkidx_use(&x, pos);
+    }
+    add_new(&x, 0, 1500, 400, 0, &want);
+
+    tree_begin(&a);
+    repo_chunkset_sort(&want);
+    assert_int_equal(repo_chunkset_write(&want, &a.w, &err), 0);
+    tree_end(&a);
+    tree_begin(&b);
+    assert_int_equal(chunkidx_write(&x, &b.w, &err), 0);
+    tree_end(&b);
+    assert_memory_equal(a.root.ref.hash, b.root.ref.hash, REPO_HASH_LEN);
+
+    util_buf_free(&recs);
+    mstore_free(&p.ms);
+    mstore_free(&a.ms);
+    mstore_free(&b.ms);
+    repo_chunkset_free(&parent);
+    repo_chunkset_free(&want);
+    chunkidx_close(&x);
+}
+
+/* Hashes whose first twelve bytes agree (the same slot and tag) are told apart by the
+ * rest, whether the record is buffered or read back from the file. */
+static void test_chunks_agreeing_in_their_first_bytes_are_never_one(void **state)
+{
+    struct chunkidx x;
+    struct util_err err = {0};
+    uint8_t h1[REPO_HASH_LEN], h2[REPO_HASH_LEN], h3[REPO_HASH_LEN];
+    uint32_t pos, p1, p2;
+
+    hash_of(42, h1);
+    memcpy(h2, h1, REPO_HASH_LEN);
+    h2[31] ^= 1;
+    memcpy(h3, h1, REPO_HASH_LEN);
+    h3[12] ^= 0x80;
+
+    open_idx(&x);
+    assert_int_equal(chunkidx_add(&x, h1, &err), 0);
+    assert_int_equal(chunkidx_find(&x, h2, &pos, &err), 0);
+    assert_int_equal(chunkidx_find(&x, h3, &pos, &err), 0);
+    /* Enough others that h1's record is on the file, not in the buffer. */
+    for (uint32_t i = 0; i < 3000; i++) {
+        uint8_t h[REPO_HASH_LEN];
+        hash_of(1000000 + i, h);
+        assert_int_equal(chunkidx_add(&x, h, &err), 0);
+    }
+    assert_true(x.recs.flushed > 0);
+    assert_int_equal(chunkidx_find(&x, h2, &pos, &err), 0);
+    assert_int_equal(chunkidx_add(&x, h2, &err), 0);
+    assert_int_equal(chunkidx_find(&x, h1, &p1, &err), 1);
+    assert_int_equal(chunkidx_find(&x, h2, &p2, &err), 1);
+    assert_int_equal(p1, 0);
+    assert_int_equal(p2, 3001);
+    assert_int_equal(chunkidx_find(&x, h3, &pos, &err), 0);
+    chunkidx_close(&x);
+}
+
+/* Feeds one parent record: a pack (id set) or a chunk (hash of i). */
+static int parent_pack(struct chunkidx *x, uint32_t p, struct util_err *err)
+{
+    uint8_t id[REPO_HASH_LEN];
+    memset(id, 0, sizeof(id));
+    id[0] = (uint8_t)p;
+    return chunkidx_parent_cb(x, id, NULL, err);
+}
+
+static int parent_chunk(struct chunkidx *x, uint32_t i, struct util_err *err)
+{
+    struct repo_chunk c;
+    chunk_of(i, &c);
+    return chunkidx_parent_cb(x, NULL, &c, err);
+}
+
+static void test_parent_records_out_of_order_are_refused(void **state)
+{
+    struct chunkidx x;
+    struct util_err err = {0};
+    uint8_t h[REPO_HASH_LEN];
+    uint32_t pos;
+
+    open_idx(&x);
+    /* A chunk before any pack. */
+    assert_int_equal(parent_chunk(&x, 1, &err), UTIL_EIO);
+    assert_string_equal(err.msg, "a chunk set record is malformed");
+    /* Packs must come in the order of their hashes, each once. */
+    assert_int_equal(parent_pack(&x, 5, &err), 0);
+    assert_int_equal(parent_chunk(&x, 1, &err), 0);
+    assert_int_equal(parent_pack(&x, 5, &err), UTIL_EIO);
+    assert_int_equal(parent_pack(&x, 4, &err), UTIL_EIO);
+    /* A hash twice. */
+    assert_int_equal(parent_pack(&x, 6, &err), 0);
+    assert_int_equal(parent_chunk(&x, 2, &err), 0);
+    assert_int_equal(parent_chunk(&x, 1, &err), UTIL_EIO);
+    assert_string_equal(err.msg, "a chunk set record is malformed");
+    /* Dropped, the parent's chunks are gone and it can be read again. */
+    chunkidx_parent_drop(&x);
+    hash_of(1, h);
+    assert_int_equal(chunkidx_find(&x, h, &pos, &err), 0);
+    assert_int_equal(parent_pack(&x, 4, &err), 0);
+    assert_int_equal(parent_chunk(&x, 1, &err), 0);
+    assert_int_equal(chunkidx_find(&x, h, &pos, &err), 1);
+    assert_true(chunkidx_is_parent(&x, pos));
+    /* After a new chunk, the parent's records are a bug. */
+    hash_of(9, h);
+    assert_int_equal(chunkidx_add(&x, h, &err), 0);
+    assert_int_equal(parent_pack(&x, 7, &err), UTIL_EINVAL);
+    chunkidx_close(&x);
+}
+
+static void test_write_refuses_chunks_never_packed(void **state)
+{
+    struct chunkidx x;
+    struct tree_out t;
+    struct util_err err = {0};
+    struct repo_chunk c;
+    uint8_t id[REPO_HASH_LEN];
+
+    open_idx(&x);
+    chunk_of(1, &c);
+    assert_int_equal(chunkidx_add(&x, c.hash, &err), 0);
+    tree_begin(&t);
+    /* Queued, never sealed. */
+    assert_int_equal(chunkidx_write(&x, &t.w, &err), UTIL_EIO);
+    assert_string_equal(err.msg, "a chunk was never written to a pack (a bug)");
+    /* Sealed, its pack never closed. */
+    assert_int_equal(chunkidx_sealed(&x, &c, &err), 0);
+    assert_int_equal(chunkidx_write(&x, &t.w, &err), UTIL_EIO);
+    pack_id(1, id);
+    assert_int_equal(chunkidx_pack_closed(&x, id, &err), 0);
+    assert_int_equal(chunkidx_write(&x, &t.w, &err), 0);
+    repo_tree_writer_free(&t.w);
+    mstore_free(&t.ms);
+    chunkidx_close(&x);
+}
+
+static void test_a_new_pack_named_as_the_parents_is_refused(void **state)
+{
+    struct chunkidx x;
+    struct tree_out t;
+    struct util_err err = {0};
+    struct repo_chunk c;
+    uint8_t id[REPO_HASH_LEN];
+    uint32_t pos;
+
+    open_idx(&x);
+    memset(id, 0, sizeof(id));
+    id[0] = 3;
+    assert_int_equal(chunkidx_parent_cb(&x, id, NULL, &err), 0);
+    assert_int_equal(parent_chunk(&x, 1, &err), 0);
+    chunk_of(1, &c);
+    assert_int_equal(chunkidx_find(&x, c.hash, &pos, &err), 1);
+    chunkidx_use(&x, pos);
+    chunk_of(2, &c);
+    assert_int_equal(chunkidx_add(&x, c.hash, &err), 0);
+    assert_int_equal(chunkidx_sealed(&x, &c, &err), 0);
+    assert_int_equal(chunkidx_pack_closed(&x, id, &err), 0);
+    tree_begin(&t);
+    assert_int_equal(chunkidx_write(&x, &t.w, &err), UTIL_EIO);
+    assert_string_equal(err.msg, "a new pack has the name of a parent's pack");
+    repo_tree_writer_free(&t.w);
+    mstore_free(&t.ms);
+    chunkidx_close(&x);
+}
+
+/* Every call after a failure gives it. */
+static void assert_failed_for_good(struct chunkidx *x, const char *what)
+{
+    struct util_err err = {0};
+    struct repo_chunk c;
+    struct tree_out t;
+    uint32_t pos;
+    uint8_t id[REPO_HASH_LEN] = {0};
+
+    chunk_of(7, &c);
+    assert_true(chunkidx_find(x, c.hash, &pos, &err) < 0);
+    assert_non_null(strstr(err.msg, what));
+    assert_int_equal(chunkidx_add(x, c.hash, &err), UTIL_EIO);
+    assert_int_equal(chunkidx_sealed(x, &c, &err), UTIL_EIO);
+    assert_int_equal(chunkidx_parent_cb(x, id, NULL, &err), UTIL_EIO);
+    assert_int_equal(chunkidx_pack_closed(x, id, &err), UTIL_EIO);
+    tree_begin(&t);
+    assert_int_equal(chunkidx_write(x, &t.w, &err), UTIL_EIO);
+    assert_non_null(strstr(err.msg, what));
+    repo_tree_writer_free(&t.w);
+    mstore_free(&t.ms);
+}
+
+/* A file size limit makes the file's writes fail (EFBIG) as a full disk would. */
+static void test_a_write_that_fails_stops_it(void **state)
+{
+    struct chunkidx x;
+    struct util_err err = {0};
+    struct rlimit was, low;
+    int rc = 0;
+
+    open_idx(&x);
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &was), 0);
+    signal(SIGXFSZ, SIG_IGN);
+    low = was;
+    low.rlim_cur = 1000;
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &low), 0);
+    for (uint32_t i = 0; i < 2 * CHUNKIDX_BLOCK && rc == 0; i++) {
+        uint8_t h[REPO_HASH_LEN];
+        hash_of(i, h);
+        rc = chunkidx_add(&x, h, &err);
+    }
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &was), 0);
+    signal(SIGXFSZ, SIG_DFL);
+    assert_int_equal(rc, UTIL_EIO);
+    assert_non_null(strstr(err.msg, "cannot write the chunk index's file in /tmp: "));
+    assert_failed_for_good(&x, "cannot write");
+    /* A pack table's entry after a failure is zeroed, not stale. */
+    assert_int_equal(chunkidx_member(&x, 0)->stored, 0);
+    chunkidx_close(&x);
+}
+
+/* A descriptor open for writing only makes the file's reads fail (EBADF). */
+static void test_a_read_that_fails_stops_it(void **state)
+{
+    struct chunkidx x;
+    struct util_err err = {0};
+    uint8_t h[REPO_HASH_LEN];
+    uint32_t pos;
+    int wo;
+
+    open_idx(&x);
+    for (uint32_t i = 0; i < 3000; i++) {
+        hash_of(i, h);
+        assert_int_equal(chunkidx_add(&x, h, &err), 0);
+    }
+    /* Position 1,500 is on the file, in a block not cached (the table was last rebuilt
+     * at 1,536 chunks, reading block 0 last from the file). */
+    wo = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    assert_true(wo >= 0);
+    assert_true(dup2(wo, x.recs.fd) >= 0);
+    close(wo);
+    hash_of(1500, h);
+    assert_int_equal(chunkidx_find(&x, h, &pos, &err), UTIL_EIO);
+    assert_non_null(strstr(err.msg, "cannot read the chunk index's file in /tmp: "));
+    assert_failed_for_good(&x, "cannot read");
+    chunkidx_close(&x);
+}
+
+/* The news file failing under a pack table's entries: a zeroed entry, and the close
+ * of the pack reports it. */
+static void test_a_pack_table_read_that_fails_is_reported_at_the_close(void **state)
+{
+    struct chunkidx x;
+    struct util_err err = {0};
+    uint8_t id[REPO_HASH_LEN];
+    int wo;
+
+    open_idx(&x);
+    /* A pack still open with 2,000 members. */
+    for (uint32_t i = 0; i < 2000; i++) {
+        struct repo_chunk c;
+        chunk_of(i, &c);
+        assert_int_equal(chunkidx_add(&x, c.hash, &err), 0);
+        assert_int_equal(chunkidx_sealed(&x, &c, &err), 0);
+    }
+    assert_int_equal(chunkidx_members(&x), 2000);
+    wo = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    assert_true(wo >= 0);
+    assert_true(dup2(wo, x.news.fd) >= 0);
+    close(wo);
+    x.news.rn = 0; /* as if the cached block were another */
+    assert_int_equal(chunkidx_member(&x, 0)->stored, 0);
+    pack_id(1, id);
+    assert_int_equal(chunkidx_pack_closed(&x, id, &err), UTIL_EIO);
+    assert_non_null(strstr(err.msg, "cannot read"));
+    chunkidx_close(&x);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_open_fails_where_it_cannot_create),
+        cmocka_unit_test(test_new_chunks_write_the_set_a_set_held_whole_writes),
+        cmocka_unit_test(test_parent_chunks_used_and_new_ones),
+        cmocka_unit_test(test_chunks_agreeing_in_their_first_bytes_are_never_one),
+        cmocka_unit_test(test_parent_records_out_of_order_are_refused),
+        cmocka_unit_test(test_write_refuses_chunks_never_packed),
+        cmocka_unit_test(test_a_new_pack_named_as_the_parents_is_refused),
+        cmocka_unit_test(test_a_write_that_fails_stops_it),
+        cmocka_unit_test(test_a_read_that_fails_stops_it),
+        cmocka_unit_test(test_a_pack_table_read_that_fails_is_reported_at_the_close),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
