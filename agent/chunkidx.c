@@ -398,7 +398,8 @@ int chunkidx_write(struct chunkidx *x, struct repo_tree_writer *w, struct util_e
         return chunkidx_failed(x, err);
     if (x->news.n != chunkidx_new_count(x) || x->nclosed != x->news.n)
         return util_err_set(err, UTIL_EIO, "a chunk was never written to a pack (a bug)");
-    qsort(x->np, x->nnp, sizeof(*x->np), chunkidx_npack_cmp);
+    if (x->nnp > 1) /* an unchanged run writes no pack: np is NULL then */
+        qsort(x->np, x->nnp, sizeof(*x->np), chunkidx_npack_cmp);
     /* Two sorted lists of packs, merged by hash; a new pack is never the parent's. */
     while (rc == 0 && (i < x->npp || j < x->nnp)) {
         int cmp = i == x->npp   ? 1
