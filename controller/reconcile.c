@@ -161,7 +161,17 @@ static bool ctl_reconcile_backup(const struct ctl_pair_input *in, const struct c
     if (deadline < *wake)
         *wake = deadline;
 
-    if (job != NULL && b->phase == CTL_PHASE_PENDING && (job->active > 0 || job->started > 0)) {
+    /*
+     * A run's first status waits CTL_FIRST_STATUS_GRACE after its Backup: a run that ends
+     * within it gets one status write in all (the final one, above), and a slot's starts
+     * cost two creates and no status write while the slot's runs are still starting.
+     */
+    bool job_started = job != NULL && (job->active > 0 || job->started > 0);
+    int64_t due = b->created + CTL_FIRST_STATUS_GRACE;
+    if (!b->has_status && in->now < due && (job_started || b->has_slot_time)) {
+        if (due < *wake)
+            *wake = due;
+    } else if (job_started && b->phase == CTL_PHASE_PENDING) {
         struct ctl_action *x = ctl_action_add(acts, CTL_ACT_BACKUP_STATUS, b->ns, b->name);
         x->status = (struct ctl_backup_status){
             .phase = CTL_PHASE_RUNNING,
@@ -172,14 +182,9 @@ static bool ctl_reconcile_backup(const struct ctl_pair_input *in, const struct c
     } else if (!b->has_status && b->has_slot_time) {
         /* Not started within the grace: Pending says which slot it waits for, and why not
          * is in the Job (or the Events about the pair). */
-        int64_t due = b->created + CTL_FIRST_STATUS_GRACE;
-        if (in->now >= due) {
-            struct ctl_action *x = ctl_action_add(acts, CTL_ACT_BACKUP_STATUS, b->ns, b->name);
-            x->status = (struct ctl_backup_status){.phase = CTL_PHASE_PENDING};
-            ctl_first_status(in, b, x);
-        } else if (due < *wake) {
-            *wake = due;
-        }
+        struct ctl_action *x = ctl_action_add(acts, CTL_ACT_BACKUP_STATUS, b->ns, b->name);
+        x->status = (struct ctl_backup_status){.phase = CTL_PHASE_PENDING};
+        ctl_first_status(in, b, x);
     }
     return true;
 }

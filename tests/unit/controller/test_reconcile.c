@@ -493,14 +493,21 @@ static void test_job_outcomes(void **state)
     fixture_free(&f);
 }
 
-/* A run's first status (slot, run time, Job) is one write: with Running, or Pending late. */
+/*
+ * A run's first status (slot, run time, Job) is one write, CTL_FIRST_STATUS_GRACE after its
+ * Backup: with Running, or Pending; a run that ends sooner has it in its final status.
+ */
 static void test_first_status_is_one_write(void **state)
 {
     struct fixture f;
     fixture_init(&f, DAILY_UTC);
     struct ctl_backup *b = add_backup(&f, "2026-03-10T02:00", "2026-03-10T02:00:00Z", "",
                                       "2026-03-10T02:00:00Z", "active");
+    /* The Job runs, but the grace has not passed: nothing yet, and a wake at its end. */
     run(&f, "2026-03-10T02:00:06Z", 0);
+    assert_int_equal(count(&f, CTL_ACT_BACKUP_STATUS), 0);
+    assert_int_equal(f.out.wake, tzf_at("2026-03-10T02:00:30Z"));
+    run(&f, "2026-03-10T02:00:30Z", 0);
     assert_int_equal(count(&f, CTL_ACT_BACKUP_STATUS), 1);
     const struct ctl_action *a = first(&f, CTL_ACT_BACKUP_STATUS);
     assert_int_equal(a->status.phase, CTL_PHASE_RUNNING);
@@ -511,7 +518,7 @@ static void test_first_status_is_one_write(void **state)
 
     /* Once written, the Running patch does not repeat the slot. */
     b->has_status = true;
-    run(&f, "2026-03-10T02:00:07Z", 0);
+    run(&f, "2026-03-10T02:00:31Z", 0);
     a = first(&f, CTL_ACT_BACKUP_STATUS);
     assert_int_equal(a->status.phase, CTL_PHASE_RUNNING);
     assert_int_equal(a->status.slot_time, 0);
@@ -554,6 +561,23 @@ static void test_first_status_pending_after_grace(void **state)
     b->has_status = true;
     run(&f, "2026-03-10T02:00:31Z", 0);
     assert_int_equal(count(&f, CTL_ACT_BACKUP_STATUS), 0);
+    fixture_free(&f);
+}
+
+/* A run made by hand has no slot: its Running waits the grace too, then goes alone. */
+static void test_first_status_manual_run(void **state)
+{
+    struct fixture f;
+    fixture_init(&f, DAILY_UTC);
+    add_backup(&f, "", NULL, "", "2026-03-10T10:00:00Z", "active");
+    run(&f, "2026-03-10T10:00:10Z", 0);
+    assert_int_equal(count(&f, CTL_ACT_BACKUP_STATUS), 0);
+    assert_int_equal(f.out.wake, tzf_at("2026-03-10T10:00:30Z"));
+    run(&f, "2026-03-10T10:00:30Z", 0);
+    assert_int_equal(count(&f, CTL_ACT_BACKUP_STATUS), 1);
+    const struct ctl_action *a = first(&f, CTL_ACT_BACKUP_STATUS);
+    assert_int_equal(a->status.phase, CTL_PHASE_RUNNING);
+    assert_int_equal(a->status.slot_time, 0);
     fixture_free(&f);
 }
 
@@ -922,6 +946,7 @@ int main(void)
         cmocka_unit_test(test_write_refused),
         cmocka_unit_test(test_policy_same_spec),
         cmocka_unit_test(test_first_status_pending_after_grace),
+        cmocka_unit_test(test_first_status_manual_run),
         cmocka_unit_test(test_manual_backup_waits_its_turn),
         cmocka_unit_test(test_history_keeps_newest_success),
         cmocka_unit_test(test_overdue),
