@@ -60,17 +60,22 @@ void ctl_slot_text(int64_t local, char out[CTL_SLOT_MAX])
 }
 
 /*
- * The first status of a scheduled run (its slot, its run time and its Job's name) rides on
- * whichever patch comes first, so a run that starts at once costs one status write.
+ * The first status of a run (its Job's name; a scheduled run's slot and run time) rides on
+ * whichever patch comes first, so a run that starts at once costs one status write. The
+ * Job is named after its Backup (execute.c), so a run that ends before any status was
+ * written, a run made by hand included, still names its Job.
  */
 static void ctl_first_status(const struct ctl_pair_input *in, const struct ctl_backup *b,
                              struct ctl_action *x)
 {
-    if (b->has_status || !b->has_slot_time)
+    if (b->has_status)
+        return;
+    if (x->status.job_name == NULL)
+        x->status.job_name = x->name;
+    if (!b->has_slot_time)
         return;
     x->status.slot_time = b->slot_time;
     x->status.run_time = b->slot_time + in->offset;
-    x->status.job_name = x->name;
 }
 
 /* The status patch that makes a Backup final. */
@@ -162,16 +167,11 @@ static bool ctl_reconcile_backup(const struct ctl_pair_input *in, const struct c
         *wake = deadline;
 
     /*
-     * A run's first status waits CTL_FIRST_STATUS_GRACE after its Backup: a run that ends
-     * within it gets one status write in all (the final one, above), and a slot's starts
-     * cost two creates and no status write while the slot's runs are still starting.
+     * Running goes out as soon as the Job has started, with the first status: what a person
+     * watching the run reads (its phase, its Job) is never behind the run. Only a run whose
+     * Job has not started within CTL_FIRST_STATUS_GRACE gets a first status of its own.
      */
-    bool job_started = job != NULL && (job->active > 0 || job->started > 0);
-    int64_t due = b->created + CTL_FIRST_STATUS_GRACE;
-    if (!b->has_status && in->now < due && (job_started || b->has_slot_time)) {
-        if (due < *wake)
-            *wake = due;
-    } else if (job_started && b->phase == CTL_PHASE_PENDING) {
+    if (job != NULL && b->phase == CTL_PHASE_PENDING && (job->active > 0 || job->started > 0)) {
         struct ctl_action *x = ctl_action_add(acts, CTL_ACT_BACKUP_STATUS, b->ns, b->name);
         x->status = (struct ctl_backup_status){
             .phase = CTL_PHASE_RUNNING,
@@ -182,9 +182,14 @@ static bool ctl_reconcile_backup(const struct ctl_pair_input *in, const struct c
     } else if (!b->has_status && b->has_slot_time) {
         /* Not started within the grace: Pending says which slot it waits for, and why not
          * is in the Job (or the Events about the pair). */
-        struct ctl_action *x = ctl_action_add(acts, CTL_ACT_BACKUP_STATUS, b->ns, b->name);
-        x->status = (struct ctl_backup_status){.phase = CTL_PHASE_PENDING};
-        ctl_first_status(in, b, x);
+        int64_t due = b->created + CTL_FIRST_STATUS_GRACE;
+        if (in->now >= due) {
+            struct ctl_action *x = ctl_action_add(acts, CTL_ACT_BACKUP_STATUS, b->ns, b->name);
+            x->status = (struct ctl_backup_status){.phase = CTL_PHASE_PENDING};
+            ctl_first_status(in, b, x);
+        } else if (due < *wake) {
+            *wake = due;
+        }
     }
     return true;
 }

@@ -53,10 +53,9 @@
 /* A Backup still active this long past start + maxRuntime fails with time_limit. */
 #define CTL_TIME_LIMIT_GRACE 3600
 /*
- * A run's first status (slotTime, runTime, jobName) is written this long after its Backup
- * was created, with Running when its Job has started, else Pending; a run that ends sooner
- * gets it with its final status, one status write in all (docs/operator.md, "Requests a run
- * makes").
+ * A run's first status (slotTime, runTime, jobName) goes with the patch that says Running,
+ * one write instead of two; a run whose Job has not started this long after its Backup was
+ * created gets it as Pending on its own (docs/operator.md, "Requests a run makes").
  */
 #define CTL_FIRST_STATUS_GRACE 30
 

@@ -494,8 +494,8 @@ static void test_job_outcomes(void **state)
 }
 
 /*
- * A run's first status (slot, run time, Job) is one write, CTL_FIRST_STATUS_GRACE after its
- * Backup: with Running, or Pending; a run that ends sooner has it in its final status.
+ * A run's first status (slot, run time, Job) is one write: with Running as soon as its Job
+ * has started (what a person watching the run reads is not behind it), or Pending late.
  */
 static void test_first_status_is_one_write(void **state)
 {
@@ -503,11 +503,7 @@ static void test_first_status_is_one_write(void **state)
     fixture_init(&f, DAILY_UTC);
     struct ctl_backup *b = add_backup(&f, "2026-03-10T02:00", "2026-03-10T02:00:00Z", "",
                                       "2026-03-10T02:00:00Z", "active");
-    /* The Job runs, but the grace has not passed: nothing yet, and a wake at its end. */
     run(&f, "2026-03-10T02:00:06Z", 0);
-    assert_int_equal(count(&f, CTL_ACT_BACKUP_STATUS), 0);
-    assert_int_equal(f.out.wake, tzf_at("2026-03-10T02:00:30Z"));
-    run(&f, "2026-03-10T02:00:30Z", 0);
     assert_int_equal(count(&f, CTL_ACT_BACKUP_STATUS), 1);
     const struct ctl_action *a = first(&f, CTL_ACT_BACKUP_STATUS);
     assert_int_equal(a->status.phase, CTL_PHASE_RUNNING);
@@ -518,7 +514,7 @@ static void test_first_status_is_one_write(void **state)
 
     /* Once written, the Running patch does not repeat the slot. */
     b->has_status = true;
-    run(&f, "2026-03-10T02:00:31Z", 0);
+    run(&f, "2026-03-10T02:00:07Z", 0);
     a = first(&f, CTL_ACT_BACKUP_STATUS);
     assert_int_equal(a->status.phase, CTL_PHASE_RUNNING);
     assert_int_equal(a->status.slot_time, 0);
@@ -564,20 +560,39 @@ static void test_first_status_pending_after_grace(void **state)
     fixture_free(&f);
 }
 
-/* A run made by hand has no slot: its Running waits the grace too, then goes alone. */
+/*
+ * A run made by hand has no slot: Running and its Job's name as soon as its Job has started
+ * (a person reads the Job's name to follow the run); and a run whose Job ended before any
+ * status was written names its Job in its final status.
+ */
 static void test_first_status_manual_run(void **state)
 {
     struct fixture f;
     fixture_init(&f, DAILY_UTC);
-    add_backup(&f, "", NULL, "", "2026-03-10T10:00:00Z", "active");
-    run(&f, "2026-03-10T10:00:10Z", 0);
-    assert_int_equal(count(&f, CTL_ACT_BACKUP_STATUS), 0);
-    assert_int_equal(f.out.wake, tzf_at("2026-03-10T10:00:30Z"));
-    run(&f, "2026-03-10T10:00:30Z", 0);
+    struct ctl_backup *b = add_backup(&f, "", NULL, "", "2026-03-10T10:00:00Z", "active");
+    run(&f, "2026-03-10T10:00:06Z", 0);
     assert_int_equal(count(&f, CTL_ACT_BACKUP_STATUS), 1);
     const struct ctl_action *a = first(&f, CTL_ACT_BACKUP_STATUS);
     assert_int_equal(a->status.phase, CTL_PHASE_RUNNING);
     assert_int_equal(a->status.slot_time, 0);
+    assert_string_equal(a->status.job_name, b->name);
+
+    f.jobs[0].active = 0;
+    f.jobs[0].finished = true;
+    f.jobs[0].succeeded = true;
+    f.jobs[0].completed = tzf_at("2026-03-10T10:00:08Z");
+    run(&f, "2026-03-10T10:00:09Z", 0);
+    a = first(&f, CTL_ACT_BACKUP_STATUS);
+    assert_int_equal(a->status.phase, CTL_PHASE_SUCCEEDED);
+    assert_int_equal(a->status.slot_time, 0);
+    assert_string_equal(a->status.job_name, b->name);
+    /* Once a status was written, the final patch does not repeat the Job's name. */
+    b->has_status = true;
+    b->phase = CTL_PHASE_RUNNING;
+    run(&f, "2026-03-10T10:00:10Z", 0);
+    a = first(&f, CTL_ACT_BACKUP_STATUS);
+    assert_int_equal(a->status.phase, CTL_PHASE_SUCCEEDED);
+    assert_null(a->status.job_name);
     fixture_free(&f);
 }
 
