@@ -28,8 +28,9 @@ env_controller_start "$NS" ctl --qps 1 --burst 1
 repo_ready() { [[ $(env_get -n "$NS" backuprepository/main '{.status.conditions[?(@.type=="Ready")].status}') == True ]]; }
 env_wait 60 "the repository to be Ready" repo_ready || fail "the repository is Ready" "$(tail -n 20 "$T_TMP/ctl.log")"
 
-# One slot for every host: the minute that starts at least 45 s from now.
-slot=$((($(date +%s) + 45) / 60 * 60))
+# One slot for every host: the first minute that starts at least 45 s from now (rounded up:
+# rounded down, a policy made in a minute's first 15 s had its slot in the past, and no run).
+slot=$((($(date +%s) + 45 + 59) / 60 * 60))
 slot_utc=$(date -u -d "@$slot" +%Y-%m-%dT%H:%M:%SZ)
 kc -n "$NS" apply -f - >/dev/null <<EOF
 apiVersion: lodestore.io/v1alpha1
