@@ -289,10 +289,13 @@ int ctl_cache_init(struct ctl *c, struct util_err *err)
                         ctl_synced_cb, ctl_reflector_error_cb},
         [CTL_R_NODES] = {ctl_node_upsert, ctl_node_upsert, ctl_node_delete, ctl_synced_cb,
                          ctl_reflector_error_cb},
+        [CTL_R_PODS] = {ctl_cache_pod_upsert, ctl_cache_pod_upsert, ctl_cache_pod_delete,
+                        ctl_synced_cb, ctl_reflector_error_cb},
     };
     /* Only the Jobs Lodestore made: a cluster's other Jobs are none of its business. */
     static const char *const selectors[CTL_R_COUNT] = {
         [CTL_R_JOBS] = CTL_LABEL_MANAGED "=" CTL_MANAGER,
+        [CTL_R_PODS] = CTL_LABEL_MANAGED "=" CTL_MANAGER,
     };
     /*
      * What the caches never read is left out of each watch event before it is decoded
@@ -304,22 +307,26 @@ int ctl_cache_init(struct ctl *c, struct util_err *err)
                                             NULL};
     static const char *const strip_node[] = {"object.metadata.managedFields",
                                              "object.status.images", NULL};
+    /* Of a pod, its labels, creation and container states are read (pairs.c). */
+    static const char *const strip_pod[] = {"object.metadata.managedFields", "object.spec",
+                                            "object.status.conditions", NULL};
+    static const struct kube_resource api_pods = {"", "v1", "pods", NULL};
     static const char *const *const strip[CTL_R_COUNT] = {
-        [CTL_R_POLICIES] = strip_meta,
-        [CTL_R_BACKUPS] = strip_meta,
-        [CTL_R_JOBS] = strip_job,
-        [CTL_R_NODES] = strip_node,
+        [CTL_R_POLICIES] = strip_meta, [CTL_R_BACKUPS] = strip_meta, [CTL_R_JOBS] = strip_job,
+        [CTL_R_NODES] = strip_node,    [CTL_R_PODS] = strip_pod,
     };
     const struct kube_resource *res[CTL_R_COUNT] = {
         [CTL_R_POLICIES] = &api_backuppolicies,
         [CTL_R_BACKUPS] = &api_backups,
         [CTL_R_JOBS] = &api_jobs,
         [CTL_R_NODES] = &api_nodes,
+        [CTL_R_PODS] = &api_pods,
     };
     util_map_init(&c->policies);
     util_map_init(&c->nodes);
     util_map_init(&c->backups);
     util_map_init(&c->jobs);
+    util_map_init(&c->pod_results);
     util_map_init(&c->pairs);
     for (int i = 0; i < CTL_R_COUNT; i++) {
         struct kube_reflector_opts o;
@@ -381,6 +388,7 @@ void ctl_cache_close(struct ctl *c)
     util_map_close(&c->nodes);
     util_map_close(&c->backups);
     util_map_close(&c->jobs);
+    ctl_cache_pod_results_close(c);
     util_map_close(&c->pairs);
     free(c->by_id);
     free(c->free_ids);

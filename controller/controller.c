@@ -125,6 +125,10 @@ int ctl_init(uv_loop_t *loop, struct ctl **out, const struct ctl_options *opts,
     copts.user_agent = user_agent;
     copts.observe_cb = ctl_observe_cb;
     copts.cb_arg = c;
+    /* The answers to the controller's writes go into the caches, which read what the
+     * watches read (cache.c): a created Job's pod template is most of its answer. */
+    static const char *const strip_answers[] = {"metadata.managedFields", "spec.template", NULL};
+    copts.strip_answers = strip_answers;
     rc = kube_client_init(loop, &c->kube, &c->cfg, &copts, err);
     if (rc != 0)
         goto free_cfg;

@@ -21,7 +21,7 @@
  *   prune_report.c   the forget's outcome: status.retention, Events, counters
  *   events.c         Events about policies, paced and combined (eventagg.h)
  *   cache.c          informer callbacks and the caches they fill: policies, nodes
- *   pairs.c          (policy, host) pairs, the Backups and Jobs filed under them
+ *   pairs.c          (policy, host) pairs, the Backups and Jobs filed under them, pods' ends
  *   log.c            the clock, the log, cache keys and the list of writes in flight
  * and below them the modules with a header of their own, which know nothing of struct ctl:
  *   repository.c     BackupRepository resolution (repository.h)
@@ -77,7 +77,27 @@
 #define CTL_KEY_MAX (63 + 1 + 253 + 1)
 
 /* The resources the controller watches, one reflector each. */
-enum ctl_reflector_kind { CTL_R_POLICIES, CTL_R_BACKUPS, CTL_R_JOBS, CTL_R_NODES, CTL_R_COUNT };
+enum ctl_reflector_kind {
+    CTL_R_POLICIES,
+    CTL_R_BACKUPS,
+    CTL_R_JOBS,
+    CTL_R_NODES,
+    CTL_R_PODS, /* the pods of Lodestore's Jobs: how a backup container ended */
+    CTL_R_COUNT
+};
+
+/*
+ * How a backup pod's container ended, as its watch said: kept from the pod's end until its
+ * run's result is read (execute.c), so reading it costs no request. Small: the agent's
+ * result is a few hundred bytes.
+ */
+struct ctl_pod_result {
+    char *pod;     /* the pod's name: a later pod of the same Job replaces it */
+    char *created; /* the pod's creationTimestamp (RFC 3339): the newest pod wins */
+    char *reason;  /* the container's terminated reason, or NULL */
+    char *message; /* its termination message (the agent's result), or NULL */
+    int exit_code; /* -1 when not given */
+};
 
 /*
  * A write in flight, embedded first in each file's own record of it. Closing the API
@@ -149,6 +169,7 @@ struct ctl {
     struct util_map nodes;         /* name -> ctl_node */
     struct util_map backups;       /* ns/name -> ctl_backup */
     struct util_map jobs;          /* ns/name -> ctl_job */
+    struct util_map pod_results;   /* ns/job -> ctl_pod_result, until the run's result is read */
     struct util_map pairs;         /* key -> ctl_pair */
     struct ctl_pair **by_id;
     size_t nids, idcap;
@@ -224,6 +245,12 @@ void ctl_cache_repository_changed(struct ctl *c, const char *ns, const char *nam
  */
 const char *ctl_cache_repository_blocked(struct ctl *c, const struct ctl_policy *p, char *buf,
                                          size_t size, const char **reason, bool *checking);
+/*
+ * The end of Job ns/job's pod as the pod watch saw it, as the pod list the result reader
+ * takes ({"items": [pod]}), and forgotten; NULL when the watch has not seen it end (the
+ * caller then lists the pods).
+ */
+json_t *ctl_cache_take_pod_result(struct ctl *c, const char *ns, const char *job);
 /* The objects the API server answered a write with, as if a watch had brought them. */
 void ctl_cache_put_backup(struct ctl *c, const char *ns, const char *name, json_t *obj);
 void ctl_cache_put_job(struct ctl *c, const char *ns, const char *name, json_t *obj);
@@ -240,6 +267,12 @@ void ctl_cache_job_upsert(struct kube_reflector *r, const char *ns, const char *
                           void *arg);
 void ctl_cache_job_delete(struct kube_reflector *r, const char *ns, const char *name, json_t *obj,
                           void *arg);
+/* pairs.c: the pods' informer callbacks (a backup container's end is kept), and the close. */
+void ctl_cache_pod_upsert(struct kube_reflector *r, const char *ns, const char *name, json_t *obj,
+                          void *arg);
+void ctl_cache_pod_delete(struct kube_reflector *r, const char *ns, const char *name, json_t *obj,
+                          void *arg);
+void ctl_cache_pod_results_close(struct ctl *c);
 
 /* prune.c: the forget after a backup (ctl_prune_metrics: prune_report.c) */
 void ctl_prune_init(struct ctl *c);

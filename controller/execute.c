@@ -2,8 +2,9 @@
  * Carrying out a pair's actions (reconcile.h) with the API client: the creates, status
  * patches, deletes and Events of runs, each a write in flight recorded with the pair,
  * whose answer goes into the cache and queues the pair again (work.c reconciles it).
- * A finished run costs one LIST of its Job's pods, to read the agent's result, before
- * its final status patch.
+ * A finished run's result (the agent's, in its pod's termination message) comes from the
+ * pod watch, or when it missed the pod's end from one LIST of the Job's pods, before its
+ * final status patch.
  */
 #include "ctl_int.h"
 
@@ -194,8 +195,8 @@ static void ctl_simple_cb(const struct kube_result *res, void *arg)
 /*
  * A run's Backup exists. Its Job is not created here: the answer queues the pair, and the
  * reconcile that sees a Backup without a Job asks for one (the only route to a Job, so it
- * gets its owner's uid from the cache). Its first status waits for the Job to start
- * (reconcile.h, CTL_FIRST_STATUS_GRACE): one status write per run, not two.
+ * gets its owner's uid from the cache). Its first status waits CTL_FIRST_STATUS_GRACE
+ * (reconcile.h): a run that ends within it costs one status write, not two.
  */
 static void ctl_run_created_cb(const struct kube_result *res, void *arg)
 {
@@ -334,6 +335,15 @@ static void ctl_result_pods_cb(const struct kube_result *res, void *arg)
 static int ctl_read_result(struct ctl *c, struct ctl_op *op, const struct ctl_action *a,
                            struct util_err *err)
 {
+    /* The pod watch saw how the pod ended: no request (pairs.c). */
+    json_t *seen = ctl_cache_take_pod_result(c, a->ns, a->result_job);
+    if (seen != NULL) {
+        op->status = ctl_backup_status_json(&a->status);
+        struct kube_result res = {.status = 200, .body = seen, .reason = "", .message = ""};
+        ctl_result_pods_cb(&res, op);
+        json_decref(seen);
+        return 0;
+    }
     struct kube_resource rp = {"", "v1", "pods", a->ns};
     char *sel = util_asprintf("job-name=%s", a->result_job);
     struct kube_list_opts lo = {.label_selector = sel};

@@ -230,3 +230,106 @@ void ctl_cache_job_delete(struct kube_reflector *r, const char *ns, const char *
     ctl_job_free(j);
     free(j);
 }
+
+/* ---- the pods of Lodestore's Jobs ---- */
+
+static void ctl_pod_result_free(struct ctl_pod_result *p)
+{
+    if (p == NULL)
+        return;
+    free(p->pod);
+    free(p->created);
+    free(p->reason);
+    free(p->message);
+    free(p);
+}
+
+/*
+ * A backup pod whose container ended keeps how it ended until its run's result is read:
+ * the Job controller marks the Job finished only after it saw the pod end, so the result
+ * is here when the run's reconcile asks for it, and the run's end costs no LIST of pods.
+ * A pod whose Backup is already final is not kept (a restart lists every pod still there).
+ */
+void ctl_cache_pod_upsert(struct kube_reflector *r, const char *ns, const char *name, json_t *obj,
+                          void *arg)
+{
+    struct ctl *c = arg;
+    const char *job = ctl_json_str(obj, "metadata.labels.job-name");
+    const json_t *cs;
+    const json_t *term = NULL;
+    size_t i;
+    if (job == NULL)
+        return;
+    json_array_foreach(ctl_json_path(obj, "status.containerStatuses"), i, cs)
+    {
+        const char *cname = json_string_value(json_object_get(cs, "name"));
+        if (cname != NULL && strcmp(cname, "backup") == 0)
+            term = ctl_json_path(cs, "state.terminated");
+    }
+    if (!json_is_object(term))
+        return;
+    char keybuf[CTL_KEY_MAX];
+    const char *key = ctl_key(keybuf, ns, job);
+    const struct ctl_backup *b = util_map_get(&c->backups, key);
+    if (b != NULL && ctl_phase_done(b->phase))
+        return;
+    const char *created = ctl_json_str(obj, "metadata.creationTimestamp");
+    struct ctl_pod_result *old = util_map_get(&c->pod_results, key);
+    if (old != NULL && created != NULL && strcmp(old->pod, name) != 0 &&
+        strcmp(old->created, created) > 0)
+        return; /* an older pod of the Job */
+    struct ctl_pod_result *p = util_calloc(1, sizeof(*p));
+    const char *reason = json_string_value(json_object_get(term, "reason"));
+    const char *message = json_string_value(json_object_get(term, "message"));
+    const json_t *code = json_object_get(term, "exitCode");
+    p->pod = util_strdup(name);
+    p->created = util_strdup(created != NULL ? created : "");
+    p->reason = reason != NULL ? util_strdup(reason) : NULL;
+    p->message = message != NULL ? util_strdup(message) : NULL;
+    p->exit_code = json_is_integer(code) ? (int)json_integer_value(code) : -1;
+    ctl_pod_result_free(util_map_set(&c->pod_results, key, p));
+}
+
+void ctl_cache_pod_delete(struct kube_reflector *r, const char *ns, const char *name, json_t *obj,
+                          void *arg)
+{
+    struct ctl *c = arg;
+    const char *job = ctl_json_str(obj, "metadata.labels.job-name");
+    char keybuf[CTL_KEY_MAX];
+    if (job == NULL)
+        return;
+    const char *key = ctl_key(keybuf, ns, job);
+    struct ctl_pod_result *p = util_map_get(&c->pod_results, key);
+    if (p != NULL && strcmp(p->pod, name) == 0)
+        ctl_pod_result_free(util_map_del(&c->pod_results, key));
+}
+
+json_t *ctl_cache_take_pod_result(struct ctl *c, const char *ns, const char *job)
+{
+    char keybuf[CTL_KEY_MAX];
+    struct ctl_pod_result *p = util_map_del(&c->pod_results, ctl_key(keybuf, ns, job));
+    if (p == NULL)
+        return NULL;
+    json_t *term = json_object();
+    if (p->exit_code >= 0)
+        json_object_set_new(term, "exitCode", json_integer(p->exit_code));
+    if (p->reason != NULL)
+        json_object_set_new(term, "reason", json_string(p->reason));
+    if (p->message != NULL)
+        json_object_set_new(term, "message", json_string(p->message));
+    json_t *pods = json_pack("{s:[{s:{s:s, s:s}, s:{s:[{s:s, s:{s:o}}]}}]}", "items", "metadata",
+                             "name", p->pod, "creationTimestamp", p->created, "status",
+                             "containerStatuses", "name", "backup", "state", "terminated", term);
+    ctl_pod_result_free(p);
+    return pods;
+}
+
+void ctl_cache_pod_results_close(struct ctl *c)
+{
+    size_t it = 0;
+    const char *k;
+    void *v;
+    while (util_map_next(&c->pod_results, &it, &k, &v))
+        ctl_pod_result_free(v);
+    util_map_close(&c->pod_results);
+}

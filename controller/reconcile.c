@@ -60,17 +60,22 @@ void ctl_slot_text(int64_t local, char out[CTL_SLOT_MAX])
 }
 
 /*
- * The first status of a scheduled run (its slot, its run time and its Job's name) rides on
- * whichever patch comes first, so a run that starts at once costs one status write.
+ * The first status of a run (its Job's name; a scheduled run's slot and run time) rides on
+ * whichever patch comes first, so a run that starts at once costs one status write. The
+ * Job is named after its Backup (execute.c), so a run that ends before any status was
+ * written, a run made by hand included, still names its Job.
  */
 static void ctl_first_status(const struct ctl_pair_input *in, const struct ctl_backup *b,
                              struct ctl_action *x)
 {
-    if (b->has_status || !b->has_slot_time)
+    if (b->has_status)
+        return;
+    if (x->status.job_name == NULL)
+        x->status.job_name = x->name;
+    if (!b->has_slot_time)
         return;
     x->status.slot_time = b->slot_time;
     x->status.run_time = b->slot_time + in->offset;
-    x->status.job_name = x->name;
 }
 
 /* The status patch that makes a Backup final. */
@@ -161,6 +166,11 @@ static bool ctl_reconcile_backup(const struct ctl_pair_input *in, const struct c
     if (deadline < *wake)
         *wake = deadline;
 
+    /*
+     * Running goes out as soon as the Job has started, with the first status: what a person
+     * watching the run reads (its phase, its Job) is never behind the run. Only a run whose
+     * Job has not started within CTL_FIRST_STATUS_GRACE gets a first status of its own.
+     */
     if (job != NULL && b->phase == CTL_PHASE_PENDING && (job->active > 0 || job->started > 0)) {
         struct ctl_action *x = ctl_action_add(acts, CTL_ACT_BACKUP_STATUS, b->ns, b->name);
         x->status = (struct ctl_backup_status){

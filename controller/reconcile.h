@@ -55,7 +55,7 @@
 /*
  * A run's first status (slotTime, runTime, jobName) goes with the patch that says Running,
  * one write instead of two; a run whose Job has not started this long after its Backup was
- * created gets it as Pending on its own.
+ * created gets it as Pending on its own (docs/operator.md, "Requests a run makes").
  */
 #define CTL_FIRST_STATUS_GRACE 30
 

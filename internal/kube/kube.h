@@ -358,6 +358,13 @@ struct kube_client_opts {
     /* Every result and watch event ends with uv_stop: for an owner that runs its loop
      * one step at a time (internal/http/http.h says why). Not with UV_RUN_DEFAULT. */
     bool step_loop;
+    /*
+     * Members left out of the answer to every write (POST, PUT, PATCH) before it is
+     * decoded (kube_json_strip; paths from the object: "metadata.managedFields"), for an
+     * owner that reads a few fields of what it wrote; NULL-terminated, borrowed for the
+     * client's life, or NULL. GETs, LISTs and errors are decoded whole.
+     */
+    const char *const *strip_answers;
 };
 
 /*

@@ -96,8 +96,18 @@ static void request_complete(struct kube_request *r, CURLcode code)
     } else {
         json_error_t jerr;
         res.status = r->status;
-        if (r->resp.len > 0)
-            body = json_loadb(r->resp.data, r->resp.len, 0, &jerr);
+        const char *text = r->resp.data;
+        size_t len = r->resp.len;
+        /* An answer to a write is mostly what the owner does not read (kube.h). */
+        if (len > 0 && c->opts.strip_answers != NULL && r->status >= 200 && r->status < 300 &&
+            strcmp(r->method, "GET") != 0) {
+            r->stripped.len = 0;
+            kube_json_strip(text, len, c->opts.strip_answers, &r->stripped);
+            text = r->stripped.data;
+            len = r->stripped.len;
+        }
+        if (len > 0)
+            body = json_loadb(text, len, 0, &jerr);
         if (r->status >= 200 && r->status < 300) {
             if (body == NULL && r->resp.len > 0) {
                 res.error = KUBE_EPROTO;
@@ -350,13 +360,15 @@ int kube__submit(struct kube_client *c, struct req_spec *s, kube_result_cb cb,
         curl_easy_setopt(e, CURLOPT_SHARE, http_multi_share(c->http));
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, c->cfg.insecure ? 0L : 1L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, c->cfg.insecure ? 0L : 2L);
+    /* The PEM blobs are the client's configuration, which outlives every transfer: curl
+     * borrows them rather than copying three of them for every request. */
     if (c->cfg.ca_pem != NULL) {
-        struct curl_blob b = {c->cfg.ca_pem, c->cfg.ca_len, CURL_BLOB_COPY};
+        struct curl_blob b = {c->cfg.ca_pem, c->cfg.ca_len, CURL_BLOB_NOCOPY};
         curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &b);
     }
     if (c->cfg.cert_pem != NULL && c->cfg.key_pem != NULL) {
-        struct curl_blob cert = {c->cfg.cert_pem, c->cfg.cert_len, CURL_BLOB_COPY};
-        struct curl_blob key = {c->cfg.key_pem, c->cfg.key_len, CURL_BLOB_COPY};
+        struct curl_blob cert = {c->cfg.cert_pem, c->cfg.cert_len, CURL_BLOB_NOCOPY};
+        struct curl_blob key = {c->cfg.key_pem, c->cfg.key_len, CURL_BLOB_NOCOPY};
         curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
         curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &cert);
         curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");

@@ -472,8 +472,9 @@ can "${N[@]}" update backups.lodestore.io --subresource status -n "$ELSE"
 for v in create update patch delete; do can "${N[@]}" "$v" backuprepositories.lodestore.io -n "$ELSE"; done
 for v in update patch; do can "${N[@]}" "$v" jobs.batch -n "$ELSE"; done
 for v in create update patch delete; do can "${N[@]}" "$v" nodes; done
-can "${A[@]}" list pods -n "$ELSE" # a backup Job's pods, once it ends (its result)
-for v in get watch create delete; do can "${N[@]}" "$v" pods -n "$ELSE"; done
+can "${A[@]}" list pods -n "$ELSE" # a backup Job's pods: how the agent ended (its result)
+can "${A[@]}" watch pods -n "$ELSE"
+for v in get create delete; do can "${N[@]}" "$v" pods -n "$ELSE"; done
 for v in update patch delete; do can "${N[@]}" "$v" events -n "$ELSE"; done
 can "${N[@]}" get "leases.coordination.k8s.io/$LEASE" -n "$ELSE"
 can "${N[@]}" update leases.coordination.k8s.io/other-lease -n "$NS"

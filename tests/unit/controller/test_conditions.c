@@ -114,6 +114,8 @@ static void handler(struct fake_server *s, struct fake_conn *c, struct fake_req 
         list(c, "Backup", NULL);
     else if (fake_path_is(r, "/apis/batch/v1/jobs"))
         list(c, "Job", NULL);
+    else if (fake_path_is(r, "/api/v1/pods"))
+        list(c, "Pod", NULL);
     else
         fake_respond(c, 404, "{}");
 }

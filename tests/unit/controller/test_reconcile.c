@@ -493,7 +493,10 @@ static void test_job_outcomes(void **state)
     fixture_free(&f);
 }
 
-/* A run's first status (slot, run time, Job) is one write: with Running, or Pending late. */
+/*
+ * A run's first status (slot, run time, Job) is one write: with Running as soon as its Job
+ * has started (what a person watching the run reads is not behind it), or Pending late.
+ */
 static void test_first_status_is_one_write(void **state)
 {
     struct fixture f;
@@ -554,6 +557,42 @@ static void test_first_status_pending_after_grace(void **state)
     b->has_status = true;
     run(&f, "2026-03-10T02:00:31Z", 0);
     assert_int_equal(count(&f, CTL_ACT_BACKUP_STATUS), 0);
+    fixture_free(&f);
+}
+
+/*
+ * A run made by hand has no slot: Running and its Job's name as soon as its Job has started
+ * (a person reads the Job's name to follow the run); and a run whose Job ended before any
+ * status was written names its Job in its final status.
+ */
+static void test_first_status_manual_run(void **state)
+{
+    struct fixture f;
+    fixture_init(&f, DAILY_UTC);
+    struct ctl_backup *b = add_backup(&f, "", NULL, "", "2026-03-10T10:00:00Z", "active");
+    run(&f, "2026-03-10T10:00:06Z", 0);
+    assert_int_equal(count(&f, CTL_ACT_BACKUP_STATUS), 1);
+    const struct ctl_action *a = first(&f, CTL_ACT_BACKUP_STATUS);
+    assert_int_equal(a->status.phase, CTL_PHASE_RUNNING);
+    assert_int_equal(a->status.slot_time, 0);
+    assert_string_equal(a->status.job_name, b->name);
+
+    f.jobs[0].active = 0;
+    f.jobs[0].finished = true;
+    f.jobs[0].succeeded = true;
+    f.jobs[0].completed = tzf_at("2026-03-10T10:00:08Z");
+    run(&f, "2026-03-10T10:00:09Z", 0);
+    a = first(&f, CTL_ACT_BACKUP_STATUS);
+    assert_int_equal(a->status.phase, CTL_PHASE_SUCCEEDED);
+    assert_int_equal(a->status.slot_time, 0);
+    assert_string_equal(a->status.job_name, b->name);
+    /* Once a status was written, the final patch does not repeat the Job's name. */
+    b->has_status = true;
+    b->phase = CTL_PHASE_RUNNING;
+    run(&f, "2026-03-10T10:00:10Z", 0);
+    a = first(&f, CTL_ACT_BACKUP_STATUS);
+    assert_int_equal(a->status.phase, CTL_PHASE_SUCCEEDED);
+    assert_null(a->status.job_name);
     fixture_free(&f);
 }
 
@@ -922,6 +961,7 @@ int main(void)
         cmocka_unit_test(test_write_refused),
         cmocka_unit_test(test_policy_same_spec),
         cmocka_unit_test(test_first_status_pending_after_grace),
+        cmocka_unit_test(test_first_status_manual_run),
         cmocka_unit_test(test_manual_backup_waits_its_turn),
         cmocka_unit_test(test_history_keeps_newest_success),
         cmocka_unit_test(test_overdue),

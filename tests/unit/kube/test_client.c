@@ -285,6 +285,45 @@ static void odd_handler(struct fake_server *s, struct fake_conn *c, struct fake_
         t->held = c; /* never answered: the request times out */
 }
 
+/* ---- answers to writes, stripped ---- */
+
+/* Every answer carries what a caller that set strip_answers does not read. */
+static void strip_handler(struct fake_server *s, struct fake_conn *c, struct fake_req *r)
+{
+    fake_respond(c, strcmp(r->method, "DELETE") == 0 ? 404 : 200,
+                 "{\"kind\":\"Job\",\"metadata\":{\"name\":\"j\",\"managedFields\":[{}]},"
+                 "\"spec\":{\"template\":{\"a\":1},\"x\":2}}");
+}
+
+static void test_strip_answers(void **state)
+{
+    static const char *const paths[] = {"metadata.managedFields", "spec.template", NULL};
+    struct kube_client_opts o = {.strip_answers = paths};
+    struct t t;
+    json_t *obj = json_pack("{s:s}", "kind", "Job");
+    setup_t(&t, strip_handler, &o);
+    t.want = 4;
+    assert_int_equal(kube_create(t.c, &cms, obj, got_cb, &t, NULL, NULL), 0);
+    assert_int_equal(kube_merge_patch(t.c, &cms, "j", "status", obj, got_cb, &t, NULL, NULL), 0);
+    assert_int_equal(kube_get(t.c, &cms, "j", NULL, got_cb, &t, NULL, NULL), 0);
+    assert_int_equal(kube_delete(t.c, &cms, "j", NULL, got_cb, &t, NULL, NULL), 0);
+    json_decref(obj);
+    run_t(&t);
+    int stripped = 0, whole = 0;
+    for (int i = 0; i < 4; i++) {
+        if (strcmp(t.got[i].body, "{\"kind\":\"Job\",\"metadata\":{\"name\":\"j\"},"
+                                  "\"spec\":{\"x\":2}}") == 0)
+            stripped++;
+        else if (strstr(t.got[i].body, "managedFields") != NULL &&
+                 strstr(t.got[i].body, "template") != NULL)
+            whole++;
+    }
+    /* The create and the patch are stripped; the GET, and the DELETE's 404 (not an
+     * answer of success), are decoded whole. */
+    assert_int_equal(stripped, 2);
+    assert_int_equal(whole, 2);
+}
+
 static void test_odd_answers_and_timeout(void **state)
 {
     struct t t;
@@ -812,6 +851,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_verbs),
+        cmocka_unit_test(test_strip_answers),
         cmocka_unit_test(test_odd_answers_and_timeout),
         cmocka_unit_test(test_step_loop),
         cmocka_unit_test(test_connection_refused),
