@@ -129,6 +129,10 @@ int ctl_init(uv_loop_t *loop, struct ctl **out, const struct ctl_options *opts,
      * watches read (cache.c): a created Job's pod template is most of its answer. */
     static const char *const strip_answers[] = {"metadata.managedFields", "spec.template", NULL};
     copts.strip_answers = strip_answers;
+    /* A slot's burst of creates and status writes goes out over a few warm connections,
+     * not one new TLS connection per request of the burst (kube.h). At a round trip of
+     * 100 ms, qps/10 in flight (at least 8) still carry the whole --qps. */
+    copts.max_in_flight = opts->qps > 80 ? (unsigned)(opts->qps / 10) : 8;
     rc = kube_client_init(loop, &c->kube, &c->cfg, &copts, err);
     if (rc != 0)
         goto free_cfg;

@@ -56,6 +56,8 @@
  *   - Lists are consistent reads (no resourceVersion=0), paged (default 500 per page).
  *   - A pooled connection idle for more than 20 s is not reused: a request written into
  *     a connection the server is closing would fail instead of being retried.
+ *   - max_in_flight bounds the ordinary requests in flight: a burst then reuses the
+ *     connections already open instead of opening (and handshaking) one per request.
  *   - One client has one FIFO: a burst of creates delays a request queued behind it. A
  *     Lease renewal that must not wait belongs on a client of its own (as client-go's
  *     leader election has its own limiter).
@@ -365,6 +367,14 @@ struct kube_client_opts {
      * client's life, or NULL. GETs, LISTs and errors are decoded whole.
      */
     const char *const *strip_answers;
+    /*
+     * At most this many ordinary requests in flight at once (0: no bound); the rest wait
+     * in the queue, after the rate limit. Each request in flight holds a connection of its
+     * own (HTTP/1.1), and a new one costs a TLS handshake with its context built anew
+     * (curl 7.88 parses the CA bundle and the client key for each): a bound keeps a burst
+     * on the connections already open instead of opening one per request of the burst.
+     */
+    unsigned max_in_flight;
 };
 
 /*

@@ -44,6 +44,7 @@ struct kube_request {
     const char *accept;
     const char *content_type;
     bool watch, limited, active, cancelled;
+    bool in_flight;           /* counted in the client's limited_active until freed */
     const char *const *strip; /* a watch: members left out of each event (kube_json_strip) */
     struct util_buf stripped; /* the event without them, reused from line to line */
     kube_result_cb cb;
@@ -74,8 +75,9 @@ struct kube_client {
     struct curl_slist *connect_to; /* tls-server-name: "NAME:PORT:HOST:PORT", or NULL */
     struct kube_bucket bucket;
     struct req_list limited_q, free_q, active;
-    unsigned handles; /* libuv handles not yet closed */
-    size_t live;      /* requests allocated and not yet freed */
+    unsigned limited_active; /* ordinary requests dispatched and not yet freed */
+    unsigned handles;        /* libuv handles not yet closed */
+    size_t live;             /* requests allocated and not yet freed */
     /* curl handles of finished requests, reset for the next ones: a request then costs no
      * handle of its own (they hold the transport's share: freed before it closes). */
     CURL *easy_idle[KUBE_EASY_IDLE_MAX];

@@ -34,6 +34,8 @@ void kube__request_free(struct kube_request *r)
 {
     struct kube_client *c = r->c;
     list_unlink(r);
+    if (r->in_flight)
+        c->limited_active--;
     if (!c->closing && c->n_easy_idle < KUBE_EASY_IDLE_MAX) {
         curl_easy_reset(r->easy);
         c->easy_idle[c->n_easy_idle++] = r->easy;
@@ -156,13 +158,19 @@ static void client_pump(struct kube_client *c);
 static void on_xfer_done(struct http_xfer *x, CURLcode code, bool cancelled, void *arg)
 {
     struct kube_request *r = arg;
+    struct kube_client *c = r->c;
     r->active = false;
-    if (!cancelled && !r->cancelled && !r->c->closing) {
+    if (!cancelled && !r->cancelled && !c->closing) {
         /* Off the active set first, so the callback may start or cancel anything. */
         list_unlink(r);
         request_complete(r, code);
     }
+    /* A request that held a place in flight frees it for the next in the queue; a client
+     * closing (perhaps by the callback above) may be gone once its last request is. */
+    bool next = r->in_flight && c->opts.max_in_flight > 0 && !c->closing;
     kube__request_free(r);
+    if (next)
+        client_pump(c);
 }
 
 /* ---- the write callback and watch lines ---- */
@@ -246,6 +254,10 @@ static void request_dispatch(struct kube_request *r)
     }
     curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers);
     r->start_ms = uv_now(c->loop);
+    if (r->limited) {
+        r->in_flight = true;
+        c->limited_active++;
+    }
     list_push(&c->active, r);
     r->active = true;
     r->xfer.easy = r->easy;
@@ -266,7 +278,8 @@ static void on_rate_timer(uv_timer_t *t)
     client_pump(t->data);
 }
 
-/* Starts what may start: every watch, and ordinary requests while tokens last. */
+/* Starts what may start: every watch, and ordinary requests while tokens and places in
+ * flight (max_in_flight) last. */
 static void client_pump(struct kube_client *c)
 {
     struct kube_request *r;
@@ -277,6 +290,8 @@ static void client_pump(struct kube_client *c)
         request_dispatch(r);
     }
     while ((r = kube__req_first(&c->limited_q)) != NULL) {
+        if (c->opts.max_in_flight > 0 && c->limited_active >= c->opts.max_in_flight)
+            return; /* on_xfer_done pumps again */
         uint64_t wait = kube_bucket_take(&c->bucket, uv_now(c->loop));
         if (wait > 0) {
             uv_timer_start(&c->rate_timer, on_rate_timer, wait, 0);

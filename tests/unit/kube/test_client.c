@@ -430,6 +430,33 @@ static void test_rate_limit(void **state)
     assert_true(t.got[1].at_ms < 300);
 }
 
+/* Counts the connections open at once (the listener is one handle of the server's). */
+static int max_conns;
+static void in_flight_handler(struct fake_server *s, struct fake_conn *c, struct fake_req *r)
+{
+    if (s->open_handles - 1 > max_conns)
+        max_conns = s->open_handles - 1;
+    verbs_handler(s, c, r);
+}
+
+/* max_in_flight: the rest wait in the queue, and start as the first ones end. */
+static void test_max_in_flight(void **state)
+{
+    struct t t;
+    struct kube_client_opts o = {.qps = -1, .max_in_flight = 2};
+    max_conns = 0;
+    setup_t(&t, in_flight_handler, &o);
+    t.want = 6;
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(kube_get(t.c, &cms, "a", NULL, got_cb, &t, NULL, NULL), 0);
+    assert_int_equal(kube_client_active(t.c), 2);
+    assert_int_equal(kube_client_queued(t.c), 4);
+    run_t(&t);
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(t.got[i].status, 200);
+    assert_true(max_conns >= 1 && max_conns <= 2);
+}
+
 /* The observer hears every request with its verb, resource (and subresource) and status. */
 static void observe_cb(const char *verb, const char *resource, const struct kube_result *res,
                        uint64_t ms, void *arg)
@@ -856,6 +883,7 @@ int main(void)
         cmocka_unit_test(test_step_loop),
         cmocka_unit_test(test_connection_refused),
         cmocka_unit_test(test_rate_limit),
+        cmocka_unit_test(test_max_in_flight),
         cmocka_unit_test(test_observer),
         cmocka_unit_test(test_observer_terminating),
         cmocka_unit_test(test_ns_terminating),
