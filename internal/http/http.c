@@ -22,14 +22,15 @@ struct xfer_list {
 /*
  * One socket curl asked us to watch. Freed in its close callback.
  *
- * A connection's socket (opened through on_open_socket, so that its closing is
- * reported to on_close_socket) keeps its handle while the connection idles in curl's
- * pool between transfers: curl says CURL_POLL_REMOVE at the end of every transfer and
- * asks for the same socket again at the start of the next, and closing and
- * re-creating the handle each time cost an ioctl and several epoll_ctl calls per
- * request. An idle handle stays registered; if the socket turns readable while idle
- * (the server closed it) the handle is stopped, and it is closed when curl closes the
- * socket, while the descriptor is still ours.
+ * The handle lives exactly as long as curl watches the socket: it is stopped and closed
+ * at CURL_POLL_REMOVE, before curl closes the descriptor, so libuv never holds an
+ * epoll registration for a descriptor that is gone. That costs an ioctl and a few
+ * epoll_ctl calls per request on a pooled connection. Keeping the handle while the
+ * connection idled (as an earlier version did) is not safe with curl 7.88: a socket of
+ * a connection attempt that has not won yet (cancelled or failed while connecting) is
+ * closed with close() after CURL_POLL_REMOVE and without CURLOPT_CLOSESOCKETFUNCTION,
+ * and the kept handle then sat on a closed descriptor, or on the next socket the kernel
+ * gave the same number: libuv's next epoll_ctl on it failed and libuv aborted.
  */
 struct multi_poll {
     uv_poll_t handle;
@@ -37,14 +38,10 @@ struct multi_poll {
     struct http_multi *m;
     struct util_list link; /* on the multi's polls */
     int events;            /* what the handle watches now, 0 when stopped */
-    bool conn;             /* a connection's socket: opened and closed through our callbacks */
-    bool idle;             /* curl does not watch it now */
 };
 
 struct http_multi {
     uv_loop_t *loop;
-    curl_socket_t *conn_fds; /* sockets opened by on_open_socket and not closed yet */
-    size_t n_conn_fds, cap_conn_fds;
     CURLM *multi;
     CURLSH *share; /* TLS sessions and DNS, for every transfer (one thread: no locks) */
     uv_timer_t timer;
@@ -128,7 +125,6 @@ static void multi_handle_closed(struct http_multi *m)
     http_close_cb cb = m->close_cb;
     void *arg = m->close_arg;
     curl_share_cleanup(m->share);
-    free(m->conn_fds);
     free(m);
     curl_global_cleanup();
     if (cb != NULL)
@@ -254,12 +250,6 @@ static void on_poll(uv_poll_t *h, int status, int events)
 {
     struct multi_poll *p = h->data;
     int flags = 0;
-    if (p->idle) {
-        /* Nobody waits on an idle connection: stop (curl finds it dead when reused). */
-        uv_poll_stop(&p->handle);
-        p->events = 0;
-        return;
-    }
     if (status < 0)
         flags = CURL_CSELECT_ERR;
     if (events & UV_READABLE)
@@ -285,12 +275,20 @@ static struct multi_poll *poll_of_fd(struct http_multi *m, curl_socket_t fd)
     return NULL;
 }
 
-static bool is_conn_fd(const struct http_multi *m, curl_socket_t fd)
+/*
+ * Stops and closes the handle kept for descriptor fd, if any, and tells curl to forget
+ * it. A handle can only be found here for a descriptor curl closed without telling us
+ * (the number came back for a new socket) or is about to close: either way it must go
+ * before libuv touches the descriptor again.
+ */
+static void poll_forget_fd(struct http_multi *m, curl_socket_t fd)
 {
-    for (size_t i = 0; i < m->n_conn_fds; i++)
-        if (m->conn_fds[i] == fd)
-            return true;
-    return false;
+    struct multi_poll *p = poll_of_fd(m, fd);
+    if (p == NULL)
+        return;
+    poll_close(m, p);
+    if (m->multi != NULL)
+        curl_multi_assign(m->multi, fd, NULL);
 }
 
 /* CURLMOPT_SOCKETFUNCTION: start, change or stop watching a socket. */
@@ -301,21 +299,16 @@ static int on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *userp, v
     int events = 0;
 
     if (what == CURL_POLL_REMOVE) {
+        /* At once: curl may close the descriptor next, without a callback. */
         if (p != NULL) {
             curl_multi_assign(m->multi, fd, NULL);
-            if (p->conn) {
-                p->idle = true; /* kept for the connection's next transfer */
-                return 0;
-            }
             poll_close(m, p);
         }
         return 0;
     }
-    if (p == NULL && (p = poll_of_fd(m, fd)) != NULL) {
-        p->idle = false;
-        curl_multi_assign(m->multi, fd, p);
-    }
     if (p == NULL) {
+        /* A handle left for a descriptor number curl has reused is stale. */
+        poll_forget_fd(m, fd);
         p = util_calloc(1, sizeof(*p));
         p->m = m;
         p->fd = fd;
@@ -324,7 +317,6 @@ static int on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *userp, v
             return -1;
         }
         p->handle.data = p;
-        p->conn = is_conn_fd(m, fd);
         m->handles++;
         util_list_push_front(&m->polls, &p->link);
         curl_multi_assign(m->multi, fd, p);
@@ -341,32 +333,23 @@ static int on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *userp, v
     return 0;
 }
 
-/* CURLOPT_OPENSOCKETFUNCTION: a connection's socket, noted so that its handle may idle. */
+/*
+ * CURLOPT_OPENSOCKETFUNCTION: a new socket's number may be one curl closed without
+ * telling us; a handle still kept for it is dropped before curl asks to watch it.
+ */
 static curl_socket_t on_open_socket(void *clientp, curlsocktype purpose, struct curl_sockaddr *addr)
 {
     struct http_multi *m = clientp;
     curl_socket_t fd = socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
-    if (fd == CURL_SOCKET_BAD)
-        return fd;
-    m->conn_fds =
-        util_grow(m->conn_fds, &m->cap_conn_fds, m->n_conn_fds + 1, sizeof(m->conn_fds[0]));
-    m->conn_fds[m->n_conn_fds++] = fd;
+    if (fd != CURL_SOCKET_BAD)
+        poll_forget_fd(m, fd);
     return fd;
 }
 
 /* CURLOPT_CLOSESOCKETFUNCTION: the handle goes before the descriptor does. */
 static int on_close_socket(void *clientp, curl_socket_t fd)
 {
-    struct http_multi *m = clientp;
-    struct multi_poll *p = poll_of_fd(m, fd);
-    if (p != NULL)
-        poll_close(m, p);
-    for (size_t i = 0; i < m->n_conn_fds; i++) {
-        if (m->conn_fds[i] == fd) {
-            m->conn_fds[i] = m->conn_fds[--m->n_conn_fds];
-            break;
-        }
-    }
+    poll_forget_fd(clientp, fd);
     return close(fd);
 }
 
