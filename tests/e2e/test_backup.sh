@@ -394,7 +394,9 @@ if [[ -f $obj ]]; then
 	byte=$(od -An -tu1 -j40 -N1 "$obj" | tr -d ' ')
 	printf "\\$(printf '%03o' $((byte ^ 255)))" | dd of="$obj" bs=1 seek=40 conv=notrunc status=none
 	printf 'new\n' >"$an/srv/new-file"
-	run backup --policy "$polan" --host node-a --root "$an" --output json
+	# Without the node cache: a warm cache would serve its own verified copy of the
+	# pack (same length as the bucket's) and never read the damaged one.
+	run backup --policy "$polan" --host node-a --root "$an" --output json --no-cache
 	check_eq "a damaged parent file list: the backup still succeeds" "$RC" 0
 	check_contains "a damaged parent file list: said on stderr" "$ERR" "file list"
 	check_eq "a damaged parent file list: every file is in the new snapshot" "$(jqo .snapshot.files)" 41

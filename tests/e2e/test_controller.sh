@@ -141,12 +141,12 @@ check_contains "the name is the policy and the slot" "$job" "minutely-$(tr -d ':
 check_eq "the Job is pinned to its node" "$(env_get -n "$NS" "job/$job" '{.spec.template.spec.nodeName}')" "$NS-db-1"
 check_eq "the deadline is maxRuntime" "$(env_get -n "$NS" "job/$job" '{.spec.activeDeadlineSeconds}')" 7200
 check_eq "no retries" "$(env_get -n "$NS" "job/$job" '{.spec.backoffLimit}')" 0
-check_eq "the node's / mounted read-only at /host, a scratch /tmp, the repository key and CA" \
+check_eq "the node's / mounted read-only at /host, a scratch /tmp, the node cache, the repository key and CA" \
     "$(env_get -n "$NS" "job/$job" '{range .spec.template.spec.containers[0].volumeMounts[*]}{.mountPath}={.readOnly} {end}')" \
-    "/host=true /tmp= /var/run/lodestore/repository=true /var/run/lodestore/ca=true "
-check_eq "the agent is told the policy, the host and the root" \
+    "/host=true /tmp= /var/cache/lodestore= /var/run/lodestore/repository=true /var/run/lodestore/ca=true "
+check_eq "the agent is told the policy, the host, the root and the node cache" \
     "$(env_get -n "$NS" "job/$job" '{.spec.template.spec.containers[0].args}')" \
-    "[\"--policy\",\"$NS/minutely\",\"--host\",\"$NS-db-1\",\"--root\",\"/host\",\"--output\",\"json\",\"--termination-log\",\"/dev/termination-log\"]"
+    "[\"--policy\",\"$NS/minutely\",\"--host\",\"$NS-db-1\",\"--root\",\"/host\",\"--output\",\"json\",\"--termination-log\",\"/dev/termination-log\",\"--cache-dir\",\"/var/cache/lodestore\"]"
 check_eq "labels name policy, host and slot" \
     "$(env_get -n "$NS" "job/$job" '{.metadata.labels.lodestore\.io/policy} {.metadata.labels.lodestore\.io/host}')" \
     "minutely $NS-db-1"
