@@ -177,7 +177,7 @@ if env_wait 60 "the pod of result-now to run" pod_running result-now; then
     job=result-now
     check_eq "the agent is told the policy, the host, the root and where to write its result" \
         "$(env_get -n "$NS" "job/$job" '{.spec.template.spec.containers[0].args}')" \
-        "[\"--policy\",\"$NS/result\",\"--host\",\"$NS-n-0\",\"--root\",\"/host\",\"--output\",\"json\",\"--termination-log\",\"/dev/termination-log\"]"
+        "[\"--policy\",\"$NS/result\",\"--host\",\"$NS-n-0\",\"--root\",\"/host\",\"--output\",\"json\",\"--termination-log\",\"/dev/termination-log\",\"--cache-dir\",\"/var/cache/lodestore\"]"
     kc -n "$NS" get job "$job" -o json >"$T_TMP/job.json"
     envj() { jq -c --arg n "$1" '.spec.template.spec.containers[0].env[] | select(.name == $n) | del(.name)' "$T_TMP/job.json"; }
     check_eq "LODE_REPOSITORY by value" "$(envj LODE_REPOSITORY)" \
