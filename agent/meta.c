@@ -42,6 +42,25 @@ struct meta_sink {
     size_t cap;
 };
 
+/* Drops the least recently used windows until they and need bytes fit in META_CACHE. */
+static void meta_window_room(struct meta_src *m, uint64_t need)
+{
+    for (;;) {
+        uint64_t total = need;
+        size_t lru = 0;
+        for (size_t i = 0; i < m->nwin; i++) {
+            total += m->win[i].data.len;
+            if (m->win[i].used < m->win[lru].used)
+                lru = i;
+        }
+        if (m->nwin == 0 || total <= META_CACHE)
+            return;
+        util_buf_free(&m->win[lru].data);
+        memmove(&m->win[lru], &m->win[lru + 1], (m->nwin - lru - 1) * sizeof(m->win[0]));
+        m->nwin--;
+    }
+}
+
 /*
  * The windows held make room for a window arriving as its bytes arrive, least
  * recently used first: trimmed only after the GET, the old 16 MiB stayed beside the
@@ -54,19 +73,7 @@ static int meta_sink_cb(const char *data, size_t len, void *arg)
     struct meta_src *m = s->m;
     if (len > s->cap - s->buf->len)
         return 1; /* more than the range asked for */
-    for (;;) {
-        size_t total = s->buf->len + len, lru = 0;
-        for (size_t i = 0; i < m->nwin; i++) {
-            total += m->win[i].data.len;
-            if (m->win[i].used < m->win[lru].used)
-                lru = i;
-        }
-        if (m->nwin == 0 || total <= META_CACHE)
-            break;
-        util_buf_free(&m->win[lru].data);
-        memmove(&m->win[lru], &m->win[lru + 1], (m->nwin - lru - 1) * sizeof(m->win[0]));
-        m->nwin--;
-    }
+    meta_window_room(m, s->buf->len + len);
     util_buf_append(s->buf, data, len);
     return 0;
 }
@@ -131,25 +138,6 @@ static void meta_window_evict(struct meta_src *m)
             lru = i;
     util_buf_free(&m->win[lru].data);
     m->win[lru] = m->win[--m->nwin];
-}
-
-/* Drops the least recently used windows until they and need bytes fit in META_CACHE. */
-static void meta_window_room(struct meta_src *m, uint64_t need)
-{
-    for (;;) {
-        uint64_t total = need;
-        size_t lru = 0;
-        for (size_t i = 0; i < m->nwin; i++) {
-            total += m->win[i].data.len;
-            if (m->win[i].used < m->win[lru].used)
-                lru = i;
-        }
-        if (m->nwin == 0 || total <= META_CACHE)
-            return;
-        util_buf_free(&m->win[lru].data);
-        memmove(&m->win[lru], &m->win[lru + 1], (m->nwin - lru - 1) * sizeof(m->win[0]));
-        m->nwin--;
-    }
 }
 
 static int meta_listed_cmp(const void *pa, const void *pb)
