@@ -210,9 +210,16 @@ RC=$?
 agent_pid=
 check_eq "rate-limited backup: exit 0" "$RC" 0
 ub=$(jq -r .snapshot.uploadedBytes "$T_TMP/slow.out")
-read -r wire maxwin avg <<<"$(python3 "$here/backup/rate.py" "$T_TMP/relay.log")"
-echo "# uploadRate 2 MiB/s: $ub bytes uploaded, $wire bytes on the wire, busiest 1 s window $maxwin, average $avg B/s"
-((maxwin <= rate * 11 / 10)) && pass "uploadRate: every 1 s window after the first within 1.1x ($maxwin)" ||
+read -r wire maxwin max3 avg <<<"$(python3 "$here/backup/rate.py" "$T_TMP/relay.log")"
+echo "# uploadRate 2 MiB/s: $ub bytes uploaded, $wire bytes on the wire, busiest 1 s window $maxwin, busiest 3 s window $max3, average $avg B/s"
+# The agent's bucket allows at most 1.05x the rate in any 1 s window (docs/policy.md).
+# The relay's clock is when it read the bytes; on a loaded machine a relay held off the
+# CPU for a tenth of a second reads what the kernel buffered meanwhile at once, which
+# puts a tenth more into one 1 s window. The 3 s window bounds the pacing (a stall of
+# that size moves 3% there); the 1 s window bounds the bursts, with room for the stall.
+((max3 <= rate * 3 * 11 / 10)) && pass "uploadRate: every 3 s window after the first second within 1.1x ($max3)" ||
+	fail "uploadRate: a 3 s window held $max3 bytes (cap $((rate * 3)) in 3 s)"
+((maxwin <= rate * 5 / 4)) && pass "uploadRate: every 1 s window after the first second within 1.25x ($maxwin)" ||
 	fail "uploadRate: a 1 s window held $maxwin bytes (cap $rate/s)"
 ((maxwin >= rate * 9 / 10)) && pass "uploadRate: the cap is reached, not starved ($maxwin in the busiest window)" ||
 	fail "uploadRate: the busiest 1 s window held only $maxwin bytes (cap $rate/s)"

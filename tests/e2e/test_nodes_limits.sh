@@ -178,8 +178,11 @@ policy "* * * * *" 2MiB/s
 running_scheduled() {
 	kc -n "$ns" get backups -o json | jq -r '[.items[] | select(.spec.trigger == "scheduled" and .status.phase == "Running")][0].metadata.name // empty'
 }
-env_wait 90 "a scheduled Backup to run" eval '[[ -n $(running_scheduled) && -n $(agent_pid) ]]' ||
-	fail "a scheduled Backup runs" "$(kc -n "$ns" get backups,pods)"
+# Up to a minute to the next slot, then the Job, its pod and the pause and agent
+# containers on the node: on a loaded machine (the suite runs this beside the other
+# scripts) the start alone has taken over 30 s, so the wait allows 150 s in all.
+env_wait 150 "a scheduled Backup to run" eval '[[ -n $(running_scheduled) && -n $(agent_pid) ]]' ||
+	fail "a scheduled Backup runs" "$(kc -n "$ns" get backups,jobs,pods -o wide 2>&1)" "$(tail -n 30 "$T_TMP/ctl.log")"
 victim=$(running_scheduled)
 vpod=$(pod_of "$(bfield "$victim" jobName)")
 # Until its first pack is in the storage: the agent is in the middle of its upload.
