@@ -12,20 +12,12 @@
 
 #include <cmocka.h>
 
+#include "mstore.h"
 #include "repo/repo.h"
-
-static struct repo_keys test_keys(uint8_t fill)
-{
-    struct repo_keys k;
-    uint8_t master[32];
-    memset(master, fill, sizeof(master));
-    repo_keys_derive(&k, master);
-    return k;
-}
 
 static void test_round_trip(void **state)
 {
-    struct repo_keys k = test_keys(3);
+    struct repo_keys k = mstore_keys(3);
     struct repo_manifest m = {0}, d = {0};
     struct util_err err = {0};
     snprintf(m.id, sizeof(m.id), "20261202T170127Z-9f3c2a1b7d4e6058");
