@@ -43,6 +43,7 @@ struct ctl_pair *ctl_cache_pair_get(struct ctl *c, const char *ns, const char *p
     pr->policy = util_strdup(policy);
     pr->host = util_strdup(host);
     pr->next_run = INT64_MAX;
+    pr->offset = -1;
     if (c->nfree > 0) {
         pr->id = c->free_ids[--c->nfree];
     } else {
@@ -52,6 +53,16 @@ struct ctl_pair *ctl_cache_pair_get(struct ctl *c, const char *ns, const char *p
     c->by_id[pr->id] = pr;
     util_map_set(&c->pairs, key, pr);
     return pr;
+}
+
+int64_t ctl_cache_pair_offset(struct ctl_pair *pr, const struct binding *b)
+{
+    int64_t jitter = b->spec != NULL && b->spec->has_schedule ? b->spec->schedule.jitter : 0;
+    if (pr->offset < 0 || pr->offset_jitter != jitter) {
+        pr->offset = binding_offset(b, pr->host);
+        pr->offset_jitter = jitter;
+    }
+    return pr->offset;
 }
 
 void ctl_cache_pair_free(struct ctl_pair *pr)
