@@ -255,7 +255,8 @@ const char *ctl_cache_repository_blocked(struct ctl *c, const struct ctl_policy 
  * caller then lists the pods).
  */
 json_t *ctl_cache_take_pod_result(struct ctl *c, const char *ns, const char *job);
-/* The objects the API server answered a write with, as if a watch had brought them. */
+/* The objects the API server answered a write with, as if a watch had brought them; the
+ * watch event of the same version is then left undecoded (kube_reflector_note). */
 void ctl_cache_put_backup(struct ctl *c, const char *ns, const char *name, json_t *obj);
 void ctl_cache_put_job(struct ctl *c, const char *ns, const char *name, json_t *obj);
 /* pairs.c, for cache.c: the pair of (ns, policy, host), made when create; freeing one. */

@@ -191,6 +191,10 @@ static int on_watch_line(const char *line, size_t len, void *arg)
     json_t *root = NULL;
     if (len == 0)
         return 0;
+    /* An event the owner already has is neither stripped nor decoded. */
+    struct kube_watch_peek peek;
+    if (r->skip_cb != NULL && kube_watch_peek(line, len, &peek) == 0 && r->skip_cb(&peek, r->arg))
+        return r->cancelled || r->c->closing ? 1 : 0;
     if (r->strip != NULL) {
         r->stripped.len = 0;
         kube_json_strip(line, len, r->strip, &r->stripped);
@@ -342,6 +346,7 @@ int kube__submit(struct kube_client *c, struct req_spec *s, kube_result_cb cb,
     r->content_type = s->content_type;
     r->watch = s->watch;
     r->strip = s->strip;
+    r->skip_cb = s->skip_cb;
     r->limited = !s->watch;
     r->cb = cb;
     r->event_cb = event_cb;
