@@ -275,6 +275,9 @@ void ctl_cache_job_upsert(struct kube_reflector *r, const char *ns, const char *
                           void *arg);
 void ctl_cache_job_delete(struct kube_reflector *r, const char *ns, const char *name, json_t *obj,
                           void *arg);
+/* pairs.c: the pod watch's skip_cb, true for an event without "terminated" in its text,
+ * which ctl_cache_pod_upsert would do nothing with, so it is not decoded. */
+bool ctl_cache_pod_skip(const struct kube_watch_peek *peek, void *arg);
 /* pairs.c: the pods' informer callbacks (a backup container's end is kept), and the close. */
 void ctl_cache_pod_upsert(struct kube_reflector *r, const char *ns, const char *name, json_t *obj,
                           void *arg);

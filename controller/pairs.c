@@ -330,6 +330,25 @@ void ctl_cache_pod_upsert(struct kube_reflector *r, const char *ns, const char *
     ctl_pod_result_free(util_map_set(&c->pod_results, key, p));
 }
 
+/*
+ * A pod's event matters only once a container of it has terminated (ctl_cache_pod_upsert
+ * reads nothing else): one without the member name "terminated" anywhere in its text (the
+ * API server escapes no letter) is not decoded. A backup pod's pending, scheduled and
+ * running events are most of the pod watch's events, each a decode at a slot.
+ */
+bool ctl_cache_pod_skip(const struct kube_watch_peek *peek, void *arg)
+{
+    static const char needle[] = "\"terminated\"";
+    const size_t n = sizeof(needle) - 1;
+    const char *p = peek->line, *end = peek->line + peek->len;
+    while ((size_t)(end - p) >= n && (p = memchr(p, '"', (size_t)(end - p) - n + 1)) != NULL) {
+        if (memcmp(p, needle, n) == 0)
+            return false;
+        p++;
+    }
+    return true;
+}
+
 void ctl_cache_pod_delete(struct kube_reflector *r, const char *ns, const char *name, json_t *obj,
                           void *arg)
 {

@@ -245,7 +245,9 @@ int kube_watch_decode(const char *line, size_t len, json_t **root, struct kube_w
 struct kube_watch_peek {
     const char *type, *name, *namespace, *resource_version;
     size_t type_len, name_len, namespace_len, rv_len;
-    bool done; /* the object's metadata was read */
+    bool done;        /* the object's metadata was read */
+    const char *line; /* the whole event, as given */
+    size_t len;
 };
 int kube_watch_peek(const char *line, size_t len, struct kube_watch_peek *out);
 
@@ -531,6 +533,13 @@ struct kube_reflector_opts {
     /* Members of the objects the watch leaves out (kube_list_opts.strip; the paths start at
      * "object."); borrowed for the reflector's life, or NULL. */
     const char *const *strip;
+    /*
+     * An ADDED or MODIFIED watch event the owner can tell from its text it has no use for
+     * (true): it is neither decoded nor delivered nor recorded, so the object's next event
+     * that is delivered comes as an add, a delete of an object none of whose events was
+     * delivered is not delivered either, and a relist delivers it as usual. NULL: none.
+     */
+    bool (*skip_cb)(const struct kube_watch_peek *peek, void *arg);
 };
 
 /*

@@ -39,6 +39,7 @@ struct kube_reflector {
     struct kube_resource res;
     bool metadata_only;
     const char *const *strip; /* borrowed: kube_reflector_opts.strip */
+    bool (*skip_cb)(const struct kube_watch_peek *peek, void *arg); /* the owner's */
     unsigned page_size, watch_min_s, watch_max_s;
     struct kube_backoff backoff;
     struct kube_reflector_cbs cbs;
@@ -123,8 +124,9 @@ void kube_reflector_note(struct kube_reflector *r, const char *ns, const char *n
 
 /*
  * The watch's skip_cb: an ADDED or MODIFIED event whose version is the one the key set
- * holds (the owner applied it already, from its own write's answer: kube_reflector_note)
- * is not decoded; the watch goes on from its version. Costs a key lookup per event.
+ * holds (the owner applied it already, from its own write's answer: kube_reflector_note),
+ * or one the owner's skip_cb has no use for, is not decoded; the watch goes on from its
+ * version. Costs a key lookup per event.
  */
 static bool refl_skip(const struct kube_watch_peek *p, void *arg)
 {
@@ -140,13 +142,16 @@ static bool refl_skip(const struct kube_watch_peek *p, void *arg)
     memcpy(key + p->namespace_len + 1, p->name, p->name_len);
     key[p->namespace_len + 1 + p->name_len] = '\0';
     struct refl_entry *e = util_map_get(&r->keys, key);
-    if (e == NULL || strlen(e->rv) != p->rv_len ||
-        memcmp(e->rv, p->resource_version, p->rv_len) != 0)
+    bool held = e != NULL && strlen(e->rv) == p->rv_len &&
+                memcmp(e->rv, p->resource_version, p->rv_len) == 0;
+    /* Not recorded when the owner has no use for it: its next delivered event is an add. */
+    if (!held && (r->skip_cb == NULL || !r->skip_cb(p, r->arg)))
         return false;
     memcpy(rv, p->resource_version, p->rv_len);
     rv[p->rv_len] = '\0';
     r->watch_events++;
-    e->gen = r->gen;
+    if (held)
+        e->gen = r->gen;
     refl_set_rv(r, rv);
     r->skipped++;
     return true;
@@ -469,6 +474,7 @@ int kube_reflector_init(struct kube_client *c, struct kube_reflector **out,
     r->res = (struct kube_resource){r->group, r->version, r->resource, r->namespace};
     r->metadata_only = opts->metadata_only;
     r->strip = opts->strip;
+    r->skip_cb = opts->skip_cb;
     r->page_size = opts->page_size ? opts->page_size : REFL_PAGE_DEFAULT;
     r->watch_min_s = opts->watch_timeout_min_s ? opts->watch_timeout_min_s : REFL_WATCH_MIN_S;
     r->watch_max_s = opts->watch_timeout_max_s ? opts->watch_timeout_max_s : REFL_WATCH_MAX_S;

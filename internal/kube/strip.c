@@ -263,5 +263,7 @@ int kube_watch_peek(const char *line, size_t len, struct kube_watch_peek *out)
         memset(out, 0, sizeof(*out));
         return -1;
     }
+    out->line = line;
+    out->len = len;
     return 0;
 }
