@@ -335,6 +335,8 @@ int ctl_cache_init(struct ctl *c, struct util_err *err)
         o.res.namespace = i == CTL_R_NODES ? NULL : c->opts.namespace;
         o.label_selector = selectors[i];
         o.strip = strip[i];
+        if (i == CTL_R_PODS)
+            o.skip_cb = ctl_cache_pod_skip;
         int rc = kube_reflector_init(c->kube, &c->refl[i], &o, &cbs[i], c, err);
         if (rc != 0) {
             ctl_cache_stop(c);

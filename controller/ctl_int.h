@@ -131,6 +131,10 @@ struct ctl_pair {
     bool rro_warned; /* RecursiveReadOnlyUnavailable was said for this pair (once a process) */
     int64_t last_success, overdue_start, next_run;
     uint64_t missed;
+    /* The host's jitter offset (binding_offset) for the jitter it was computed for: it
+     * hashes the policy and host with SHA-256, a tenth of a reconcile's cost, and only the
+     * jitter can change it (ns, policy and host are the pair's key). -1: not computed. */
+    int64_t offset, offset_jitter;
 };
 
 struct ctl_policy_entry {
@@ -251,12 +255,16 @@ const char *ctl_cache_repository_blocked(struct ctl *c, const struct ctl_policy 
  * caller then lists the pods).
  */
 json_t *ctl_cache_take_pod_result(struct ctl *c, const char *ns, const char *job);
-/* The objects the API server answered a write with, as if a watch had brought them. */
+/* The objects the API server answered a write with, as if a watch had brought them; the
+ * watch event of the same version is then left undecoded (kube_reflector_note). */
 void ctl_cache_put_backup(struct ctl *c, const char *ns, const char *name, json_t *obj);
 void ctl_cache_put_job(struct ctl *c, const char *ns, const char *name, json_t *obj);
 /* pairs.c, for cache.c: the pair of (ns, policy, host), made when create; freeing one. */
 struct ctl_pair *ctl_cache_pair_get(struct ctl *c, const char *ns, const char *policy,
                                     const char *host, bool create);
+/* The host's jitter offset under b (binding_offset), hashed again only when b's jitter
+ * is not the one it was computed for: ns, policy and host are the pair's own. */
+int64_t ctl_cache_pair_offset(struct ctl_pair *pr, const struct binding *b);
 void ctl_cache_pair_free(struct ctl_pair *pr);
 /* pairs.c: the informer callbacks of Backups and Jobs (ctl_cache_init registers them). */
 void ctl_cache_backup_upsert(struct kube_reflector *r, const char *ns, const char *name,
@@ -267,6 +275,9 @@ void ctl_cache_job_upsert(struct kube_reflector *r, const char *ns, const char *
                           void *arg);
 void ctl_cache_job_delete(struct kube_reflector *r, const char *ns, const char *name, json_t *obj,
                           void *arg);
+/* pairs.c: the pod watch's skip_cb, true for an event without "terminated" in its text,
+ * which ctl_cache_pod_upsert would do nothing with, so it is not decoded. */
+bool ctl_cache_pod_skip(const struct kube_watch_peek *peek, void *arg);
 /* pairs.c: the pods' informer callbacks (a backup container's end is kept), and the close. */
 void ctl_cache_pod_upsert(struct kube_reflector *r, const char *ns, const char *name, json_t *obj,
                           void *arg);

@@ -43,6 +43,7 @@ struct ctl_pair *ctl_cache_pair_get(struct ctl *c, const char *ns, const char *p
     pr->policy = util_strdup(policy);
     pr->host = util_strdup(host);
     pr->next_run = INT64_MAX;
+    pr->offset = -1;
     if (c->nfree > 0) {
         pr->id = c->free_ids[--c->nfree];
     } else {
@@ -52,6 +53,16 @@ struct ctl_pair *ctl_cache_pair_get(struct ctl *c, const char *ns, const char *p
     c->by_id[pr->id] = pr;
     util_map_set(&c->pairs, key, pr);
     return pr;
+}
+
+int64_t ctl_cache_pair_offset(struct ctl_pair *pr, const struct binding *b)
+{
+    int64_t jitter = b->spec != NULL && b->spec->has_schedule ? b->spec->schedule.jitter : 0;
+    if (pr->offset < 0 || pr->offset_jitter != jitter) {
+        pr->offset = binding_offset(b, pr->host);
+        pr->offset_jitter = jitter;
+    }
+    return pr->offset;
 }
 
 void ctl_cache_pair_free(struct ctl_pair *pr)
@@ -125,13 +136,14 @@ static void ctl_pair_add_backup(struct ctl *c, struct ctl_backup *b)
     ctl_cache_mark(c, pr);
 }
 
-void ctl_cache_put_backup(struct ctl *c, const char *ns, const char *name, json_t *obj)
+/* Files a Backup as a watch event or a write's answer brought it; false if it is not one. */
+static bool ctl_backup_apply(struct ctl *c, const char *ns, const char *name, json_t *obj)
 {
     struct util_err err = {0};
     struct ctl_backup fresh;
     if (ctl_backup_from_json(&fresh, obj, &err) != 0) {
         ctl_log(c, 1, "Backup %s/%s ignored: %s", ns, name, err.msg);
-        return;
+        return false;
     }
     char keybuf[CTL_KEY_MAX];
     const char *key = ctl_key(keybuf, ns, name);
@@ -159,12 +171,33 @@ void ctl_cache_put_backup(struct ctl *c, const char *ns, const char *name, json_
         ctl_pair_add_backup(c, b);
     }
     c->backup_cb(c, ns, name, obj);
+    return true;
+}
+
+/*
+ * The reflector is told the version a write's answer brought (kube_reflector_note): the
+ * watch event of that same version is then not decoded again, nor filed again. Each of
+ * a run's writes comes back that way: at a slot most watch events are those.
+ */
+static void ctl_note_version(struct ctl *c, int which, const char *ns, const char *name,
+                             const json_t *obj)
+{
+    const char *rv =
+        json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+    if (c->refl[which] != NULL)
+        kube_reflector_note(c->refl[which], ns, name, rv);
+}
+
+void ctl_cache_put_backup(struct ctl *c, const char *ns, const char *name, json_t *obj)
+{
+    if (ctl_backup_apply(c, ns, name, obj))
+        ctl_note_version(c, CTL_R_BACKUPS, ns, name, obj);
 }
 
 void ctl_cache_backup_upsert(struct kube_reflector *r, const char *ns, const char *name,
                              json_t *obj, void *arg)
 {
-    ctl_cache_put_backup(arg, ns, name, obj);
+    ctl_backup_apply(arg, ns, name, obj);
 }
 
 void ctl_cache_backup_delete(struct kube_reflector *r, const char *ns, const char *name,
@@ -195,13 +228,13 @@ static void ctl_job_touch(struct ctl *c, const struct ctl_job *j)
         ctl_cache_mark(c, ctl_cache_pair_get(c, b->ns, b->policy, b->host, true));
 }
 
-void ctl_cache_put_job(struct ctl *c, const char *ns, const char *name, json_t *obj)
+static bool ctl_job_apply(struct ctl *c, const char *ns, const char *name, json_t *obj)
 {
     struct util_err err = {0};
     struct ctl_job *j = util_calloc(1, sizeof(*j));
     if (ctl_job_from_json(j, obj, &err) != 0) {
         free(j);
-        return;
+        return false;
     }
     char keybuf[CTL_KEY_MAX];
     struct ctl_job *old = util_map_set(&c->jobs, ctl_key(keybuf, ns, name), j);
@@ -210,12 +243,19 @@ void ctl_cache_put_job(struct ctl *c, const char *ns, const char *name, json_t *
         free(old);
     }
     ctl_job_touch(c, j);
+    return true;
+}
+
+void ctl_cache_put_job(struct ctl *c, const char *ns, const char *name, json_t *obj)
+{
+    if (ctl_job_apply(c, ns, name, obj))
+        ctl_note_version(c, CTL_R_JOBS, ns, name, obj);
 }
 
 void ctl_cache_job_upsert(struct kube_reflector *r, const char *ns, const char *name, json_t *obj,
                           void *arg)
 {
-    ctl_cache_put_job(arg, ns, name, obj);
+    ctl_job_apply(arg, ns, name, obj);
 }
 
 void ctl_cache_job_delete(struct kube_reflector *r, const char *ns, const char *name, json_t *obj,
@@ -288,6 +328,25 @@ void ctl_cache_pod_upsert(struct kube_reflector *r, const char *ns, const char *
     p->message = message != NULL ? util_strdup(message) : NULL;
     p->exit_code = json_is_integer(code) ? (int)json_integer_value(code) : -1;
     ctl_pod_result_free(util_map_set(&c->pod_results, key, p));
+}
+
+/*
+ * A pod's event matters only once a container of it has terminated (ctl_cache_pod_upsert
+ * reads nothing else): one without the member name "terminated" anywhere in its text (the
+ * API server escapes no letter) is not decoded. A backup pod's pending, scheduled and
+ * running events are most of the pod watch's events, each a decode at a slot.
+ */
+bool ctl_cache_pod_skip(const struct kube_watch_peek *peek, void *arg)
+{
+    static const char needle[] = "\"terminated\"";
+    const size_t n = sizeof(needle) - 1;
+    const char *p = peek->line, *end = peek->line + peek->len;
+    while ((size_t)(end - p) >= n && (p = memchr(p, '"', (size_t)(end - p) - n + 1)) != NULL) {
+        if (memcmp(p, needle, n) == 0)
+            return false;
+        p++;
+    }
+    return true;
 }
 
 void ctl_cache_pod_delete(struct kube_reflector *r, const char *ns, const char *name, json_t *obj,

@@ -81,7 +81,7 @@ static void ctl_reconcile(struct ctl *c, struct ctl_pair *pr)
         .jobs = jobs,
         .nbackups = pr->nbackups,
         .limit = e->limit,
-        .offset = binding_offset(&e->p.bind, pr->host),
+        .offset = ctl_cache_pair_offset(pr, &e->p.bind),
         .reported_slot = pr->reported_slot,
         .gap_slot = pr->gap_slot,
         .selected_since = pr->selected_since,

@@ -10,7 +10,8 @@
 #   - the controller's RSS (current and peak) and CPU seconds over the slot.
 # NODES (default 1000), POLICIES (default 20), JITTER (default 2m), QPS (default 50);
 # PERF=1 also samples the controller with perf through the slot (perf.txt: by library and by
-# function).
+# function); PERF_CG sets perf's --call-graph (default fp; dwarf,16384 names the callers inside
+# libraries built without frame pointers, at 16 KiB a sample, so with PERF_HZ=99 or so).
 # It talks only to 127.0.0.1 and ends by itself (every wait bounded). It exits 1 when a
 # target of docs/benchmarks.md is missed (p99 delay under 1 s, at most 4 requests per run,
 # at most 1 ms of CPU per run, peak RSS at most 40 MiB), after printing every line: a
@@ -130,7 +131,7 @@ api_counts >"$out/api0.txt"
 cpu0=$(cpu_seconds)
 perf_pid=
 if [[ ${PERF:-0} == 1 ]]; then
-    perf record -F 499 -g -p "$ctl_pid" -o "$out/perf.data" >"$out/perf.log" 2>&1 &
+    perf record -F "${PERF_HZ:-499}" --call-graph "${PERF_CG:-fp}" -p "$ctl_pid" -o "$out/perf.data" >"$out/perf.log" 2>&1 &
     perf_pid=$!
 fi
 started() { [[ $(grep -c ' started bench/' "$log") -ge $NODES ]]; }

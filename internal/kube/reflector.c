@@ -39,6 +39,7 @@ struct kube_reflector {
     struct kube_resource res;
     bool metadata_only;
     const char *const *strip; /* borrowed: kube_reflector_opts.strip */
+    bool (*skip_cb)(const struct kube_watch_peek *peek, void *arg); /* the owner's */
     unsigned page_size, watch_min_s, watch_max_s;
     struct kube_backoff backoff;
     struct kube_reflector_cbs cbs;
@@ -52,6 +53,7 @@ struct kube_reflector {
     bool running, synced, closing;
     unsigned epoch; /* bumped by stop: a callback that stopped us is noticed */
     unsigned lists, watches;
+    uint64_t skipped; /* watch events left undecoded (refl_skip) */
     uint64_t watch_start_ms;
     unsigned watch_events;
 };
@@ -105,6 +107,54 @@ static void refl_set_rv(struct kube_reflector *r, const char *rv)
     char *s = util_strdup(rv);
     free(r->rv);
     r->rv = s;
+}
+
+void kube_reflector_note(struct kube_reflector *r, const char *ns, const char *name, const char *rv)
+{
+    if (r == NULL || name == NULL || rv == NULL || rv[0] == '\0')
+        return;
+    char *key = util_asprintf("%s/%s", ns != NULL ? ns : "", name);
+    struct refl_entry *e = util_map_get(&r->keys, key);
+    /* A known key keeps the list that saw it; a new one counts as seen by the current one
+     * (so a complete list without it does not report a delete, as before it was noted). */
+    if (e == NULL || strcmp(e->rv, rv) != 0)
+        free(util_map_set(&r->keys, key, refl_entry_new(e != NULL ? e->gen : r->gen, rv)));
+    free(key);
+}
+
+/*
+ * The watch's skip_cb: an ADDED or MODIFIED event whose version is the one the key set
+ * holds (the owner applied it already, from its own write's answer: kube_reflector_note),
+ * or one the owner's skip_cb has no use for, is not decoded; the watch goes on from its
+ * version. Costs a key lookup per event.
+ */
+static bool refl_skip(const struct kube_watch_peek *p, void *arg)
+{
+    struct kube_reflector *r = arg;
+    char key[512], rv[128];
+    if (!((p->type_len == 5 && memcmp(p->type, "ADDED", 5) == 0) ||
+          (p->type_len == 8 && memcmp(p->type, "MODIFIED", 8) == 0)))
+        return false;
+    if (p->namespace_len + 1 + p->name_len >= sizeof(key) || p->rv_len >= sizeof(rv))
+        return false;
+    memcpy(key, p->namespace != NULL ? p->namespace : "", p->namespace_len);
+    key[p->namespace_len] = '/';
+    memcpy(key + p->namespace_len + 1, p->name, p->name_len);
+    key[p->namespace_len + 1 + p->name_len] = '\0';
+    struct refl_entry *e = util_map_get(&r->keys, key);
+    bool held = e != NULL && strlen(e->rv) == p->rv_len &&
+                memcmp(e->rv, p->resource_version, p->rv_len) == 0;
+    /* Not recorded when the owner has no use for it: its next delivered event is an add. */
+    if (!held && (r->skip_cb == NULL || !r->skip_cb(p, r->arg)))
+        return false;
+    memcpy(rv, p->resource_version, p->rv_len);
+    rv[p->rv_len] = '\0';
+    r->watch_events++;
+    if (held)
+        e->gen = r->gen;
+    refl_set_rv(r, rv);
+    r->skipped++;
+    return true;
 }
 
 /* ---- scheduling ---- */
@@ -378,6 +428,7 @@ static void refl_watch(struct kube_reflector *r)
         .metadata_only = r->metadata_only,
         .timeout_seconds = r->watch_min_s + (span ? kube__rand(r->c) % span : 0),
         .strip = r->strip,
+        .skip_cb = refl_skip,
     };
     struct util_err err;
     r->watch_start_ms = uv_now(kube__loop(r->c));
@@ -423,6 +474,7 @@ int kube_reflector_init(struct kube_client *c, struct kube_reflector **out,
     r->res = (struct kube_resource){r->group, r->version, r->resource, r->namespace};
     r->metadata_only = opts->metadata_only;
     r->strip = opts->strip;
+    r->skip_cb = opts->skip_cb;
     r->page_size = opts->page_size ? opts->page_size : REFL_PAGE_DEFAULT;
     r->watch_min_s = opts->watch_timeout_min_s ? opts->watch_timeout_min_s : REFL_WATCH_MIN_S;
     r->watch_max_s = opts->watch_timeout_max_s ? opts->watch_timeout_max_s : REFL_WATCH_MAX_S;
@@ -523,4 +575,9 @@ unsigned kube_reflector_lists(const struct kube_reflector *r)
 unsigned kube_reflector_watches(const struct kube_reflector *r)
 {
     return r->watches;
+}
+
+uint64_t kube_reflector_skipped(const struct kube_reflector *r)
+{
+    return r->skipped;
 }

@@ -10,7 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/ssl.h>
+
 #define CLIENT_MAX_IDLE_S 20L
+
+/* Why a connection keeps its TLS buffers: kube_int.h. */
+CURLcode kube__on_ssl_ctx(CURL *easy, void *ssl_ctx, void *arg)
+{
+    SSL_CTX_clear_mode((SSL_CTX *)ssl_ctx, SSL_MODE_RELEASE_BUFFERS);
+    return CURLE_OK;
+}
 
 static void list_push(struct req_list *l, struct kube_request *r)
 {
@@ -182,6 +191,10 @@ static int on_watch_line(const char *line, size_t len, void *arg)
     json_t *root = NULL;
     if (len == 0)
         return 0;
+    /* An event the owner already has is neither stripped nor decoded. */
+    struct kube_watch_peek peek;
+    if (r->skip_cb != NULL && kube_watch_peek(line, len, &peek) == 0 && r->skip_cb(&peek, r->arg))
+        return r->cancelled || r->c->closing ? 1 : 0;
     if (r->strip != NULL) {
         r->stripped.len = 0;
         kube_json_strip(line, len, r->strip, &r->stripped);
@@ -333,6 +346,7 @@ int kube__submit(struct kube_client *c, struct req_spec *s, kube_result_cb cb,
     r->content_type = s->content_type;
     r->watch = s->watch;
     r->strip = s->strip;
+    r->skip_cb = s->skip_cb;
     r->limited = !s->watch;
     r->cb = cb;
     r->event_cb = event_cb;
@@ -373,6 +387,7 @@ int kube__submit(struct kube_client *c, struct req_spec *s, kube_result_cb cb,
      * costs an abbreviated handshake, not a full one. */
     if (http_multi_share(c->http) != NULL)
         curl_easy_setopt(e, CURLOPT_SHARE, http_multi_share(c->http));
+    curl_easy_setopt(e, CURLOPT_SSL_CTX_FUNCTION, kube__on_ssl_ctx);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, c->cfg.insecure ? 0L : 1L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, c->cfg.insecure ? 0L : 2L);
     /* The PEM blobs are the client's configuration, which outlives every transfer: curl

@@ -154,3 +154,116 @@ void kube_json_strip(const char *in, size_t len, const char *const *paths, struc
     out->len = mark;
     util_buf_append(out, in, len);
 }
+
+/* ---- peeking at a watch event ---- */
+
+/* One member of an object, for the peek: key, the start of its value, and the event so
+ * far. Returns the end of the value, or NULL when the peek cannot go on. */
+typedef const char *(*peek_member_fn)(const char *key, size_t klen, const char *v, const char *end,
+                                      struct kube_watch_peek *out);
+
+/* Calls fn for each member of the object at p until out->done; returns the end of the
+ * object (or of the member that completed the peek), or NULL. */
+static const char *peek_object(const char *p, const char *end, peek_member_fn fn,
+                               struct kube_watch_peek *out)
+{
+    if (p >= end || *p != '{')
+        return NULL;
+    p = strip_ws(p + 1, end);
+    if (p < end && *p == '}')
+        return p + 1;
+    while (p < end) {
+        if (*p != '"')
+            return NULL;
+        const char *kend = strip_string_end(p, end);
+        if (kend == NULL)
+            return NULL;
+        const char *v = strip_ws(kend, end);
+        if (v >= end || *v != ':')
+            return NULL;
+        v = strip_ws(v + 1, end);
+        const char *vend = fn(p + 1, (size_t)(kend - 1 - (p + 1)), v, end, out);
+        if (vend == NULL || out->done)
+            return vend;
+        p = strip_ws(vend, end);
+        if (p < end && *p == ',') {
+            p = strip_ws(p + 1, end);
+            continue;
+        }
+        if (p < end && *p == '}')
+            return p + 1;
+        return NULL;
+    }
+    return NULL;
+}
+
+static bool peek_key_is(const char *key, size_t klen, const char *name)
+{
+    return strlen(name) == klen && memcmp(key, name, klen) == 0;
+}
+
+/* A string without escapes: its bytes in *s and *n. Anything else ends the peek (NULL). */
+static const char *peek_string(const char *v, const char *end, const char **s, size_t *n)
+{
+    const char *vend = strip_value_end(v, end);
+    if (vend == NULL || *v != '"' || memchr(v + 1, '\\', (size_t)(vend - v - 2)) != NULL)
+        return NULL;
+    *s = v + 1;
+    *n = (size_t)(vend - v - 2);
+    return vend;
+}
+
+static const char *peek_meta_member(const char *key, size_t klen, const char *v, const char *end,
+                                    struct kube_watch_peek *out)
+{
+    const char *vend;
+    if (peek_key_is(key, klen, "name"))
+        vend = peek_string(v, end, &out->name, &out->name_len);
+    else if (peek_key_is(key, klen, "namespace"))
+        vend = peek_string(v, end, &out->namespace, &out->namespace_len);
+    else if (peek_key_is(key, klen, "resourceVersion"))
+        vend = peek_string(v, end, &out->resource_version, &out->rv_len);
+    else
+        return strip_value_end(v, end);
+    /* All three found: labels, annotations and managedFields after them are not read. A
+     * cluster-scoped object has no namespace, so its metadata is read to its end. */
+    if (out->name != NULL && out->namespace != NULL && out->resource_version != NULL)
+        out->done = true;
+    return vend;
+}
+
+static const char *peek_object_member(const char *key, size_t klen, const char *v, const char *end,
+                                      struct kube_watch_peek *out)
+{
+    if (!peek_key_is(key, klen, "metadata"))
+        return strip_value_end(v, end);
+    const char *vend = peek_object(v, end, peek_meta_member, out);
+    /* The object's metadata is all the peek needs: the rest of the line is not read. */
+    if (vend != NULL)
+        out->done = true;
+    return vend;
+}
+
+static const char *peek_event_member(const char *key, size_t klen, const char *v, const char *end,
+                                     struct kube_watch_peek *out)
+{
+    if (peek_key_is(key, klen, "type"))
+        return peek_string(v, end, &out->type, &out->type_len);
+    if (peek_key_is(key, klen, "object"))
+        return peek_object(v, end, peek_object_member, out);
+    return strip_value_end(v, end);
+}
+
+int kube_watch_peek(const char *line, size_t len, struct kube_watch_peek *out)
+{
+    const char *end = line + len;
+    memset(out, 0, sizeof(*out));
+    if (peek_object(strip_ws(line, end), end, peek_event_member, out) == NULL || !out->done ||
+        out->type == NULL || out->name == NULL || out->resource_version == NULL) {
+        memset(out, 0, sizeof(*out));
+        return -1;
+    }
+    out->line = line;
+    out->len = len;
+    return 0;
+}

@@ -2,7 +2,8 @@
  * The pod watch's cache of how backup containers ended (pairs.c): kept from the pod's
  * end until the run's result is taken, the newest pod of a Job wins, a deleted pod goes,
  * a pod whose Backup is final is not kept, and what is taken reads as the pod list the
- * result reader takes (objects.h, ctl_backup_result).
+ * result reader takes (objects.h, ctl_backup_result). The pod watch leaves undecoded only
+ * events the cache would do nothing with (ctl_cache_pod_skip).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -149,12 +150,61 @@ static void test_final_backup_not_kept(void **state)
     ctl_free(c);
 }
 
+/* Is the pod's watch event left undecoded? obj is taken. */
+static bool skipped(json_t *obj, const char *type)
+{
+    json_t *meta = json_object_get(obj, "metadata");
+    json_object_set_new(meta, "name", json_string("b1-abc"));
+    json_object_set_new(meta, "namespace", json_string("ops"));
+    json_object_set_new(meta, "resourceVersion", json_string("41"));
+    json_t *ev = json_pack("{s:s, s:o}", "type", type, "object", obj);
+    char *line = json_dumps(ev, JSON_COMPACT);
+    struct kube_watch_peek peek;
+    assert_int_equal(kube_watch_peek(line, strlen(line), &peek), 0);
+    bool skip = ctl_cache_pod_skip(&peek, NULL);
+    free(line);
+    json_decref(ev);
+    return skip;
+}
+
+static void test_skip_only_what_is_not_kept(void **state)
+{
+    /* Pending and running pods, with no container ended: not decoded. */
+    json_t *pending = pod("b1", "2026-03-10T02:00:00Z", "waiting", NULL);
+    json_object_del(
+        json_array_get(json_object_get(json_object_get(pending, "status"), "containerStatuses"), 1),
+        "state");
+    assert_true(skipped(pending, "ADDED"));
+    json_t *running = pod("b1", "2026-03-10T02:00:00Z", "running", NULL);
+    json_object_del(
+        json_array_get(json_object_get(json_object_get(running, "status"), "containerStatuses"), 1),
+        "state");
+    assert_true(skipped(running, "MODIFIED"));
+    /* The backup container ended: decoded, and kept (see above). */
+    assert_false(skipped(pod("b1", "2026-03-10T02:00:00Z", "terminated", "done"), "MODIFIED"));
+    /* Another container ended while the backup runs: decoded (the upsert keeps nothing). */
+    assert_false(skipped(pod("b1", "2026-03-10T02:00:00Z", "running", NULL), "MODIFIED"));
+    /* The quoted word anywhere is decoded, a value too; up to the text's last byte. */
+    json_t *value = json_pack("{s:{}, s:{s:s}}", "metadata", "status", "phase", "terminated");
+    assert_false(skipped(value, "MODIFIED"));
+    static const char cut[] =
+        "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"p\","
+        "\"namespace\":\"ops\",\"resourceVersion\":\"1\"},\"x\":\"terminated\"";
+    struct kube_watch_peek peek;
+    assert_int_equal(kube_watch_peek(cut, strlen(cut), &peek), 0);
+    assert_false(ctl_cache_pod_skip(&peek, NULL));
+    /* One byte short of it: skipped. */
+    assert_int_equal(kube_watch_peek(cut, strlen(cut) - 1, &peek), 0);
+    assert_true(ctl_cache_pod_skip(&peek, NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kept_until_taken),
         cmocka_unit_test(test_newest_pod_wins_and_delete),
         cmocka_unit_test(test_final_backup_not_kept),
+        cmocka_unit_test(test_skip_only_what_is_not_kept),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,8 +12,11 @@
 
 #include <cmocka.h>
 
+#include <openssl/ssl.h>
+
 #include "kube/fake_api.h"
 #include "kube/kube.h"
+#include "kube/kube_int.h"
 
 /* One result as a callback saw it. */
 struct got {
@@ -874,6 +877,19 @@ static void test_init_errors(void **state)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* A TLS connection keeps its buffers: the requests' SSL_CTX callback takes curl's
+ * SSL_MODE_RELEASE_BUFFERS off, and leaves the other modes as they were. */
+static void test_tls_keeps_buffers(void **state)
+{
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    assert_non_null(ctx);
+    SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_AUTO_RETRY);
+    assert_int_equal(kube__on_ssl_ctx(NULL, ctx, NULL), CURLE_OK);
+    assert_int_equal(SSL_CTX_get_mode(ctx) & SSL_MODE_RELEASE_BUFFERS, 0);
+    assert_int_not_equal(SSL_CTX_get_mode(ctx) & SSL_MODE_AUTO_RETRY, 0);
+    SSL_CTX_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -895,6 +911,7 @@ int main(void)
         cmocka_unit_test(test_token_reread_on_401),
         cmocka_unit_test(test_token_periodic_reread),
         cmocka_unit_test(test_tls_server_name),
+        cmocka_unit_test(test_tls_keeps_buffers),
         cmocka_unit_test(test_init_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -41,6 +41,8 @@ struct t {
     int list_bad;        /* then this many (at most 2) with unusable lists */
     bool close_in_add;
     bool closed;
+    uint64_t skipped; /* kube_reflector_skipped when the scenario ended */
+    bool owner_skip;  /* the reflector gets owner_skip_cb */
 };
 
 static void logf_(struct t *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -184,6 +186,7 @@ static void handler(struct fake_server *s, struct fake_conn *c, struct fake_req 
         /* Held open; the scenario ends here. */
         fake_stream_begin(c, 200);
         logf_(t, "END;");
+        t->skipped = kube_reflector_skipped(t->r);
         kube_reflector_close(t->r);
         t->r = NULL;
         kube_client_close(t->c, NULL, NULL);
@@ -227,6 +230,116 @@ static void resume_handler(struct fake_server *s, struct fake_conn *c, struct fa
         break;
     default:
         /* From here the ordinary handler (which records the version itself) ends it. */
+        t->watch_rvs[n] = '\0';
+        s->handler = handler;
+        t->step = 6;
+        handler(s, c, r);
+        break;
+    }
+}
+
+/*
+ * The noted scenario: the owner's own writes (a's change, n's creation) are noted before
+ * their watch events come, which are then not delivered; other versions are, and a stale
+ * note costs one delivery at the next relist, never a miss.
+ */
+static void note_handler(struct fake_server *s, struct fake_conn *c, struct fake_req *r)
+{
+    struct t *t = s->data;
+    char q[64];
+    size_t n;
+    if (strcmp(fake_query(r, "watch", q, sizeof(q)), "1") != 0) {
+        t->lists++;
+        answer_list(t, c, r);
+        return;
+    }
+    n = strlen(t->watch_rvs);
+    snprintf(t->watch_rvs + n, sizeof(t->watch_rvs) - n, "%s;",
+             fake_query(r, "resourceVersion", q, sizeof(q)));
+    switch (t->watches++) {
+    case 0:
+        fake_stream_begin(c, 200);
+        put(t, "a"); /* 3: the owner's write, answered before its event */
+        kube_reflector_note(t->r, "ns1", "a", "3");
+        ev(c, "MODIFIED", "a", 3);
+        put(t, "b"); /* 4: someone else's */
+        ev(c, "MODIFIED", "b", 4);
+        put(t, "a"); /* 5: a change after the owner's */
+        ev(c, "MODIFIED", "a", 5);
+        put(t, "n"); /* 6: created by the owner */
+        kube_reflector_note(t->r, "ns1", "n", "6");
+        ev(c, "ADDED", "n", 6);
+        /* Ignored: no name, no version. */
+        kube_reflector_note(t->r, "ns1", NULL, "3");
+        kube_reflector_note(t->r, "ns1", "a", "");
+        fake_stream_end(c);
+        break;
+    case 1:
+        /* The watch's events were delivered (it asks again from 6): a late answer of the
+         * owner's first write, older than what was delivered, then a relist. */
+        kube_reflector_note(t->r, "ns1", "a", "3");
+        fake_status(c, 410, "Expired", "too old resource version");
+        break;
+    default:
+        t->watch_rvs[n] = '\0';
+        s->handler = handler;
+        t->step = 6;
+        handler(s, c, r);
+        break;
+    }
+}
+
+/* The owner's filter: events of q without the member "keep" are of no use to it. */
+static bool owner_skip_cb(const struct kube_watch_peek *p, void *arg)
+{
+    static const char keep[] = "\"keep\"";
+    if (p->name_len != 1 || p->name[0] != 'q')
+        return false;
+    for (size_t i = 0; i + sizeof(keep) - 1 <= p->len; i++)
+        if (memcmp(p->line + i, keep, sizeof(keep) - 1) == 0)
+            return false;
+    return true;
+}
+
+/* The owner-skip scenario: q's events the owner has no use for are not delivered nor
+ * recorded, so its first one delivered is an add and a relist delivers a change. */
+static void owner_skip_handler(struct fake_server *s, struct fake_conn *c, struct fake_req *r)
+{
+    struct t *t = s->data;
+    char q[64];
+    size_t n;
+    if (strcmp(fake_query(r, "watch", q, sizeof(q)), "1") != 0) {
+        t->lists++;
+        answer_list(t, c, r);
+        return;
+    }
+    n = strlen(t->watch_rvs);
+    snprintf(t->watch_rvs + n, sizeof(t->watch_rvs) - n, "%s;",
+             fake_query(r, "resourceVersion", q, sizeof(q)));
+    switch (t->watches++) {
+    case 0:
+        fake_stream_begin(c, 200);
+        put(t, "q"); /* 3: skipped */
+        ev(c, "ADDED", "q", 3);
+        put(t, "q"); /* 4: kept, delivered as an add */
+        fake_stream_puts(c, "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"q\","
+                            "\"namespace\":\"ns1\",\"resourceVersion\":\"4\"},\"keep\":1}}\n");
+        put(t, "q"); /* 5: skipped, not recorded */
+        ev(c, "MODIFIED", "q", 5);
+        put(t, "b"); /* 6: another object: delivered */
+        ev(c, "MODIFIED", "b", 6);
+        put(t, "q"); /* 7: skipped, the last event of the watch */
+        ev(c, "MODIFIED", "q", 7);
+        del(t, "q"); /* 8: deletes are always delivered */
+        ev(c, "DELETED", "q", 8);
+        put(t, "q"); /* 9: skipped again */
+        ev(c, "ADDED", "q", 9);
+        fake_stream_end(c);
+        break;
+    case 1:
+        fake_status(c, 410, "Expired", "too old resource version");
+        break;
+    default:
         t->watch_rvs[n] = '\0';
         s->handler = handler;
         t->step = 6;
@@ -303,6 +416,7 @@ static void start(struct t *t, bool metadata_only)
         .watch_timeout_max_s = 61,
         .backoff_base_ms = 10,
         .backoff_cap_ms = 40,
+        .skip_cb = t->owner_skip ? owner_skip_cb : NULL,
     };
     assert_int_equal(uv_loop_init(&t->loop), 0);
     assert_int_equal(fake_start(&t->srv, &t->loop, handler, t), 0);
@@ -387,6 +501,42 @@ static void test_stop_and_resume(void **state)
     assert_int_equal(t.lists, 2);
 }
 
+static void test_noted_versions_skipped(void **state)
+{
+    struct t t = {0};
+    put(&t, "a");
+    put(&t, "b");
+    start(&t, false);
+    t.srv.handler = note_handler;
+    finish_run(&t);
+    /* a at 3 and n at 6 are not delivered; the relist delivers a again (the stale note
+     * said 3, the list 5) and neither b nor n (the versions held). */
+    assert_string_equal(t.log, "add ns1/a 1;add ns1/b 2;synced 2 n=2;"
+                               "update b 4;update a 5;"
+                               "update a 5;synced 6 n=3;END;");
+    /* The skipped n at 6 moved the version the next watch starts from. */
+    assert_string_equal(t.watch_rvs, "2;6;6;");
+    assert_int_equal(t.skipped, 2);
+}
+
+static void test_owner_skips(void **state)
+{
+    struct t t = {0};
+    put(&t, "a");
+    put(&t, "b");
+    t.owner_skip = true;
+    start(&t, false);
+    t.srv.handler = owner_skip_handler;
+    finish_run(&t);
+    /* q: 4 delivered as an add (3 was not recorded), 5 and 7 not, the delete is, 9 not;
+     * the relist then finds q at 9, unknown to the reflector: an add. */
+    assert_string_equal(t.log, "add ns1/a 1;add ns1/b 2;synced 2 n=2;"
+                               "add ns1/q 4;update b 6;delete ns1/q obj;"
+                               "add ns1/q 9;synced 9 n=3;END;");
+    assert_string_equal(t.watch_rvs, "2;9;9;");
+    assert_int_equal(t.skipped, 4);
+}
+
 static void test_close_inside_callback(void **state)
 {
     struct t t = {0};
@@ -426,7 +576,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_list_watch_relist), cmocka_unit_test(test_list_errors_back_off),
         cmocka_unit_test(test_stop_and_resume),   cmocka_unit_test(test_close_inside_callback),
-        cmocka_unit_test(test_init_errors),
+        cmocka_unit_test(test_init_errors),       cmocka_unit_test(test_noted_versions_skipped),
+        cmocka_unit_test(test_owner_skips),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

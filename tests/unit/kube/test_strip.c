@@ -1,11 +1,14 @@
 /*
  * kube_json_strip: members left out by path, everything else kept byte for byte, and a
  * text that is not what it looks like passed on whole for the decoder to judge.
+ * kube_watch_peek: a watch event's type, name, namespace and version read without
+ * decoding it, and every shape it must refuse (so the event is decoded instead).
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,12 +92,88 @@ static void test_malformed_whole(void **state)
         assert_string_equal(strip(bad[i], p), bad[i]);
 }
 
+/* The peek of a line as "TYPE ns/name@rv" (ns "-" when absent), or "refused". */
+static const char *peek(const char *line)
+{
+    static char out[256];
+    struct kube_watch_peek p;
+    if (kube_watch_peek(line, strlen(line), &p) != 0) {
+        assert_null(p.type);
+        assert_null(p.name);
+        return "refused";
+    }
+    snprintf(out, sizeof(out), "%.*s %.*s/%.*s@%.*s", (int)p.type_len, p.type,
+             p.namespace != NULL ? (int)p.namespace_len : 1,
+             p.namespace != NULL ? p.namespace : "-", (int)p.name_len, p.name, (int)p.rv_len,
+             p.resource_version);
+    return out;
+}
+
+static void test_peek_reads_metadata(void **state)
+{
+    /* As the API server sends them: type first, metadata early, the rest not read. */
+    assert_string_equal(
+        peek("{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Backup\",\"apiVersion\":\"x/v1\","
+             "\"metadata\":{\"name\":\"b-1\",\"namespace\":\"team\",\"uid\":\"u\","
+             "\"resourceVersion\":\"812\",\"labels\":{\"a\":\"b\"}},\"spec\":{\"x\":[1,{}]}}}"),
+        "MODIFIED team/b-1@812");
+    /* Spaces, and a namespace after the version. */
+    assert_string_equal(
+        peek(" { \"type\" : \"ADDED\" , \"object\" : { \"metadata\" : { \"resourceVersion\" : "
+             "\"7\" , \"name\" : \"n\" , \"namespace\" : \"ns\" } } } "),
+        "ADDED ns/n@7");
+    /* Cluster-scoped: the metadata is read to its end; no namespace. */
+    assert_string_equal(peek("{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":"
+                             "\"node-1\",\"resourceVersion\":\"9\",\"labels\":{\"x\":\"}{\"}},"
+                             "\"status\":{}}}"),
+                        "MODIFIED -/node-1@9");
+    /* Once the metadata is read, the rest of the line is not: a cut tail still peeks. */
+    assert_string_equal(peek("{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":"
+                             "\"a\",\"namespace\":\"b\",\"resourceVersion\":\"1\"},\"spec\":{"),
+                        "MODIFIED b/a@1");
+}
+
+static void test_peek_refuses(void **state)
+{
+    /* Each of these is decoded as before: the peek cannot vouch for it. */
+    const char *const refused[] = {
+        "",
+        "[]",
+        "{\"type\":\"MODIFIED\"}",
+        /* type after object */
+        "{\"object\":{\"metadata\":{\"name\":\"a\",\"namespace\":\"b\","
+        "\"resourceVersion\":\"1\"}},\"type\":\"ADDED\"}",
+        /* a bookmark and an error: no name */
+        "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"9\"}}}",
+        "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410}}",
+        /* escapes, and names that are not strings */
+        "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"a\\\"b\","
+        "\"namespace\":\"b\",\"resourceVersion\":\"1\"}}}",
+        "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"a\",\"namespace\":\"b\","
+        "\"resourceVersion\":1}}}",
+        "{\"type\":7,\"object\":{\"metadata\":{\"name\":\"a\",\"namespace\":\"b\","
+        "\"resourceVersion\":\"1\"}}}",
+        "{\"type\":\"MODIFIED\",\"object\":[{\"metadata\":{}}]}",
+        /* cut inside the metadata, and a cluster-scoped one cut before its end */
+        "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"a\",\"namespace\":\"b\"",
+        "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"1\"",
+        /* not JSON where it is read */
+        "{\"type\":\"MODIFIED\" \"object\":{}}",
+        "{type:\"MODIFIED\"}",
+    };
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        const char *got = peek(refused[i]);
+        if (strcmp(got, "refused") != 0)
+            fail_msg("case %zu peeked as %s", i, got);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_leaves_out_members),
-        cmocka_unit_test(test_first_last_and_only),
-        cmocka_unit_test(test_malformed_whole),
+        cmocka_unit_test(test_leaves_out_members), cmocka_unit_test(test_first_last_and_only),
+        cmocka_unit_test(test_malformed_whole),    cmocka_unit_test(test_peek_reads_metadata),
+        cmocka_unit_test(test_peek_refuses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
