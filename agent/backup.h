@@ -6,15 +6,23 @@
  * backup_store.c (sealing on the thread pool, packs, paced uploads).
  *
  * Threads: the main thread walks, reads, chunks and hashes (SHA-256 decides at
- * once whether a chunk is new); new chunks are compressed and sealed on libuv's
- * thread pool; their completions, pack assembly and uploads run on the storage
- * loop, which the main thread runs between chunks. Memory is bounded by
- * BACKUP_JOBS chunks being sealed (2 MiB of plain bytes in all, or one larger
- * chunk), BACKUP_PACKS packs of 16 MiB in all, closed or being filled (one
- * uploading while the next fills), plus the read buffer (9 MiB). The key
- * derivation (scrypt, 32 MiB) is over and its memory unmapped before any of these
- * exist (cli/cmd_backup.c); the metadata pack being filled (at most 16 MiB), and
- * the chunk index grows with the chunks, about 12 bytes each (chunkidx.h).
+ * once whether a chunk is new); new chunks are gathered into batches (up to
+ * BACKUP_BATCH_CHUNKS chunks or BACKUP_BATCH_BYTES bytes, a larger chunk alone),
+ * and each batch is compressed and sealed on libuv's thread pool as one job, with
+ * one sealer (repo_sealer_new) for its chunks; their completions, pack assembly and
+ * uploads run on the storage loop, which the main thread runs at each batch it hands
+ * over, at least every BACKUP_POLL_NS, and whenever it must wait. A small file costs
+ * the main thread its own system calls (fstatat, open, fstat, flistxattr, one read,
+ * close) and a share of one hand-off to the pool: one a file was more work than the
+ * file (wake-ups, a loop iteration, a new zstd and cipher context, a random draw).
+ * Memory is bounded by BACKUP_JOBS batches being gathered or sealed (2 MiB of plain
+ * bytes in all, or one larger chunk; a batch's buffer is BACKUP_BATCH_BYTES, or its
+ * one larger chunk; each sealing job's zstd context, a few hundred KiB),
+ * BACKUP_PACKS packs of 16 MiB in all, closed or being filled (one uploading while
+ * the next fills), plus the read buffer (9 MiB). The key derivation (scrypt, 32 MiB)
+ * is over and its memory unmapped before any of these exist (cli/cmd_backup.c); the
+ * metadata pack being filled (at most 16 MiB) and its sealer, and the chunk index
+ * grows with the chunks, about 12 bytes each (chunkidx.h).
  */
 #ifndef LODE_AGENT_BACKUP_H
 #define LODE_AGENT_BACKUP_H
@@ -40,8 +48,18 @@
  * cores: two jobs of the 1 MiB average chunk keep both busy). One job always runs,
  * whatever its size. */
 #define BACKUP_JOB_BYTES (2u << 20)
+/* A seal job is a batch of chunks: up to this many, or this many plain bytes (a
+ * larger chunk is a batch alone). 128 small files make one hand-off to the pool
+ * instead of 128; the batch being gathered counts as a job, its bytes in
+ * BACKUP_JOB_BYTES. */
+#define BACKUP_BATCH_CHUNKS 128
+#define BACKUP_BATCH_BYTES  (256u << 10)
+/* The walk runs the storage loop at each batch it hands over and at least this
+ * often (ns), so uploads go on between batches. */
+#define BACKUP_POLL_NS 1000000u
 
 struct backup_pack; /* backup_store.c */
+struct backup_job;  /* backup_store.c */
 struct backup_mtab; /* backup_list.c */
 struct mcache;      /* mcache.h */
 
@@ -75,16 +93,22 @@ struct backup {
      * the metadata pack being filled. */
     struct backup_mtab *mtab;
     struct repo_pack_writer mp;
-    uint32_t mseq;            /* the number of the next metadata pack */
-    uint64_t mchunks, mpacks; /* metadata chunks and packs this run stored */
+    struct repo_sealer *msealer; /* seals its chunks (the main thread's) */
+    uint32_t mseq;               /* the number of the next metadata pack */
+    uint64_t mchunks, mpacks;    /* metadata chunks and packs this run stored */
     /* Set by backup_list_finish: from then on a full metadata pack goes up from the
      * store callback (during the walk backup_list_ship does it, between entries). */
     bool mfinishing;
 
     /* backup_store.c: jobs, packs, uploads, pacing. */
     struct repo_pack_writer pw; /* its entries are the index's members */
-    unsigned jobs;              /* seal jobs in flight */
+    unsigned jobs;              /* seal jobs in flight, with the one being gathered */
     size_t job_bytes;           /* their plain bytes */
+    size_t job_chunks;          /* their chunks */
+    struct backup_job *gather;  /* the batch being gathered, or NULL */
+    uint64_t polled_ns;         /* uv_hrtime() of the loop's last run */
+    struct evp_md_ctx_st *sha;  /* SHA-256 of each chunk (EVP_MD_CTX) */
+    struct evp_md_st *sha_md;   /* its digest, fetched once (EVP_MD) */
     struct backup_pack *ready;  /* finished packs not yet uploading */
     unsigned uploading;
     struct repo_bucket bucket;
@@ -135,20 +159,27 @@ int backup_store_reuse(struct backup *b, const struct repo_file *pf, struct util
  * counts, so a pack of tiny chunks closes before 16 MiB of data.
  */
 bool backup_pack_full(const struct repo_pack_writer *pw, size_t nmembers);
+/* Whether a chunk of len bytes joins a batch of n chunks and bytes bytes (pure):
+ * one that is empty, full or would pass BACKUP_BATCH_BYTES takes no more. */
+bool backup_batch_joins(size_t n, size_t bytes, size_t len);
 /*
  * The admission rule (pure): whether a chunk of len bytes may be queued to be
- * sealed while jobs seal jobs of job_bytes plain bytes are in flight, closed packs
- * are in memory (uploading or waiting) and pw with nmembers entries is being
- * filled. At most BACKUP_JOBS jobs and BACKUP_JOB_BYTES bytes (one larger chunk
- * alone) are in flight, and at most BACKUP_PACKS packs are in memory, closed ones
- * and the one being filled: when the jobs in flight and this chunk may close the
- * pack being filled (a job's completion closes it without asking), the chunk waits
- * until one closed pack less is left. With BACKUP_PACKS 2 that is one pack
- * uploading while the next fills, 2 x 16 MiB; the last pack, closed by the flush,
- * may make it three.
+ * sealed while jobs seal jobs (batches, with the one being gathered) of chunks
+ * chunks and job_bytes plain bytes are in flight, closed packs are in memory
+ * (uploading or waiting) and pw with nmembers entries is being filled; joins says
+ * the chunk fits the batch being gathered (backup_batch_joins). At most
+ * BACKUP_JOBS jobs and BACKUP_JOB_BYTES bytes (one larger chunk alone) are in
+ * flight, and at most BACKUP_PACKS packs are in memory, closed ones and the one
+ * being filled: when the chunks in flight and this one may close the pack being
+ * filled (a job's completion closes it without asking), the chunk waits until one
+ * closed pack less is left. With BACKUP_PACKS 2 that is one pack uploading while
+ * the next fills, 2 x 16 MiB; the last pack, closed by the flush, may make it three.
  */
 bool backup_may_queue(const struct repo_pack_writer *pw, size_t nmembers, unsigned jobs,
-                      size_t job_bytes, unsigned closed, size_t len);
+                      size_t chunks, size_t job_bytes, unsigned closed, bool joins, size_t len);
+/* Seals what is pending (the batch being gathered too) into the pack being filled,
+ * which stays open; false when the backup must stop. */
+bool backup_store_drain(struct backup *b);
 /* Seals what is pending, uploads the last pack and waits for every upload. */
 bool backup_store_flush(struct backup *b);
 /* A PUT of a whole object through the paced client (meta/, marks, manifest). */

@@ -9,10 +9,10 @@
  * reused. The parent's list is read ahead of the list being written (the walk asks
  * the merge for a path before it adds it), so an unchanged stretch is always found.
  * New chunks are compressed (zstd level 3) and sealed on the main thread (they are
- * small: about 8 KiB) into the metadata pack being filled, which goes up in one PUT
- * (meta/<source>/<id>.<seq>.meta) once it reaches REPO_META_PACK (the chunk set, written
- * at the end, fills as many packs as it needs), and at the end.
- * An unchanged re-run stores no chunk and PUTs no pack.
+ * small: about 8 KiB; one sealer, repo_sealer_new, for the run) into the metadata pack being
+ * filled, which goes up in one PUT (meta/<source>/<id>.<seq>.meta) once it reaches REPO_META_PACK
+ * (the chunk set, written at the end, fills as many packs as it needs), and at the end. An
+ * unchanged re-run stores no chunk and PUTs no pack.
  *
  * Memory: the pack being filled (at most 16 MiB and a chunk), the table (about 100
  * bytes a chunk of metadata: 1,700 chunks for 100,000 files) and one chunk a level
@@ -82,6 +82,7 @@ static void backup_mtab_put(struct backup_mtab *t, const struct repo_mref *ref)
 void backup_list_init(struct backup *b)
 {
     b->mtab = util_calloc(1, sizeof(*b->mtab));
+    b->msealer = repo_sealer_new(b->keys);
     repo_pack_writer_init(&b->mp);
     repo_files_writer_init(&b->list, b->keys, backup_meta_store_cb, b);
 }
@@ -139,7 +140,7 @@ int backup_meta_store_cb(void *arg, const uint8_t hash[REPO_HASH_LEN], const uin
         *ref = *have;
         return 0;
     }
-    repo_blob_seal(b->keys, BACKUP_META_LEVEL, hash, plain, len, &sealed, &slen, &flags);
+    repo_sealer_blob(b->msealer, BACKUP_META_LEVEL, hash, plain, len, &sealed, &slen, &flags);
     const struct repo_chunk *c =
         repo_pack_writer_add(&b->mp, hash, sealed, slen, flags, (uint32_t)len);
     memset(ref, 0, sizeof(*ref));
@@ -218,6 +219,8 @@ void backup_list_release(struct backup *b)
         free(b->mtab);
         b->mtab = NULL;
     }
+    repo_sealer_free(b->msealer);
+    b->msealer = NULL;
     repo_pack_writer_free(&b->mp);
     repo_files_writer_free(&b->list);
 }

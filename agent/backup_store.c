@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <openssl/sha.h>
+#include <openssl/evp.h>
 
 #include "backup.h"
 
@@ -29,14 +29,30 @@ struct backup_pack {
     struct s3_op *op;
 };
 
+/* One chunk of a batch: its plain bytes are at off in the batch's buffer. */
+struct backup_item {
+    uint8_t hash[REPO_HASH_LEN];
+    size_t off, len;
+    uint8_t *sealed;
+    size_t sealed_len;
+    uint8_t flags;
+    bool changed;
+};
+
+/*
+ * A seal job: a batch of chunks, gathered by the walk (b->gather) until it holds
+ * BACKUP_BATCH_CHUNKS chunks or BACKUP_BATCH_BYTES bytes, then sealed on the thread
+ * pool in one piece. One job a small file cost a wake-up of a worker, its
+ * completion signal and a loop iteration each, more than sealing the chunk; a batch
+ * pays them once for all its chunks.
+ */
 struct backup_job {
     uv_work_t req;
     struct backup *b;
-    uint8_t hash[REPO_HASH_LEN];
-    uint8_t *plain, *sealed;
-    size_t len, sealed_len;
-    uint8_t flags;
-    bool changed;
+    struct backup_item *items;
+    size_t n, cap;
+    uint8_t *plain; /* the chunks' bytes, back to back (freed once sealed) */
+    size_t bytes, capbytes;
 };
 
 /* ---- pacing ---- */
@@ -84,6 +100,12 @@ void backup_store_init(struct backup *b, uint64_t rate)
     uv_loop_t *loop = s3_sync_loop(b->st->s3);
     struct util_err err = {0};
     repo_pack_writer_init(&b->pw);
+    b->sha_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+    b->sha = EVP_MD_CTX_new();
+    if (b->sha_md == NULL || b->sha == NULL || EVP_DigestInit_ex2(b->sha, b->sha_md, NULL) != 1) {
+        fprintf(stderr, "lode: out of memory (digest context)\n");
+        abort();
+    }
     if (chunkidx_open(&b->idx, getenv("TMPDIR"), &err) == 0)
         b->idx_open = true;
     else
@@ -225,10 +247,53 @@ static unsigned backup_packs_waiting(const struct backup *b)
 static void backup_job_work(uv_work_t *req)
 {
     struct backup_job *j = req->data;
-    repo_blob_seal(j->b->keys, 1, j->hash, j->plain, j->len, &j->sealed, &j->sealed_len, &j->flags);
-    /* The plain copy goes now rather than when the loop thread gets to the job. */
+    struct repo_sealer *s = repo_sealer_new(j->b->keys);
+    for (size_t i = 0; i < j->n; i++) {
+        struct backup_item *it = &j->items[i];
+        repo_sealer_blob(s, 1, it->hash, j->plain + it->off, it->len, &it->sealed, &it->sealed_len,
+                         &it->flags);
+    }
+    repo_sealer_free(s);
+    /* The plain copies go now rather than when the loop thread gets to the job. */
     free(j->plain);
     j->plain = NULL;
+}
+
+static void backup_job_free(struct backup_job *j)
+{
+    for (size_t i = 0; i < j->n; i++)
+        free(j->items[i].sealed);
+    free(j->items);
+    free(j->plain);
+    free(j);
+}
+
+/* One sealed chunk into the pack being filled, which closes once full. */
+static void backup_item_done(struct backup *b, const struct backup_item *it)
+{
+    /* The index has the chunk since it was queued; where it is in the pack goes to
+     * the index's file (a pack of small files holds 250,000 chunks: their entries
+     * are read back from there when it closes, not kept in memory). */
+    struct repo_chunk c;
+    struct util_err err = {0};
+    memset(&c, 0, sizeof(c));
+    memcpy(c.hash, it->hash, REPO_HASH_LEN);
+    c.offset = repo_pack_writer_put(&b->pw, it->sealed, it->sealed_len);
+    c.stored = (uint32_t)it->sealed_len;
+    c.plain = (uint32_t)it->len;
+    c.flags = it->flags;
+    if (chunkidx_sealed(&b->idx, &c, &err) != 0)
+        backup_fail(b, err.code, err.msg);
+    b->new_bytes += it->len;
+    if (!(it->flags & REPO_BLOB_ZSTD))
+        b->raw_new_bytes += it->len;
+    if (it->changed) {
+        b->changed_bytes += it->len;
+        if (!(it->flags & REPO_BLOB_ZSTD))
+            b->raw_changed_bytes += it->len;
+    }
+    if (b->fatal == 0 && backup_pack_full(&b->pw, chunkidx_members(&b->idx)))
+        backup_pack_close(b);
 }
 
 static void backup_job_done(uv_work_t *req, int status)
@@ -236,35 +301,11 @@ static void backup_job_done(uv_work_t *req, int status)
     struct backup_job *j = req->data;
     struct backup *b = j->b;
     b->jobs--;
-    b->job_bytes -= j->len;
-    free(j->plain);
-    if (status == 0 && b->fatal == 0) {
-        /* The index has the chunk since it was queued; where it is in the pack goes to
-         * the index's file (a pack of small files holds 250,000 chunks: their entries
-         * are read back from there when it closes, not kept in memory). */
-        struct repo_chunk c;
-        struct util_err err = {0};
-        memset(&c, 0, sizeof(c));
-        memcpy(c.hash, j->hash, REPO_HASH_LEN);
-        c.offset = repo_pack_writer_put(&b->pw, j->sealed, j->sealed_len);
-        c.stored = (uint32_t)j->sealed_len;
-        c.plain = (uint32_t)j->len;
-        c.flags = j->flags;
-        if (chunkidx_sealed(&b->idx, &c, &err) != 0)
-            backup_fail(b, err.code, err.msg);
-        b->new_bytes += j->len;
-        if (!(j->flags & REPO_BLOB_ZSTD))
-            b->raw_new_bytes += j->len;
-        if (j->changed) {
-            b->changed_bytes += j->len;
-            if (!(j->flags & REPO_BLOB_ZSTD))
-                b->raw_changed_bytes += j->len;
-        }
-        if (b->fatal == 0 && backup_pack_full(&b->pw, chunkidx_members(&b->idx)))
-            backup_pack_close(b);
-    }
-    free(j->sealed);
-    free(j);
+    b->job_bytes -= j->bytes;
+    b->job_chunks -= j->n;
+    for (size_t i = 0; i < j->n && status == 0 && b->fatal == 0; i++)
+        backup_item_done(b, &j->items[i]);
+    backup_job_free(j);
 }
 
 bool backup_pack_full(const struct repo_pack_writer *pw, size_t nmembers)
@@ -273,21 +314,50 @@ bool backup_pack_full(const struct repo_pack_writer *pw, size_t nmembers)
     return repo_pack_writer_size(pw, nmembers) >= REPO_PACK_SIZE;
 }
 
-bool backup_may_queue(const struct repo_pack_writer *pw, size_t nmembers, unsigned jobs,
-                      size_t job_bytes, unsigned closed, size_t len)
+bool backup_batch_joins(size_t n, size_t bytes, size_t len)
 {
-    bool closes = repo_pack_writer_size(pw, nmembers + jobs + 1) + job_bytes +
-                      (jobs + 1) * REPO_SEAL_EXTRA + len >=
+    return n > 0 && n < BACKUP_BATCH_CHUNKS && bytes + len <= BACKUP_BATCH_BYTES;
+}
+
+bool backup_may_queue(const struct repo_pack_writer *pw, size_t nmembers, unsigned jobs,
+                      size_t chunks, size_t job_bytes, unsigned closed, bool joins, size_t len)
+{
+    bool closes = repo_pack_writer_size(pw, nmembers + chunks + 1) + job_bytes +
+                      (chunks + 1) * REPO_SEAL_EXTRA + len >=
                   REPO_PACK_SIZE;
-    if (jobs >= BACKUP_JOBS || (jobs > 0 && job_bytes + len > BACKUP_JOB_BYTES))
+    if ((!joins && jobs >= BACKUP_JOBS) || (job_bytes > 0 && job_bytes + len > BACKUP_JOB_BYTES))
         return false;
     return closes ? closed + 1 < BACKUP_PACKS : closed < BACKUP_PACKS;
 }
 
+/* Whether a chunk of len bytes joins the batch being gathered. */
+static bool backup_joins(const struct backup *b, size_t len)
+{
+    return b->gather != NULL && backup_batch_joins(b->gather->n, b->gather->bytes, len);
+}
+
 static bool backup_has_room(const struct backup *b, size_t len)
 {
-    return backup_may_queue(&b->pw, chunkidx_members(&b->idx), b->jobs, b->job_bytes,
-                            backup_packs_waiting(b), len);
+    return backup_may_queue(&b->pw, chunkidx_members(&b->idx), b->jobs, b->job_chunks, b->job_bytes,
+                            backup_packs_waiting(b), backup_joins(b, len), len);
+}
+
+/* Hands the batch being gathered to the thread pool; false when it cannot start. */
+static bool backup_dispatch(struct backup *b)
+{
+    struct backup_job *j = b->gather;
+    if (j == NULL)
+        return true;
+    b->gather = NULL;
+    if (uv_queue_work(s3_sync_loop(b->st->s3), &j->req, backup_job_work, backup_job_done) != 0) {
+        b->jobs--;
+        b->job_bytes -= j->bytes;
+        b->job_chunks -= j->n;
+        backup_job_free(j);
+        backup_fail(b, UTIL_EIO, "cannot start a worker thread");
+        return false;
+    }
+    return true;
 }
 
 /* Runs the loop until the pipeline has room for len bytes (or everything is done, with all). */
@@ -299,7 +369,22 @@ static bool backup_wait(struct backup *b, bool all, size_t len)
             return false;
         if (all ? b->jobs == 0 && b->ready == NULL && b->uploading == 0 : backup_has_room(b, len))
             return true;
+        /* What is gathered must be on its way before anything is waited for. */
+        if (!backup_dispatch(b))
+            return false;
         uv_run(loop, UV_RUN_ONCE);
+        b->polled_ns = uv_hrtime();
+    }
+}
+
+/* Lets finished work and uploads progress without blocking: at each batch and at
+ * least every BACKUP_POLL_NS, not for each chunk (a loop iteration is a system call). */
+static void backup_poll(struct backup *b, bool now)
+{
+    uint64_t t = uv_hrtime();
+    if (now || t - b->polled_ns >= BACKUP_POLL_NS) {
+        uv_run(s3_sync_loop(b->st->s3), UV_RUN_NOWAIT);
+        b->polled_ns = t;
     }
 }
 
@@ -307,13 +392,19 @@ bool backup_store_chunk(struct backup *b, const uint8_t *data, size_t len, bool 
                         uint8_t hash[REPO_HASH_LEN])
 {
     struct backup_job *j;
+    struct backup_item *it;
     struct util_err err = {0};
     uint32_t pos;
     int rc;
 
-    SHA256(data, len, hash);
-    /* Let finished work and uploads progress without blocking. */
-    uv_run(s3_sync_loop(b->st->s3), UV_RUN_NOWAIT);
+    /* One context for the run: SHA256() fetched the digest and made a context for
+     * every chunk, more work than hashing a small file. */
+    if (EVP_DigestInit_ex2(b->sha, NULL, NULL) != 1 || EVP_DigestUpdate(b->sha, data, len) != 1 ||
+        EVP_DigestFinal_ex(b->sha, hash, NULL) != 1) {
+        fprintf(stderr, "lode: SHA-256 failed\n");
+        abort();
+    }
+    backup_poll(b, false);
     if (backup_should_stop(b))
         return false;
     /* The index is this run's dedup table: a chunk is in it from when it is queued,
@@ -333,22 +424,35 @@ bool backup_store_chunk(struct backup *b, const uint8_t *data, size_t len, bool 
         backup_fail(b, rc, err.msg);
         return false;
     }
-    j = util_calloc(1, sizeof(*j));
-    j->req.data = j;
-    j->b = b;
-    memcpy(j->hash, hash, REPO_HASH_LEN);
-    j->plain = util_malloc(len);
-    memcpy(j->plain, data, len);
-    j->len = len;
-    j->changed = changed;
-    if (uv_queue_work(s3_sync_loop(b->st->s3), &j->req, backup_job_work, backup_job_done) != 0) {
-        free(j->plain);
-        free(j);
-        backup_fail(b, UTIL_EIO, "cannot start a worker thread");
-        return false;
+    if (!backup_joins(b, len)) {
+        /* A full batch goes; this chunk starts the next one. */
+        if (!backup_dispatch(b))
+            return false;
+        j = util_calloc(1, sizeof(*j));
+        j->req.data = j;
+        j->b = b;
+        j->capbytes = len > BACKUP_BATCH_BYTES ? len : BACKUP_BATCH_BYTES;
+        j->plain = util_malloc(j->capbytes);
+        b->gather = j;
+        b->jobs++;
     }
-    b->jobs++;
+    j = b->gather;
+    j->items = util_grow(j->items, &j->cap, j->n + 1, sizeof(*j->items));
+    it = &j->items[j->n++];
+    memset(it, 0, sizeof(*it));
+    memcpy(it->hash, hash, REPO_HASH_LEN);
+    it->off = j->bytes;
+    it->len = len;
+    it->changed = changed;
+    memcpy(j->plain + j->bytes, data, len);
+    j->bytes += len;
     b->job_bytes += len;
+    b->job_chunks++;
+    if (!backup_batch_joins(j->n, j->bytes, 1)) {
+        if (!backup_dispatch(b))
+            return false;
+        backup_poll(b, true);
+    }
     return true;
 }
 
@@ -372,14 +476,23 @@ int backup_store_reuse(struct backup *b, const struct repo_file *pf, struct util
     return rc;
 }
 
-bool backup_store_flush(struct backup *b)
+bool backup_store_drain(struct backup *b)
 {
     uv_loop_t *loop = s3_sync_loop(b->st->s3);
+    if (!backup_dispatch(b))
+        return false;
     while (b->jobs > 0) {
         if (backup_should_stop(b))
             return false;
         uv_run(loop, UV_RUN_ONCE);
     }
+    return true;
+}
+
+bool backup_store_flush(struct backup *b)
+{
+    if (!backup_store_drain(b))
+        return false;
     if (chunkidx_members(&b->idx) > 0 && b->fatal == 0)
         backup_pack_close(b);
     return backup_wait(b, true, 0);
@@ -400,6 +513,14 @@ void backup_store_close(struct backup *b)
 {
     uv_loop_t *loop = s3_sync_loop(b->st->s3);
     struct backup_pack *p, *next, *keep = NULL;
+    /* A batch still being gathered was never queued: it goes unsealed. */
+    if (b->gather != NULL) {
+        b->jobs--;
+        b->job_bytes -= b->gather->bytes;
+        b->job_chunks -= b->gather->n;
+        backup_job_free(b->gather);
+        b->gather = NULL;
+    }
     /* Seal jobs cannot be abandoned: wait for the thread pool (each is short). */
     while (b->jobs > 0)
         uv_run(loop, UV_RUN_ONCE);
@@ -420,6 +541,10 @@ void backup_store_close(struct backup *b)
     uv_close((uv_handle_t *)&b->tick, NULL);
     uv_run(loop, UV_RUN_NOWAIT);
     repo_pack_writer_free(&b->pw);
+    EVP_MD_CTX_free(b->sha);
+    EVP_MD_free(b->sha_md);
+    b->sha = NULL;
+    b->sha_md = NULL;
     if (b->idx_open)
         chunkidx_close(&b->idx);
     b->idx_open = false;

@@ -183,15 +183,19 @@ static bool walk_read(struct walk *w, int dirfd, const char *name, struct repo_f
     }
     walk_fill(f, &sb);
     walk_xattrs(fd, f);
-    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    /* A file that one read takes whole gains nothing from more read-ahead: a system
+     * call less for each small file. */
+    if ((uint64_t)sb.st_size > WALK_KEEP)
+        (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     for (;;) {
         while (!eof && len < CHUNKER_MAX) {
+            size_t want = WALK_BUF - len;
             ssize_t n;
             if (off > 0) {
                 memmove(w->buf, w->buf + off, len);
                 off = 0;
             }
-            n = read(fd, w->buf + len, WALK_BUF - len);
+            n = read(fd, w->buf + len, want);
             if (n < 0 && errno == EINTR)
                 continue;
             if (n < 0) {
@@ -200,10 +204,13 @@ static bool walk_read(struct walk *w, int dirfd, const char *name, struct repo_f
                 close(fd);
                 return false;
             }
-            if (n == 0)
-                eof = true;
             len += (size_t)n;
             total += (uint64_t)n;
+            /* A short read that ends at the size fstat gave is the end: the read that
+             * would answer 0 is a system call a small file need not pay. A file that
+             * grew since is read on until read answers 0. */
+            if (n == 0 || ((size_t)n < want && total == (uint64_t)sb.st_size))
+                eof = true;
         }
         if (len == 0)
             break;

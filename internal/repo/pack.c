@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <openssl/sha.h>
 #include <zstd.h>
 
@@ -44,12 +47,80 @@ static void repo_blob_aad(uint8_t aad[REPO_HASH_LEN + 5], const uint8_t *hash, u
     put32(aad + REPO_HASH_LEN + 1, plain);
 }
 
-void repo_blob_seal(const struct repo_keys *k, int level, const uint8_t hash[REPO_HASH_LEN],
-                    const uint8_t *plain, size_t len, uint8_t **out, size_t *outlen, uint8_t *flags)
+#define SEALER_NONCES 64 /* nonces drawn from the system generator at a time */
+
+struct repo_sealer {
+    EVP_CIPHER_CTX *gcm; /* AES-256-GCM with the data key: its key schedule is made once */
+    ZSTD_CCtx *zstd;     /* its tables are allocated once, not for every chunk */
+    uint8_t nonces[SEALER_NONCES][12];
+    size_t nonce_next; /* SEALER_NONCES: the pool is used up */
+};
+
+struct repo_sealer *repo_sealer_new(const struct repo_keys *k)
+{
+    struct repo_sealer *s = util_calloc(1, sizeof(*s));
+    s->gcm = EVP_CIPHER_CTX_new();
+    s->zstd = ZSTD_createCCtx();
+    if (s->gcm == NULL || s->zstd == NULL ||
+        EVP_EncryptInit_ex(s->gcm, EVP_aes_256_gcm(), NULL, k->data, NULL) != 1) {
+        fprintf(stderr, "lode: out of memory (cipher or compression context)\n");
+        abort();
+    }
+    s->nonce_next = SEALER_NONCES;
+    return s;
+}
+
+void repo_sealer_free(struct repo_sealer *s)
+{
+    if (s == NULL)
+        return;
+    EVP_CIPHER_CTX_free(s->gcm);
+    ZSTD_freeCCtx(s->zstd);
+    OPENSSL_cleanse(s->nonces, sizeof(s->nonces));
+    free(s);
+}
+
+/* What repo_seal does (crypto.c), on the sealer's context: a fresh random nonce, the
+ * ciphertext, the tag. */
+static void repo_sealer_gcm(struct repo_sealer *s, const uint8_t *aad, size_t aadlen,
+                            const uint8_t *plain, size_t len, uint8_t *out)
+{
+    int n = 0;
+    if (s->nonce_next == SEALER_NONCES) {
+        if (RAND_bytes(&s->nonces[0][0], (int)sizeof(s->nonces)) != 1) {
+            fprintf(stderr, "lode: the system random generator failed\n");
+            abort();
+        }
+        s->nonce_next = 0;
+    }
+    memcpy(out, s->nonces[s->nonce_next++], 12);
+    if (EVP_EncryptInit_ex(s->gcm, NULL, NULL, NULL, out) != 1 ||
+        EVP_EncryptUpdate(s->gcm, NULL, &n, aad, (int)aadlen) != 1)
+        goto fail;
+    /* EVP takes int lengths: feed large inputs in pieces. */
+    for (size_t off = 0; off < len;) {
+        size_t step = len - off > (1u << 30) ? (1u << 30) : len - off;
+        if (EVP_EncryptUpdate(s->gcm, out + 12 + off, &n, plain + off, (int)step) != 1)
+            goto fail;
+        off += step;
+    }
+    if (EVP_EncryptFinal_ex(s->gcm, out + 12 + len, &n) != 1 ||
+        EVP_CIPHER_CTX_ctrl(s->gcm, EVP_CTRL_GCM_GET_TAG, 16, out + 12 + len) != 1)
+        goto fail;
+    return;
+fail:
+    fprintf(stderr, "lode: AES-256-GCM encryption failed\n");
+    abort();
+}
+
+void repo_sealer_blob(struct repo_sealer *s, int level, const uint8_t hash[REPO_HASH_LEN],
+                      const uint8_t *plain, size_t len, uint8_t **out, size_t *outlen,
+                      uint8_t *flags)
 {
     size_t bound = ZSTD_compressBound(len);
     uint8_t *z = util_malloc(bound);
-    size_t zn = ZSTD_compress(z, bound, plain, len, level);
+    /* The same bytes as ZSTD_compress, which is this call on a context of its own. */
+    size_t zn = ZSTD_compressCCtx(s->zstd, z, bound, plain, len, level);
     uint8_t aad[REPO_HASH_LEN + 5];
     const uint8_t *src = plain;
     size_t n = len;
@@ -64,9 +135,17 @@ void repo_blob_seal(const struct repo_keys *k, int level, const uint8_t hash[REP
     }
     repo_blob_aad(aad, hash, *flags, (uint32_t)len);
     *out = util_malloc(n + REPO_SEAL_EXTRA);
-    repo_seal(k, aad, sizeof(aad), src, n, *out);
+    repo_sealer_gcm(s, aad, sizeof(aad), src, n, *out);
     *outlen = n + REPO_SEAL_EXTRA;
     free(z);
+}
+
+void repo_blob_seal(const struct repo_keys *k, int level, const uint8_t hash[REPO_HASH_LEN],
+                    const uint8_t *plain, size_t len, uint8_t **out, size_t *outlen, uint8_t *flags)
+{
+    struct repo_sealer *s = repo_sealer_new(k);
+    repo_sealer_blob(s, level, hash, plain, len, out, outlen, flags);
+    repo_sealer_free(s);
 }
 
 int repo_blob_open(const struct repo_keys *k, const struct repo_chunk *c, const uint8_t *sealed,

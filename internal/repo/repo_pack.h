@@ -16,6 +16,8 @@
 
 /* ---- chunks and packs ---- */
 
+struct repo_sealer; /* opaque: pack.c */
+
 #define REPO_BLOB_ZSTD 1 /* stored compressed; absent: stored raw (did not pay) */
 
 /* A chunk's plain length is at most config.json's largest chunker maximum; a stored
@@ -44,6 +46,18 @@ struct repo_chunk {
 void repo_blob_seal(const struct repo_keys *k, int level, const uint8_t hash[REPO_HASH_LEN],
                     const uint8_t *plain, size_t len, uint8_t **out, size_t *outlen,
                     uint8_t *flags);
+/*
+ * The same for a thread that seals many chunks (a backup's seal jobs, its metadata):
+ * the sealer keeps the cipher's key schedule, a zstd context and a pool of 64 random
+ * nonces between chunks, which one chunk at a time made anew each time (for a chunk
+ * of a small file, more work than the sealing). The blob is what repo_blob_seal
+ * makes, byte for byte but the nonce. One sealer per thread: not thread-safe.
+ */
+struct repo_sealer *repo_sealer_new(const struct repo_keys *k);
+void repo_sealer_free(struct repo_sealer *s);
+void repo_sealer_blob(struct repo_sealer *s, int level, const uint8_t hash[REPO_HASH_LEN],
+                      const uint8_t *plain, size_t len, uint8_t **out, size_t *outlen,
+                      uint8_t *flags);
 /* Opens a blob into out (c->plain bytes) and checks its hash. */
 int repo_blob_open(const struct repo_keys *k, const struct repo_chunk *c, const uint8_t *sealed,
                    uint8_t *out, struct util_err *err);

@@ -67,14 +67,17 @@ static void test_may_queue_bounds_jobs_and_bytes(void **state)
     struct repo_pack_writer pw;
     repo_pack_writer_init(&pw);
 
-    assert_true(backup_may_queue(&pw, 0, 0, 0, 0, MIB));
-    /* BACKUP_JOBS jobs in flight: the next waits. */
-    assert_false(backup_may_queue(&pw, 0, BACKUP_JOBS, 4096, 0, 1));
-    assert_true(backup_may_queue(&pw, 0, BACKUP_JOBS - 1, 4096, 0, 1));
+    assert_true(backup_may_queue(&pw, 0, 0, 0, 0, 0, false, MIB));
+    /* BACKUP_JOBS jobs in flight (the batch being gathered among them): a chunk that
+     * needs a new batch waits; one that joins the batch being gathered does not. */
+    assert_false(backup_may_queue(&pw, 0, BACKUP_JOBS, 4, 4096, 0, false, 1));
+    assert_true(backup_may_queue(&pw, 0, BACKUP_JOBS, 4, 4096, 0, true, 1));
+    assert_true(backup_may_queue(&pw, 0, BACKUP_JOBS - 1, 3, 4096, 0, false, 1));
     /* Bytes in flight are bounded, but one larger chunk alone always runs. */
-    assert_false(backup_may_queue(&pw, 0, 1, BACKUP_JOB_BYTES - 100, 0, 1000));
-    assert_true(backup_may_queue(&pw, 0, 1, BACKUP_JOB_BYTES - 1000, 0, 1000));
-    assert_true(backup_may_queue(&pw, 0, 0, 0, 0, 8 * MIB));
+    assert_false(backup_may_queue(&pw, 0, 1, 1, BACKUP_JOB_BYTES - 100, 0, false, 1000));
+    assert_false(backup_may_queue(&pw, 0, 1, 1, BACKUP_JOB_BYTES - 100, 0, true, 1000));
+    assert_true(backup_may_queue(&pw, 0, 1, 1, BACKUP_JOB_BYTES - 1000, 0, false, 1000));
+    assert_true(backup_may_queue(&pw, 0, 0, 0, 0, 0, false, 8 * MIB));
     repo_pack_writer_free(&pw);
 }
 
@@ -86,20 +89,56 @@ static void test_may_queue_bounds_the_packs_in_memory(void **state)
 
     repo_pack_writer_init(&pw);
     /* An empty pack being filled: closed packs up to BACKUP_PACKS - 1 leave room. */
-    assert_true(backup_may_queue(&pw, 0, 0, 0, BACKUP_PACKS - 1, MIB));
-    assert_false(backup_may_queue(&pw, 0, 0, 0, BACKUP_PACKS, MIB));
+    assert_true(backup_may_queue(&pw, 0, 0, 0, 0, BACKUP_PACKS - 1, false, MIB));
+    assert_false(backup_may_queue(&pw, 0, 0, 0, 0, BACKUP_PACKS, false, MIB));
     /* A pack one chunk from closing: the chunk that may close it waits for a closed
      * pack to go, so that no more than BACKUP_PACKS are in memory. */
     while (n < 15) {
         repo_pack_writer_put(&pw, blob, MIB);
         n++;
     }
-    assert_true(backup_may_queue(&pw, n, 0, 0, BACKUP_PACKS - 2, MIB));
-    assert_false(backup_may_queue(&pw, n, 0, 0, BACKUP_PACKS - 1, MIB));
+    assert_true(backup_may_queue(&pw, n, 0, 0, 0, BACKUP_PACKS - 2, false, MIB));
+    assert_false(backup_may_queue(&pw, n, 0, 0, 0, BACKUP_PACKS - 1, false, MIB));
     /* A small chunk that does not close it still may go. */
-    assert_true(backup_may_queue(&pw, n, 0, 0, BACKUP_PACKS - 1, 1000));
+    assert_true(backup_may_queue(&pw, n, 0, 0, 0, BACKUP_PACKS - 1, false, 1000));
     repo_pack_writer_free(&pw);
     free(blob);
+}
+
+/* The chunks in flight count in the pack's table: a batch of tiny chunks being sealed
+ * may close the pack as surely as their bytes. */
+static void test_may_queue_counts_the_chunks_in_flight(void **state)
+{
+    struct repo_pack_writer pw;
+    uint8_t *blob = calloc(1, MIB);
+    size_t n = 0, room, chunks;
+
+    repo_pack_writer_init(&pw);
+    while (n < 15) {
+        repo_pack_writer_put(&pw, blob, MIB);
+        n++;
+    }
+    /* What is left of the pack, in table entries of tiny chunks with their seal. */
+    room = (REPO_PACK_SIZE - repo_pack_writer_size(&pw, n)) / (45 + REPO_SEAL_EXTRA + 1);
+    chunks = room + 1;
+    assert_true(backup_may_queue(&pw, n, 1, 1, 1, BACKUP_PACKS - 1, true, 1));
+    assert_false(backup_may_queue(&pw, n, 1, chunks, chunks, BACKUP_PACKS - 1, true, 1));
+    repo_pack_writer_free(&pw);
+    free(blob);
+}
+
+/* A batch takes chunks up to BACKUP_BATCH_CHUNKS and BACKUP_BATCH_BYTES; an empty one
+ * takes none (a new batch is started instead). */
+static void test_batch_joins_up_to_its_bounds(void **state)
+{
+    assert_false(backup_batch_joins(0, 0, 1));
+    assert_true(backup_batch_joins(1, 100, 100));
+    assert_true(backup_batch_joins(BACKUP_BATCH_CHUNKS - 1, 1000, 1));
+    assert_false(backup_batch_joins(BACKUP_BATCH_CHUNKS, 1000, 1));
+    assert_true(backup_batch_joins(1, BACKUP_BATCH_BYTES - 10, 10));
+    assert_false(backup_batch_joins(1, BACKUP_BATCH_BYTES - 10, 11));
+    /* A chunk larger than a batch is a batch alone. */
+    assert_false(backup_batch_joins(1, 1, BACKUP_BATCH_BYTES));
 }
 
 int main(void)
@@ -109,6 +148,8 @@ int main(void)
         cmocka_unit_test(test_a_pack_of_tiny_chunks_closes_before_16_mib_of_data),
         cmocka_unit_test(test_may_queue_bounds_jobs_and_bytes),
         cmocka_unit_test(test_may_queue_bounds_the_packs_in_memory),
+        cmocka_unit_test(test_may_queue_counts_the_chunks_in_flight),
+        cmocka_unit_test(test_batch_joins_up_to_its_bounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

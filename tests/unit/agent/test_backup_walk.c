@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 #include <openssl/crypto.h>
+#include <openssl/sha.h>
 
 #include "agent/agent.h"
 
@@ -389,12 +390,96 @@ static void test_walk_stops_when_the_chunk_index_fails(void **state)
     assert_non_null(strstr(x->b.fatal_msg, "cannot read the chunk index's file in "));
 }
 
+/*
+ * Small files are sealed in batches (backup.h): 300 files of distinct bytes, 0 to
+ * 1,499 long, make three batches of small chunks, and a file of 600,000 bytes one
+ * chunk larger than a batch. Once drained, every new chunk is in the pack being
+ * filled, opens with its entry as the bytes its file names, and is counted once.
+ */
+#define MANY 300
+static void test_walk_seals_small_files_in_batches(void **state)
+{
+    struct fx *x = *state;
+    struct repo_file *v = calloc(MANY + 8, sizeof(*v));
+    char *paths[] = {"/many"};
+    char dir[128], name[32];
+    static uint8_t big[600000];
+    uint8_t body[1500], digest[REPO_HASH_LEN];
+    uint64_t total = 0;
+    size_t nonempty = 0;
+
+    mkdir_in(x->dir, "many");
+    snprintf(dir, sizeof(dir), "%s/many", x->dir);
+    for (size_t i = 0; i < MANY; i++) {
+        size_t len = (i * 7919) % sizeof(body);
+        for (size_t j = 0; j < len; j++)
+            body[j] = (uint8_t)(i * 31 + j * 17 + (j >> 8));
+        body[0] = (uint8_t)i; /* distinct even where the pattern repeats */
+        if (len > 1)
+            body[1] = (uint8_t)(i >> 8);
+        snprintf(name, sizeof(name), "f%03zu", i);
+        put(dir, name, body, len);
+        total += len;
+        nonempty += len > 0;
+    }
+    for (size_t i = 0; i < sizeof(big); i++)
+        big[i] = (uint8_t)(i * 2654435761u >> 11);
+    put(dir, "zbig", big, sizeof(big));
+    total += sizeof(big);
+
+    x->b.paths = paths;
+    x->b.npaths = 1;
+    assert_true(backup_walk(&x->b));
+    assert_int_equal(x->b.nerrs, 0);
+    assert_true(backup_store_drain(&x->b));
+    assert_int_equal(x->b.jobs, 0);
+    assert_int_equal(x->b.job_bytes, 0);
+    assert_null(x->b.gather);
+
+    size_t n = read_list(x, v, MANY + 8);
+    assert_int_equal(n, 1 + MANY + 1);
+    for (size_t i = 1; i < n; i++) {
+        char path[256];
+        uint8_t *data;
+        FILE *f;
+        snprintf(path, sizeof(path), "%s%s", x->dir, v[i].path);
+        data = malloc(v[i].size ? v[i].size : 1);
+        f = fopen(path, "rb");
+        assert_non_null(f);
+        assert_int_equal(fread(data, 1, v[i].size, f), v[i].size);
+        fclose(f);
+        assert_int_equal(v[i].nchunks, v[i].size > 0 ? 1 : 0);
+        if (v[i].size > 0) {
+            SHA256(data, v[i].size, digest);
+            assert_memory_equal(v[i].chunks[0], digest, REPO_HASH_LEN);
+        }
+        free(data);
+    }
+    /* Every chunk queued was sealed into the pack, in one piece each. */
+    assert_int_equal(chunkidx_new_count(&x->b.idx), nonempty + 1);
+    assert_int_equal(chunkidx_members(&x->b.idx), nonempty + 1);
+    assert_int_equal(x->b.new_bytes, total);
+    for (size_t i = 0; i < chunkidx_members(&x->b.idx); i++) {
+        const struct repo_chunk *c = chunkidx_member(&x->b.idx, i);
+        struct util_err err = {0};
+        uint8_t *out = malloc(c->plain ? c->plain : 1);
+        assert_true((size_t)c->offset + c->stored <= x->b.pw.buf.len);
+        assert_int_equal(
+            repo_blob_open(x->b.keys, c, (const uint8_t *)x->b.pw.buf.data + c->offset, out, &err),
+            0);
+        free(out);
+    }
+    free_list(v, n);
+    free(v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_walk_records_the_tree_in_path_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_walk_nested_and_missing_paths, setup, teardown),
         cmocka_unit_test_setup_teardown(test_walk_records_hard_links, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_walk_seals_small_files_in_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_walk_stops_when_asked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_walk_refuses_a_missing_root, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_chunk_index_no_backup, setup, teardown),

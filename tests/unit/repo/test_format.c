@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 #include <openssl/sha.h>
+#include <zstd.h>
 
 #include "mstore.h"
 #include "repo/repo.h"
@@ -319,6 +320,60 @@ static uint8_t *random_bytes(size_t n, uint64_t s)
         d[i] = (uint8_t)(s >> 24);
     }
     return d;
+}
+
+/*
+ * A sealer, kept for many chunks, makes what repo_blob_seal makes for each alone (and
+ * the bytes of ZSTD_compress), but the nonce: for 200 chunks of text and noise of many sizes, at
+ * levels 1 and 3 (more than the 64 nonces of one draw), the same flags and lengths, blobs that open
+ * as their chunks, and no nonce twice.
+ */
+static void test_sealer_seals_as_repo_blob_seal(void **state)
+{
+    struct repo_keys k = mstore_keys(1);
+    struct repo_sealer *s = repo_sealer_new(&k);
+    uint8_t *noise = random_bytes(70000, 9), *text = util_malloc(70000), *out = util_malloc(70000);
+    uint8_t nonces[200][12];
+
+    for (size_t i = 0; i < 70000; i++)
+        text[i] = "small files of a node "[i % 22];
+    for (size_t i = 0; i < 200; i++) {
+        size_t n = (i * 3491) % 70000 + 1;
+        int level = i % 2 ? 3 : 1;
+        const uint8_t *plain = i % 3 ? text + i : noise;
+        uint8_t *a, *b, fa, fb;
+        size_t la, lb;
+        struct repo_chunk c = {0};
+        struct util_err err = {0};
+        if (plain == text + i && n > 70000 - i)
+            n = 70000 - i;
+        SHA256(plain, n, c.hash);
+        repo_blob_seal(&k, level, c.hash, plain, n, &a, &la, &fa);
+        repo_sealer_blob(s, level, c.hash, plain, n, &b, &lb, &fb);
+        assert_int_equal(fa, fb);
+        assert_int_equal(la, lb);
+        if (fb & REPO_BLOB_ZSTD) {
+            /* A context kept between chunks compresses as a fresh one. */
+            size_t bound = ZSTD_compressBound(n);
+            uint8_t *z = util_malloc(bound);
+            assert_int_equal(ZSTD_compress(z, bound, plain, n, level), lb - REPO_SEAL_EXTRA);
+            free(z);
+        }
+        c.stored = (uint32_t)lb;
+        c.plain = (uint32_t)n;
+        c.flags = fb;
+        assert_int_equal(repo_blob_open(&k, &c, b, out, &err), 0);
+        assert_memory_equal(out, plain, n);
+        memcpy(nonces[i], b, 12);
+        for (size_t j = 0; j < i; j++)
+            assert_memory_not_equal(nonces[j], nonces[i], 12);
+        free(a);
+        free(b);
+    }
+    repo_sealer_free(s);
+    free(noise);
+    free(text);
+    free(out);
 }
 
 static void test_blob_compressed_and_raw(void **state)
@@ -1530,6 +1585,7 @@ int main(void)
         cmocka_unit_test(test_key_file),
         cmocka_unit_test(test_seal_every_byte),
         cmocka_unit_test(test_blob_compressed_and_raw),
+        cmocka_unit_test(test_sealer_seals_as_repo_blob_seal),
         cmocka_unit_test(test_pack_round_trip),
         cmocka_unit_test(test_pack_read_tail),
         cmocka_unit_test(test_pack_entries_kept_by_caller),
