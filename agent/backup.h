@@ -110,6 +110,15 @@ struct backup {
     struct evp_md_ctx_st *sha;  /* SHA-256 of each chunk (EVP_MD_CTX) */
     struct evp_md_st *sha_md;   /* its digest, fetched once (EVP_MD) */
     struct backup_pack *ready;  /* finished packs not yet uploading */
+    /* Buffers kept for reuse (backup_buf_take): a fresh buffer of 256 KiB or more is
+     * a new mapping whose every page faults on first touch, which cost the main
+     * thread 15% of its time on the benchmark tree (docs/benchmarks.md, "Where the
+     * first backup's CPU goes"). */
+    struct {
+        uint8_t *data;
+        size_t cap;
+    } spares[BACKUP_JOBS]; /* batch buffers of at most BACKUP_JOB_BYTES */
+    unsigned nspares;
     unsigned uploading;
     struct repo_bucket bucket;
     bool paced;
@@ -177,6 +186,18 @@ bool backup_batch_joins(size_t n, size_t bytes, size_t len);
  */
 bool backup_may_queue(const struct repo_pack_writer *pw, size_t nmembers, unsigned jobs,
                       size_t chunks, size_t job_bytes, unsigned closed, bool joins, size_t len);
+/*
+ * A batch buffer of at least need bytes (its capacity in *cap): the smallest spare
+ * that holds need, else the largest spare grown to need, else a new one; one over
+ * BACKUP_JOB_BYTES (a larger chunk, alone in flight) is always new. Since a buffer is
+ * made only when no spare is left, there are never more than the batches in flight
+ * (BACKUP_JOBS), each at most BACKUP_JOB_BYTES once given back: 8 MiB at most, in
+ * place of a mapping and its page faults for every batch.
+ */
+uint8_t *backup_buf_take(struct backup *b, size_t need, size_t *cap);
+/* Gives a batch buffer back: kept as a spare when it is at most BACKUP_JOB_BYTES and
+ * fewer than BACKUP_JOBS are kept, else freed. NULL is ignored. */
+void backup_buf_give(struct backup *b, uint8_t *buf, size_t cap);
 /* Seals what is pending (the batch being gathered too) into the pack being filled,
  * which stays open; false when the backup must stop. */
 bool backup_store_drain(struct backup *b);
