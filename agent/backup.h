@@ -9,8 +9,8 @@
  * once whether a chunk is new); new chunks are gathered into batches (up to
  * BACKUP_BATCH_CHUNKS chunks or BACKUP_BATCH_BYTES bytes, a larger chunk alone),
  * and each batch is compressed and sealed on libuv's thread pool as one job, with
- * one sealer (repo_sealer_new) for its chunks; their completions, pack assembly and
- * uploads run on the storage loop, which the main thread runs at each batch it hands
+ * one sealer (repo_sealer_new, kept for later jobs) for its chunks; their completions, pack
+ * assembly and uploads run on the storage loop, which the main thread runs at each batch it hands
  * over, at least every BACKUP_POLL_NS, and whenever it must wait. A small file costs
  * the main thread its own system calls (fstatat, open, fstat, flistxattr, one read,
  * close) and a share of one hand-off to the pool: one a file was more work than the
@@ -119,6 +119,10 @@ struct backup {
         size_t cap;
     } spares[BACKUP_JOBS]; /* batch buffers of at most BACKUP_JOB_BYTES */
     unsigned nspares;
+    /* Sealers kept between jobs (one per job in flight, handed over with it): a new
+     * one per job allocated and faulted in zstd's tables (about 560 KiB) every time. */
+    struct repo_sealer *sealers[BACKUP_JOBS];
+    unsigned nsealers;
     unsigned uploading;
     struct repo_bucket bucket;
     bool paced;

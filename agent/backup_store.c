@@ -51,7 +51,8 @@ struct backup_job {
     struct backup *b;
     struct backup_item *items;
     size_t n, cap;
-    uint8_t *plain; /* the chunks' bytes, back to back (freed once sealed) */
+    uint8_t *plain;             /* the chunks' bytes, back to back (backup_buf_take's) */
+    struct repo_sealer *sealer; /* from b->sealers or new, from the dispatch on */
     size_t bytes, capbytes;
 };
 
@@ -247,13 +248,11 @@ static unsigned backup_packs_waiting(const struct backup *b)
 static void backup_job_work(uv_work_t *req)
 {
     struct backup_job *j = req->data;
-    struct repo_sealer *s = repo_sealer_new(j->b->keys);
     for (size_t i = 0; i < j->n; i++) {
         struct backup_item *it = &j->items[i];
-        repo_sealer_blob(s, 1, it->hash, j->plain + it->off, it->len, &it->sealed, &it->sealed_len,
-                         &it->flags);
+        repo_sealer_blob(j->sealer, 1, it->hash, j->plain + it->off, it->len, &it->sealed,
+                         &it->sealed_len, &it->flags);
     }
-    repo_sealer_free(s);
 }
 
 static void backup_job_free(struct backup_job *j)
@@ -262,6 +261,7 @@ static void backup_job_free(struct backup_job *j)
         free(j->items[i].sealed);
     free(j->items);
     free(j->plain);
+    repo_sealer_free(j->sealer);
     free(j);
 }
 
@@ -302,6 +302,10 @@ static void backup_job_done(uv_work_t *req, int status)
     b->job_chunks -= j->n;
     backup_buf_give(b, j->plain, j->capbytes);
     j->plain = NULL;
+    if (b->nsealers < BACKUP_JOBS) {
+        b->sealers[b->nsealers++] = j->sealer;
+        j->sealer = NULL;
+    }
     for (size_t i = 0; i < j->n && status == 0 && b->fatal == 0; i++)
         backup_item_done(b, &j->items[i]);
     backup_job_free(j);
@@ -391,6 +395,7 @@ static bool backup_dispatch(struct backup *b)
     if (j == NULL)
         return true;
     b->gather = NULL;
+    j->sealer = b->nsealers > 0 ? b->sealers[--b->nsealers] : repo_sealer_new(b->keys);
     if (uv_queue_work(s3_sync_loop(b->st->s3), &j->req, backup_job_work, backup_job_done) != 0) {
         b->jobs--;
         b->job_bytes -= j->bytes;
@@ -585,6 +590,8 @@ void backup_store_close(struct backup *b)
     repo_pack_writer_free(&b->pw);
     while (b->nspares > 0)
         free(b->spares[--b->nspares].data);
+    while (b->nsealers > 0)
+        repo_sealer_free(b->sealers[--b->nsealers]);
     EVP_MD_CTX_free(b->sha);
     EVP_MD_free(b->sha_md);
     b->sha = NULL;
