@@ -19,10 +19,15 @@
  * bytes in all, or one larger chunk; a batch's buffer is BACKUP_BATCH_BYTES, or its
  * one larger chunk; each sealing job's zstd context, a few hundred KiB),
  * BACKUP_PACKS packs of 16 MiB in all, closed or being filled (one uploading while
- * the next fills), plus the read buffer (9 MiB). The key derivation (scrypt, 32 MiB)
- * is over and its memory unmapped before any of these exist (cli/cmd_backup.c); the
- * metadata pack being filled (at most 16 MiB) and its sealer, and the chunk index
- * grows with the chunks, about 12 bytes each (chunkidx.h).
+ * the next fills), plus the read buffer (9 MiB). Batch buffers and sealers are kept
+ * for the next batches rather than freed (backup_buf_take; b->sealers), at most
+ * BACKUP_JOBS of each: up to 8 MiB of buffers and 4 zstd contexts, a few MiB more
+ * than freeing them (peak 50 -> 55 to 57 MiB on the benchmark tree) for a third less
+ * CPU, most of it page faults (docs/benchmarks.md, "Where the first backup's CPU
+ * goes"). The key derivation (scrypt, 32 MiB) is over and its memory unmapped before
+ * any of these exist (cli/cmd_backup.c); the metadata pack being filled (at most
+ * 16 MiB) and its sealer, and the chunk index grows with the chunks, about 12 bytes
+ * each (chunkidx.h).
  */
 #ifndef LODE_AGENT_BACKUP_H
 #define LODE_AGENT_BACKUP_H
