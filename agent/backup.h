@@ -9,8 +9,8 @@
  * once whether a chunk is new); new chunks are gathered into batches (up to
  * BACKUP_BATCH_CHUNKS chunks or BACKUP_BATCH_BYTES bytes, a larger chunk alone),
  * and each batch is compressed and sealed on libuv's thread pool as one job, with
- * one sealer (repo_sealer_new) for its chunks; their completions, pack assembly and
- * uploads run on the storage loop, which the main thread runs at each batch it hands
+ * one sealer (repo_sealer_new, kept for later jobs) for its chunks; their completions, pack
+ * assembly and uploads run on the storage loop, which the main thread runs at each batch it hands
  * over, at least every BACKUP_POLL_NS, and whenever it must wait. A small file costs
  * the main thread its own system calls (fstatat, open, fstat, flistxattr, one read,
  * close) and a share of one hand-off to the pool: one a file was more work than the
@@ -19,10 +19,15 @@
  * bytes in all, or one larger chunk; a batch's buffer is BACKUP_BATCH_BYTES, or its
  * one larger chunk; each sealing job's zstd context, a few hundred KiB),
  * BACKUP_PACKS packs of 16 MiB in all, closed or being filled (one uploading while
- * the next fills), plus the read buffer (9 MiB). The key derivation (scrypt, 32 MiB)
- * is over and its memory unmapped before any of these exist (cli/cmd_backup.c); the
- * metadata pack being filled (at most 16 MiB) and its sealer, and the chunk index
- * grows with the chunks, about 12 bytes each (chunkidx.h).
+ * the next fills), plus the read buffer (9 MiB). Batch buffers and sealers are kept
+ * for the next batches rather than freed (backup_buf_take; b->sealers), at most
+ * BACKUP_JOBS of each: up to 8 MiB of buffers and 4 zstd contexts, a few MiB more
+ * than freeing them (peak 50 -> 55 to 57 MiB on the benchmark tree) for a third less
+ * CPU, most of it page faults (docs/benchmarks.md, "Where the first backup's CPU
+ * goes"). The key derivation (scrypt, 32 MiB) is over and its memory unmapped before
+ * any of these exist (cli/cmd_backup.c); the metadata pack being filled (at most
+ * 16 MiB) and its sealer, and the chunk index grows with the chunks, about 12 bytes
+ * each (chunkidx.h).
  */
 #ifndef LODE_AGENT_BACKUP_H
 #define LODE_AGENT_BACKUP_H
@@ -110,6 +115,19 @@ struct backup {
     struct evp_md_ctx_st *sha;  /* SHA-256 of each chunk (EVP_MD_CTX) */
     struct evp_md_st *sha_md;   /* its digest, fetched once (EVP_MD) */
     struct backup_pack *ready;  /* finished packs not yet uploading */
+    /* Buffers kept for reuse (backup_buf_take): a fresh buffer of 256 KiB or more is
+     * a new mapping whose every page faults on first touch, which cost the main
+     * thread 15% of its time on the benchmark tree (docs/benchmarks.md, "Where the
+     * first backup's CPU goes"). */
+    struct {
+        uint8_t *data;
+        size_t cap;
+    } spares[BACKUP_JOBS]; /* batch buffers of at most BACKUP_JOB_BYTES */
+    unsigned nspares;
+    /* Sealers kept between jobs (one per job in flight, handed over with it): a new
+     * one per job allocated and faulted in zstd's tables (about 560 KiB) every time. */
+    struct repo_sealer *sealers[BACKUP_JOBS];
+    unsigned nsealers;
     unsigned uploading;
     struct repo_bucket bucket;
     bool paced;
@@ -177,6 +195,18 @@ bool backup_batch_joins(size_t n, size_t bytes, size_t len);
  */
 bool backup_may_queue(const struct repo_pack_writer *pw, size_t nmembers, unsigned jobs,
                       size_t chunks, size_t job_bytes, unsigned closed, bool joins, size_t len);
+/*
+ * A batch buffer of at least need bytes (its capacity in *cap): the smallest spare
+ * that holds need, else the largest spare grown to need, else a new one; one over
+ * BACKUP_JOB_BYTES (a larger chunk, alone in flight) is always new. Since a buffer is
+ * made only when no spare is left, there are never more than the batches in flight
+ * (BACKUP_JOBS), each at most BACKUP_JOB_BYTES once given back: 8 MiB at most, in
+ * place of a mapping and its page faults for every batch.
+ */
+uint8_t *backup_buf_take(struct backup *b, size_t need, size_t *cap);
+/* Gives a batch buffer back: kept as a spare when it is at most BACKUP_JOB_BYTES and
+ * fewer than BACKUP_JOBS are kept, else freed. NULL is ignored. */
+void backup_buf_give(struct backup *b, uint8_t *buf, size_t cap);
 /* Seals what is pending (the batch being gathered too) into the pack being filled,
  * which stays open; false when the backup must stop. */
 bool backup_store_drain(struct backup *b);

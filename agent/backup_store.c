@@ -51,7 +51,8 @@ struct backup_job {
     struct backup *b;
     struct backup_item *items;
     size_t n, cap;
-    uint8_t *plain; /* the chunks' bytes, back to back (freed once sealed) */
+    uint8_t *plain;             /* the chunks' bytes, back to back (backup_buf_take's) */
+    struct repo_sealer *sealer; /* from b->sealers or new, from the dispatch on */
     size_t bytes, capbytes;
 };
 
@@ -247,16 +248,11 @@ static unsigned backup_packs_waiting(const struct backup *b)
 static void backup_job_work(uv_work_t *req)
 {
     struct backup_job *j = req->data;
-    struct repo_sealer *s = repo_sealer_new(j->b->keys);
     for (size_t i = 0; i < j->n; i++) {
         struct backup_item *it = &j->items[i];
-        repo_sealer_blob(s, 1, it->hash, j->plain + it->off, it->len, &it->sealed, &it->sealed_len,
-                         &it->flags);
+        repo_sealer_blob(j->sealer, 1, it->hash, j->plain + it->off, it->len, &it->sealed,
+                         &it->sealed_len, &it->flags);
     }
-    repo_sealer_free(s);
-    /* The plain copies go now rather than when the loop thread gets to the job. */
-    free(j->plain);
-    j->plain = NULL;
 }
 
 static void backup_job_free(struct backup_job *j)
@@ -265,6 +261,7 @@ static void backup_job_free(struct backup_job *j)
         free(j->items[i].sealed);
     free(j->items);
     free(j->plain);
+    repo_sealer_free(j->sealer);
     free(j);
 }
 
@@ -303,9 +300,58 @@ static void backup_job_done(uv_work_t *req, int status)
     b->jobs--;
     b->job_bytes -= j->bytes;
     b->job_chunks -= j->n;
+    backup_buf_give(b, j->plain, j->capbytes);
+    j->plain = NULL;
+    if (b->nsealers < BACKUP_JOBS) {
+        b->sealers[b->nsealers++] = j->sealer;
+        j->sealer = NULL;
+    }
     for (size_t i = 0; i < j->n && status == 0 && b->fatal == 0; i++)
         backup_item_done(b, &j->items[i]);
     backup_job_free(j);
+}
+
+uint8_t *backup_buf_take(struct backup *b, size_t need, size_t *cap)
+{
+    unsigned fit = b->nspares, big = b->nspares;
+    uint8_t *p;
+    if (need <= BACKUP_JOB_BYTES) {
+        for (unsigned i = 0; i < b->nspares; i++) {
+            size_t c = b->spares[i].cap;
+            if (c >= need && (fit == b->nspares || c < b->spares[fit].cap))
+                fit = i;
+            if (big == b->nspares || c > b->spares[big].cap)
+                big = i;
+        }
+    }
+    if (fit == b->nspares)
+        fit = big;
+    if (fit == b->nspares) {
+        *cap = need;
+        return util_malloc(need);
+    }
+    p = b->spares[fit].data;
+    *cap = b->spares[fit].cap;
+    b->spares[fit] = b->spares[--b->nspares];
+    if (*cap < need) {
+        /* A mapped buffer grows in place or by mremap: its pages stay. */
+        p = util_realloc(p, need);
+        *cap = need;
+    }
+    return p;
+}
+
+void backup_buf_give(struct backup *b, uint8_t *buf, size_t cap)
+{
+    if (buf == NULL)
+        return;
+    if (cap <= BACKUP_JOB_BYTES && b->nspares < BACKUP_JOBS) {
+        b->spares[b->nspares].data = buf;
+        b->spares[b->nspares].cap = cap;
+        b->nspares++;
+        return;
+    }
+    free(buf);
 }
 
 bool backup_pack_full(const struct repo_pack_writer *pw, size_t nmembers)
@@ -349,6 +395,7 @@ static bool backup_dispatch(struct backup *b)
     if (j == NULL)
         return true;
     b->gather = NULL;
+    j->sealer = b->nsealers > 0 ? b->sealers[--b->nsealers] : repo_sealer_new(b->keys);
     if (uv_queue_work(s3_sync_loop(b->st->s3), &j->req, backup_job_work, backup_job_done) != 0) {
         b->jobs--;
         b->job_bytes -= j->bytes;
@@ -431,8 +478,8 @@ bool backup_store_chunk(struct backup *b, const uint8_t *data, size_t len, bool 
         j = util_calloc(1, sizeof(*j));
         j->req.data = j;
         j->b = b;
-        j->capbytes = len > BACKUP_BATCH_BYTES ? len : BACKUP_BATCH_BYTES;
-        j->plain = util_malloc(j->capbytes);
+        j->plain =
+            backup_buf_take(b, len > BACKUP_BATCH_BYTES ? len : BACKUP_BATCH_BYTES, &j->capbytes);
         b->gather = j;
         b->jobs++;
     }
@@ -541,6 +588,10 @@ void backup_store_close(struct backup *b)
     uv_close((uv_handle_t *)&b->tick, NULL);
     uv_run(loop, UV_RUN_NOWAIT);
     repo_pack_writer_free(&b->pw);
+    while (b->nspares > 0)
+        free(b->spares[--b->nspares].data);
+    while (b->nsealers > 0)
+        repo_sealer_free(b->sealers[--b->nsealers]);
     EVP_MD_CTX_free(b->sha);
     EVP_MD_free(b->sha_md);
     b->sha = NULL;

@@ -141,6 +141,87 @@ static void test_batch_joins_up_to_its_bounds(void **state)
     assert_false(backup_batch_joins(1, 1, BACKUP_BATCH_BYTES));
 }
 
+/* A buffer given back is taken again: the smallest spare that holds the need. */
+static void test_buf_reuses_the_smallest_spare_that_fits(void **state)
+{
+    struct backup b;
+    uint8_t *small, *mid, *big, *p;
+    size_t cap;
+
+    memset(&b, 0, sizeof(b));
+    small = backup_buf_take(&b, 256u << 10, &cap);
+    assert_int_equal(cap, 256u << 10);
+    mid = backup_buf_take(&b, MIB, &cap);
+    big = backup_buf_take(&b, 2 * MIB, &cap);
+    assert_int_equal(cap, 2 * MIB);
+    backup_buf_give(&b, big, 2 * MIB);
+    backup_buf_give(&b, small, 256u << 10);
+    backup_buf_give(&b, mid, MIB);
+    assert_int_equal(b.nspares, 3);
+    /* 512 KiB: the 1 MiB spare, not the 2 MiB one. */
+    p = backup_buf_take(&b, 512u << 10, &cap);
+    assert_ptr_equal(p, mid);
+    assert_int_equal(cap, MIB);
+    assert_int_equal(b.nspares, 2);
+    /* 100 bytes: the 256 KiB spare, its capacity unchanged. */
+    assert_ptr_equal(backup_buf_take(&b, 100, &cap), small);
+    assert_int_equal(cap, 256u << 10);
+    backup_buf_give(&b, small, cap);
+    backup_buf_give(&b, mid, MIB);
+    while (b.nspares > 0)
+        free(b.spares[--b.nspares].data);
+}
+
+/* No spare holds the need: the largest one grows (its bytes kept), none is made. */
+static void test_buf_grows_the_largest_spare(void **state)
+{
+    struct backup b;
+    uint8_t *a, *c, *p;
+    size_t cap;
+
+    memset(&b, 0, sizeof(b));
+    a = backup_buf_take(&b, 256u << 10, &cap);
+    c = backup_buf_take(&b, 512u << 10, &cap);
+    memset(c, 0x5a, 512u << 10);
+    backup_buf_give(&b, a, 256u << 10);
+    backup_buf_give(&b, c, 512u << 10);
+    p = backup_buf_take(&b, 3 * MIB / 2, &cap);
+    assert_int_equal(cap, 3 * MIB / 2);
+    assert_int_equal(p[(512u << 10) - 1], 0x5a); /* the 512 KiB one, grown */
+    assert_int_equal(b.nspares, 1);
+    assert_ptr_equal(b.spares[0].data, a);
+    backup_buf_give(&b, p, cap);
+    assert_int_equal(b.nspares, 2);
+    while (b.nspares > 0)
+        free(b.spares[--b.nspares].data);
+}
+
+/* A larger chunk's buffer is its own and is freed; at most BACKUP_JOBS spares. */
+static void test_buf_keeps_no_large_buffer_and_at_most_jobs_spares(void **state)
+{
+    struct backup b;
+    uint8_t *v[BACKUP_JOBS + 1], *large;
+    size_t cap;
+
+    memset(&b, 0, sizeof(b));
+    for (unsigned i = 0; i < BACKUP_JOBS + 1; i++)
+        v[i] = backup_buf_take(&b, 256u << 10, &cap);
+    for (unsigned i = 0; i < BACKUP_JOBS + 1; i++)
+        backup_buf_give(&b, v[i], 256u << 10);
+    assert_int_equal(b.nspares, BACKUP_JOBS); /* the last one was freed (ASan: no leak) */
+    large = backup_buf_take(&b, BACKUP_JOB_BYTES + 1, &cap);
+    assert_int_equal(cap, BACKUP_JOB_BYTES + 1);
+    assert_int_equal(b.nspares, BACKUP_JOBS); /* no spare was grown for it */
+    for (unsigned i = 0; i < BACKUP_JOBS; i++)
+        assert_ptr_not_equal(large, b.spares[i].data);
+    backup_buf_give(&b, large, cap);
+    assert_int_equal(b.nspares, BACKUP_JOBS);
+    backup_buf_give(&b, NULL, 0);
+    assert_int_equal(b.nspares, BACKUP_JOBS);
+    while (b.nspares > 0)
+        free(b.spares[--b.nspares].data);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -150,6 +231,9 @@ int main(void)
         cmocka_unit_test(test_may_queue_bounds_the_packs_in_memory),
         cmocka_unit_test(test_may_queue_counts_the_chunks_in_flight),
         cmocka_unit_test(test_batch_joins_up_to_its_bounds),
+        cmocka_unit_test(test_buf_reuses_the_smallest_spare_that_fits),
+        cmocka_unit_test(test_buf_grows_the_largest_spare),
+        cmocka_unit_test(test_buf_keeps_no_large_buffer_and_at_most_jobs_spares),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
