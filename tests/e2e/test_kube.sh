@@ -31,7 +31,7 @@ trap 'cleanup; rm -rf "$T_TMP"' EXIT
 if cc -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -I"$root/internal" -std=c17 -Wall -Wextra \
 	-Werror -Wno-unused-parameter -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-o "$out/kube_e2e" "$here/kube/kube_e2e.c" "$root"/internal/kube/*.c "$root"/internal/http/*.c "$root"/internal/util/*.c \
-	$(pkg-config --cflags --libs libuv libcurl jansson yaml-0.1) -lm 2>"$T_TMP/cc.log"; then
+	$(pkg-config --cflags --libs libuv libcurl jansson yaml-0.1 openssl) -lm 2>"$T_TMP/cc.log"; then
 	pass "build kube_e2e"
 else
 	fail "build kube_e2e" "$(cat "$T_TMP/cc.log")"
