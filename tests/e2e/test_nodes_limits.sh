@@ -39,6 +39,8 @@ cleanup() {
 	[[ -n $ctl_pid ]] && kill "$ctl_pid" 2>/dev/null && wait "$ctl_pid" 2>/dev/null
 	kc delete namespace "$ns" --timeout=60s >/dev/null 2>&1
 	env_real_nodes_stop >/dev/null 2>&1
+	# A failure's controller log stays with the environment's logs.
+	((T_FAILED == 0)) || cp "$T_TMP/ctl.log" "$ENV_LOGS/test_nodes_limits-controller.log" 2>/dev/null
 	rm -rf "$T_TMP"
 }
 trap cleanup EXIT
@@ -119,6 +121,15 @@ spec: {policy: limits, host: $node}
 EOF
 }
 bfield() { env_get -n "$ns" "backup/$1" "{.status.$2}"; }
+# One line of what a run's parts say now (the first line a failure prints, so CI's digest
+# shows it): the Backup's phase, its Job's conditions and counts, its pods' phases.
+run_state() { # BACKUP
+	local job
+	job=$(bfield "$1" jobName)
+	printf 'at %s: backup %s; job %s: %s; pods: %s\n' "$(date -u +%T)" "$(bfield "$1" phase)" "$job" \
+		"$(kc -n "$ns" get job "$job" -o jsonpath='{range .status.conditions[*]}{.type}={.status}({.reason}) {end}active={.status.active} failed={.status.failed} terminating={.status.terminating}' 2>&1)" \
+		"$(kc -n "$ns" get pods -l "job-name=$job" -o jsonpath='{range .items[*]}{.metadata.name} {.status.phase} deleting={.metadata.deletionTimestamp} finalizers={.metadata.finalizers}; {end}' 2>&1)"
+}
 phase_is() { [[ $(bfield "$1" phase) == "$2" ]]; }
 pod_of() { kc -n "$ns" get pods -l "job-name=$1" -o jsonpath='{.items[0].metadata.name}' 2>/dev/null; }
 # The PID, on this machine, of the agent of this test's running backup (its command line
@@ -193,15 +204,26 @@ kc -n "$ns" get pod "$vpod" -w -o json >"$T_TMP/watch.json" 2>/dev/null &
 watch_pid=$!
 t0=$(date +%s)
 kc -n "$ns" delete pod "$vpod" --wait=false >/dev/null
-env_wait 60 "the victim Backup to fail" phase_is "$victim" Failed ||
-	fail "the Backup of the deleted pod fails" "$(kc -n "$ns" get backup "$victim" -o yaml)"
+# The pod's end goes through the kubelet (SIGTERM, the container's exit, the pod's phase),
+# the Job controller (FailureTarget, then Failed once the pod is terminal) and the
+# controller's Job watch: 1 to 3 s here; 54 s when the API server was restarted with
+# etcd's history compacted just after the deletion (every watch broke and relisted, the
+# Job controller's after its backoff), more on a loaded machine.
+if env_wait 180 "the victim Backup to fail" phase_is "$victim" Failed; then
+	pass "the Backup of the deleted pod fails ($(($(date +%s) - t0)) s after the deletion)"
+else
+	fail "the Backup of the deleted pod fails" "$(run_state "$victim")" \
+		"$(grep -F "$victim" "$T_TMP/ctl.log" | tail -n 15)" "$(kc -n "$ns" get backup "$victim" -o yaml)"
+fi
 kill "$watch_pid" 2>/dev/null
 watch_pid=
 term=$(jq -c 'select(.status.containerStatuses[0].state.terminated != null) | .status.containerStatuses[0].state.terminated' "$T_TMP/watch.json" | tail -n 1)
 check_eq "the agent exited 1 on SIGTERM (not killed)" "$(jq -r '.exitCode' <<<"$term")" 1
 check_contains "it said why" "$(jq -r '.message' <<<"$term")" "stopped by a signal (SIGTERM or SIGINT) before the snapshot was written"
-fin=$(date -d "$(jq -r '.finishedAt' <<<"$term")" +%s 2>/dev/null || echo 0)
-if ((fin > 0 && fin - t0 < 25)); then
+# (date -d "" is today's midnight: an empty or missing finishedAt must not read as one.)
+fin=$(jq -r '.finishedAt // empty' <<<"$term" 2>/dev/null)
+[[ -n $fin ]] && fin=$(date -d "$fin" +%s 2>/dev/null) || fin=0
+if ((fin >= t0 - 1 && fin - t0 < 25)); then
 	pass "it stopped $((fin - t0)) s after the deletion, within the 30 s grace"
 else
 	fail "it stopped within the grace period" "deleted at $t0, finished $fin"
@@ -212,10 +234,12 @@ next_ok() {
 	kc -n "$ns" get backups -o json | jq -e --arg v "$(bfield "$victim" slotTime)" \
 		'[.items[] | select(.spec.trigger == "scheduled" and .status.phase == "Succeeded" and .status.slotTime > $v)] | length > 0' >/dev/null
 }
-if env_wait 150 "a later slot's Backup to succeed" next_ok; then
+if env_wait 240 "a later slot's Backup to succeed" next_ok; then
 	pass "the next slot runs and succeeds"
 else
-	fail "the next slot runs and succeeds" "$(kc -n "$ns" get backups -o wide)"
+	fail "the next slot runs and succeeds" "$(kc -n "$ns" get backups -o json | jq -r '.items[] |
+		"\(.metadata.name) \(.spec.trigger) \(.status.slotTime) \(.status.phase) \(.status.reason // "") \(.status.message // "" | .[:80])"' | tr '\n' ';')" \
+		"$(kc -n "$ns" get backups,jobs,pods -o wide 2>&1)" "$(tail -n 30 "$T_TMP/ctl.log")"
 fi
 policy "0 0 1 1 *"
 idle() { [[ -z $(kc -n "$ns" get pods -l lodestore.io/policy=limits -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -v '^Succeeded$\|^Failed$') ]]; }
