@@ -1,8 +1,8 @@
 /*
  * Events about policies, paced and combined per (policy, type, reason) by eventagg.h: the
- * Events of runs (BackupStarted, CaughtUp, Missed, Skipped, Overdue, RateLimited). A slot
- * of a thousand runs sends a few Events per policy instead of one per run, and every
- * Event is still in the log, one line each, when it is decided.
+ * Events of runs (BackupStarted, CaughtUp, Missed, Skipped, Overdue, RateLimited, and the
+ * forgets' Forgot). A slot of a thousand runs sends a few Events per policy instead of one
+ * per run, and every Event is still in the log, one line each, when it is decided.
  */
 #include "ctl_int.h"
 

@@ -9,7 +9,8 @@
  * (the same as `lode forget --policy P --host H`), deletes the forgotten manifests with
  * DeleteObjects, then the .incomplete marks of the manifests that are gone, and records
  * the outcome (prune_report.c) in each Backup's status.retention (which makes it once per
- * Backup: a restart sees it and does nothing), with Events on the Backup and two counters.
+ * Backup: a restart sees it and does nothing), with Events (a Forgot about the policy, the
+ * warnings on the Backup) and two counters.
  *
  * Bounded: one forget in flight per (policy, host). Backups of the pair that succeed
  * while one runs wait, and are all answered by the next run, which starts after them.

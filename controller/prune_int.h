@@ -13,7 +13,7 @@
 
 #define PRUNE_WAIT_MS     2000u             /* the policy or repository not known yet: look again */
 #define PRUNE_WAIT_MAX    300               /* seconds before giving up on them */
-#define PRUNE_EVENTS_EACH 10                /* up to this many forgotten: one Event each */
+#define PRUNE_EVENT_IDS   20                /* a Forgot Event names at most this many snapshots */
 #define PRUNE_DEADLINE_MS (10u * 60 * 1000) /* one S3 operation, retries included */
 #define PRUNE_MSG         512
 /* A credentials Secret read for one forget serves the others of the next this many seconds. */

@@ -1,7 +1,7 @@
 /*
  * The outcome of a forget after a backup (prune_int.h; docs/operator.md, "After a
- * backup"): status.retention on each Backup the run answers, Events on the newest of
- * them, and the counters of /metrics.
+ * backup"): status.retention on each Backup the run answers, a Forgot Event about the
+ * policy (paced, events.c), warnings on the newest Backup, and the counters of /metrics.
  */
 #include "prune_int.h"
 
@@ -254,9 +254,15 @@ void prune_report(struct prune_job *j, const char *failure)
                  j->locked, j->locked == 1 ? "" : "s", j->host);
         prune_event(j, "Normal", "KeptByObjectLock", msg);
     }
-    /* Events name what was forgotten: one each, or one listing them when there are many. */
+    /*
+     * What was forgotten is one Event about the policy per forget, naming the Backup and
+     * every snapshot, paced and combined with its like (docs/operator.md, "Events"): a
+     * fleet's steady state forgets a snapshot on every run, and an Event on each Backup was
+     * a request per run at the slot, which the API server shares with everything else.
+     */
     const struct prune_host *h = p->nhosts ? &p->hosts[0] : NULL;
     struct util_buf ids;
+    size_t nids = 0;
     util_buf_init(&ids);
     for (size_t i = 0; h != NULL && i < h->n; i++) {
         if (p->dec[h->from + i].keep)
@@ -264,20 +270,30 @@ void prune_report(struct prune_job *j, const char *failure)
         const char *id = prune_snapshot(p, h, i)->id;
         if (!prune_id_gone(j, id))
             continue; /* kept by Object Lock: KeptByObjectLock says so */
-        if (j->deleted <= PRUNE_EVENTS_EACH) {
-            snprintf(msg, sizeof(msg), "forgot snapshot %s of host %s (retention of %s)", id,
-                     j->host, j->policy);
-            prune_event(j, "Normal", "Forgot", msg);
-        } else {
+        if (nids < PRUNE_EVENT_IDS)
             util_buf_printf(&ids, "%s%s", ids.len ? " " : "", id);
-        }
+        nids++;
     }
-    if (j->deleted > PRUNE_EVENTS_EACH) {
+    if (nids > 0) {
+        char key[CTL_KEY_MAX];
+        struct ctl *c = j->pr->c;
+        const struct ctl_policy_entry *e =
+            util_map_get(&c->policies, ctl_key(key, j->ns, j->policy));
         struct util_buf m;
         util_buf_init(&m);
-        util_buf_printf(&m, "forgot %zu snapshots of host %s (retention of %s): %s", j->deleted,
-                        j->host, j->policy, ids.data);
-        prune_event(j, "Normal", "Forgot", m.data);
+        if (nids == 1)
+            util_buf_printf(&m, "forgot snapshot %s of host %s (Backup %s)", ids.data, j->host,
+                            j->backups[j->nbackups - 1]);
+        else
+            util_buf_printf(&m, "forgot %zu snapshots of host %s (Backup %s): %s", nids, j->host,
+                            j->backups[j->nbackups - 1], ids.data);
+        if (nids > PRUNE_EVENT_IDS)
+            util_buf_printf(&m, " and %zu more", nids - PRUNE_EVENT_IDS);
+        if (e != NULL)
+            ctl_events_policy(c, e, "Normal", "Forgot", m.data);
+        else
+            ctl_log(c, 1, "forget %s/%s on %s: %s (the policy is gone: no Event)", j->ns, j->policy,
+                    j->host, m.data);
         util_buf_free(&m);
     }
     util_buf_free(&ids);

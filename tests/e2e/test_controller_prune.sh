@@ -5,8 +5,9 @@
 #     `lode forget --policy FILE --host H --dry-run` says; the .incomplete mark of a forgotten
 #     snapshot goes, a .suspicious snapshot stays, and neighbours whose names are prefixes of
 #     each other (host n-0 / n-0-1, policy web / web-1, namespace NS / NS-1) are untouched;
-#   - the Backup records it (status.retention: result, kept, forgotten, reasons), with one
-#     Forgot Event per forgotten snapshot, and the counter lodestore_snapshots_forgotten_total;
+#   - the Backup records it (status.retention: result, kept, forgotten, reasons), the policy
+#     gets one Forgot Event naming the Backup and the forgotten snapshots (paced and combined
+#     with its like), and the counter lodestore_snapshots_forgotten_total counts them;
 #   - once per Backup: a restarted controller does not forget again for it;
 #   - through the fault proxy (tests/e2e/s3/faultproxy.c), a listing cut short deletes
 #     nothing (Failed, a ForgetFailed Event, lodestore_forget_errors_total), refused keys make
@@ -255,8 +256,10 @@ check_eq "the marks left: the kept snapshots' (night 1 incomplete+suspicious, 2 
     "$(id $((t0 + 86400))).incomplete $(id $((t0 + 86400))).suspicious $(id $((t0 + 2 * 86400))).suspicious $(id $((t0 + 6 * 86400))).incomplete "
 check_eq "neighbours (host, policy, namespace prefixes; another repository's policy) untouched" \
     "$(neighbours)" "$neighbours_before"
-check_eq "one Forgot Event per forgotten snapshot, naming it" \
-    "$(events Forgot b1 | grep -o '[0-9]\{8\}T[0-9]\{6\}Z-[0-9a-f]\{16\}' | sort)" "$want_forget"
+check_eq "one Forgot Event on the policy, naming every forgotten snapshot" \
+    "$(events Forgot web | grep -o '[0-9]\{8\}T[0-9]\{6\}Z-[0-9a-f]\{16\}' | sort)" "$want_forget"
+check_contains "it names the host and the Backup" "$(events Forgot web)" "forgot 3 snapshots of host $H (Backup b1): "
+check_eq "no Forgot Event on the Backup itself" "$(events Forgot b1 | wc -l)" 0
 check_eq "lodestore_snapshots_forgotten_total counts them" "$(metric lodestore_snapshots_forgotten_total "$NS/web")" 3
 check_eq "a forget that finished is no error" "$(metric lodestore_forget_errors_total "$NS/web")" 0
 
@@ -314,11 +317,11 @@ check_eq "flaky keeps its newest two (keepLast 1 and the two newest good)" \
 succeed b6 many "$H"
 env_wait 60 "b6's status.retention" has_ret b6 || fail "b6's status.retention"
 check_eq "b6: 11 forgotten" "$(ret b6 result) $(ret b6 forgotten)" "Done 11"
-check_eq "more than 10 forgotten: one Forgot Event" "$(events Forgot b6 | wc -l)" 1
+check_eq "11 forgotten: one Forgot Event" "$(events Forgot many | wc -l)" 1
 check_eq "that Event names all 11 ids" \
-    "$(events Forgot b6 | grep -o '[0-9]\{8\}T[0-9]\{6\}Z-[0-9a-f]\{16\}' | sort | tr '\n' ' ')" \
+    "$(events Forgot many | grep -o '[0-9]\{8\}T[0-9]\{6\}Z-[0-9a-f]\{16\}' | sort | tr '\n' ' ')" \
     "$(for i in $(seq 0 10); do id $((t0 + i * 86400)); echo; done | sort | tr '\n' ' ')"
-check_contains "and says how many" "$(events Forgot b6)" "forgot 11 snapshots of host $H"
+check_contains "and says how many" "$(events Forgot many)" "forgot 11 snapshots of host $H (Backup b6)"
 
 # ---- a listing that has not reached the backup's own snapshot decides nothing ----
 older=$(id $((t0 - 2 * 86400)))
