@@ -140,7 +140,10 @@ int rs_target_finish(struct rs_target *t, void (*fail_cb)(const char *msg, void 
  * several threads while the loop fetches (making them was most of the restore's time).
  * Costs: the fetched ranges being fetched or opened (16 MiB in all), one decompressed blob per
  * worker, two descriptors per file of the batch, and the buffers kept for reuse between
- * them (RX_POOL of each kind, none over RX_RANGE_MAX: restore_io.c).
+ * them (RX_POOL of each kind, none over RX_RANGE_MAX: restore_io.c). What grows with the
+ * snapshot is its chunk set, 24 bytes a chunk (restore_chunks.h), held for the whole
+ * restore; the file list is read leaf by leaf (restore_run.c), and the batch's pieces
+ * carry each chunk whole (48 bytes) only while the batch is planned and fetched.
  *
  * Writeback: the kernel would otherwise hold the restored bytes dirty until the final
  * syncfs (its background writeback starts at 10% of memory, or after 30 s), so that
