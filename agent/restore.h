@@ -45,6 +45,7 @@
 #include <uv.h>
 
 #include "repo/repo.h"
+#include "restore_chunks.h"
 
 struct storage;
 
@@ -139,7 +140,10 @@ int rs_target_finish(struct rs_target *t, void (*fail_cb)(const char *msg, void 
  * several threads while the loop fetches (making them was most of the restore's time).
  * Costs: the fetched ranges being fetched or opened (16 MiB in all), one decompressed blob per
  * worker, two descriptors per file of the batch, and the buffers kept for reuse between
- * them (RX_POOL of each kind, none over RX_RANGE_MAX: restore_io.c).
+ * them (RX_POOL of each kind, none over RX_RANGE_MAX: restore_io.c). What grows with the
+ * snapshot is its chunk set, 24 bytes a chunk (restore_chunks.h), held for the whole
+ * restore; the file list is read leaf by leaf (restore_run.c), and the batch's pieces
+ * carry each chunk whole (48 bytes) only while the batch is planned and fetched.
  *
  * Writeback: the kernel would otherwise hold the restored bytes dirty until the final
  * syncfs (its background writeback starts at 10% of memory, or after 30 s), so that
@@ -152,11 +156,11 @@ int rs_target_finish(struct rs_target *t, void (*fail_cb)(const char *msg, void 
 #define RX_RANGE_MAX   (4u << 20)     /* at most this much in one GET */
 #define RX_BATCH_BYTES (256ull << 20) /* plain bytes a batch of files gathers */
 
-/* One chunk to put somewhere. */
+/* One chunk to put somewhere (pieces of one blob have the same pack and offset). */
 struct rx_piece {
-    const struct repo_chunk *c; /* in the chunk set */
-    uint32_t file;              /* in the batch */
-    uint64_t at;                /* offset in the file */
+    struct repo_chunk c; /* as the chunk set has it, with the file's hash of it */
+    uint32_t file;       /* in the batch */
+    uint64_t at;         /* offset in the file */
 };
 
 /* One ranged GET: pieces [first, first + n) of one pack. */
@@ -191,13 +195,15 @@ struct rx {
     const struct repo_keys *keys;
     struct repo_source src;
     char id[REPO_ID_LEN + 1];
-    struct repo_chunkset set;
+    struct rx_chunks chunks;                   /* the snapshot's chunk set (restore_chunks.h) */
     char *files_key, *chunks_key;              /* "the file list of snapshot ID", for messages */
     bool listed_incomplete, listed_suspicious; /* the marks the catalog listed */
     struct rs_target t;
     /* The batches (restore_batch.c alone touches them): one being planned, the one
      * before it still being fetched. */
     struct rx_batch *plan, *flight;
+    struct repo_chunk *found; /* the chunks of the file being planned (rx_add_file) */
+    size_t capfound;
     size_t max_files;  /* files a batch may hold */
     size_t running;    /* GETs in flight */
     uv_mutex_t *locks; /* making the batches' files on the workers */

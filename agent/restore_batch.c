@@ -54,7 +54,7 @@ struct rx_batch {
 static char *rx_pack_key(struct rx *x, uint32_t pack)
 {
     struct repo_key k = {.kind = REPO_KEY_PACK, .src = x->src};
-    memcpy(k.pack, x->set.packs[pack], REPO_HASH_LEN);
+    memcpy(k.pack, x->chunks.packs[pack], REPO_HASH_LEN);
     return repo_key_build(&k);
 }
 
@@ -148,6 +148,13 @@ static int rx_file_fd(struct rx *x, struct rx_batch *b, uint32_t file)
     return fd;
 }
 
+/* Pieces of one blob, opened once: its place and the hash the files ask for. */
+static bool rx_same_blob(const struct repo_chunk *a, const struct repo_chunk *b)
+{
+    return a->pack == b->pack && a->offset == b->offset &&
+           memcmp(a->hash, b->hash, REPO_HASH_LEN) == 0;
+}
+
 /*
  * On the thread pool: opens each blob of the range once (authenticate, decompress,
  * hash) and writes it wherever it belongs, so that blobs are opened on as many threads
@@ -162,10 +169,10 @@ static void rx_work_cb(uv_work_t *req)
     const struct rx_range *r = &b->ranges[g->range];
 
     for (size_t i = r->first; i < r->first + r->n;) {
-        const struct repo_chunk *c = b->pieces[i].c;
+        const struct repo_chunk *c = &b->pieces[i].c;
         size_t j = i;
         struct util_err e = {0};
-        while (j < r->first + r->n && b->pieces[j].c == c)
+        while (j < r->first + r->n && rx_same_blob(&b->pieces[j].c, c))
             j++;
         if (c->plain > g->plaincap || g->plain == NULL) {
             /* At the largest kept size: its pages are touched only as far as used, and
@@ -226,7 +233,7 @@ static void rx_work_done(uv_work_t *req, int status)
                 x->fatal = true;
             }
         } else {
-            f->written += b->pieces[i].c->plain;
+            f->written += b->pieces[i].c.plain;
             rx_piece_done(x, b, i, false);
         }
     }
@@ -333,10 +340,10 @@ static void rx_start(struct rx *x)
 static int rx_piece_cmp(const void *pa, const void *pb)
 {
     const struct rx_piece *a = pa, *b = pb;
-    if (a->c->pack != b->c->pack)
-        return a->c->pack < b->c->pack ? -1 : 1;
-    if (a->c->offset != b->c->offset)
-        return a->c->offset < b->c->offset ? -1 : 1;
+    if (a->c.pack != b->c.pack)
+        return a->c.pack < b->c.pack ? -1 : 1;
+    if (a->c.offset != b->c.offset)
+        return a->c.offset < b->c.offset ? -1 : 1;
     if (a->file != b->file)
         return a->file < b->file ? -1 : 1;
     return a->at < b->at ? -1 : a->at > b->at;
@@ -348,7 +355,7 @@ size_t rx_plan_ranges(struct rx_piece *pieces, size_t n, struct rx_range **range
     if (n > 1)
         qsort(pieces, n, sizeof(*pieces), rx_piece_cmp);
     for (size_t i = 0; i < n; i++) {
-        const struct repo_chunk *c = pieces[i].c;
+        const struct repo_chunk *c = &pieces[i].c;
         uint64_t end = (uint64_t)c->offset + c->stored;
         struct rx_range *cur = nranges ? &(*ranges)[nranges - 1] : NULL;
         if (cur != NULL && cur->pack == c->pack && c->offset <= cur->end + RX_GAP &&
@@ -418,9 +425,10 @@ void rx_add_file(struct rx *x, const struct repo_file *rec)
     struct util_err e = {0};
     uint64_t sum = 0;
 
+    x->found = util_grow(x->found, &x->capfound, rec->nchunks, sizeof(*x->found));
     for (size_t i = 0; i < rec->nchunks; i++) {
-        const struct repo_chunk *c = repo_chunkset_find(&x->set, rec->chunks[i]);
-        if (c == NULL) {
+        struct repo_chunk *c = &x->found[i];
+        if (!rx_chunks_find(&x->chunks, rec->chunks[i], c)) {
             char hex[2 * REPO_HASH_LEN + 1];
             repo_hex(rec->chunks[i], REPO_HASH_LEN, hex);
             rx_damage(x, "%s lacks chunk %s of %s", x->chunks_key, hex, rec->path);
@@ -474,10 +482,10 @@ void rx_add_file(struct rx *x, const struct repo_file *rec)
     f->f.nchunks = 0;
     uint64_t at = 0;
     for (size_t i = 0; i < rec->nchunks; i++) {
-        const struct repo_chunk *c = repo_chunkset_find(&x->set, rec->chunks[i]);
         b->pieces = util_grow(b->pieces, &b->cappieces, b->npieces + 1, sizeof(*b->pieces));
-        b->pieces[b->npieces++] = (struct rx_piece){.c = c, .file = (uint32_t)b->nfiles, .at = at};
-        at += c->plain;
+        b->pieces[b->npieces++] =
+            (struct rx_piece){.c = x->found[i], .file = (uint32_t)b->nfiles, .at = at};
+        at += x->found[i].plain;
     }
     f->pending = (uint32_t)rec->nchunks;
     b->nfiles++;
@@ -527,6 +535,9 @@ void rx_batch_free(struct rx *x)
         for (size_t i = 0; i < RX_LOCKS; i++)
             uv_mutex_destroy(&x->locks[i]);
     free(x->locks);
+    free(x->found);
+    x->found = NULL;
+    x->capfound = 0;
     rx_buf_free_all(x);
     rx_batch_free_one(x->plan);
     rx_batch_free_one(x->flight);

@@ -378,7 +378,7 @@ int rx_restore(struct rx *x, const char *target, const struct rs_opts *o, char *
                x->id, m.nerrs);
     x->chunks_key = util_asprintf("the chunk set of snapshot %s", x->id);
     x->files_key = util_asprintf("the file list of snapshot %s", x->id);
-    if ((rc = meta_load_chunkset(&ms, x->keys, &m.chunks_root, &x->set, &e)) != 0) {
+    if ((rc = rx_chunks_read(&x->chunks, x->keys, &m.chunks_root, meta_fetch_cb, &ms, &e)) != 0) {
         rc = rx_meta_fail(x, x->chunks_key, rc, e.msg);
         goto out;
     }
@@ -407,7 +407,7 @@ int rx_restore(struct rx *x, const char *target, const struct rs_opts *o, char *
 out:
     repo_manifest_free(&m);
     meta_src_free(&ms);
-    repo_chunkset_free(&x->set);
+    rx_chunks_free(&x->chunks);
     if (rc == 0 && (x->fatal || x->ioerrors > 0))
         rc = UTIL_EIO;
     else if (rc == 0 && x->damaged > 0)

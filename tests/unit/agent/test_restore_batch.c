@@ -39,7 +39,7 @@ static void test_neighbours_join_and_gaps_split(void **state)
     };
     /* Given out of order, as files name them. */
     struct rx_piece p[] = {
-        {&c[4], 2, 0}, {&c[2], 0, 128 * KIB}, {&c[0], 0, 0}, {&c[3], 1, 0}, {&c[1], 0, 64 * KIB},
+        {c[4], 2, 0}, {c[2], 0, 128 * KIB}, {c[0], 0, 0}, {c[3], 1, 0}, {c[1], 0, 64 * KIB},
     };
     struct rx_range *r = NULL;
     size_t cap = 0;
@@ -59,9 +59,9 @@ static void test_neighbours_join_and_gaps_split(void **state)
     /* The pieces are sorted to match: each range's pieces are its own. */
     for (size_t i = 0; i < n; i++)
         for (size_t k = r[i].first; k < r[i].first + r[i].n; k++) {
-            assert_int_equal(p[k].c->pack, r[i].pack);
-            assert_true(p[k].c->offset >= r[i].start);
-            assert_true(p[k].c->offset + p[k].c->stored <= r[i].end);
+            assert_int_equal(p[k].c.pack, r[i].pack);
+            assert_true(p[k].c.offset >= r[i].start);
+            assert_true(p[k].c.offset + p[k].c.stored <= r[i].end);
         }
     free(r);
 }
@@ -75,7 +75,7 @@ static void test_a_range_stops_at_its_maximum(void **state)
     size_t cap = 0;
     for (uint32_t i = 0; i < 9; i++) {
         c[i] = chunk(7, i * MIB, MIB);
-        p[i] = (struct rx_piece){&c[i], i, 0};
+        p[i] = (struct rx_piece){c[i], i, 0};
     }
     size_t n = rx_plan_ranges(p, 9, &r, &cap);
     assert_int_equal(n, 3);
@@ -91,7 +91,7 @@ static void test_a_blob_used_twice_is_fetched_once(void **state)
 {
     /* Two files with the same chunk: one range covers both pieces. */
     struct repo_chunk c = chunk(3, 4096, 1000);
-    struct rx_piece p[] = {{&c, 1, 0}, {&c, 0, 0}};
+    struct rx_piece p[] = {{c, 1, 0}, {c, 0, 0}};
     struct rx_range *r = NULL;
     size_t cap = 0;
     size_t n = rx_plan_ranges(p, 2, &r, &cap);
