@@ -149,7 +149,7 @@ api_counts >"$out/api1.txt"
 cpu1=$(cpu_seconds)
 connects=-
 if [[ -n $conn_pid ]]; then
-    kill -INT "$conn_pid"
+    kill -INT "$conn_pid" 2>/dev/null || true # perf may have stopped already (no tracepoint)
     wait "$conn_pid" || true
     connects=$(awk -F, '/sys_enter_connect/ {print $1}' "$out/connects.txt" 2>/dev/null)
     connects=${connects:--}
