@@ -7,7 +7,8 @@
 #     the controller's own log of every run it starts;
 #   - API requests per run, in all and by verb and resource, from /metrics before and
 #     after the slot;
-#   - the controller's RSS (current and peak) and CPU seconds over the slot.
+#   - the controller's RSS (current and peak) and CPU seconds over the slot;
+#   - new connections the controller opened over the slot (perf's connect() tracepoint).
 # NODES (default 1000), POLICIES (default 20), JITTER (default 2m), QPS (default 50);
 # PERF=1 also samples the controller with perf through the slot (perf.txt: by library and by
 # function); PERF_CG sets perf's --call-graph (default fp; dwarf,16384 names the callers inside
@@ -129,6 +130,13 @@ wait_until() { [[ $(date +%s) -ge $1 ]]; }
 env_wait 200 "just before the slot" wait_until $((slot - 2))
 api_counts >"$out/api0.txt"
 cpu0=$(cpu_seconds)
+# New connections over the slot: the controller's connect() calls (to the API server and
+# to S3 alike), counted by the kernel's tracepoint; "-" when perf cannot trace.
+conn_pid=
+if command -v perf >/dev/null; then
+    perf stat -x, -e syscalls:sys_enter_connect -p "$ctl_pid" -o "$out/connects.txt" >/dev/null 2>&1 &
+    conn_pid=$!
+fi
 perf_pid=
 if [[ ${PERF:-0} == 1 ]]; then
     perf record -F "${PERF_HZ:-499}" --call-graph "${PERF_CG:-fp}" -p "$ctl_pid" -o "$out/perf.data" >"$out/perf.log" 2>&1 &
@@ -139,6 +147,13 @@ jitter_s=$(( $(sed -E 's/m$//' <<<"$JITTER") * 60 ))
 env_wait $((jitter_s + 600)) "$NODES runs to start" started
 api_counts >"$out/api1.txt"
 cpu1=$(cpu_seconds)
+connects=-
+if [[ -n $conn_pid ]]; then
+    kill -INT "$conn_pid" 2>/dev/null || true # perf may have stopped already (no tracepoint)
+    wait "$conn_pid" || true
+    connects=$(awk -F, '/sys_enter_connect/ {print $1}' "$out/connects.txt" 2>/dev/null)
+    connects=${connects:--}
+fi
 if [[ -n $perf_pid ]]; then
     kill -INT "$perf_pid"
     wait "$perf_pid" || true
@@ -163,7 +178,7 @@ p99=$(pct 99)
 {
     echo "nodes $NODES, policies $POLICIES, runs started $runs, jitter $JITTER, qps $QPS, load $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "delay beyond the jitter offset (ms): p50 $(pct 50), p99 $p99, max $(tail -n 1 "$out/skew_ms.txt")"
-    echo "API requests per run: $per_run"
+    echo "API requests per run: $per_run; new connections over the slot: $connects"
     # By verb and resource: what the slot's requests were spent on.
     LC_ALL=C join -a 2 -e 0 -o 0,1.2,2.2 <(awk '{print $1 "_" $2, $3}' "$out/api0.txt" | LC_ALL=C sort) \
         <(awk '{print $1 "_" $2, $3}' "$out/api1.txt" | LC_ALL=C sort) |

@@ -48,7 +48,8 @@ struct http_multi {
     struct xfer_list queued, active, cancelling;
     struct util_list polls;
     int in_curl;
-    unsigned handles; /* libuv handles not yet closed */
+    unsigned handles;          /* libuv handles not yet closed */
+    unsigned long connections; /* sockets opened for connections, ever */
     bool closing, close_requested;
     http_close_cb close_cb;
     void *close_arg;
@@ -114,6 +115,11 @@ CURLSH *http_multi_share(const struct http_multi *m)
 unsigned http_multi_running(const struct http_multi *m)
 {
     return m->queued.n + m->active.n + m->cancelling.n;
+}
+
+unsigned long http_multi_connections(const struct http_multi *m)
+{
+    return m->connections;
 }
 
 /* ---- closing ---- */
@@ -341,8 +347,10 @@ static curl_socket_t on_open_socket(void *clientp, curlsocktype purpose, struct 
 {
     struct http_multi *m = clientp;
     curl_socket_t fd = socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
-    if (fd != CURL_SOCKET_BAD)
+    if (fd != CURL_SOCKET_BAD) {
         poll_forget_fd(m, fd);
+        m->connections++;
+    }
     return fd;
 }
 

@@ -76,12 +76,20 @@ uv_loop_t *http_multi_loop(const struct http_multi *m);
 /*
  * A share handle for the multi's transfers: TLS sessions and DNS answers. Set it as
  * CURLOPT_SHARE on each easy handle so that a server that closes every connection
- * (versitygw does) costs a resumed TLS handshake, not a full one, per request.
+ * (versitygw without --keep-alive) costs a resumed TLS handshake, not a full one, per request.
  */
 CURLSH *http_multi_share(const struct http_multi *m);
 
 /* Transfers started and not yet done (running or queued to be added). */
 unsigned http_multi_running(const struct http_multi *m);
+
+/*
+ * Connections opened so far (sockets curl asked for), every user of the multi together.
+ * Against a server that keeps connections alive, sequential requests of any number of
+ * clients on the multi open one; a count near the request count means a connection per
+ * request, each a new TCP and TLS handshake.
+ */
+unsigned long http_multi_connections(const struct http_multi *m);
 
 /*
  * Starts x (x->easy, x->done set). Returns 0, or an error when the multi is closing or

@@ -4,7 +4,7 @@
 #   tests/env/with-cluster.sh bash tests/e2e/test_s3.sh
 # Without a running environment it fails (lib.sh refuses): it never counts a skip.
 #
-# It builds s3_e2e.c with the s3, http and util sources (ASan and UBSan on, so a leak
+# It builds s3_e2e*.c with the s3, http and util sources (ASan and UBSan on, so a leak
 # or a bad access is a failure) and the fault proxy, starts the proxy on an ephemeral
 # loopback port in front of versitygw, runs the program, and stops the proxy. The
 # program's "N passed, M failed" is added to this script's own checks.
@@ -27,7 +27,7 @@ flags=(-D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -I"$root/internal" -std=c17 -
 	-Werror -Wno-unused-parameter -Wno-format-truncation -g -O1)
 # shellcheck disable=SC2046
 if cc "${flags[@]}" -fsanitize=address,undefined -fno-sanitize-recover=all -o "$out/s3_e2e" \
-	"$here/s3/s3_e2e.c" "$here/s3/s3_e2e_mpu.c" "$root"/internal/s3/*.c "$root"/internal/http/*.c "$root"/internal/util/*.c \
+	"$here"/s3/s3_e2e*.c "$root"/internal/s3/*.c "$root"/internal/http/*.c "$root"/internal/util/*.c \
 	$(pkg-config --cflags --libs libuv libcurl openssl expat) -lm 2>"$T_TMP/cc.log" &&
 	env_build_tool faultproxy 2>>"$T_TMP/cc.log"; then
 	pass "build s3_e2e and faultproxy"

@@ -10,7 +10,7 @@
 #                             node not labelled lodestore.io/real-node
 #   real nodes (optional)     LODE_REAL_NODES=N: N nodes with containerd and a kubelet
 #                             each (real-nodes.sh), started last
-#   versitygw                 S3 over TLS with SigV4, posix backend, one bucket
+#   versitygw                 S3 over TLS with SigV4, posix backend, one bucket, keep-alive
 # and writes state.env, kubeconfig and s3.env under ${LODE_ENV_DIR:-/tmp/lodestore-env}
 # (common.sh describes the layout). A second run finds a healthy environment and
 # reuses it; an unhealthy one is refused with the command that clears it.
@@ -194,8 +194,12 @@ S3_SECRET_KEY=$s3_secret
 S3_CA_FILE=$pki/ca.crt
 EOF
 chmod 600 "$ENV_DIR/s3.env"
+# --keep-alive: versitygw closes every connection by default, which AWS S3, MinIO and Ceph
+# RGW do not; without it every request is a new TCP and TLS connection, which hides
+# whether the clients reuse theirs (tests/e2e/s3/s3_e2e_reuse.c) and makes the
+# controller's benchmark pay a handshake per request (bench/controller).
 ROOT_ACCESS_KEY=$s3_access ROOT_SECRET_KEY=$s3_secret start versitygw S3 "$s3_dir/versitygw" \
-	--port "127.0.0.1:$s3_port" --cert "$pki/s3.crt" --key "$pki/s3.key" --region us-east-1 \
+	--port "127.0.0.1:$s3_port" --cert "$pki/s3.crt" --key "$pki/s3.key" --region us-east-1 --keep-alive \
 	posix --sidecar "$ENV_DIR/s3/meta" "$ENV_DIR/s3/data"
 
 etcd_health() { curl -sf --max-time 2 "http://127.0.0.1:$etcd_port/health" | grep -q '"health":"true"'; }

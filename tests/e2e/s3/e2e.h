@@ -1,5 +1,5 @@
 /*
- * What the parts of the s3 end-to-end program share (s3_e2e.c, s3_e2e_mpu.c): the
+ * What the parts of the s3 end-to-end program share (s3_e2e*.c): the
  * check counter, the run's key prefix, clients direct or through the fault proxy, the
  * proxy's control, and a byte pattern to write and check.
  */
@@ -30,6 +30,8 @@ extern char run_id[16]; /* "e2eXXXXXX/": every key of the run is under it */
         fflush(stdout);                                                                            \
     } while (0)
 
+/* The configuration of s3:.../BUCKET/prefix on versitygw, with the CA (exits on error). */
+void direct_config(struct s3_config *cfg, const char *prefix);
 /* A client of the repository s3:.../BUCKET/prefix, to versitygw or through the proxy. */
 struct s3_sync *open_direct(const char *prefix, const struct s3_client_opts *o);
 struct s3_sync *open_proxy(const char *prefix, const struct s3_client_opts *o);
@@ -53,6 +55,7 @@ struct sink_check {
 };
 int sink_pattern(const char *data, size_t len, void *arg);
 
+void test_connection_reuse(void);
 void test_multipart(void);
 void test_multipart_faults(void);
 void test_multipart_listing(void);

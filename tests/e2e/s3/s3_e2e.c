@@ -46,6 +46,15 @@ static int make_cfg(struct s3_config *cfg, const char *endpoint, const char *buc
     return rc;
 }
 
+void direct_config(struct s3_config *cfg, const char *prefix)
+{
+    struct util_err err;
+    if (make_cfg(cfg, env("S3_ENDPOINT"), env("S3_BUCKET"), prefix, NULL, true, &err) != 0) {
+        fprintf(stderr, "s3_e2e: %s\n", err.msg);
+        exit(2);
+    }
+}
+
 struct s3_sync *open_direct(const char *prefix, const struct s3_client_opts *o)
 {
     struct s3_config cfg;
@@ -833,6 +842,8 @@ int main(int argc, char **argv)
         test_conditional_race();
     if (strstr("step", only) != NULL)
         test_step_loop();
+    if (strstr("reuse", only) != NULL)
+        test_connection_reuse();
     if (strstr("many", only) != NULL)
         test_many_keys();
     if (strstr("errors", only) != NULL)
