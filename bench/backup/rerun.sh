@@ -17,6 +17,9 @@
 # runs lode with --no-cache (every re-run reads its parent's metadata from the bucket).
 # The targets are printed with the figures, and the slope of peak RSS between the
 # smallest and largest tree (the memory a file costs, without the fixed part).
+# The size "copied" is the copied /usr/share + Go tree of bench/backup/run.sh (under
+# BENCH_COPIED_ROOT, default /tmp/lode-bench-tree; run.sh makes it), whose one change is a
+# line appended to tree/share/common-licenses/GPL-3: e.g. BENCH_RERUN_FILES="100000 copied".
 # BENCH_RERUN_TOOLS="lode" measures lode alone (to compare two builds: LODE=path);
 # BENCH_RERUN_CHECK=1 runs lode check on each repository after its runs.
 # Exits 1 when any command fails or a restore differs from the tree.
@@ -30,6 +33,12 @@ source bench/backup/lib.sh
 bench_tools
 
 tree_root=${BENCH_TREE_ROOT:-/tmp/lode-bench-rerun}
+copied_root=${BENCH_COPIED_ROOT:-/tmp/lode-bench-tree}
+# dir_of N: the directory holding tree N's "tree"; changed_of N: the file its change appends to.
+dir_of() { if [[ $1 == copied ]]; then echo "$copied_root"; else echo "$tree_root/gen-$1"; fi; }
+changed_of() {
+	if [[ $1 == copied ]]; then echo "$copied_root/tree/share/common-licenses/GPL-3"; else echo "$tree_root/gen-$1/tree/d0000/f0000.txt"; fi
+}
 sizes=${BENCH_RERUN_FILES:-100000 1000000}
 restore_sizes=" ${BENCH_RERUN_RESTORE:-100000} "
 tools=${BENCH_RERUN_TOOLS:-r018 lode}
@@ -39,6 +48,7 @@ BENCH_RESULTS=$out/results.txt
 : >"$BENCH_RESULTS"
 : >"$BENCH_RESULTS.ops"
 : >"$out/added.txt"
+: >"$out/files.txt"
 restore_fs=$(bench_restore_mode "${BENCH_RESTORE_FS:-fresh}")
 cleanup() {
 	local m
@@ -76,14 +86,14 @@ backup() {
 	before=$(stored "$bucket")
 	case $tool in
 	r018)
-		(cd "$tree_root/gen-$n" && bench_run "$label" "$bucket" "$RESTIC018" -r "s3:$S3_ENDPOINT/$bucket" \
+		(cd "$(dir_of "$n")" && bench_run "$label" "$bucket" "$RESTIC018" -r "s3:$S3_ENDPOINT/$bucket" \
 			--cache-dir "$work/cache-$bucket" backup -q --host bench tree) || st=$?
 		;;
 	lode)
 		local cache=(--cache-dir "$work/cache-$bucket")
 		[[ ${BENCH_LODE_CACHE:-1} == 0 ]] && cache=(--no-cache)
 		bench_run "$label" "$bucket" env LODE_REPOSITORY="s3:$S3_ENDPOINT/$bucket" "$LODE" backup \
-			--policy "$work/policy.yaml" --host bench --root "$tree_root/gen-$n" --output json \
+			--policy "$work/policy.yaml" --host bench --root "$(dir_of "$n")" --output json \
 			"${cache[@]}" || st=$?
 		;;
 	esac
@@ -107,8 +117,8 @@ restore() {
 		;;
 	esac
 	got=$target/tree
-	[[ -d $got ]] || got=$target$tree_root/gen-$n/tree
-	if [[ $st == 0 ]] && diff -rq --no-dereference "$tree_root/gen-$n/tree" "$got" >"$work/$label.diff" 2>&1; then
+	[[ -d $got ]] || got=$target$(dir_of "$n")/tree
+	if [[ $st == 0 ]] && diff -rq --no-dereference "$(dir_of "$n")/tree" "$got" >"$work/$label.diff" 2>&1; then
 		echo "  $label: the restored tree equals the original (diff -r)"
 		echo "$label equal" >>"$out/verify.txt"
 	else
@@ -127,15 +137,23 @@ status=0
 : >"$out/trees.txt"
 for n in $sizes; do
 	echo "== $n files"
-	bench_gen_tree "$tree_root/gen-$n" "$n"
-	# Each tree gets its one change again from the start: a kept tree is as it was made.
-	if [[ -f $tree_root/gen-$n/changed ]]; then
-		truncate -s "$(cat "$tree_root/gen-$n/changed")" "$tree_root/gen-$n/tree/d0000/f0000.txt"
-		rm "$tree_root/gen-$n/changed"
+	dir=$(dir_of "$n")
+	chg=$(changed_of "$n")
+	if [[ $n == copied ]]; then
+		[[ -f $copied_root/.complete && -f $chg ]] ||
+			{ echo "bench: no copied tree under $copied_root (bench/backup/run.sh makes it)" >&2; exit 1; }
+	else
+		bench_gen_tree "$dir" "$n"
 	fi
-	read -r gf gb gd _ < <(bench_tree_facts "$tree_root/gen-$n/tree")
+	# Each tree gets its one change again from the start: a kept tree is as it was made.
+	if [[ -f $dir/changed ]]; then
+		truncate -s "$(cat "$dir/changed")" "$chg"
+		rm "$dir/changed"
+	fi
+	read -r gf gb gd _ < <(bench_tree_facts "$dir/tree")
 	echo "  tree: $gf files, $gb bytes, $gd directories" | tee -a "$out/trees.txt"
-	tar cf - -C "$tree_root/gen-$n" tree | cat >/dev/null
+	echo "$n $gf" >>"$out/files.txt"
+	tar cf - -C "$dir" tree | cat >/dev/null
 	for t in $tools; do
 		bench_bucket "$t-$n"
 		case $t in
@@ -145,8 +163,8 @@ for n in $sizes; do
 	done
 	for t in $tools; do backup "$t" "$n" "$t-$n-first" || status=1; done
 	for t in $tools; do backup "$t" "$n" "$t-$n-unchanged" || status=1; done
-	stat -c %s "$tree_root/gen-$n/tree/d0000/f0000.txt" >"$tree_root/gen-$n/changed"
-	echo "one more line" >>"$tree_root/gen-$n/tree/d0000/f0000.txt"
+	stat -c %s "$chg" >"$dir/changed"
+	echo "one more line" >>"$chg"
 	for t in $tools; do backup "$t" "$n" "$t-$n-changed" || status=1; done
 	if [[ $restore_sizes == *" $n "* ]]; then
 		for t in $tools; do restore "$t" "$n" "$t-$n-restore" || status=1; done
@@ -156,8 +174,8 @@ for n in $sizes; do
 		LODE_REPOSITORY="s3:$S3_ENDPOINT/lode-$n" "$LODE" check >"$out/check-$n.txt" 2>&1 || status=1
 		echo "  lode check: $(tail -n 1 "$out/check-$n.txt")"
 	fi
-	truncate -s "$(cat "$tree_root/gen-$n/changed")" "$tree_root/gen-$n/tree/d0000/f0000.txt"
-	rm "$tree_root/gen-$n/changed"
+	truncate -s "$(cat "$dir/changed")" "$chg"
+	rm "$dir/changed"
 	for t in $tools; do
 		echo "  stored $t-$n: $(stored "$t-$n") bytes" | tee -a "$out/trees.txt"
 		rm -rf "${VGW_DATA:?}/$t-$n" "$work/cache-$t-$n"
@@ -168,6 +186,7 @@ echo "end: $(date -u '+%F %T') UTC, uptime: $(uptime)" | tee -a "$out/machine.tx
 echo "== summary"
 awk -v sizes="$sizes" '
 FILENAME ~ /added/ { add[$1] = $2; next }
+FILENAME ~ /files/ { nf[$1] = $2; next }
 FILENAME ~ /trees/ { next }
 { wall[$1] = $2; cpu[$1] = $3; rss[$1] = $4; req[$1] = $5; st[$1] = $10 }
 function v(ok) { return ok ? "met" : "NOT met" }
@@ -183,7 +202,7 @@ END {
 				if (!(l in wall)) continue
 				printf "| %s | %s | %d | %.2f | %.2f | %.1f | %.0f |%s\n", l,
 					(l in add) ? add[l] : "-", req[l], wall[l], cpu[l], rss[l] / 1024,
-					rss[l] * 1024 / n[i], st[l] ? " exit " st[l] : ""
+					rss[l] * 1024 / nf[n[i]], st[l] ? " exit " st[l] : ""
 			}
 		}
 	print ""
@@ -192,16 +211,16 @@ END {
 		r = "r018-" n[i] "-"; l = "lode-" n[i] "-"
 		for (s = 1; s <= 2; s++) {
 			step = s == 1 ? "unchanged" : "changed"
-			printf "  %d files, bytes added by the %s re-run: lode %d, restic %d (at most restic'"'"'s: %s)\n",
+			printf "  %s files, bytes added by the %s re-run: lode %d, restic %d (at most restic'"'"'s: %s)\n",
 				n[i], step, add[l step], add[r step], v(add[l step] <= add[r step])
 		}
-		printf "  %d files, first backup wall: %.2f / %.2f s = %.2fx (at most 0.6x: %s)\n", n[i],
+		printf "  %s files, first backup wall: %.2f / %.2f s = %.2fx (at most 0.6x: %s)\n", n[i],
 			wall[l "first"], wall[r "first"], wall[l "first"] / wall[r "first"], v(wall[l "first"] <= 0.6 * wall[r "first"])
-		printf "  %d files, unchanged re-run wall: %.2f / %.2f s = %.2fx (at most 0.5x: %s)\n", n[i],
+		printf "  %s files, unchanged re-run wall: %.2f / %.2f s = %.2fx (at most 0.5x: %s)\n", n[i],
 			wall[l "unchanged"], wall[r "unchanged"], wall[l "unchanged"] / wall[r "unchanged"],
 			v(wall[l "unchanged"] <= 0.5 * wall[r "unchanged"])
 		if ((l "restore") in wall)
-			printf "  %d files, restore wall: %.2f / %.2f s = %.2fx (at most 0.8x: %s)\n", n[i],
+			printf "  %s files, restore wall: %.2f / %.2f s = %.2fx (at most 0.8x: %s)\n", n[i],
 				wall[l "restore"], wall[r "restore"], wall[l "restore"] / wall[r "restore"],
 				v(wall[l "restore"] <= 0.8 * wall[r "restore"])
 		m = 0
@@ -209,12 +228,15 @@ END {
 			step = s == 1 ? "first" : s == 2 ? "unchanged" : s == 3 ? "changed" : "restore"
 			if (((l step) in rss) && rss[l step] > m) m = rss[l step]
 		}
-		printf "  %d files, lode peak RSS: %.1f MiB, %.0f B/file (at most 64 MiB: %s; at most 64 B/file: %s)\n",
-			n[i], m / 1024, m * 1024 / n[i], v(m <= 65536), v(m * 1024 / n[i] <= 64)
-		printf "  %d files, requests per unchanged re-run: lode %d, restic %d\n", n[i], req[l "unchanged"], req[r "unchanged"]
+		printf "  %s files, lode peak RSS: %.1f MiB, %.0f B/file (at most 64 MiB: %s; at most 64 B/file: %s)\n",
+			n[i], m / 1024, m * 1024 / nf[n[i]], v(m <= 65536), v(m * 1024 / nf[n[i]] <= 64)
+		printf "  %s files, requests per unchanged re-run: lode %d, restic %d\n", n[i], req[l "unchanged"], req[r "unchanged"]
 	}
-	if (ns > 1) {
-		a = n[1]; b = n[ns]
+	# The slopes: between the smallest and the largest generated tree.
+	a = b = ""
+	for (i = 1; i <= ns; i++)
+		if (n[i] != "copied") { if (a == "") a = n[i]; b = n[i] }
+	if (a != "" && a != b) {
 		for (s = 1; s <= 3; s++) {
 			step = s == 1 ? "first" : s == 2 ? "unchanged" : "changed"
 			for (t = 1; t <= 2; t++) {
@@ -229,6 +251,6 @@ END {
 			a, b, req["lode-" a "-unchanged"], req["lode-" b "-unchanged"],
 			v(req["lode-" a "-unchanged"] == req["lode-" b "-unchanged"])
 	}
-}' "$out/added.txt" "$out/trees.txt" "$BENCH_RESULTS" | tee "$out/summary.txt"
+}' "$out/added.txt" "$out/files.txt" "$out/trees.txt" "$BENCH_RESULTS" | tee "$out/summary.txt"
 grep -q differs "$out/verify.txt" && status=1
 exit $status
