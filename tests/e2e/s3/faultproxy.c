@@ -31,7 +31,10 @@
  *   snap_denied            (a GET of an object under snapshots/ only: a manifest or a
  *                          mark) answer 403 AccessDenied without forwarding
  * /__fault/count answers the number of requests forwarded or faulted since
- * /__fault/clear, which also empties the queue; /__fault/exit ends the proxy.
+ * /__fault/clear, which also empties the queue; /__fault/log the same requests, one
+ * "METHOD TARGET" line each (at most LOG_MAX bytes of them), and /__fault/distinct how
+ * many different lines that log has (a request the client sent again counts once);
+ * /__fault/exit ends the proxy.
  *
  * Bounded: at most 64 connections at once, 32 MiB of request, 64 MiB of reply, and
  * it exits after 10 minutes whatever happens. Test code only; never installed.
@@ -80,6 +83,9 @@ struct fault {
 static struct fault faults[MAX_FAULTS];
 static int n_faults;
 static long n_requests;
+/* The requests since the last clear, a line each ("METHOD TARGET\n"), cut at LOG_MAX. */
+#define LOG_MAX (256 << 10)
+static struct buf req_log;
 static const char *upstream, *ca_file;
 
 struct conn {
@@ -299,6 +305,27 @@ static void answer(int fd, struct upstream_reply *r, size_t body_len, bool rst_a
         send_all(fd, r->body.p, body_len);
 }
 
+/* The number of different lines of req_log (quadratic: a test's log has tens of lines). */
+static long log_distinct(void)
+{
+    long n = 0;
+    const char *p = req_log.p, *end = req_log.p + req_log.len;
+    for (const char *l = p; l != NULL && l < end;) {
+        const char *e = memchr(l, '\n', (size_t)(end - l));
+        size_t len = (size_t)((e != NULL ? e : end) - l);
+        bool seen = false;
+        for (const char *m = p; m < l && !seen;) {
+            const char *f = memchr(m, '\n', (size_t)(l - m));
+            size_t mlen = (size_t)((f != NULL ? f : l) - m);
+            seen = mlen == len && memcmp(m, l, len) == 0;
+            m = f != NULL ? f + 1 : l;
+        }
+        n += !seen;
+        l = e != NULL ? e + 1 : end;
+    }
+    return n;
+}
+
 /* Handles one complete request; returns false when the connection must close (with RST). */
 static bool handle(struct conn *c, const char *method, const char *target, const char *hdrs,
                    const char *body, size_t body_len, bool is_head)
@@ -315,9 +342,16 @@ static bool handle(struct conn *c, const char *method, const char *target, const
             char num[32];
             snprintf(num, sizeof(num), "%ld", n_requests);
             reply(c->fd, 200, "OK", "text/plain", num);
+        } else if (strcmp(act, "log") == 0) {
+            reply(c->fd, 200, "OK", "text/plain", req_log.p != NULL ? req_log.p : "");
+        } else if (strcmp(act, "distinct") == 0) {
+            char num[32];
+            snprintf(num, sizeof(num), "%ld", log_distinct());
+            reply(c->fd, 200, "OK", "text/plain", num);
         } else if (strcmp(act, "clear") == 0) {
             n_faults = 0;
             n_requests = 0;
+            req_log.len = 0;
             reply(c->fd, 200, "OK", "text/plain", "cleared");
         } else if (strcmp(act, "exit") == 0) {
             reply(c->fd, 200, "OK", "text/plain", "bye");
@@ -330,6 +364,12 @@ static bool handle(struct conn *c, const char *method, const char *target, const
         return true;
     }
     n_requests++;
+    if (req_log.len + strlen(method) + strlen(target) + 2 <= LOG_MAX) {
+        buf_add(&req_log, method, strlen(method));
+        buf_add(&req_log, " ", 1);
+        buf_add(&req_log, target, strlen(target));
+        buf_add(&req_log, "\n", 1);
+    }
     take_fault(method, target, action);
     if (strcmp(action, "503") == 0 || strcmp(action, "slowdown") == 0) {
         bool slow = action[0] == 's';
