@@ -207,6 +207,12 @@ uint8_t *backup_buf_take(struct backup *b, size_t need, size_t *cap);
 /* Gives a batch buffer back: kept as a spare when it is at most BACKUP_JOB_BYTES and
  * fewer than BACKUP_JOBS are kept, else freed. NULL is ignored. */
 void backup_buf_give(struct backup *b, uint8_t *buf, size_t cap);
+/* A sealer for a seal job: a kept one, else a new one (agent/backup_bufs.c). */
+struct repo_sealer *backup_sealer_take(struct backup *b);
+/* A job's sealer back: kept for the next job while fewer than BACKUP_JOBS are, else freed. */
+void backup_sealer_give(struct backup *b, struct repo_sealer *s);
+/* Frees every kept buffer and sealer (backup_store_close). */
+void backup_bufs_free(struct backup *b);
 /* Seals what is pending (the batch being gathered too) into the pack being filled,
  * which stays open; false when the backup must stop. */
 bool backup_store_drain(struct backup *b);

@@ -302,56 +302,11 @@ static void backup_job_done(uv_work_t *req, int status)
     b->job_chunks -= j->n;
     backup_buf_give(b, j->plain, j->capbytes);
     j->plain = NULL;
-    if (b->nsealers < BACKUP_JOBS) {
-        b->sealers[b->nsealers++] = j->sealer;
-        j->sealer = NULL;
-    }
+    backup_sealer_give(b, j->sealer);
+    j->sealer = NULL;
     for (size_t i = 0; i < j->n && status == 0 && b->fatal == 0; i++)
         backup_item_done(b, &j->items[i]);
     backup_job_free(j);
-}
-
-uint8_t *backup_buf_take(struct backup *b, size_t need, size_t *cap)
-{
-    unsigned fit = b->nspares, big = b->nspares;
-    uint8_t *p;
-    if (need <= BACKUP_JOB_BYTES) {
-        for (unsigned i = 0; i < b->nspares; i++) {
-            size_t c = b->spares[i].cap;
-            if (c >= need && (fit == b->nspares || c < b->spares[fit].cap))
-                fit = i;
-            if (big == b->nspares || c > b->spares[big].cap)
-                big = i;
-        }
-    }
-    if (fit == b->nspares)
-        fit = big;
-    if (fit == b->nspares) {
-        *cap = need;
-        return util_malloc(need);
-    }
-    p = b->spares[fit].data;
-    *cap = b->spares[fit].cap;
-    b->spares[fit] = b->spares[--b->nspares];
-    if (*cap < need) {
-        /* A mapped buffer grows in place or by mremap: its pages stay. */
-        p = util_realloc(p, need);
-        *cap = need;
-    }
-    return p;
-}
-
-void backup_buf_give(struct backup *b, uint8_t *buf, size_t cap)
-{
-    if (buf == NULL)
-        return;
-    if (cap <= BACKUP_JOB_BYTES && b->nspares < BACKUP_JOBS) {
-        b->spares[b->nspares].data = buf;
-        b->spares[b->nspares].cap = cap;
-        b->nspares++;
-        return;
-    }
-    free(buf);
 }
 
 bool backup_pack_full(const struct repo_pack_writer *pw, size_t nmembers)
@@ -395,7 +350,7 @@ static bool backup_dispatch(struct backup *b)
     if (j == NULL)
         return true;
     b->gather = NULL;
-    j->sealer = b->nsealers > 0 ? b->sealers[--b->nsealers] : repo_sealer_new(b->keys);
+    j->sealer = backup_sealer_take(b);
     if (uv_queue_work(s3_sync_loop(b->st->s3), &j->req, backup_job_work, backup_job_done) != 0) {
         b->jobs--;
         b->job_bytes -= j->bytes;
@@ -588,10 +543,7 @@ void backup_store_close(struct backup *b)
     uv_close((uv_handle_t *)&b->tick, NULL);
     uv_run(loop, UV_RUN_NOWAIT);
     repo_pack_writer_free(&b->pw);
-    while (b->nspares > 0)
-        free(b->spares[--b->nspares].data);
-    while (b->nsealers > 0)
-        repo_sealer_free(b->sealers[--b->nsealers]);
+    backup_bufs_free(b);
     EVP_MD_CTX_free(b->sha);
     EVP_MD_free(b->sha_md);
     b->sha = NULL;
