@@ -41,7 +41,7 @@
  *   - CPU: splitting costs about 0.4 us per 6.4 KiB event; decoding it with jansson about
  *     90 us (70 MB/s, measured on the 2-core development machine under load), which is
  *     why metadata-only watches matter for Nodes. A reflector peeks at each event
- *     first (kube_watch_peek, a pass over the bytes up to the object's metadata) and
+ *     first (kube_watch_peek in kube_text.h, a pass over the bytes up to the metadata) and
  *     leaves undecoded one whose version it already holds: the owner's own writes,
  *     which it notes from their answers (kube_reflector_note).
  *
@@ -82,6 +82,7 @@
 #include <jansson.h>
 #include <uv.h>
 
+#include "kube/kube_text.h"
 #include "util/util.h"
 
 /* Error codes beyond util.h's: transport failures and timeouts of requests. */
@@ -232,24 +233,6 @@ struct kube_watch_event {
  */
 int kube_watch_decode(const char *line, size_t len, json_t **root, struct kube_watch_event *ev,
                       struct util_err *err);
-
-/*
- * What a watch event is, read from its text without decoding it: type and the object's
- * metadata.name, .namespace and .resourceVersion, as spans of the line (not
- * NUL-terminated; namespace NULL when absent). One pass over the bytes up to the end of
- * the object's metadata; the rest of the line is not looked at, so a line whose tail is
- * not JSON still peeks. -1 (and out zeroed) when one of type, name and resourceVersion is
- * missing, is not a string without escapes, or "type" comes after "object": such an event
- * is decoded as usual.
- */
-struct kube_watch_peek {
-    const char *type, *name, *namespace, *resource_version;
-    size_t type_len, name_len, namespace_len, rv_len;
-    bool done;        /* the object's metadata was read */
-    const char *line; /* the whole event, as given */
-    size_t len;
-};
-int kube_watch_peek(const char *line, size_t len, struct kube_watch_peek *out);
 
 const char *kube_event_type_name(enum kube_event_type t);
 
@@ -442,15 +425,6 @@ struct kube_list_opts {
      * (true: the event callback does not hear of it); NULL decodes every event. */
     bool (*skip_cb)(const struct kube_watch_peek *peek, void *arg);
 };
-
-/*
- * Appends the JSON text in[0..len) to out without the members the paths name (dotted
- * member names from the root: "object.spec.template"), as text, building nothing: a watch
- * event is then decoded without what nobody reads. One pass over the bytes. A text that
- * is not a well-formed object where it is looked at is appended whole, for the decoder to
- * judge; a member name with an escape never matches.
- */
-void kube_json_strip(const char *in, size_t len, const char *const *paths, struct util_buf *out);
 
 /* In the request functions, `out` (may be NULL) receives the handle for cancelling. */
 int kube_get(struct kube_client *c, const struct kube_resource *res, const char *name,
