@@ -49,31 +49,19 @@ static void chunk_of(uint32_t i, struct repo_chunk *c)
 }
 
 /* The root of a chunk set tree: what the two ways write, compared. */
-struct tree_out {
-    struct repo_keys k;
-    struct mstore ms;
-    struct repo_tree_writer w;
-    struct repo_root root;
-};
-
-static void tree_begin(struct tree_out *t)
+static void tree_begin(struct mstore_tree *t)
 {
-    memset(t, 0, sizeof(*t));
-    t->k = mstore_keys(7);
-    t->ms.k = &t->k;
-    snprintf(t->ms.run, sizeof(t->ms.run), "20261202T170127Z-9f3c2a1b7d4e6058");
-    repo_tree_writer_init(&t->w, REPO_TREE_CHUNKS, &t->k, mstore_cb, &t->ms);
+    mstore_tree_begin(t);
 }
 
-static void tree_end(struct tree_out *t)
+static void tree_end(struct mstore_tree *t)
 {
     struct util_err err = {0};
-    assert_int_equal(repo_tree_writer_finish(&t->w, &t->root, &err), 0);
-    repo_tree_writer_free(&t->w);
+    assert_int_equal(mstore_tree_end(t, &err), 0);
 }
 
 /* Every record of a tree, concatenated (a parent's chunk set as a backup reads it). */
-static void tree_records(struct tree_out *t, struct util_buf *out)
+static void tree_records(struct mstore_tree *t, struct util_buf *out)
 {
     struct repo_tree_reader r;
     struct util_err err = {0};
@@ -145,7 +133,7 @@ static void test_new_chunks_write_the_set_a_set_held_whole_writes(void **state)
 {
     struct chunkidx x;
     struct repo_chunkset held;
-    struct tree_out a, b;
+    struct mstore_tree a, b;
     struct util_err err = {0};
     uint8_t h[REPO_HASH_LEN];
     uint32_t pos;
@@ -185,7 +173,7 @@ static void parent_and_new(uint32_t n_new)
 {
     struct chunkidx x;
     struct repo_chunkset parent, want;
-    struct tree_out p, a, b;
+    struct mstore_tree p, a, b;
     struct util_buf recs;
     struct util_err err = {0};
     uint8_t id[REPO_HASH_LEN];
@@ -348,7 +336,7 @@ static void test_parent_records_out_of_order_are_refused(void **state)
 static void test_write_refuses_chunks_never_packed(void **state)
 {
     struct chunkidx x;
-    struct tree_out t;
+    struct mstore_tree t;
     struct util_err err = {0};
     struct repo_chunk c;
     uint8_t id[REPO_HASH_LEN];
@@ -374,7 +362,7 @@ static void test_write_refuses_chunks_never_packed(void **state)
 static void test_a_new_pack_named_as_the_parents_is_refused(void **state)
 {
     struct chunkidx x;
-    struct tree_out t;
+    struct mstore_tree t;
     struct util_err err = {0};
     struct repo_chunk c;
     uint8_t id[REPO_HASH_LEN];
@@ -405,7 +393,7 @@ static void assert_failed_for_good(struct chunkidx *x, const char *what)
 {
     struct util_err err = {0};
     struct repo_chunk c;
-    struct tree_out t;
+    struct mstore_tree t;
     uint32_t pos;
     uint8_t id[REPO_HASH_LEN] = {0};
 

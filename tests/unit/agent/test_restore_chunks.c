@@ -43,10 +43,7 @@ static void chunk_of(uint32_t i, struct repo_chunk *c)
 
 /* A chunk set tree in memory; fail_after > 0 makes that many fetches work, then fail. */
 struct tree {
-    struct repo_keys k;
-    struct mstore ms;
-    struct repo_tree_writer w;
-    struct repo_root root;
+    struct mstore_tree mt;
     int fetches, fail_after;
     bool gone; /* every fetch fails */
 };
@@ -56,23 +53,19 @@ static int fetch_cb(void *arg, const struct repo_mref *ref, uint8_t *sealed, str
     struct tree *t = arg;
     if ((++t->fetches > t->fail_after && t->fail_after > 0) || t->gone)
         return util_err_set(err, UTIL_EIO, "the bucket went away");
-    return mstore_fetch(&t->ms, ref, sealed, err);
+    return mstore_fetch(&t->mt.ms, ref, sealed, err);
 }
 
 static void tree_begin(struct tree *t)
 {
     memset(t, 0, sizeof(*t));
-    t->k = mstore_keys(7);
-    t->ms.k = &t->k;
-    snprintf(t->ms.run, sizeof(t->ms.run), "20261202T170127Z-9f3c2a1b7d4e6058");
-    repo_tree_writer_init(&t->w, REPO_TREE_CHUNKS, &t->k, mstore_cb, &t->ms);
+    mstore_tree_begin(&t->mt);
 }
 
 static void tree_end(struct tree *t)
 {
     struct util_err err = {0};
-    assert_int_equal(repo_tree_writer_finish(&t->w, &t->root, &err), 0);
-    repo_tree_writer_free(&t->w);
+    assert_int_equal(mstore_tree_end(&t->mt, &err), 0);
 }
 
 /* The set held whole, written as a backup writes it. */
@@ -81,13 +74,13 @@ static void tree_of_set(struct tree *t, struct repo_chunkset *s)
     struct util_err err = {0};
     repo_chunkset_sort(s);
     tree_begin(t);
-    assert_int_equal(repo_chunkset_write(s, &t->w, &err), 0);
+    assert_int_equal(repo_chunkset_write(s, &t->mt.w, &err), 0);
     tree_end(t);
 }
 
 static int read_tree(struct tree *t, struct rx_chunks *x, struct util_err *err)
 {
-    return rx_chunks_read(x, &t->k, &t->root, fetch_cb, t, err);
+    return rx_chunks_read(x, &t->mt.k, &t->mt.root, fetch_cb, t, err);
 }
 
 /* Every chunk of s is found in x as s has it, its pack naming the same id. */
@@ -142,7 +135,7 @@ static void test_every_chunk_is_found_as_the_set_has_it(void **state)
     rx_chunks_free(&x);
     rx_chunks_free(&x); /* again: nothing */
     repo_chunkset_free(&s);
-    mstore_free(&t.ms);
+    mstore_free(&t.mt.ms);
 }
 
 static void test_an_empty_set(void **state)
@@ -162,7 +155,7 @@ static void test_an_empty_set(void **state)
     assert_false(rx_chunks_find(&x, h, &c));
     rx_chunks_free(&x);
     repo_chunkset_free(&s);
-    mstore_free(&t.ms);
+    mstore_free(&t.mt.ms);
 }
 
 /* Chunks whose hashes agree in their first 8 bytes are kept whole and told apart; a hash
@@ -207,7 +200,7 @@ static void test_chunks_agreeing_in_their_first_bytes_are_never_one(void **state
     assert_null(x.packs);
     assert_null(x.whole);
     repo_chunkset_free(&s);
-    mstore_free(&t.ms);
+    mstore_free(&t.mt.ms);
 }
 
 static void test_a_tree_that_cannot_be_read(void **state)
@@ -231,7 +224,7 @@ static void test_a_tree_that_cannot_be_read(void **state)
     assert_null(x.v);
     assert_null(x.packs);
     repo_chunkset_free(&s);
-    mstore_free(&t.ms);
+    mstore_free(&t.mt.ms);
 }
 
 /* A tree of the given records: 'P' n (pack n) or 'C' n (chunk n), in that order. */
@@ -244,11 +237,11 @@ static void tree_of_records(struct tree *t, const char *recs, const uint32_t *nu
             uint8_t id[REPO_HASH_LEN];
             memset(id, 0, sizeof(id));
             id[0] = (uint8_t)nums[i];
-            assert_int_equal(repo_chunkset_rec_pack(&t->w, id, &err), 0);
+            assert_int_equal(repo_chunkset_rec_pack(&t->mt.w, id, &err), 0);
         } else {
             struct repo_chunk c;
             chunk_of(nums[i], &c);
-            assert_int_equal(repo_chunkset_rec_chunk(&t->w, &c, &err), 0);
+            assert_int_equal(repo_chunkset_rec_chunk(&t->mt.w, &c, &err), 0);
         }
     }
     tree_end(t);
@@ -265,7 +258,7 @@ static void assert_malformed(const char *recs, const uint32_t *nums)
     assert_null(x.v);
     assert_null(x.packs);
     assert_null(x.whole);
-    mstore_free(&t.ms);
+    mstore_free(&t.mt.ms);
 }
 
 static void test_malformed_sets_are_refused(void **state)
@@ -287,7 +280,7 @@ static void test_malformed_sets_are_refused(void **state)
     assert_int_equal(x.n, 2);
     assert_int_equal(x.npacks, 2);
     rx_chunks_free(&x);
-    mstore_free(&t.ms);
+    mstore_free(&t.mt.ms);
 }
 
 int main(void)

@@ -1,4 +1,5 @@
 /* mstore.h: metadata chunks stored in memory for the repo tests. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,4 +71,20 @@ struct repo_keys mstore_keys(uint8_t fill)
     memset(master, fill, sizeof(master));
     repo_keys_derive(&k, master);
     return k;
+}
+
+void mstore_tree_begin(struct mstore_tree *t)
+{
+    memset(t, 0, sizeof(*t));
+    t->k = mstore_keys(7);
+    t->ms.k = &t->k;
+    snprintf(t->ms.run, sizeof(t->ms.run), "20261202T170127Z-9f3c2a1b7d4e6058");
+    repo_tree_writer_init(&t->w, REPO_TREE_CHUNKS, &t->k, mstore_cb, &t->ms);
+}
+
+int mstore_tree_end(struct mstore_tree *t, struct util_err *err)
+{
+    int rc = repo_tree_writer_finish(&t->w, &t->root, err);
+    repo_tree_writer_free(&t->w);
+    return rc;
 }

@@ -25,4 +25,16 @@ void mstore_free(struct mstore *s);
 /* Working keys derived from a master key of 32 bytes of fill. */
 struct repo_keys mstore_keys(uint8_t fill);
 
+/* A tree written into a store of its own, as a backup writes one: begin, add records to
+ * w, end (root set). The store is the caller's to free (mstore_free(&t->ms)). */
+struct mstore_tree {
+    struct repo_keys k;
+    struct mstore ms;
+    struct repo_tree_writer w;
+    struct repo_root root;
+};
+void mstore_tree_begin(struct mstore_tree *t);
+/* Finishes the tree into t->root and frees the writer: repo_tree_writer_finish's result. */
+int mstore_tree_end(struct mstore_tree *t, struct util_err *err);
+
 #endif
