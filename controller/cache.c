@@ -310,6 +310,31 @@ int ctl_cache_init(struct ctl *c, struct util_err *err)
     /* Of a pod, its labels, creation and container states are read (pairs.c). */
     static const char *const strip_pod[] = {"object.metadata.managedFields", "object.spec",
                                             "object.status.conditions", NULL};
+    /*
+     * Of a Job's or a pod's event only what their caches read is kept before decoding
+     * (kube_json_keep): ctl_job_from_json (state.c) and ctl_cache_pod_upsert/delete
+     * (pairs.c). The Job controller's status updates are most of a slot's decoded events,
+     * and what a Job event still held after the strip (its labels, spec, uid) was most of
+     * each. A field these readers start to read must be added here.
+     */
+    static const char *const keep_job[] = {"type",
+                                           "object.metadata.name",
+                                           "object.metadata.namespace",
+                                           "object.metadata.resourceVersion",
+                                           "object.metadata.ownerReferences",
+                                           "object.metadata.deletionTimestamp",
+                                           "object.status",
+                                           NULL};
+    static const char *const keep_pod[] = {"type",
+                                           "object.metadata.name",
+                                           "object.metadata.namespace",
+                                           "object.metadata.resourceVersion",
+                                           "object.metadata.creationTimestamp",
+                                           "object.metadata.labels.job-name",
+                                           "object.status.containerStatuses",
+                                           NULL};
+    static const char *const *const keep[CTL_R_COUNT] = {[CTL_R_JOBS] = keep_job,
+                                                         [CTL_R_PODS] = keep_pod};
     static const struct kube_resource api_pods = {"", "v1", "pods", NULL};
     static const char *const *const strip[CTL_R_COUNT] = {
         [CTL_R_POLICIES] = strip_meta, [CTL_R_BACKUPS] = strip_meta, [CTL_R_JOBS] = strip_job,
@@ -335,6 +360,7 @@ int ctl_cache_init(struct ctl *c, struct util_err *err)
         o.res.namespace = i == CTL_R_NODES ? NULL : c->opts.namespace;
         o.label_selector = selectors[i];
         o.strip = strip[i];
+        o.keep = keep[i];
         if (i == CTL_R_PODS)
             o.skip_cb = ctl_cache_pod_skip;
         int rc = kube_reflector_init(c->kube, &c->refl[i], &o, &cbs[i], c, err);

@@ -421,6 +421,11 @@ struct kube_list_opts {
      * from the event ("object.metadata.managedFields"); NULL-terminated, borrowed for the
      * watch's life, or NULL. */
     const char *const *strip;
+    /* WATCH: for an event of an object (ADDED, MODIFIED, DELETED) that kube_watch_peek can
+     * read, only these members are kept (kube_json_keep), in place of strip; the paths are
+     * from the event and name "type" and "object.metadata.resourceVersion" too. Other
+     * events (BOOKMARK, ERROR) are stripped as above. Borrowed, or NULL. */
+    const char *const *keep;
     /* WATCH: asked, for each event kube_watch_peek can read, whether to leave it undecoded
      * (true: the event callback does not hear of it); NULL decodes every event. */
     bool (*skip_cb)(const struct kube_watch_peek *peek, void *arg);
@@ -507,6 +512,8 @@ struct kube_reflector_opts {
     /* Members of the objects the watch leaves out (kube_list_opts.strip; the paths start at
      * "object."); borrowed for the reflector's life, or NULL. */
     const char *const *strip;
+    /* Or the only members of an object's events the watch keeps (kube_list_opts.keep). */
+    const char *const *keep;
     /*
      * An ADDED or MODIFIED watch event the owner can tell from its text it has no use for
      * (true): it is neither decoded nor delivered nor recorded, so the object's next event

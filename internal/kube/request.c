@@ -193,9 +193,20 @@ static int on_watch_line(const char *line, size_t len, void *arg)
         return 0;
     /* An event the owner already has is neither stripped nor decoded. */
     struct kube_watch_peek peek;
-    if (r->skip_cb != NULL && kube_watch_peek(line, len, &peek) == 0 && r->skip_cb(&peek, r->arg))
+    bool peeked = (r->skip_cb != NULL || r->keep != NULL) && kube_watch_peek(line, len, &peek) == 0;
+    if (peeked && r->skip_cb != NULL && r->skip_cb(&peek, r->arg))
         return r->cancelled || r->c->closing ? 1 : 0;
-    if (r->strip != NULL) {
+    /* An object's event is decoded with only what the owner reads; a bookmark or an error
+     * (whose object is a Status) as it came, stripped. */
+    if (peeked && r->keep != NULL &&
+        ((peek.type_len == 5 && memcmp(peek.type, "ADDED", 5) == 0) ||
+         (peek.type_len == 8 && memcmp(peek.type, "MODIFIED", 8) == 0) ||
+         (peek.type_len == 7 && memcmp(peek.type, "DELETED", 7) == 0))) {
+        r->stripped.len = 0;
+        kube_json_keep(line, len, r->keep, &r->stripped);
+        line = r->stripped.data;
+        len = r->stripped.len;
+    } else if (r->strip != NULL) {
         r->stripped.len = 0;
         kube_json_strip(line, len, r->strip, &r->stripped);
         line = r->stripped.data;
@@ -346,6 +357,7 @@ int kube__submit(struct kube_client *c, struct req_spec *s, kube_result_cb cb,
     r->content_type = s->content_type;
     r->watch = s->watch;
     r->strip = s->strip;
+    r->keep = s->keep;
     r->skip_cb = s->skip_cb;
     r->limited = !s->watch;
     r->cb = cb;
