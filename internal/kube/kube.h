@@ -372,6 +372,13 @@ struct kube_client_opts {
      */
     const char *const *strip_answers;
     /*
+     * Resources ("events", "backuppolicies/status": resource and subresource) whose answers
+     * to writes the owner never reads: a 2xx answer to a POST, PUT, PATCH or DELETE of one
+     * is not decoded, and its result has no body (NULL). Errors are decoded as usual, for
+     * their message. NULL-terminated, borrowed for the client's life, or NULL.
+     */
+    const char *const *unread_answers;
+    /*
      * At most this many ordinary requests in flight at once (0: no bound); the rest wait
      * in the queue, after the rate limit. Each request in flight holds a connection of its
      * own (HTTP/1.1), and a new one costs a TLS handshake with its context built anew

@@ -75,6 +75,18 @@ static void body_excerpt(struct util_buf *out, const char *body, size_t len)
         util_buf_puts(out, "...");
 }
 
+/* Is r a write whose answer the owner does not read (kube_client_opts.unread_answers)? */
+static bool request_answer_unread(const struct kube_request *r)
+{
+    const char *const *u = r->c->opts.unread_answers;
+    if (u == NULL || r->status < 200 || r->status >= 300 || strcmp(r->method, "GET") == 0)
+        return false;
+    for (size_t i = 0; u[i] != NULL; i++)
+        if (strcmp(u[i], r->resource) == 0)
+            return true;
+    return false;
+}
+
 static void request_complete(struct kube_request *r, CURLcode code)
 {
     struct kube_client *c = r->c;
@@ -109,6 +121,10 @@ static void request_complete(struct kube_request *r, CURLcode code)
         res.status = r->status;
         const char *text = r->resp.data;
         size_t len = r->resp.len;
+        /* An answer nobody reads is not decoded: its result has no body. */
+        bool unread = request_answer_unread(r);
+        if (unread)
+            len = 0;
         /* An answer to a write is mostly what the owner does not read (kube.h). */
         if (len > 0 && c->opts.strip_answers != NULL && r->status >= 200 && r->status < 300 &&
             strcmp(r->method, "GET") != 0) {
@@ -120,7 +136,7 @@ static void request_complete(struct kube_request *r, CURLcode code)
         if (len > 0)
             body = json_loadb(text, len, 0, &jerr);
         if (r->status >= 200 && r->status < 300) {
-            if (body == NULL && r->resp.len > 0) {
+            if (body == NULL && r->resp.len > 0 && !unread) {
                 res.error = KUBE_EPROTO;
                 res.status = 0;
                 util_buf_printf(&msg, "%s %s: the response is not JSON: %s", r->method, r->url,
