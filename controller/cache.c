@@ -298,6 +298,17 @@ int ctl_cache_init(struct ctl *c, struct util_err *err)
         [CTL_R_PODS] = CTL_LABEL_MANAGED "=" CTL_MANAGER,
     };
     /*
+     * Of those pods, only the ones that ended: a backup pod (restartPolicy Never, one
+     * container) is Succeeded or Failed in the same status write that shows its container
+     * terminated, which is all ctl_cache_pod_upsert reads (pairs.c). The server then sends
+     * none of a pod's pending, scheduled and running versions, each a TLS record, a wake of
+     * the loop and a peek here, about three a run at a slot. A result the watch misses is
+     * read with a LIST of the Job's pods (execute.c), as before.
+     */
+    static const char *const field_selectors[CTL_R_COUNT] = {
+        [CTL_R_PODS] = "status.phase!=Pending,status.phase!=Running",
+    };
+    /*
      * What the caches never read is left out of each watch event before it is decoded
      * (kube_json_strip): managedFields everywhere, a Job's pod template (most of a Job),
      * a Node's list of images (most of a real Node). Decoding is the largest cost per event.
@@ -359,6 +370,7 @@ int ctl_cache_init(struct ctl *c, struct util_err *err)
         o.res = *res[i];
         o.res.namespace = i == CTL_R_NODES ? NULL : c->opts.namespace;
         o.label_selector = selectors[i];
+        o.field_selector = field_selectors[i];
         o.strip = strip[i];
         o.keep = keep[i];
         if (i == CTL_R_PODS)
