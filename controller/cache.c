@@ -344,8 +344,8 @@ int ctl_cache_init(struct ctl *c, struct util_err *err)
                                            "object.metadata.labels.job-name",
                                            "object.status.containerStatuses",
                                            NULL};
-    static const char *const *const keep[CTL_R_COUNT] = {[CTL_R_JOBS] = keep_job,
-                                                         [CTL_R_PODS] = keep_pod};
+    static const char *const *const keep[CTL_R_COUNT] = {
+        [CTL_R_JOBS] = keep_job, [CTL_R_PODS] = keep_pod};
     static const struct kube_resource api_pods = {"", "v1", "pods", NULL};
     static const char *const *const strip[CTL_R_COUNT] = {
         [CTL_R_POLICIES] = strip_meta, [CTL_R_BACKUPS] = strip_meta, [CTL_R_JOBS] = strip_job,

@@ -332,7 +332,8 @@ static void test_strip_answers(void **state)
 static void unread_handler(struct fake_server *s, struct fake_conn *c, struct fake_req *r)
 {
     if (strstr(r->target, "/bad") != NULL)
-        fake_respond(c, 409, "{\"kind\":\"Status\",\"reason\":\"AlreadyExists\",\"message\":\"m\"}");
+        fake_respond(c, 409,
+                     "{\"kind\":\"Status\",\"reason\":\"AlreadyExists\",\"message\":\"m\"}");
     else
         fake_respond(c, 201, "{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"j\"}}");
 }

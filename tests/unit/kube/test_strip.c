@@ -77,13 +77,17 @@ static const char *keep(const char *in, const char *const *paths)
 
 static void test_keeps_only_members(void **state)
 {
-    static const char *const paths[] = {"type", "object.metadata.name",
+    static const char *const paths[] = {"type",
+                                        "object.metadata.name",
                                         "object.metadata.resourceVersion",
-                                        "object.metadata.labels.job-name", "object.status", NULL};
+                                        "object.metadata.labels.job-name",
+                                        "object.status",
+                                        NULL};
     const char *ev =
         "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Job\",\"metadata\":{\"name\":\"j\","
         "\"labels\":{\"a\":\"b\",\"job-name\":\"j\"},\"uid\":\"u\",\"resourceVersion\":\"7\"},"
-        "\"spec\":{\"status\":{\"x\":\"}\"}},\"status\":{\"active\":1,\"conditions\":[{\"t\":1}]}}}";
+        "\"spec\":{\"status\":{\"x\":\"}\"}},\"status\":{\"active\":1,\"conditions\":[{\"t\":1}]}}"
+        "}";
     const char *want = "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"j\","
                        "\"labels\":{\"job-name\":\"j\"},\"resourceVersion\":\"7\"},"
                        "\"status\":{\"active\":1,\"conditions\":[{\"t\":1}]}}}";
@@ -218,10 +222,9 @@ static void test_peek_refuses(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_leaves_out_members), cmocka_unit_test(test_keeps_only_members),
-        cmocka_unit_test(test_first_last_and_only),
-        cmocka_unit_test(test_malformed_whole),    cmocka_unit_test(test_peek_reads_metadata),
-        cmocka_unit_test(test_peek_refuses),
+        cmocka_unit_test(test_leaves_out_members),  cmocka_unit_test(test_keeps_only_members),
+        cmocka_unit_test(test_first_last_and_only), cmocka_unit_test(test_malformed_whole),
+        cmocka_unit_test(test_peek_reads_metadata), cmocka_unit_test(test_peek_refuses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
