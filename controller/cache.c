@@ -298,6 +298,17 @@ int ctl_cache_init(struct ctl *c, struct util_err *err)
         [CTL_R_PODS] = CTL_LABEL_MANAGED "=" CTL_MANAGER,
     };
     /*
+     * Of those pods, only the ones that ended: a backup pod (restartPolicy Never, one
+     * container) is Succeeded or Failed in the same status write that shows its container
+     * terminated, which is all ctl_cache_pod_upsert reads (pairs.c). The server then sends
+     * none of a pod's pending, scheduled and running versions, each a TLS record, a wake of
+     * the loop and a peek here, about three a run at a slot. A result the watch misses is
+     * read with a LIST of the Job's pods (execute.c), as before.
+     */
+    static const char *const field_selectors[CTL_R_COUNT] = {
+        [CTL_R_PODS] = "status.phase!=Pending,status.phase!=Running",
+    };
+    /*
      * What the caches never read is left out of each watch event before it is decoded
      * (kube_json_strip): managedFields everywhere, a Job's pod template (most of a Job),
      * a Node's list of images (most of a real Node). Decoding is the largest cost per event.
@@ -310,6 +321,31 @@ int ctl_cache_init(struct ctl *c, struct util_err *err)
     /* Of a pod, its labels, creation and container states are read (pairs.c). */
     static const char *const strip_pod[] = {"object.metadata.managedFields", "object.spec",
                                             "object.status.conditions", NULL};
+    /*
+     * Of a Job's or a pod's event only what their caches read is kept before decoding
+     * (kube_json_keep): ctl_job_from_json (state.c) and ctl_cache_pod_upsert/delete
+     * (pairs.c). The Job controller's status updates are most of a slot's decoded events,
+     * and what a Job event still held after the strip (its labels, spec, uid) was most of
+     * each. A field these readers start to read must be added here.
+     */
+    static const char *const keep_job[] = {"type",
+                                           "object.metadata.name",
+                                           "object.metadata.namespace",
+                                           "object.metadata.resourceVersion",
+                                           "object.metadata.ownerReferences",
+                                           "object.metadata.deletionTimestamp",
+                                           "object.status",
+                                           NULL};
+    static const char *const keep_pod[] = {"type",
+                                           "object.metadata.name",
+                                           "object.metadata.namespace",
+                                           "object.metadata.resourceVersion",
+                                           "object.metadata.creationTimestamp",
+                                           "object.metadata.labels.job-name",
+                                           "object.status.containerStatuses",
+                                           NULL};
+    static const char *const *const keep[CTL_R_COUNT] = {
+        [CTL_R_JOBS] = keep_job, [CTL_R_PODS] = keep_pod};
     static const struct kube_resource api_pods = {"", "v1", "pods", NULL};
     static const char *const *const strip[CTL_R_COUNT] = {
         [CTL_R_POLICIES] = strip_meta, [CTL_R_BACKUPS] = strip_meta, [CTL_R_JOBS] = strip_job,
@@ -334,7 +370,9 @@ int ctl_cache_init(struct ctl *c, struct util_err *err)
         o.res = *res[i];
         o.res.namespace = i == CTL_R_NODES ? NULL : c->opts.namespace;
         o.label_selector = selectors[i];
+        o.field_selector = field_selectors[i];
         o.strip = strip[i];
+        o.keep = keep[i];
         if (i == CTL_R_PODS)
             o.skip_cb = ctl_cache_pod_skip;
         int rc = kube_reflector_init(c->kube, &c->refl[i], &o, &cbs[i], c, err);

@@ -129,6 +129,11 @@ int ctl_init(uv_loop_t *loop, struct ctl **out, const struct ctl_options *opts,
      * watches read (cache.c): a created Job's pod template is most of its answer. */
     static const char *const strip_answers[] = {"metadata.managedFields", "spec.template", NULL};
     copts.strip_answers = strip_answers;
+    /* What the answers to Events and to the policies' status writes say is never read
+     * (events.c, status.c and the Events of execute.c, gcjobs.c, prune_report.c,
+     * restores_run.c): they are not decoded. */
+    static const char *const unread_answers[] = {"events", "backuppolicies/status", NULL};
+    copts.unread_answers = unread_answers;
     /* A slot's burst of creates and status writes goes out over a few warm connections,
      * not one new TLS connection per request of the burst (kube.h). At a round trip of
      * 100 ms, qps/10 in flight (at least 8) still carry the whole --qps. */

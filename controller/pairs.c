@@ -228,6 +228,25 @@ static void ctl_job_touch(struct ctl *c, const struct ctl_job *j)
         ctl_cache_mark(c, ctl_cache_pair_get(c, b->ns, b->policy, b->host, true));
 }
 
+static bool ctl_str_same(const char *a, const char *b)
+{
+    return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+/* Whether two versions of a Job differ in what the cache keeps of it (state.h). */
+static bool ctl_job_same(const struct ctl_job *a, const struct ctl_job *b)
+{
+    return ctl_str_same(a->owner, b->owner) && a->started == b->started &&
+           a->completed == b->completed && a->finished == b->finished &&
+           a->succeeded == b->succeeded && ctl_str_same(a->fail_reason, b->fail_reason) &&
+           a->active == b->active && a->deleting == b->deleting;
+}
+
+/*
+ * A Job's version that changes nothing the cache keeps (the Job controller's counts of
+ * ready, terminating and uncounted pods, its finalizer bookkeeping: most of a run's Job
+ * events) queues no reconcile of its pair, which could decide nothing new from it.
+ */
 static bool ctl_job_apply(struct ctl *c, const char *ns, const char *name, json_t *obj)
 {
     struct util_err err = {0};
@@ -238,11 +257,13 @@ static bool ctl_job_apply(struct ctl *c, const char *ns, const char *name, json_
     }
     char keybuf[CTL_KEY_MAX];
     struct ctl_job *old = util_map_set(&c->jobs, ctl_key(keybuf, ns, name), j);
+    bool same = old != NULL && ctl_job_same(old, j);
     if (old != NULL) {
         ctl_job_free(old);
         free(old);
     }
-    ctl_job_touch(c, j);
+    if (!same)
+        ctl_job_touch(c, j);
     return true;
 }
 
@@ -333,8 +354,8 @@ void ctl_cache_pod_upsert(struct kube_reflector *r, const char *ns, const char *
 /*
  * A pod's event matters only once a container of it has terminated (ctl_cache_pod_upsert
  * reads nothing else): one without the member name "terminated" anywhere in its text (the
- * API server escapes no letter) is not decoded. A backup pod's pending, scheduled and
- * running events are most of the pod watch's events, each a decode at a slot.
+ * API server escapes no letter) is not decoded. The watch asks only for ended pods
+ * (cache.c), so few such events come; this keeps one that does from costing a decode.
  */
 bool ctl_cache_pod_skip(const struct kube_watch_peek *peek, void *arg)
 {

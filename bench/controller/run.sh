@@ -8,11 +8,13 @@
 #   - API requests per run, in all and by verb and resource, from /metrics before and
 #     after the slot;
 #   - the controller's RSS (current and peak) and CPU seconds over the slot;
-#   - new connections the controller opened over the slot (perf's connect() tracepoint).
+#   - new connections the controller opened over the slot (perf's connect() tracepoint),
+#     and its system calls and page faults per run (the kernel's share of its CPU).
 # NODES (default 1000), POLICIES (default 20), JITTER (default 2m), QPS (default 50);
 # PERF=1 also samples the controller with perf through the slot (perf.txt: by library and by
 # function); PERF_CG sets perf's --call-graph (default fp; dwarf,16384 names the callers inside
-# libraries built without frame pointers, at 16 KiB a sample, so with PERF_HZ=99 or so).
+# libraries built without frame pointers, at 16 KiB a sample, so with PERF_HZ=99 or so);
+# SYSCALLS=1 counts each system call the controller makes over the slot (connects.txt).
 # It talks only to 127.0.0.1 and ends by itself (every wait bounded). It exits 1 when a
 # target of docs/benchmarks.md is missed (p99 delay under 1 s, at most 4 requests per run,
 # at most 1 ms of CPU per run, peak RSS at most 40 MiB), after printing every line: a
@@ -141,7 +143,10 @@ cpu0=$(cpu_seconds)
 # to S3 alike), counted by the kernel's tracepoint; "-" when perf cannot trace.
 conn_pid=
 if command -v perf >/dev/null; then
-    perf stat -x, -e syscalls:sys_enter_connect -p "$ctl_pid" -o "$out/connects.txt" >/dev/null 2>&1 &
+    events=syscalls:sys_enter_connect,raw_syscalls:sys_enter,page-faults
+    # SYSCALLS=1: every system call's count too (connects.txt), to see which ones a run makes.
+    [[ ${SYSCALLS:-0} == 1 ]] && events="$events,syscalls:sys_enter_*"
+    perf stat -x, -e "$events" -p "$ctl_pid" -o "$out/connects.txt" >/dev/null 2>&1 &
     conn_pid=$!
 fi
 perf_pid=
@@ -154,12 +159,19 @@ jitter_s=$(( $(sed -E 's/m$//' <<<"$JITTER") * 60 ))
 env_wait $((jitter_s + 600)) "$NODES runs to start" started
 api_counts >"$out/api1.txt"
 cpu1=$(cpu_seconds)
+runs_now=$(grep -c ' started bench/' "$log")
 connects=-
+syscalls=-
+faults=-
 if [[ -n $conn_pid ]]; then
     kill -INT "$conn_pid" 2>/dev/null || true # perf may have stopped already (no tracepoint)
     wait "$conn_pid" || true
-    connects=$(awk -F, '/sys_enter_connect/ {print $1}' "$out/connects.txt" 2>/dev/null)
+    connects=$(awk -F, '$3 == "syscalls:sys_enter_connect" {print $1; exit}' "$out/connects.txt" 2>/dev/null)
     connects=${connects:--}
+    syscalls=$(awk -F, -v r="$runs_now" '$3 == "raw_syscalls:sys_enter" && r > 0 {printf "%.0f", $1 / r}' "$out/connects.txt" 2>/dev/null)
+    syscalls=${syscalls:--}
+    faults=$(awk -F, -v r="$runs_now" '$3 == "page-faults" && r > 0 {printf "%.1f", $1 / r}' "$out/connects.txt" 2>/dev/null)
+    faults=${faults:--}
 fi
 if [[ -n $perf_pid ]]; then
     kill -INT "$perf_pid"
@@ -186,6 +198,7 @@ p99=$(pct 99)
     echo "nodes $NODES, policies $POLICIES, runs started $runs, jitter $JITTER, qps $QPS, load $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "delay beyond the jitter offset (ms): p50 $(pct 50), p99 $p99, max $(tail -n 1 "$out/skew_ms.txt")"
     echo "API requests per run: $per_run; new connections over the slot: $connects"
+    echo "system calls per run: $syscalls; page faults per run: $faults"
     # By verb and resource: what the slot's requests were spent on.
     LC_ALL=C join -a 2 -e 0 -o 0,1.2,2.2 <(awk '{print $1 "_" $2, $3}' "$out/api0.txt" | LC_ALL=C sort) \
         <(awk '{print $1 "_" $2, $3}' "$out/api1.txt" | LC_ALL=C sort) |

@@ -150,9 +150,10 @@ static void on_timer_closed(uv_handle_t *h)
     multi_handle_closed(h->data);
 }
 
+/* uv_close stops the handle at once (its epoll registration goes before curl may close the
+ * descriptor); a uv_poll_stop before it would only repeat the epoll_ctl, once a request. */
 static void poll_close(struct http_multi *m, struct multi_poll *p)
 {
-    uv_poll_stop(&p->handle);
     util_list_remove(&p->link);
     uv_close((uv_handle_t *)&p->handle, on_poll_closed);
 }

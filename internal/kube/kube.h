@@ -372,6 +372,13 @@ struct kube_client_opts {
      */
     const char *const *strip_answers;
     /*
+     * Resources ("events", "backuppolicies/status": resource and subresource) whose answers
+     * to writes the owner never reads: a 2xx answer to a POST, PUT, PATCH or DELETE of one
+     * is not decoded, and its result has no body (NULL). Errors are decoded as usual, for
+     * their message. NULL-terminated, borrowed for the client's life, or NULL.
+     */
+    const char *const *unread_answers;
+    /*
      * At most this many ordinary requests in flight at once (0: no bound); the rest wait
      * in the queue, after the rate limit. Each request in flight holds a connection of its
      * own (HTTP/1.1), and a new one costs a TLS handshake with its context built anew
@@ -421,6 +428,11 @@ struct kube_list_opts {
      * from the event ("object.metadata.managedFields"); NULL-terminated, borrowed for the
      * watch's life, or NULL. */
     const char *const *strip;
+    /* WATCH: for an event of an object (ADDED, MODIFIED, DELETED) that kube_watch_peek can
+     * read, only these members are kept (kube_json_keep), in place of strip; the paths are
+     * from the event and name "type" and "object.metadata.resourceVersion" too. Other
+     * events (BOOKMARK, ERROR) are stripped as above. Borrowed, or NULL. */
+    const char *const *keep;
     /* WATCH: asked, for each event kube_watch_peek can read, whether to leave it undecoded
      * (true: the event callback does not hear of it); NULL decodes every event. */
     bool (*skip_cb)(const struct kube_watch_peek *peek, void *arg);
@@ -507,6 +519,8 @@ struct kube_reflector_opts {
     /* Members of the objects the watch leaves out (kube_list_opts.strip; the paths start at
      * "object."); borrowed for the reflector's life, or NULL. */
     const char *const *strip;
+    /* Or the only members of an object's events the watch keeps (kube_list_opts.keep). */
+    const char *const *keep;
     /*
      * An ADDED or MODIFIED watch event the owner can tell from its text it has no use for
      * (true): it is neither decoded nor delivered nor recorded, so the object's next event

@@ -46,6 +46,7 @@ struct kube_request {
     bool watch, limited, active, cancelled;
     bool in_flight;           /* counted in the client's limited_active until freed */
     const char *const *strip; /* a watch: members left out of each event (kube_json_strip) */
+    const char *const *keep;  /* a watch: the only members of an object's event kept */
     bool (*skip_cb)(const struct kube_watch_peek *peek, void *arg); /* a watch: kube_list_opts */
     struct util_buf stripped; /* the event without them, reused from line to line */
     kube_result_cb cb;
@@ -99,6 +100,7 @@ struct req_spec {
     size_t body_len;
     bool watch;
     const char *const *strip;
+    const char *const *keep;
     bool (*skip_cb)(const struct kube_watch_peek *peek, void *arg);
     uint64_t timeout_ms;
 };

@@ -38,5 +38,12 @@ int kube_watch_peek(const char *line, size_t len, struct kube_watch_peek *out);
  * judge; a member name with an escape never matches.
  */
 void kube_json_strip(const char *in, size_t len, const char *const *paths, struct util_buf *out);
+/*
+ * The converse: appends in[0..len) with only the members the paths name (whole) and the
+ * objects that lead to them, each holding only what leads on; a member a path goes
+ * through that is not an object is left out. The same single pass, and the same
+ * fallback: a text not well formed where it is looked at is appended whole.
+ */
+void kube_json_keep(const char *in, size_t len, const char *const *paths, struct util_buf *out);
 
 #endif

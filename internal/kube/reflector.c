@@ -39,6 +39,7 @@ struct kube_reflector {
     struct kube_resource res;
     bool metadata_only;
     const char *const *strip; /* borrowed: kube_reflector_opts.strip */
+    const char *const *keep;  /* borrowed: kube_reflector_opts.keep */
     bool (*skip_cb)(const struct kube_watch_peek *peek, void *arg); /* the owner's */
     unsigned page_size, watch_min_s, watch_max_s;
     struct kube_backoff backoff;
@@ -428,6 +429,7 @@ static void refl_watch(struct kube_reflector *r)
         .metadata_only = r->metadata_only,
         .timeout_seconds = r->watch_min_s + (span ? kube__rand(r->c) % span : 0),
         .strip = r->strip,
+        .keep = r->keep,
         .skip_cb = refl_skip,
     };
     struct util_err err;
@@ -474,6 +476,7 @@ int kube_reflector_init(struct kube_client *c, struct kube_reflector **out,
     r->res = (struct kube_resource){r->group, r->version, r->resource, r->namespace};
     r->metadata_only = opts->metadata_only;
     r->strip = opts->strip;
+    r->keep = opts->keep;
     r->skip_cb = opts->skip_cb;
     r->page_size = opts->page_size ? opts->page_size : REFL_PAGE_DEFAULT;
     r->watch_min_s = opts->watch_timeout_min_s ? opts->watch_timeout_min_s : REFL_WATCH_MIN_S;

@@ -75,6 +75,18 @@ static void body_excerpt(struct util_buf *out, const char *body, size_t len)
         util_buf_puts(out, "...");
 }
 
+/* Is r a write whose answer the owner does not read (kube_client_opts.unread_answers)? */
+static bool request_answer_unread(const struct kube_request *r)
+{
+    const char *const *u = r->c->opts.unread_answers;
+    if (u == NULL || r->status < 200 || r->status >= 300 || strcmp(r->method, "GET") == 0)
+        return false;
+    for (size_t i = 0; u[i] != NULL; i++)
+        if (strcmp(u[i], r->resource) == 0)
+            return true;
+    return false;
+}
+
 static void request_complete(struct kube_request *r, CURLcode code)
 {
     struct kube_client *c = r->c;
@@ -109,6 +121,10 @@ static void request_complete(struct kube_request *r, CURLcode code)
         res.status = r->status;
         const char *text = r->resp.data;
         size_t len = r->resp.len;
+        /* An answer nobody reads is not decoded: its result has no body. */
+        bool unread = request_answer_unread(r);
+        if (unread)
+            len = 0;
         /* An answer to a write is mostly what the owner does not read (kube.h). */
         if (len > 0 && c->opts.strip_answers != NULL && r->status >= 200 && r->status < 300 &&
             strcmp(r->method, "GET") != 0) {
@@ -120,7 +136,7 @@ static void request_complete(struct kube_request *r, CURLcode code)
         if (len > 0)
             body = json_loadb(text, len, 0, &jerr);
         if (r->status >= 200 && r->status < 300) {
-            if (body == NULL && r->resp.len > 0) {
+            if (body == NULL && r->resp.len > 0 && !unread) {
                 res.error = KUBE_EPROTO;
                 res.status = 0;
                 util_buf_printf(&msg, "%s %s: the response is not JSON: %s", r->method, r->url,
@@ -193,9 +209,20 @@ static int on_watch_line(const char *line, size_t len, void *arg)
         return 0;
     /* An event the owner already has is neither stripped nor decoded. */
     struct kube_watch_peek peek;
-    if (r->skip_cb != NULL && kube_watch_peek(line, len, &peek) == 0 && r->skip_cb(&peek, r->arg))
+    bool peeked = (r->skip_cb != NULL || r->keep != NULL) && kube_watch_peek(line, len, &peek) == 0;
+    if (peeked && r->skip_cb != NULL && r->skip_cb(&peek, r->arg))
         return r->cancelled || r->c->closing ? 1 : 0;
-    if (r->strip != NULL) {
+    /* An object's event is decoded with only what the owner reads; a bookmark or an error
+     * (whose object is a Status) as it came, stripped. */
+    if (peeked && r->keep != NULL &&
+        ((peek.type_len == 5 && memcmp(peek.type, "ADDED", 5) == 0) ||
+         (peek.type_len == 8 && memcmp(peek.type, "MODIFIED", 8) == 0) ||
+         (peek.type_len == 7 && memcmp(peek.type, "DELETED", 7) == 0))) {
+        r->stripped.len = 0;
+        kube_json_keep(line, len, r->keep, &r->stripped);
+        line = r->stripped.data;
+        len = r->stripped.len;
+    } else if (r->strip != NULL) {
         r->stripped.len = 0;
         kube_json_strip(line, len, r->strip, &r->stripped);
         line = r->stripped.data;
@@ -346,6 +373,7 @@ int kube__submit(struct kube_client *c, struct req_spec *s, kube_result_cb cb,
     r->content_type = s->content_type;
     r->watch = s->watch;
     r->strip = s->strip;
+    r->keep = s->keep;
     r->skip_cb = s->skip_cb;
     r->limited = !s->watch;
     r->cb = cb;

@@ -213,6 +213,7 @@ int kube_watch(struct kube_client *c, const struct kube_resource *res,
         return rc;
     s.accept = opts != NULL && opts->metadata_only ? CLIENT_ACCEPT_META : CLIENT_ACCEPT_JSON;
     s.strip = opts != NULL ? opts->strip : NULL;
+    s.keep = opts != NULL ? opts->keep : NULL;
     s.skip_cb = opts != NULL ? opts->skip_cb : NULL;
     kube_query_add(&path, "watch", "1");
     client_list_query(&path, opts);

@@ -327,6 +327,52 @@ static void test_strip_answers(void **state)
     assert_int_equal(whole, 2);
 }
 
+/* A write to a resource named in unread_answers ends with no body; a GET, and an error,
+ * are decoded as usual; other resources are not affected. */
+static void unread_handler(struct fake_server *s, struct fake_conn *c, struct fake_req *r)
+{
+    if (strstr(r->target, "/bad") != NULL)
+        fake_respond(c, 409,
+                     "{\"kind\":\"Status\",\"reason\":\"AlreadyExists\",\"message\":\"m\"}");
+    else
+        fake_respond(c, 201, "{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"j\"}}");
+}
+
+static void test_unread_answers(void **state)
+{
+    static const char *const unread[] = {"configmaps/status", "configmaps", NULL};
+    struct kube_client_opts o = {.unread_answers = unread};
+    struct t t;
+    json_t *obj = json_pack("{s:s}", "kind", "ConfigMap");
+    setup_t(&t, unread_handler, &o);
+    t.want = 5;
+    assert_int_equal(kube_create(t.c, &cms, obj, got_cb, &t, NULL, NULL), 0);
+    assert_int_equal(kube_merge_patch(t.c, &cms, "j", "status", obj, got_cb, &t, NULL, NULL), 0);
+    assert_int_equal(kube_merge_patch(t.c, &cms, "bad", NULL, obj, got_cb, &t, NULL, NULL), 0);
+    assert_int_equal(kube_get(t.c, &cms, "j", NULL, got_cb, &t, NULL, NULL), 0);
+    assert_int_equal(kube_create(t.c, &bps, obj, got_cb, &t, NULL, NULL), 0);
+    json_decref(obj);
+    run_t(&t);
+    int empty = 0, decoded = 0, refused = 0;
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(t.got[i].error, 0);
+        if (t.got[i].status == 409) {
+            refused++;
+            assert_string_equal(t.got[i].reason, "AlreadyExists");
+            assert_string_equal(t.got[i].message, "m");
+        } else if (t.got[i].body[0] == '\0') {
+            empty++;
+        } else {
+            decoded++;
+        }
+    }
+    /* The create and the status patch of configmaps: no body; the GET and the create of
+     * backuppolicies: decoded; the 409: its Status read. */
+    assert_int_equal(empty, 2);
+    assert_int_equal(decoded, 2);
+    assert_int_equal(refused, 1);
+}
+
 static void test_odd_answers_and_timeout(void **state)
 {
     struct t t;
@@ -895,6 +941,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_verbs),
         cmocka_unit_test(test_strip_answers),
+        cmocka_unit_test(test_unread_answers),
         cmocka_unit_test(test_odd_answers_and_timeout),
         cmocka_unit_test(test_step_loop),
         cmocka_unit_test(test_connection_refused),

@@ -1,6 +1,7 @@
 /*
  * kube_json_strip: members left out by path, everything else kept byte for byte, and a
  * text that is not what it looks like passed on whole for the decoder to judge.
+ * kube_json_keep: only the members named and what leads to them, by the same scan.
  * kube_watch_peek: a watch event's type, name, namespace and version read without
  * decoding it, and every shape it must refuse (so the event is decoded instead).
  */
@@ -56,6 +57,56 @@ static void test_leaves_out_members(void **state)
     assert_int_equal(kube_watch_decode(s, strlen(s), &root, &we, &err), 0);
     assert_string_equal(we.resource_version, "7");
     json_decref(root);
+}
+
+/* The kept text of in, in a static buffer. */
+static const char *keep(const char *in, const char *const *paths)
+{
+    static char out[4096];
+    struct util_buf b;
+    util_buf_init(&b);
+    util_buf_puts(&b, "prefix:");
+    kube_json_keep(in, strlen(in), paths, &b);
+    assert_true(b.len < sizeof(out));
+    assert_memory_equal(b.data, "prefix:", 7);
+    memcpy(out, b.data + 7, b.len - 7);
+    out[b.len - 7] = '\0';
+    util_buf_free(&b);
+    return out;
+}
+
+static void test_keeps_only_members(void **state)
+{
+    static const char *const paths[] = {"type",
+                                        "object.metadata.name",
+                                        "object.metadata.resourceVersion",
+                                        "object.metadata.labels.job-name",
+                                        "object.status",
+                                        NULL};
+    const char *ev =
+        "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Job\",\"metadata\":{\"name\":\"j\","
+        "\"labels\":{\"a\":\"b\",\"job-name\":\"j\"},\"uid\":\"u\",\"resourceVersion\":\"7\"},"
+        "\"spec\":{\"status\":{\"x\":\"}\"}},\"status\":{\"active\":1,\"conditions\":[{\"t\":1}]}}"
+        "}";
+    const char *want = "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"j\","
+                       "\"labels\":{\"job-name\":\"j\"},\"resourceVersion\":\"7\"},"
+                       "\"status\":{\"active\":1,\"conditions\":[{\"t\":1}]}}}";
+    assert_string_equal(keep(ev, paths), want);
+    json_t *root;
+    struct kube_watch_event we;
+    struct util_err err = {0};
+    const char *s = keep(ev, paths);
+    assert_int_equal(kube_watch_decode(s, strlen(s), &root, &we, &err), 0);
+    assert_string_equal(we.name, "j");
+    assert_string_equal(we.resource_version, "7");
+    json_decref(root);
+    /* A member a path goes through that is not an object is left out; nothing named: {}. */
+    assert_string_equal(keep("{\"object\":[1],\"type\":\"A\"}", paths), "{\"type\":\"A\"}");
+    assert_string_equal(keep("{\"object\":{\"spec\":1}}", paths), "{\"object\":{}}");
+    assert_string_equal(keep("{\"a\":1}", paths), "{}");
+    /* Not well formed where it is read: whole, as the strip does. */
+    assert_string_equal(keep("{\"type\":\"A\",", paths), "{\"type\":\"A\",");
+    assert_string_equal(keep("[1]", paths), "[1]");
 }
 
 static void test_first_last_and_only(void **state)
@@ -171,9 +222,9 @@ static void test_peek_refuses(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_leaves_out_members), cmocka_unit_test(test_first_last_and_only),
-        cmocka_unit_test(test_malformed_whole),    cmocka_unit_test(test_peek_reads_metadata),
-        cmocka_unit_test(test_peek_refuses),
+        cmocka_unit_test(test_leaves_out_members),  cmocka_unit_test(test_keeps_only_members),
+        cmocka_unit_test(test_first_last_and_only), cmocka_unit_test(test_malformed_whole),
+        cmocka_unit_test(test_peek_reads_metadata), cmocka_unit_test(test_peek_refuses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
