@@ -83,7 +83,6 @@ char *browse_path_norm(const char *arg)
 
 /* ---- fetching and the cache ---- */
 
-
 static int browse_ref_cmp(const void *pa, const void *pb, void *arg)
 {
     const struct repo_mref *v = arg;
@@ -227,7 +226,8 @@ static int browse_prefetch(struct browse *b, const struct browse_cursor *c,
     size_t k = 0;
     struct repo_mref *want = util_malloc((n ? n : 1) * sizeof(*want));
     for (size_t i = 0; i < n; i++)
-        if (!browse_skipped(c->skip, refs[i].hash) && browse_cache_get(&b->cache, refs[i].hash) == NULL)
+        if (!browse_skipped(c->skip, refs[i].hash) &&
+            browse_cache_get(&b->cache, refs[i].hash) == NULL)
             want[k++] = refs[i];
     unsigned *levels = util_calloc(k ? k : 1, sizeof(*levels));
     uint8_t **plains = util_calloc(k ? k : 1, sizeof(*plains));

@@ -55,16 +55,15 @@
 #define BROWSE_GAP       (256u << 10) /* bytes between two wanted chunks read through */
 #define BROWSE_RANGE_MAX (8u << 20)   /* at most this much in one GET */
 
-
 /* One snapshot opened for browsing. */
 struct browse {
     struct storage *st;
     const struct repo_keys *keys;
     struct repo_source src;
     char id[REPO_ID_LEN + 1];
-    int64_t time;               /* the snapshot time (the manifest's modification time) */
-    struct repo_manifest m;     /* authenticated: the roots of its two trees */
-    bool open;                  /* m is held */
+    int64_t time;              /* the snapshot time (the manifest's modification time) */
+    struct repo_manifest m;    /* authenticated: the roots of its two trees */
+    bool open;                 /* m is held */
     struct browse_cache cache; /* opened chunks (BROWSE_CACHE bytes) */
     /* What was read: ranged GETs of metadata packs and their bytes, data GETs (dump). */
     uint64_t gets, bytes, chunks;

@@ -91,8 +91,7 @@ static void browse_cache_shrink(struct browse_cache *c, size_t budget)
     browse_cache_index(c);
 }
 
-void browse_cache_put(struct browse_cache *c, const uint8_t *hash, const uint8_t *plain,
-                      size_t len)
+void browse_cache_put(struct browse_cache *c, const uint8_t *hash, const uint8_t *plain, size_t len)
 {
     size_t budget = c->budget ? c->budget : BROWSE_CACHE;
     if (browse_cache_get(c, hash) != NULL)

@@ -47,13 +47,14 @@
  * ones gain nothing more, the levels they add and the 28 bytes of seal and 45 of
  * pack table each chunk carries eating what they save.
  */
-#define REPO_META_MIN     256u
+#define REPO_META_MIN      256u
 #define REPO_META_SIGMA2_F (1u << 20) /* leaves of the file list: about 1.3 KiB */
 #define REPO_META_SIGMA2_C (1u << 19) /* leaves of the chunk set: about 0.9 KiB */
 #define REPO_META_SIGMA2_I (1u << 19) /* index nodes: about 0.9 KiB, 17 places */
-#define REPO_META_MAX     (64u << 10)
-#define REPO_META_PACK   (16u << 20) /* a metadata pack is closed once it holds this much */
-#define REPO_TREE_LEVELS 16          /* a fan-out of at least 4 (REPO_META_MIN / a place): far more than enough */
+#define REPO_META_MAX      (64u << 10)
+#define REPO_META_PACK     (16u << 20) /* a metadata pack is closed once it holds this much */
+#define REPO_TREE_LEVELS                                                                           \
+    16 /* a fan-out of at least 4 (REPO_META_MIN / a place): far more than enough */
 
 enum repo_tree { REPO_TREE_FILES = 'F', REPO_TREE_CHUNKS = 'C' };
 

@@ -170,7 +170,6 @@ static void test_skipped(void **state)
     assert_int_equal(s.n, 0);
 }
 
-
 static void cache_hash(uint8_t *h, uint32_t i)
 {
     memset(h, 0, REPO_HASH_LEN);
@@ -245,10 +244,8 @@ static void test_cache(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_what_each_bit),
-        cmocka_unit_test(test_what_names),
-        cmocka_unit_test(test_path_norm),
-        cmocka_unit_test(test_skipped),
+        cmocka_unit_test(test_what_each_bit), cmocka_unit_test(test_what_names),
+        cmocka_unit_test(test_path_norm),     cmocka_unit_test(test_skipped),
         cmocka_unit_test(test_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -213,7 +213,8 @@ static void test_cut_rule(void **state)
     sigma2 = repo_meta_sigma2(REPO_TREE_CHUNKS, 0);
     for (uint32_t i = 0; i < 10000; i++) {
         memcpy(rec, &i, sizeof(i));
-        same += repo_meta_cut(1, sigma2, rec, 60, 800, 2) == repo_meta_cut(2, sigma2, rec, 60, 800, 2);
+        same +=
+            repo_meta_cut(1, sigma2, rec, 60, 800, 2) == repo_meta_cut(2, sigma2, rec, 60, 800, 2);
     }
     assert_true(same < 10000);
 }
