@@ -9,13 +9,13 @@
  * reused. The parent's list is read ahead of the list being written (the walk asks
  * the merge for a path before it adds it), so an unchanged stretch is always found.
  * New chunks are compressed (zstd level 3) and sealed on the main thread (they are
- * small: about 8 KiB; one sealer, repo_sealer_new, for the run) into the metadata pack being
+ * small: about 1 KiB; one sealer, repo_sealer_new, for the run) into the metadata pack being
  * filled, which goes up in one PUT (meta/<source>/<id>.<seq>.meta) once it reaches REPO_META_PACK
  * (the chunk set, written at the end, fills as many packs as it needs), and at the end. An
  * unchanged re-run stores no chunk and PUTs no pack.
  *
  * Memory: the pack being filled (at most 16 MiB and a chunk), the table (about 100
- * bytes a chunk of metadata: 1,700 chunks for 100,000 files) and one chunk a level
+ * bytes a chunk of metadata: some 15,000 chunks for 100,000 files) and one chunk a level
  * of each tree being written.
  */
 #include <inttypes.h>

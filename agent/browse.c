@@ -16,13 +16,6 @@
 
 /* ---- opening ---- */
 
-struct browse_chunk {
-    uint8_t hash[REPO_HASH_LEN];
-    uint8_t *plain;
-    size_t len;
-    uint64_t used;
-};
-
 struct browse_find_say {
     struct util_err *err;
     bool said;
@@ -77,11 +70,7 @@ int browse_open_source(struct browse *b, struct storage *st, const struct repo_s
 
 void browse_close(struct browse *b)
 {
-    for (size_t i = 0; i < b->ncache; i++)
-        free(b->cache[i].plain);
-    free(b->cache);
-    b->cache = NULL;
-    b->ncache = b->capcache = b->cached = 0;
+    browse_cache_free(&b->cache);
     if (b->open)
         repo_manifest_free(&b->m);
     b->open = false;
@@ -93,41 +82,6 @@ char *browse_path_norm(const char *arg)
 }
 
 /* ---- fetching and the cache ---- */
-
-static struct browse_chunk *browse_cache_get(struct browse *b, const uint8_t *hash)
-{
-    for (size_t i = 0; i < b->ncache; i++) {
-        if (memcmp(b->cache[i].hash, hash, REPO_HASH_LEN) == 0) {
-            b->cache[i].used = ++b->clock;
-            return &b->cache[i];
-        }
-    }
-    return NULL;
-}
-
-static void browse_cache_put(struct browse *b, const uint8_t *hash, const uint8_t *plain,
-                             size_t len)
-{
-    if (browse_cache_get(b, hash) != NULL)
-        return;
-    while (b->ncache > 0 && b->cached + len > BROWSE_CACHE) {
-        size_t lru = 0;
-        for (size_t i = 1; i < b->ncache; i++)
-            if (b->cache[i].used < b->cache[lru].used)
-                lru = i;
-        b->cached -= b->cache[lru].len;
-        free(b->cache[lru].plain);
-        b->cache[lru] = b->cache[--b->ncache];
-    }
-    b->cache = util_grow(b->cache, &b->capcache, b->ncache + 1, sizeof(*b->cache));
-    struct browse_chunk *c = &b->cache[b->ncache++];
-    memcpy(c->hash, hash, REPO_HASH_LEN);
-    c->plain = util_malloc(len);
-    memcpy(c->plain, plain, len);
-    c->len = len;
-    c->used = ++b->clock;
-    b->cached += len;
-}
 
 static int browse_ref_cmp(const void *pa, const void *pb, void *arg)
 {
@@ -174,7 +128,7 @@ int browse_load(struct browse *b, const struct repo_mref *refs, size_t n, const 
     size_t *order = util_malloc((n ? n : 1) * sizeof(*order)), nwant = 0;
     int rc = 0;
     for (size_t i = 0; i < n; i++) {
-        struct browse_chunk *c = browse_cache_get(b, refs[i].hash);
+        const struct browse_chunk *c = browse_cache_get(&b->cache, refs[i].hash);
         plains[i] = NULL;
         if (c != NULL) {
             plains[i] = util_malloc(c->len);
@@ -214,7 +168,7 @@ int browse_load(struct browse *b, const struct repo_mref *refs, size_t n, const 
             }
             b->chunks++;
             if (keep)
-                browse_cache_put(b, r->hash, plain, r->plain);
+                browse_cache_put(&b->cache, r->hash, plain, r->plain);
             plains[order[k]] = plain;
         }
         free(data);
@@ -263,8 +217,72 @@ void browse_cursor_free(struct browse_cursor *c)
     c->reading = false;
 }
 
+/* Fetches the chunks refs[0..n) of level that the cursor does not pass over and the
+ * cache does not hold, into the cache: one ranged GET per run of them in a pack. */
+static int browse_prefetch(struct browse *b, const struct browse_cursor *c,
+                           const struct repo_mref *refs, size_t n, unsigned level,
+                           struct util_err *err)
+{
+    size_t k = 0;
+    struct repo_mref *want = util_malloc((n ? n : 1) * sizeof(*want));
+    for (size_t i = 0; i < n; i++)
+        if (!browse_skipped(c->skip, refs[i].hash) &&
+            browse_cache_get(&b->cache, refs[i].hash) == NULL)
+            want[k++] = refs[i];
+    unsigned *levels = util_calloc(k ? k : 1, sizeof(*levels));
+    uint8_t **plains = util_calloc(k ? k : 1, sizeof(*plains));
+    for (size_t i = 0; i < k; i++)
+        levels[i] = level;
+    int rc = browse_load(b, want, k, levels, plains, true, err);
+    for (size_t i = 0; i < k; i++)
+        free(plains[i]);
+    free(plains);
+    free(levels);
+    free(want);
+    return rc;
+}
+
+/*
+ * Under an index chunk of level 2, its index chunks of level 1 and then all their
+ * leaves are fetched together (two rounds of ranged GETs): about 300 leaves of about
+ * 1.3 KiB, 400 KB. The leaves are small so that one changed file costs little
+ * (docs/repository.md, "What a snapshot costs"); fetching only one level-1 chunk's
+ * leaves (about 17) at a time would make a long listing one GET per 20 KB. A cursor
+ * passing over subdirectories (c->until) does not: it reads only the chunks it needs.
+ */
+static int browse_prefetch_subtree(struct browse *b, const struct browse_cursor *c,
+                                   const struct repo_mref *refs, size_t n, struct util_err *err)
+{
+    struct repo_mref *leaves = NULL, *kids;
+    size_t nleaves = 0, cap = 0, nkids;
+    uint8_t *plain;
+    int rc;
+    if ((rc = browse_prefetch(b, c, refs, n, 1, err)) != 0)
+        return rc;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (browse_skipped(c->skip, refs[i].hash))
+            continue;
+        if ((rc = browse_load1(b, &refs[i], 1, &plain, err)) != 0)
+            break;
+        rc = repo_meta_index(plain, refs[i].plain, &kids, &nkids, err);
+        free(plain);
+        if (rc != 0)
+            break;
+        leaves = util_grow(leaves, &cap, nleaves + nkids, sizeof(*leaves));
+        if (nkids > 0)
+            memcpy(leaves + nleaves, kids, nkids * sizeof(*kids));
+        nleaves += nkids;
+        free(kids);
+    }
+    if (rc == 0)
+        rc = browse_prefetch(b, c, leaves, nleaves, 0, err);
+    free(leaves);
+    return rc;
+}
+
 /* Opens the index chunk ref at level (at least 1) into the cursor, at its first child.
- * The leaves under a lowest index chunk are fetched together (those not skipped). */
+ * The leaves under a lowest index chunk are fetched together (those not skipped), and
+ * under one of level 2 its whole subtree (browse_prefetch_subtree). */
 static int browse_enter(struct browse *b, struct browse_cursor *c, const struct repo_mref *ref,
                         unsigned level, struct util_err *err)
 {
@@ -282,22 +300,10 @@ static int browse_enter(struct browse *b, struct browse_cursor *c, const struct 
         return util_err_set(err, AGENT_EDAMAGED,
                             "the file list of snapshot %s: an index chunk is empty", b->id);
     c->lv[level].i = 0;
-    if (level == 1) {
-        size_t n = c->lv[1].n, k = 0;
-        struct repo_mref *want = util_malloc(n * sizeof(*want));
-        for (size_t i = 0; i < n; i++)
-            if (!browse_skipped(c->skip, c->lv[1].refs[i].hash) &&
-                browse_cache_get(b, c->lv[1].refs[i].hash) == NULL)
-                want[k++] = c->lv[1].refs[i];
-        unsigned *levels = util_calloc(k ? k : 1, sizeof(*levels));
-        uint8_t **plains = util_calloc(k ? k : 1, sizeof(*plains));
-        rc = browse_load(b, want, k, levels, plains, true, err);
-        for (size_t i = 0; i < k; i++)
-            free(plains[i]);
-        free(plains);
-        free(levels);
-        free(want);
-    }
+    if (level == 2 && c->until == NULL)
+        rc = browse_prefetch_subtree(b, c, c->lv[2].refs, c->lv[2].n, err);
+    else if (level == 1)
+        rc = browse_prefetch(b, c, c->lv[1].refs, c->lv[1].n, 0, err);
     return rc;
 }
 

@@ -10,15 +10,18 @@
  *
  * - Finding a path descends the tree: an index chunk names its children but not their
  *   first paths, so each level is a binary search whose probes read the first leaf under
- *   a child. A path in a list of a million files (three levels) costs about 15 ranged
- *   GETs of metadata chunks of about 7 KiB (exactly their bytes); chunks read once are
- *   kept (BROWSE_CACHE bytes) for the probes that follow.
- * - The leaves under one index chunk of the lowest level (about 140 leaves, 1 MB) are
- *   fetched together when the search or a listing reaches it: one ranged GET for each
- *   run of them in a pack, so the binary search's last probes and a listing's next
- *   leaves cost no request. A listing reads its leaves in order from the path on and
- *   stops at the first path outside the directory: a directory's own entries come
- *   between its subdirectories' entries, so a listing reads those too.
+ *   a child. A path in a list of 20,000 files (three or four levels) costs about 12
+ *   ranged GETs of metadata chunks of about 1 KiB (exactly their bytes), a few more for
+ *   each level a larger list adds; chunks read once are kept (BROWSE_CACHE bytes) for
+ *   the probes that follow.
+ * - Under an index chunk of level 2, the index chunks below it and all their leaves
+ *   (about 300 leaves, 400 KB) are fetched together when the search or a listing
+ *   reaches it (the leaves of one lowest index chunk when the cursor passes over
+ *   subdirectories): one ranged GET for each run of them in a pack, so the binary
+ *   search's last probes and a listing's next leaves cost no request. A listing reads
+ *   its leaves in order from the path on and stops at the first path outside the
+ *   directory: a directory's own entries come between its subdirectories' entries, so
+ *   a listing reads those too.
  * - A diff skips every chunk the two trees share, by name, level over level from the
  *   roots: only the index chunks and leaves that differ are read (in ranged GETs that
  *   join neighbouring chunks of one pack), and only their records are compared. Two
@@ -44,6 +47,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "browse_cache.h"
 #include "repo/repo.h"
 #include "storage.h"
 
@@ -51,21 +55,16 @@
 #define BROWSE_GAP       (256u << 10) /* bytes between two wanted chunks read through */
 #define BROWSE_RANGE_MAX (8u << 20)   /* at most this much in one GET */
 
-struct browse_chunk; /* an opened metadata chunk in the cache (browse.c) */
-
 /* One snapshot opened for browsing. */
 struct browse {
     struct storage *st;
     const struct repo_keys *keys;
     struct repo_source src;
     char id[REPO_ID_LEN + 1];
-    int64_t time;               /* the snapshot time (the manifest's modification time) */
-    struct repo_manifest m;     /* authenticated: the roots of its two trees */
-    bool open;                  /* m is held */
-    struct browse_chunk *cache; /* opened chunks, the least recently used dropped first */
-    size_t ncache, capcache;
-    size_t cached;  /* bytes held by the cache */
-    uint64_t clock; /* uses, for the cache's order */
+    int64_t time;              /* the snapshot time (the manifest's modification time) */
+    struct repo_manifest m;    /* authenticated: the roots of its two trees */
+    bool open;                 /* m is held */
+    struct browse_cache cache; /* opened chunks (BROWSE_CACHE bytes) */
     /* What was read: ranged GETs of metadata packs and their bytes, data GETs (dump). */
     uint64_t gets, bytes, chunks;
 };
@@ -192,7 +191,7 @@ typedef int (*browse_diff_cb)(void *arg, const struct repo_file *a, const struct
 /*
  * lode diff: the differences from snapshot a to snapshot b (of any sources), in path
  * order, reading only the chunks of their file lists that differ. Memory: the leaves
- * that differ, opened (about 7 KiB each). Returns 0, AGENT_EDAMAGED, an I/O code, or
+ * that differ, opened (about 1 KiB each). Returns 0, AGENT_EDAMAGED, an I/O code, or
  * cb's non-zero return.
  */
 int browse_diff(struct browse *a, struct browse *b, browse_diff_cb cb, void *arg,

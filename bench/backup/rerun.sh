@@ -55,7 +55,7 @@ cleanup() {
 	for m in "$work"/restore-*; do mountpoint -q "$m" 2>/dev/null && umount "$m"; done
 	bench_vgw_stop
 	[[ -n ${VGW_LOG:-} ]] && cp "$VGW_LOG" "$out/access.log"
-	rm -rf "$work"
+	cp "$work"/*.err "$out"/ 2>/dev/null; rm -rf "$work"
 }
 trap cleanup EXIT
 export RESTIC_PASSWORD=bench-password-$$
@@ -84,6 +84,7 @@ stored() { find "$VGW_DATA/$1" -type f -printf '%s\n' | awk '{ b += $1 } END { p
 backup() {
 	local tool=$1 n=$2 label=$3 bucket=$1-$2 before st=0
 	before=$(stored "$bucket")
+	touch "$work/stamp-$label"
 	case $tool in
 	r018)
 		(cd "$(dir_of "$n")" && bench_run "$label" "$bucket" "$RESTIC018" -r "s3:$S3_ENDPOINT/$bucket" \
@@ -98,6 +99,9 @@ backup() {
 		;;
 	esac
 	echo "$label $(($(stored "$bucket") - before))" >>"$out/added.txt"
+	# What the run added, object by object (the bytes above, where they went).
+	(cd "$VGW_DATA/$bucket" && find . -type f -newer "$work/stamp-$label" -printf '%s %P\n' | sort -k2) \
+		>"$out/objects-$label.txt"
 	return $st
 }
 # restore TOOL N LABEL: restores the last snapshot and compares it with the tree.

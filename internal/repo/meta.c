@@ -101,7 +101,15 @@ static uint64_t repo_meta_hash(uint64_t seed, const uint8_t *p, size_t n)
     return h;
 }
 
-bool repo_meta_cut(uint64_t seed, const uint8_t *rec, size_t len, size_t size, size_t nrec)
+uint32_t repo_meta_sigma2(enum repo_tree tree, unsigned level)
+{
+    if (level > 0)
+        return REPO_META_SIGMA2_I;
+    return tree == REPO_TREE_CHUNKS ? REPO_META_SIGMA2_C : REPO_META_SIGMA2_F;
+}
+
+bool repo_meta_cut(uint64_t seed, uint32_t sigma2, const uint8_t *rec, size_t len, size_t size,
+                   size_t nrec)
 {
     if (size >= REPO_META_MAX)
         return true;
@@ -110,7 +118,7 @@ bool repo_meta_cut(uint64_t seed, const uint8_t *rec, size_t len, size_t size, s
     /* The chance of a cut grows with the chunk's size (a Rayleigh distribution):
      * about as many cuts as a constant chance would give, but few chunks far above
      * the mean, so a one-record change rarely rewrites a large chunk. */
-    return (repo_meta_hash(seed, rec, len) & (REPO_META_SIGMA2 - 1)) < (uint64_t)len * size;
+    return (repo_meta_hash(seed, rec, len) & (sigma2 - 1)) < (uint64_t)len * size;
 }
 
 /* ---- writer ---- */
@@ -175,7 +183,8 @@ static int repo_tree_add_at(struct repo_tree_writer *w, unsigned i, const uint8_
     struct repo_tree_level *l = &w->lv[i];
     util_buf_append(&l->buf, rec, len);
     l->nrec++;
-    if (repo_meta_cut(w->seed, rec, len, l->buf.len - META_HEAD, l->nrec))
+    if (repo_meta_cut(w->seed, repo_meta_sigma2((enum repo_tree)w->tree, i), rec, len,
+                      l->buf.len - META_HEAD, l->nrec))
         return repo_tree_emit(w, i, err);
     return 0;
 }

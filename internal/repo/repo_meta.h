@@ -1,7 +1,7 @@
 /*
  * repo_meta: format 2's metadata (docs/repository.md, "Metadata"): a snapshot's file
  * list and chunk set are record streams cut at record boundaries by a content-defined
- * rule into metadata chunks of about 8 KiB, named by the SHA-256 of their plain bytes
+ * rule into metadata chunks of about 1 KiB, named by the SHA-256 of their plain bytes
  * and stored in metadata packs; an index of their places is cut the same way, level
  * over level, until one chunk, the root, is left. The manifest names the two roots. A
  * run stores only the chunks its parent's trees do not hold, so an unchanged list costs
@@ -31,18 +31,30 @@
  *
  * The cut rule: after a record of len bytes, a chunk of size bytes (at least
  * REPO_META_MIN, and two records) ends when a keyed 64-bit hash of the record,
- * modulo REPO_META_SIGMA2, is below len x size: the chance grows with the size, so
- * chunks are about 7 KiB on average (sqrt(pi/2 x 2^25) bytes), whatever the record
- * sizes, and rarely over 24 KiB; always at REPO_META_MAX. A cut depends only on
- * the records since the last cut, so an unchanged run of records gives the same
- * chunks in every snapshot and a changed record changes its own chunk (and rarely
- * the next).
+ * modulo the level's sigma2 (repo_meta_sigma2), is below len x size: the chance
+ * grows with the size, so chunks are about sqrt(pi/2 x sigma2) bytes on average
+ * whatever the record sizes, and rarely three times that; always at REPO_META_MAX.
+ * A cut depends only on the records since the last cut, so an unchanged run of
+ * records gives the same chunks in every snapshot and a changed record changes its
+ * own chunk (and rarely the next).
+ *
+ * The sizes are what one changed file costs: its file list leaf, the two leaves of
+ * the chunk set it changes (its old chunk leaves a pack's group, its new one joins
+ * a new pack's), and one index chunk per level above each. Chunks of about 1 KiB
+ * (the file list's leaves about 1.3 KiB before compression, the chunk set's leaves
+ * and the index nodes about 0.9 KiB) cost a re-run after one change a quarter of
+ * what chunks of 7 KiB did (docs/repository.md, "What a snapshot costs"); smaller
+ * ones gain nothing more, the levels they add and the 28 bytes of seal and 45 of
+ * pack table each chunk carries eating what they save.
  */
-#define REPO_META_MIN    (1u << 10)
-#define REPO_META_SIGMA2 (1u << 25)
-#define REPO_META_MAX    (64u << 10)
-#define REPO_META_PACK   (16u << 20) /* a metadata pack is closed once it holds this much */
-#define REPO_TREE_LEVELS 8           /* a fan-out of at least 25: far more than enough */
+#define REPO_META_MIN      256u
+#define REPO_META_SIGMA2_F (1u << 20) /* leaves of the file list: about 1.3 KiB */
+#define REPO_META_SIGMA2_C (1u << 19) /* leaves of the chunk set: about 0.9 KiB */
+#define REPO_META_SIGMA2_I (1u << 19) /* index nodes: about 0.9 KiB, 17 places */
+#define REPO_META_MAX      (64u << 10)
+#define REPO_META_PACK     (16u << 20) /* a metadata pack is closed once it holds this much */
+#define REPO_TREE_LEVELS                                                                           \
+    16 /* a fan-out of at least 4 (REPO_META_MIN / a place): far more than enough */
 
 enum repo_tree { REPO_TREE_FILES = 'F', REPO_TREE_CHUNKS = 'C' };
 
@@ -103,8 +115,11 @@ int repo_tree_writer_add(struct repo_tree_writer *w, const uint8_t *rec, size_t 
 int repo_tree_writer_finish(struct repo_tree_writer *w, struct repo_root *root,
                             struct util_err *err);
 void repo_tree_writer_free(struct repo_tree_writer *w);
+/* The cut rule's sigma2 for a level of a tree (0: the leaves). */
+uint32_t repo_meta_sigma2(enum repo_tree tree, unsigned level);
 /* Whether the cut rule ends a chunk of size bytes and nrec records after a record (pure). */
-bool repo_meta_cut(uint64_t seed, const uint8_t *rec, size_t len, size_t size, size_t nrec);
+bool repo_meta_cut(uint64_t seed, uint32_t sigma2, const uint8_t *rec, size_t len, size_t size,
+                   size_t nrec);
 
 /* Reads ref->stored sealed bytes of a metadata chunk into sealed. */
 typedef int (*repo_mfetch_cb)(void *arg, const struct repo_mref *ref, uint8_t *sealed,

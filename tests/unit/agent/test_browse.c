@@ -2,7 +2,9 @@
  * The pure parts of agent/browse.h: what differs between two records of one path
  * (browse_what, each bit alone and together, and its names), the path rule lode ls
  * and lode dump share with lode restore (browse_path_norm), and the skip list of
- * lode find (browse_skipped: only its sorted part counts).
+ * lode find (browse_skipped: only its sorted part counts), and the cache of opened
+ * chunks (browse_cache: found by hash, within its budget, the least recently used
+ * dropped first).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -168,13 +170,83 @@ static void test_skipped(void **state)
     assert_int_equal(s.n, 0);
 }
 
+static void cache_hash(uint8_t *h, uint32_t i)
+{
+    memset(h, 0, REPO_HASH_LEN);
+    /* The index's home is the first 8 bytes: make half of them collide. */
+    h[0] = (uint8_t)(i & 7);
+    memcpy(h + 8, &i, sizeof(i));
+}
+
+static void test_cache(void **state)
+{
+    struct browse_cache c;
+    uint8_t h[REPO_HASH_LEN], body[100];
+    browse_cache_init(&c, 1000);
+    assert_null(browse_cache_get(&c, (uint8_t[REPO_HASH_LEN]){0}));
+    /* 20 chunks of 100 bytes through a budget of 1,000: never more than the budget. */
+    for (uint32_t i = 0; i < 20; i++) {
+        cache_hash(h, i);
+        memset(body, (int)i, sizeof(body));
+        browse_cache_put(&c, h, body, sizeof(body));
+        assert_true(c.bytes <= 1000);
+        /* Chunk 0 is used after every put: the most recently used is never dropped. */
+        cache_hash(h, 0);
+        const struct browse_chunk *k = browse_cache_get(&c, h);
+        assert_non_null(k);
+        assert_int_equal(k->plain[0], 0);
+    }
+    /* The newest is held, with its bytes; an old one is gone. */
+    cache_hash(h, 19);
+    const struct browse_chunk *k = browse_cache_get(&c, h);
+    assert_non_null(k);
+    assert_int_equal(k->len, 100);
+    assert_int_equal(k->plain[99], 19);
+    cache_hash(h, 1);
+    assert_null(browse_cache_get(&c, h));
+    /* A chunk put again is not held twice. */
+    size_t n = c.n, bytes = c.bytes;
+    cache_hash(h, 19);
+    browse_cache_put(&c, h, body, sizeof(body));
+    assert_int_equal(c.n, n);
+    assert_int_equal(c.bytes, bytes);
+    browse_cache_free(&c);
+
+    /* Many chunks through a larger budget: every chunk held is found by its hash with
+     * its own bytes, and the bytes counted are the bytes held. */
+    browse_cache_init(&c, 64 << 10);
+    for (uint32_t i = 0; i < 20000; i++) {
+        cache_hash(h, i);
+        memset(body, (int)(i % 251), sizeof(body));
+        browse_cache_put(&c, h, body, 1 + i % 100);
+    }
+    size_t held = 0, found = 0;
+    for (size_t j = 0; j < c.n; j++)
+        held += c.v[j].len;
+    assert_int_equal(held, c.bytes);
+    assert_true(c.bytes <= 64 << 10 && c.bytes > 16 << 10);
+    for (uint32_t i = 0; i < 20000; i++) {
+        cache_hash(h, i);
+        const struct browse_chunk *g = browse_cache_get(&c, h);
+        if (g == NULL)
+            continue;
+        found++;
+        assert_int_equal(g->len, 1 + i % 100);
+        assert_int_equal(g->plain[0], i % 251);
+    }
+    assert_int_equal(found, c.n);
+    /* The last put is among them. */
+    cache_hash(h, 19999);
+    assert_non_null(browse_cache_get(&c, h));
+    browse_cache_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_what_each_bit),
-        cmocka_unit_test(test_what_names),
-        cmocka_unit_test(test_path_norm),
-        cmocka_unit_test(test_skipped),
+        cmocka_unit_test(test_what_each_bit), cmocka_unit_test(test_what_names),
+        cmocka_unit_test(test_path_norm),     cmocka_unit_test(test_skipped),
+        cmocka_unit_test(test_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -161,39 +161,60 @@ static void test_empty_list(void **state)
 static void test_cut_rule(void **state)
 {
     uint8_t rec[100];
+    uint32_t sigma2 = repo_meta_sigma2(REPO_TREE_FILES, 0);
     memset(rec, 7, sizeof(rec));
     /* Never below the minimum or with one record; always at the maximum. */
-    assert_false(repo_meta_cut(1, rec, sizeof(rec), REPO_META_MIN - 1, 50));
-    assert_false(repo_meta_cut(1, rec, sizeof(rec), REPO_META_MIN, 1));
-    assert_false(repo_meta_cut(1, rec, sizeof(rec), REPO_META_MAX - 1, 1));
-    assert_true(repo_meta_cut(1, rec, sizeof(rec), REPO_META_MAX, 1));
-    /* Chunks of about 7 KiB on average, for small and large records, and few
-     * far above it. */
-    for (size_t reclen = 40; reclen <= 400; reclen *= 10) {
-        size_t cuts = 0, size = 0, nrec = 0, max = 0, bytes = 0;
-        uint8_t big[400] = {0};
-        for (uint32_t i = 0; i < 400000; i++) {
-            memcpy(big, &i, sizeof(i));
-            size += reclen;
-            bytes += reclen;
-            nrec++;
-            if (repo_meta_cut(0x1234, big, reclen, size, nrec)) {
-                cuts++;
-                max = size > max ? size : max;
-                size = nrec = 0;
+    assert_false(repo_meta_cut(1, sigma2, rec, sizeof(rec), REPO_META_MIN - 1, 50));
+    assert_false(repo_meta_cut(1, sigma2, rec, sizeof(rec), REPO_META_MIN, 1));
+    assert_false(repo_meta_cut(1, sigma2, rec, sizeof(rec), REPO_META_MAX - 1, 1));
+    assert_true(repo_meta_cut(1, sigma2, rec, sizeof(rec), REPO_META_MAX, 1));
+    /* Each level's chunks are about sqrt(pi/2 x sigma2) bytes on average (1.3 KiB
+     * for the file list's leaves, 0.9 KiB for the rest), for small and large
+     * records, and few far above it. */
+    const struct {
+        enum repo_tree tree;
+        unsigned level;
+        double lo, hi;
+    } lv[] = {
+        {REPO_TREE_FILES, 0, 1100, 1600},
+        {REPO_TREE_CHUNKS, 0, 780, 1150},
+        {REPO_TREE_FILES, 1, 780, 1150},
+        {REPO_TREE_CHUNKS, 3, 780, 1150},
+    };
+    for (size_t j = 0; j < sizeof(lv) / sizeof(lv[0]); j++) {
+        sigma2 = repo_meta_sigma2(lv[j].tree, lv[j].level);
+        for (size_t reclen = 40; reclen <= 400; reclen *= 10) {
+            size_t cuts = 0, size = 0, nrec = 0, max = 0, bytes = 0;
+            uint8_t big[400] = {0};
+            for (uint32_t i = 0; i < 400000; i++) {
+                memcpy(big, &i, sizeof(i));
+                size += reclen;
+                bytes += reclen;
+                nrec++;
+                if (repo_meta_cut(0x1234, sigma2, big, reclen, size, nrec)) {
+                    cuts++;
+                    max = size > max ? size : max;
+                    size = nrec = 0;
+                }
             }
+            double avg = (double)bytes / (double)cuts;
+            print_message("%c%u, records of %zu bytes: %zu chunks, %.0f bytes on average, %zu at "
+                          "most\n",
+                          (char)lv[j].tree, lv[j].level, reclen, cuts, avg, max);
+            assert_true(avg > lv[j].lo && avg < lv[j].hi);
+            assert_true((double)max < 5 * avg);
         }
-        double avg = (double)bytes / (double)cuts;
-        print_message("records of %zu bytes: %zu chunks, %.0f bytes on average, %zu at most\n",
-                      reclen, cuts, avg, max);
-        assert_true(avg > 5500 && avg < 9000);
-        assert_true(max < 40000);
     }
+    /* The file list's leaves are cut larger than the rest (their records compress). */
+    assert_true(repo_meta_sigma2(REPO_TREE_FILES, 0) > repo_meta_sigma2(REPO_TREE_FILES, 1));
+    assert_int_equal(repo_meta_sigma2(REPO_TREE_CHUNKS, 0), repo_meta_sigma2(REPO_TREE_CHUNKS, 2));
     /* Keyed: another seed cuts elsewhere. */
     size_t same = 0;
+    sigma2 = repo_meta_sigma2(REPO_TREE_CHUNKS, 0);
     for (uint32_t i = 0; i < 10000; i++) {
         memcpy(rec, &i, sizeof(i));
-        same += repo_meta_cut(1, rec, 60, 8192, 2) == repo_meta_cut(2, rec, 60, 8192, 2);
+        same +=
+            repo_meta_cut(1, sigma2, rec, 60, 800, 2) == repo_meta_cut(2, sigma2, rec, 60, 800, 2);
     }
     assert_true(same < 10000);
 }
