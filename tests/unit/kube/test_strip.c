@@ -20,20 +20,29 @@
 static const char *const job_paths[] = {"object.metadata.managedFields", "object.spec.template",
                                         NULL};
 
-/* The stripped text of in, in a static buffer. */
-static const char *strip(const char *in, const char *const *paths)
+/* What scan (kube_json_strip or kube_json_keep) appends after what the buffer held,
+ * in a static buffer. */
+static const char *scanned(void (*scan)(const char *, size_t, const char *const *,
+                                        struct util_buf *),
+                           const char *in, const char *const *paths)
 {
     static char out[4096];
     struct util_buf b;
     util_buf_init(&b);
     util_buf_puts(&b, "prefix:"); /* appended after what out held */
-    kube_json_strip(in, strlen(in), paths, &b);
+    scan(in, strlen(in), paths, &b);
     assert_true(b.len < sizeof(out));
     assert_memory_equal(b.data, "prefix:", 7);
     memcpy(out, b.data + 7, b.len - 7);
     out[b.len - 7] = '\0';
     util_buf_free(&b);
     return out;
+}
+
+/* The stripped text of in. */
+static const char *strip(const char *in, const char *const *paths)
+{
+    return scanned(kube_json_strip, in, paths);
 }
 
 static void test_leaves_out_members(void **state)
@@ -59,20 +68,10 @@ static void test_leaves_out_members(void **state)
     json_decref(root);
 }
 
-/* The kept text of in, in a static buffer. */
+/* The kept text of in. */
 static const char *keep(const char *in, const char *const *paths)
 {
-    static char out[4096];
-    struct util_buf b;
-    util_buf_init(&b);
-    util_buf_puts(&b, "prefix:");
-    kube_json_keep(in, strlen(in), paths, &b);
-    assert_true(b.len < sizeof(out));
-    assert_memory_equal(b.data, "prefix:", 7);
-    memcpy(out, b.data + 7, b.len - 7);
-    out[b.len - 7] = '\0';
-    util_buf_free(&b);
-    return out;
+    return scanned(kube_json_keep, in, paths);
 }
 
 static void test_keeps_only_members(void **state)
