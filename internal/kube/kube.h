@@ -178,32 +178,9 @@ void kube_config_free(struct kube_config *cfg);
 int kube_base64_decode(const char *in, size_t len, char **out, size_t *out_len,
                        struct util_err *err);
 
-/* ---- watch streams: line splitting and event decoding (pure) ---- */
+/* ---- watch streams: event decoding (pure) ---- */
 
-/* The default bound on one watch line (one event). etcd limits an object to 1.5 MiB. */
-#define KUBE_MAX_LINE_DEFAULT (8u << 20)
-
-/* An incremental line splitter. Only a line that spans chunks is copied. */
-struct kube_lines {
-    struct util_buf partial; /* the start of a line whose end has not arrived */
-    size_t max;              /* the longest line allowed, without its newline */
-};
-
-/* Called with each complete line, without "\n" or a trailing "\r". Nonzero stops. */
-typedef int (*kube_line_cb)(const char *line, size_t len, void *arg);
-
-void kube_lines_init(struct kube_lines *l, size_t max);
-/*
- * Feeds a chunk. Returns 0, what a line callback returned (nonzero stops the feed at
- * that line; the rest of the chunk is dropped), or KUBE_ETOOBIG when a line grows past
- * max (the splitter is then unusable until reset).
- */
-int kube_lines_feed(struct kube_lines *l, const char *data, size_t len, kube_line_cb cb, void *arg,
-                    struct util_err *err);
-/* Bytes of an unfinished line held (at the end of a stream: a truncated event). */
-size_t kube_lines_pending(const struct kube_lines *l);
-void kube_lines_reset(struct kube_lines *l);
-void kube_lines_free(struct kube_lines *l);
+/* The line splitter (struct kube_lines) is in kube_text.h. */
 
 enum kube_event_type {
     KUBE_EVENT_ADDED,

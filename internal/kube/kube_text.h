@@ -1,8 +1,9 @@
 /*
- * kube_text: pure scans over the JSON text of watch events, part of kube's public API
- * (kube.h includes it): what an event is, read without decoding it, and an event's text
- * with the members nobody reads left out before it is decoded. Each is one pass over the
- * bytes and allocates nothing but its output (internal/kube/strip.c).
+ * kube_text: pure scans over the text of watch streams, part of kube's public API
+ * (kube.h includes it): the stream cut into lines (one event each; lines.c), what an
+ * event is, read without decoding it, and an event's text with the members nobody reads
+ * left out before it is decoded. Each is one pass over the bytes and allocates nothing
+ * but its output (internal/kube/strip.c) or a line that spans two chunks.
  */
 #ifndef LODE_KUBE_TEXT_H
 #define LODE_KUBE_TEXT_H
@@ -11,6 +12,31 @@
 #include <stddef.h>
 
 #include "util/util.h"
+
+/* The default bound on one watch line (one event). etcd limits an object to 1.5 MiB. */
+#define KUBE_MAX_LINE_DEFAULT (8u << 20)
+
+/* An incremental line splitter. Only a line that spans chunks is copied. */
+struct kube_lines {
+    struct util_buf partial; /* the start of a line whose end has not arrived */
+    size_t max;              /* the longest line allowed, without its newline */
+};
+
+/* Called with each complete line, without "\n" or a trailing "\r". Nonzero stops. */
+typedef int (*kube_line_cb)(const char *line, size_t len, void *arg);
+
+void kube_lines_init(struct kube_lines *l, size_t max);
+/*
+ * Feeds a chunk. Returns 0, what a line callback returned (nonzero stops the feed at
+ * that line; the rest of the chunk is dropped), or KUBE_ETOOBIG when a line grows past
+ * max (the splitter is then unusable until reset).
+ */
+int kube_lines_feed(struct kube_lines *l, const char *data, size_t len, kube_line_cb cb, void *arg,
+                    struct util_err *err);
+/* Bytes of an unfinished line held (at the end of a stream: a truncated event). */
+size_t kube_lines_pending(const struct kube_lines *l);
+void kube_lines_reset(struct kube_lines *l);
+void kube_lines_free(struct kube_lines *l);
 
 /*
  * What a watch event is, read from its text without decoding it: type and the object's
