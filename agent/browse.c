@@ -266,8 +266,11 @@ static int browse_prefetch_subtree(struct browse *b, const struct browse_cursor 
             break;
         rc = repo_meta_index(plain, refs[i].plain, &kids, &nkids, err);
         free(plain);
-        if (rc != 0)
+        if (rc != 0) {
+            rc = util_err_set(err, AGENT_EDAMAGED, "the file list of snapshot %s: %s", b->id,
+                              err->msg);
             break;
+        }
         leaves = util_grow(leaves, &cap, nleaves + nkids, sizeof(*leaves));
         if (nkids > 0)
             memcpy(leaves + nleaves, kids, nkids * sizeof(*kids));

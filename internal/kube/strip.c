@@ -1,5 +1,5 @@
 /*
- * Members left out of a JSON text before it is decoded (kube.h, kube_json_strip), or all
+ * Members left out of a JSON text before it is decoded (kube_text.h, kube_json_strip), or all
  * members but those named (kube_json_keep): a watch event of a Job is mostly its pod
  * template and managedFields, which the controller never reads, and decoding costs about
  * 70 MB/s where skipping costs a pass of the bytes.
