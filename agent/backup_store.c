@@ -37,6 +37,7 @@ struct backup_item {
     size_t sealed_len;
     uint8_t flags;
     bool changed;
+    uint32_t anchor; /* its place in the chunk set (chunkidx_anchor) */
 };
 
 /*
@@ -279,6 +280,7 @@ static void backup_item_done(struct backup *b, const struct backup_item *it)
     c.stored = (uint32_t)it->sealed_len;
     c.plain = (uint32_t)it->len;
     c.flags = it->flags;
+    c.pack = it->anchor;
     if (chunkidx_sealed(&b->idx, &c, &err) != 0)
         backup_fail(b, err.code, err.msg);
     b->new_bytes += it->len;
@@ -446,6 +448,7 @@ bool backup_store_chunk(struct backup *b, const uint8_t *data, size_t len, bool 
     it->off = j->bytes;
     it->len = len;
     it->changed = changed;
+    it->anchor = chunkidx_anchor(&b->idx);
     memcpy(j->plain + j->bytes, data, len);
     j->bytes += len;
     b->job_bytes += len;

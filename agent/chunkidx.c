@@ -260,9 +260,7 @@ int chunkidx_parent_cb(void *arg, const uint8_t *pack, const struct repo_chunk *
     if (x->recs.n != x->nparent)
         return util_err_set(err, UTIL_EINVAL, "the parent's chunk set after new chunks (a bug)");
     if (pack != NULL) {
-        /* Packs come in the order of their hashes, each once. */
-        if (x->npp > 0 && memcmp(x->pp[x->npp - 1].id, pack, REPO_HASH_LEN) >= 0)
-            return chunkidx_malformed(err);
+        /* A run of the pack's chunks (a pack may have several): x->pp is the runs. */
         x->pp = util_grow(x->pp, &x->cappp, x->npp + 1, sizeof(*x->pp));
         memcpy(x->pp[x->npp].id, pack, REPO_HASH_LEN);
         x->pp[x->npp++].first = x->nparent;
@@ -290,6 +288,7 @@ void chunkidx_parent_drop(struct chunkidx *x)
     x->recs.rn = 0;
     x->nparent = 0;
     x->npp = 0;
+    x->anchor = 0;
     memset(x->slot, 0, x->nslot * sizeof(*x->slot));
 }
 
@@ -300,7 +299,17 @@ bool chunkidx_is_parent(const struct chunkidx *x, uint32_t pos)
 
 void chunkidx_use(struct chunkidx *x, uint32_t pos)
 {
-    x->used[pos / 8] |= (uint8_t)(1u << (pos % 8));
+    uint8_t bit = (uint8_t)(1u << (pos % 8));
+    /* Its first use places the new chunks that follow it (chunkidx_anchor). */
+    if (!(x->used[pos / 8] & bit)) {
+        x->used[pos / 8] |= bit;
+        x->anchor = pos + 1;
+    }
+}
+
+uint32_t chunkidx_anchor(const struct chunkidx *x)
+{
+    return x->anchor;
 }
 
 int chunkidx_add(struct chunkidx *x, const uint8_t hash[REPO_HASH_LEN], struct util_err *err)
@@ -314,6 +323,10 @@ int chunkidx_add(struct chunkidx *x, const uint8_t hash[REPO_HASH_LEN], struct u
 
 int chunkidx_sealed(struct chunkidx *x, const struct repo_chunk *c, struct util_err *err)
 {
+    /* Seal jobs finish in any order: the write sorts by anchor only when they did. */
+    if (c->pack < x->last_anchor)
+        x->unordered = true;
+    x->last_anchor = c->pack;
     return chunkidx_file_append(x, &x->news, c, err);
 }
 
@@ -350,65 +363,86 @@ uint64_t chunkidx_new_count(const struct chunkidx *x)
 
 /* ---- the chunk set ---- */
 
-static int chunkidx_npack_cmp(const void *a, const void *b)
+/* The chunk set as it is written: records of one pack after one pack record. */
+struct chunkidx_out {
+    struct repo_tree_writer *w;
+    uint8_t pack[REPO_HASH_LEN];
+    bool open;
+};
+
+static int chunkidx_emit(struct chunkidx_out *o, const uint8_t pack[REPO_HASH_LEN],
+                         const struct repo_chunk *c, struct util_err *err)
 {
-    return memcmp(((const struct chunkidx_npack *)a)->id, ((const struct chunkidx_npack *)b)->id,
-                  REPO_HASH_LEN);
+    int rc;
+    if (!o->open || memcmp(o->pack, pack, REPO_HASH_LEN) != 0) {
+        if ((rc = repo_chunkset_rec_pack(o->w, pack, err)) != 0)
+            return rc;
+        memcpy(o->pack, pack, REPO_HASH_LEN);
+        o->open = true;
+    }
+    return repo_chunkset_rec_chunk(o->w, c, err);
 }
 
-/* The parent's pack k: its record if this snapshot uses any of its chunks, then those. */
-static int chunkidx_write_parent(struct chunkidx *x, size_t k, struct repo_tree_writer *w,
-                                 struct util_err *err)
+/* The pack of new chunk i (of news): the closed pack whose records hold it. */
+static const uint8_t *chunkidx_new_pack(const struct chunkidx *x, uint64_t i)
 {
-    uint64_t end = k + 1 < x->npp ? x->pp[k + 1].first : x->nparent;
-    bool opened = false;
-    for (uint64_t pos = x->pp[k].first; pos < end; pos++) {
-        struct repo_chunk c;
-        int rc;
-        if (!(x->used[pos / 8] & (1u << (pos % 8))))
-            continue;
-        if ((rc = chunkidx_file_get(x, &x->recs, pos, &c, err)) != 0)
-            return rc;
-        if (!opened && (rc = repo_chunkset_rec_pack(w, x->pp[k].id, err)) != 0)
-            return rc;
-        opened = true;
-        if ((rc = repo_chunkset_rec_chunk(w, &c, err)) != 0)
-            return rc;
+    size_t lo = 0, hi = x->nnp;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (x->np[mid].first <= i)
+            lo = mid;
+        else
+            hi = mid;
     }
-    return 0;
+    return x->np[lo].id;
 }
 
-static int chunkidx_write_new(struct chunkidx *x, const struct chunkidx_npack *p,
-                              struct repo_tree_writer *w, struct util_err *err)
+static int chunkidx_key_cmp(const void *a, const void *b)
 {
-    int rc = repo_chunkset_rec_pack(w, p->id, err);
-    for (uint64_t i = 0; i < p->n && rc == 0; i++) {
-        struct repo_chunk c;
-        if ((rc = chunkidx_file_get(x, &x->news, p->first + i, &c, err)) == 0)
-            rc = repo_chunkset_rec_chunk(w, &c, err);
-    }
-    return rc;
+    uint64_t ka = *(const uint64_t *)a, kb = *(const uint64_t *)b;
+    return (ka > kb) - (ka < kb);
 }
 
 int chunkidx_write(struct chunkidx *x, struct repo_tree_writer *w, struct util_err *err)
 {
-    size_t i = 0, j = 0;
+    struct chunkidx_out o = {.w = w};
+    uint64_t *keys = NULL, nn = x->news.n, j = 0;
+    struct repo_chunk c;
     int rc = 0;
+
     if (x->failed != 0)
         return chunkidx_failed(x, err);
     if (x->news.n != chunkidx_new_count(x) || x->nclosed != x->news.n)
         return util_err_set(err, UTIL_EIO, "a chunk was never written to a pack (a bug)");
-    if (x->nnp > 1) /* an unchanged run writes no pack: np is NULL then */
-        qsort(x->np, x->nnp, sizeof(*x->np), chunkidx_npack_cmp);
-    /* Two sorted lists of packs, merged by hash; a new pack is never the parent's. */
-    while (rc == 0 && (i < x->npp || j < x->nnp)) {
-        int cmp = i == x->npp   ? 1
-                  : j == x->nnp ? -1
-                                : memcmp(x->pp[i].id, x->np[j].id, REPO_HASH_LEN);
-        if (cmp == 0)
-            return util_err_set(err, UTIL_EIO, "a new pack has the name of a parent's pack");
-        rc = cmp < 0 ? chunkidx_write_parent(x, i++, w, err)
-                     : chunkidx_write_new(x, &x->np[j++], w, err);
+    if (x->unordered) {
+        /* (anchor, position in news): 8 bytes a new chunk, only when seals finished
+         * out of the walk's order. */
+        keys = util_malloc((size_t)(nn ? nn : 1) * sizeof(*keys));
+        for (uint64_t i = 0; i < nn; i++) {
+            if ((rc = chunkidx_file_get(x, &x->news, i, &c, err)) != 0)
+                goto out;
+            keys[i] = (uint64_t)c.pack << 32 | i;
+        }
+        qsort(keys, (size_t)nn, sizeof(*keys), chunkidx_key_cmp);
     }
+    /* The parent's chunks this snapshot uses, in the parent's order, each run of new
+     * chunks before the first parent chunk past its anchor. */
+    for (uint64_t pos = 0; pos <= x->nparent && rc == 0; pos++) {
+        while (j < nn && rc == 0) {
+            uint64_t i = keys ? (keys[j] & UINT32_MAX) : j;
+            if ((rc = chunkidx_file_get(x, &x->news, i, &c, err)) != 0)
+                goto out;
+            if (pos < x->nparent && c.pack > pos)
+                break;
+            rc = chunkidx_emit(&o, chunkidx_new_pack(x, i), &c, err);
+            j++;
+        }
+        if (rc != 0 || pos == x->nparent || !(x->used[pos / 8] & (1u << (pos % 8))))
+            continue;
+        if ((rc = chunkidx_file_get(x, &x->recs, pos, &c, err)) == 0)
+            rc = chunkidx_emit(&o, x->pp[c.pack].id, &c, err);
+    }
+out:
+    free(keys);
     return rc;
 }

@@ -2,8 +2,16 @@
  * chunkidx: a backup's chunk index (docs/repository.md, "Backing up"): every chunk
  * the snapshot may reference, the parent's chunk set as read and then this run's new
  * chunks as they are queued, looked up by hash; and the snapshot's chunk set written
- * from it at the end, in the order of repo_chunkset_write (the same records, so the
- * same metadata chunks, as a set held whole).
+ * from it at the end.
+ *
+ * The set's order is the file list's (docs/repository.md, "Metadata"): the parent's
+ * chunks this snapshot uses, in the parent's order, and each new chunk right after
+ * the parent chunk whose first use came last before it was queued (its anchor). The
+ * walk goes in path order, so a changed file's new chunk takes its old chunk's place
+ * and one change rewrites one leaf of the set, not two; an unchanged run gives the
+ * parent's records, so the parent's metadata chunks. A first backup's set is its
+ * chunks in the order they were sealed. A pack's record starts each run of its
+ * chunks: a pack may have several.
  *
  * What it holds, and why: a chunk set held whole costs 48 bytes a chunk and its hash
  * index 5 to 11 more, 54 MiB for a million small files, which alone passed the
@@ -69,6 +77,9 @@ struct chunkidx {
     uint8_t *used; /* a bit per parent position */
     size_t capused;
     uint64_t nparent;         /* positions [0, nparent) are the parent's */
+    uint32_t anchor;          /* the last parent position first used, + 1; 0: none yet */
+    uint32_t last_anchor;     /* the anchor of the chunk sealed last */
+    bool unordered;           /* a chunk was sealed after one of a later anchor */
     uint64_t nclosed;         /* records of news in closed packs */
     struct repo_chunk member; /* chunkidx_member's answer */
     struct chunkidx_ppack *pp;
@@ -84,10 +95,10 @@ int chunkidx_open(struct chunkidx *x, const char *dir, struct util_err *err);
 /* Closes the files and frees everything (again: nothing). */
 void chunkidx_close(struct chunkidx *x);
 /*
- * repo_cs_rec_cb for the parent's chunk set, leaf by leaf (arg: the index): packs in
- * the order of their hashes, each followed by its chunks; a record out of that order,
- * or a hash twice, is UTIL_EIO "a chunk set record is malformed". Only before the
- * first chunkidx_add.
+ * repo_cs_rec_cb for the parent's chunk set, leaf by leaf (arg: the index): each
+ * pack's record followed by chunks of that pack; a chunk before any pack's record, or
+ * a hash twice, is UTIL_EIO "a chunk set record is malformed". Only before the first
+ * chunkidx_add.
  */
 int chunkidx_parent_cb(void *arg, const uint8_t *pack, const struct repo_chunk *c,
                        struct util_err *err);
@@ -98,11 +109,15 @@ int chunkidx_find(struct chunkidx *x, const uint8_t hash[REPO_HASH_LEN], uint32_
                   struct util_err *err);
 /* Whether pos is the parent's (else this run's). */
 bool chunkidx_is_parent(const struct chunkidx *x, uint32_t pos);
-/* The parent's chunk at pos is referenced by this snapshot. */
+/* The parent's chunk at pos is referenced by this snapshot; its first use makes it
+ * the anchor of the new chunks queued next. */
 void chunkidx_use(struct chunkidx *x, uint32_t pos);
+/* The anchor of a chunk queued now: where the set will hold it (see above). */
+uint32_t chunkidx_anchor(const struct chunkidx *x);
 /* A new chunk, absent (chunkidx_find gave 0), queued to be sealed. */
 int chunkidx_add(struct chunkidx *x, const uint8_t hash[REPO_HASH_LEN], struct util_err *err);
-/* A new chunk sealed into the pack being filled (c->pack unused); in offset order. */
+/* A new chunk sealed into the pack being filled, in offset order; c->pack is the
+ * anchor chunkidx_anchor gave when it was queued. */
 int chunkidx_sealed(struct chunkidx *x, const struct repo_chunk *c, struct util_err *err);
 /* How many chunks the pack being filled holds, and its i-th (a pack table's entry:
  * a failed read gives a zeroed entry and sets failed, which chunkidx_pack_closed
@@ -114,9 +129,10 @@ int chunkidx_pack_closed(struct chunkidx *x, const uint8_t id[REPO_HASH_LEN], st
 /* New chunks this run added (queued, sealed or not). */
 uint64_t chunkidx_new_count(const struct chunkidx *x);
 /*
- * Writes the chunk set: the parent's packs with the chunks this snapshot uses and
- * this run's packs, by pack hash, each pack's chunks by offset. UTIL_EIO when a new
- * chunk was never sealed into a closed pack (a bug) or a file read fails.
+ * Writes the chunk set in the order above: the parent's chunks this snapshot uses and
+ * this run's new ones by their anchors. Memory: 8 bytes a new chunk when seals finished
+ * out of order, else none. UTIL_EIO when a new chunk was never sealed into a closed
+ * pack (a bug) or a file read fails.
  */
 int chunkidx_write(struct chunkidx *x, struct repo_tree_writer *w, struct util_err *err);
 

@@ -85,9 +85,8 @@ static int rx_first_cb(void *arg, const uint8_t *pack, const struct repo_chunk *
 {
     struct rx_chunks *s = arg;
     if (pack != NULL) {
-        /* Packs come in the order of their hashes, each once. */
-        if (s->npacks > 0 && memcmp(s->packs[s->npacks - 1], pack, REPO_HASH_LEN) >= 0)
-            return util_err_set(err, UTIL_EIO, RX_MALFORMED);
+        /* A pack's record starts a run of its chunks; a pack may have several runs,
+         * made one after the walk (repo_packs_unique). */
         s->packs = util_grow(s->packs, &s->cappacks, s->npacks + 1, REPO_HASH_LEN);
         memcpy(s->packs[s->npacks++], pack, REPO_HASH_LEN);
         return 0;
@@ -107,7 +106,9 @@ static int rx_first_cb(void *arg, const uint8_t *pack, const struct repo_chunk *
 /* The second read: the chunks whose key is shared, whole. */
 struct rx_second {
     struct rx_chunks *s;
-    uint32_t pack; /* the current pack's index + 1 */
+    const uint32_t *remap; /* a pack record's index in the walk: its pack's */
+    size_t records;        /* pack records of the first walk */
+    uint32_t pack;         /* pack records seen */
 };
 
 static int rx_second_cb(void *arg, const uint8_t *pack, const struct repo_chunk *c,
@@ -116,6 +117,8 @@ static int rx_second_cb(void *arg, const uint8_t *pack, const struct repo_chunk 
     struct rx_second *r = arg;
     struct rx_chunks *s = r->s;
     if (pack != NULL) {
+        if (r->pack == r->records) /* not the tree read first */
+            return util_err_set(err, UTIL_EIO, RX_MALFORMED);
         r->pack++;
         return 0;
     }
@@ -126,7 +129,7 @@ static int rx_second_cb(void *arg, const uint8_t *pack, const struct repo_chunk 
         return 0;
     s->whole = util_grow(s->whole, &s->capwhole, s->nwhole + 1, sizeof(*s->whole));
     s->whole[s->nwhole] = *c;
-    s->whole[s->nwhole++].pack = r->pack - 1;
+    s->whole[s->nwhole++].pack = r->remap[r->pack - 1];
     return 0;
 }
 
@@ -150,12 +153,17 @@ static int rx_walk(const struct repo_keys *k, const struct repo_root *root, repo
 int rx_chunks_read(struct rx_chunks *s, const struct repo_keys *k, const struct repo_root *root,
                    repo_mfetch_cb fetch, void *arg, struct util_err *err)
 {
-    size_t shared = 0;
+    size_t shared = 0, records;
+    uint32_t *remap = NULL;
     int rc;
 
     memset(s, 0, sizeof(*s));
     if ((rc = rx_walk(k, root, fetch, arg, rx_first_cb, s, err)) != 0)
         goto fail;
+    records = s->npacks;
+    remap = repo_packs_unique(s->packs, &s->npacks);
+    for (size_t i = 0; i < s->n; i++)
+        s->v[i].pack = remap[s->v[i].pack];
     rx_sort(s->v, s->n);
     for (size_t i = 1; i < s->n; i++)
         if (s->v[i - 1].key == s->v[i].key) {
@@ -163,21 +171,26 @@ int rx_chunks_read(struct rx_chunks *s, const struct repo_keys *k, const struct 
             s->v[i - 1].shared = s->v[i].shared = 1;
         }
     if (shared == 0)
-        return 0;
+        goto done;
     /* Keys that agree: those chunks are read again, whole (restore_chunks.h). */
-    struct rx_second r2 = {.s = s};
+    struct rx_second r2 = {.s = s, .remap = remap, .records = records};
     if ((rc = rx_walk(k, root, fetch, arg, rx_second_cb, &r2, err)) != 0)
         goto fail;
+    if (r2.pack != records) /* not the tree read first */
+        goto malformed;
     qsort(s->whole, s->nwhole, sizeof(*s->whole), rx_whole_cmp);
     if (s->nwhole != shared)
         goto malformed;
     for (size_t i = 1; i < s->nwhole; i++)
         if (rx_whole_cmp(&s->whole[i - 1], &s->whole[i]) == 0) /* a hash twice */
             goto malformed;
+done:
+    free(remap);
     return 0;
 malformed:
     rc = util_err_set(err, UTIL_EIO, RX_MALFORMED);
 fail:
+    free(remap);
     rx_chunks_free(s);
     return rc;
 }

@@ -21,9 +21,11 @@
  * fails its SHA-256 check and is reported damaged, where the set held whole would
  * report the chunk missing. Either way the file is not restored and the restore says so.
  *
- * Reading checks what repo_chunkset_read checks: packs come in the order of their
- * hashes, each once, a chunk after a pack, no hash twice ("a chunk set record is
- * malformed"). The sort is in place (no memory beside the entries). One thread.
+ * Reading checks what repo_chunkset_read checks: a chunk after a pack's record, no
+ * hash twice ("a chunk set record is malformed"); a pack may have several runs of
+ * records, and packs is each pack once, by hash (32 bytes and, while it is read, 8
+ * more a pack record). The sort is in place (no memory beside the entries). One
+ * thread.
  */
 #ifndef LODE_AGENT_RESTORE_CHUNKS_H
 #define LODE_AGENT_RESTORE_CHUNKS_H

@@ -365,6 +365,37 @@ void repo_tree_reader_free(struct repo_tree_reader *r)
 
 /* ---- the chunk set's records ---- */
 
+static int repo_packs_cmp(const void *pa, const void *pb, void *arg)
+{
+    const uint8_t(*packs)[REPO_HASH_LEN] = arg;
+    uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+    int c = memcmp(packs[a], packs[b], REPO_HASH_LEN);
+    return c != 0 ? c : (a > b) - (a < b);
+}
+
+uint32_t *repo_packs_unique(uint8_t (*packs)[REPO_HASH_LEN], size_t *n)
+{
+    size_t np = *n, u = 0;
+    uint32_t *remap = util_malloc((np ? np : 1) * sizeof(*remap));
+    if (np == 0)
+        return remap; /* packs may be NULL */
+    uint32_t *by = util_malloc(np * sizeof(*by));
+    uint8_t(*out)[REPO_HASH_LEN] = util_malloc(np * REPO_HASH_LEN);
+    for (size_t p = 0; p < np; p++)
+        by[p] = (uint32_t)p;
+    qsort_r(by, np, sizeof(*by), repo_packs_cmp, packs);
+    for (size_t r = 0; r < np; r++) {
+        if (u == 0 || memcmp(out[u - 1], packs[by[r]], REPO_HASH_LEN) != 0)
+            memcpy(out[u++], packs[by[r]], REPO_HASH_LEN);
+        remap[by[r]] = (uint32_t)(u - 1);
+    }
+    memcpy(packs, out, u * REPO_HASH_LEN);
+    free(out);
+    free(by);
+    *n = u;
+    return remap;
+}
+
 static int repo_cs_pack_cmp(const void *pa, const void *pb, void *arg)
 {
     const struct repo_chunkset *s = arg;
@@ -508,9 +539,8 @@ int repo_chunkset_read(struct repo_chunkset *s, struct repo_tree_reader *r, stru
             if (repo_cs_record(&rd, &is_pack, pack, &c) != 0)
                 goto bad;
             if (is_pack) {
-                /* Packs come in the order of their hashes, each once. */
-                if (s->npacks > 0 && memcmp(s->packs[s->npacks - 1], pack, REPO_HASH_LEN) >= 0)
-                    goto bad;
+                /* A pack's record starts a run of its chunks; a pack may have several
+                 * runs (docs/repository.md, "Metadata"): made one below. */
                 s->packs = util_grow(s->packs, &s->cappacks, s->npacks + 1, REPO_HASH_LEN);
                 memcpy(s->packs[s->npacks++], pack, REPO_HASH_LEN);
                 have_pack = true;
@@ -525,6 +555,12 @@ int repo_chunkset_read(struct repo_chunkset *s, struct repo_tree_reader *r, stru
     if (rc < 0) {
         repo_chunkset_free(s);
         return rc;
+    }
+    if (s->npacks > 0) {
+        uint32_t *remap = repo_packs_unique(s->packs, &s->npacks);
+        for (size_t i = 0; i < s->n; i++)
+            s->v[i].pack = remap[s->v[i].pack];
+        free(remap);
     }
     n = s->n;
     repo_chunkset_sort(s);

@@ -38,14 +38,13 @@
  * records gives the same chunks in every snapshot and a changed record changes its
  * own chunk (and rarely the next).
  *
- * The sizes are what one changed file costs: its file list leaf, the two leaves of
- * the chunk set it changes (its old chunk leaves a pack's group, its new one joins
- * a new pack's), and one index chunk per level above each. Chunks of about 1 KiB
- * (the file list's leaves about 1.3 KiB before compression, the chunk set's leaves
- * and the index nodes about 0.9 KiB) cost a re-run after one change a quarter of
- * what chunks of 7 KiB did (docs/repository.md, "What a snapshot costs"); smaller
- * ones gain nothing more, the levels they add and the 28 bytes of seal and 45 of
- * pack table each chunk carries eating what they save.
+ * The sizes are what one changed file costs: its file list leaf, the leaf of the
+ * chunk set it changes (a backup writes the set in the file list's order, so the
+ * new chunk takes the old one's place), and one index chunk per level above each. Chunks of about 1
+ * KiB (the file list's leaves about 1.3 KiB before compression, the chunk set's leaves and the
+ * index nodes about 0.9 KiB) cost a re-run after one change a quarter of what chunks of 7 KiB did
+ * (docs/repository.md, "What a snapshot costs"); smaller ones gain nothing more, the levels they
+ * add and the 28 bytes of seal and 45 of pack table each chunk carries eating what they save.
  */
 #define REPO_META_MIN      256u
 #define REPO_META_SIGMA2_F (1u << 20) /* leaves of the file list: about 1.3 KiB */
@@ -215,28 +214,35 @@ const struct repo_chunk *repo_chunkset_find(const struct repo_chunkset *s,
 /*
  * Writes a sorted set into a chunk set tree: grouped by pack (a record with the
  * pack's hash, in the order of pack hashes), then each chunk of the pack in the
- * order of its offset (hash, offset, stored and plain length, flags). The
- * order depends only on the set, so an unchanged set gives the same chunks, and a
- * new pack's chunks are one new run of records. Memory: 4 bytes a chunk.
+ * order of its offset (hash, offset, stored and plain length, flags). The order
+ * depends only on the set. A backup writes its set in another order (the file
+ * list's: agent/chunkidx.h); readers take both. For a set held whole (tests, tools).
+ * Memory: 4 bytes a chunk.
  */
 int repo_chunkset_write(const struct repo_chunkset *s, struct repo_tree_writer *w,
                         struct util_err *err);
 /*
  * The same records one at a time, for a writer that keeps the set elsewhere (a
- * backup's chunk index, agent/chunkidx.h): a pack's record, then its chunks' in the
- * order of their offsets; packs in the order of their hashes. The caller keeps that
- * order; repo_chunkset_write is built on these.
+ * backup's chunk index, agent/chunkidx.h): a pack's record, then chunks of that
+ * pack, until the next pack's record. The caller chooses the order (each chunk
+ * once); repo_chunkset_write is built on these.
  */
 int repo_chunkset_rec_pack(struct repo_tree_writer *w, const uint8_t id[REPO_HASH_LEN],
                            struct util_err *err);
 int repo_chunkset_rec_chunk(struct repo_tree_writer *w, const struct repo_chunk *c,
                             struct util_err *err);
-/* Reads a chunk set tree into s (sorted by hash). */
+/*
+ * Reads a chunk set tree into s (sorted by hash). A pack's record starts a run of its
+ * chunks, and a pack may have several runs in any order (a backup writes the set in
+ * the order of its file list: docs/repository.md, "Metadata"); s->packs is each
+ * pack once, by hash.
+ */
 int repo_chunkset_read(struct repo_chunkset *s, struct repo_tree_reader *r, struct util_err *err);
 /*
  * Calls rec for each record of one leaf, in order: a pack's (pack set, c NULL) or a
- * chunk's (pack NULL; c->pack is 0). A malformed record is UTIL_EIO; a non-zero
- * return of rec stops the walk and is returned.
+ * chunk's (pack NULL; c->pack is 0). A pack may have several records in a tree. A
+ * malformed record is UTIL_EIO; a non-zero return of rec stops the walk and is
+ * returned.
  */
 typedef int (*repo_cs_rec_cb)(void *arg, const uint8_t *pack, const struct repo_chunk *c,
                               struct util_err *err);
@@ -247,6 +253,12 @@ int repo_chunkset_leaf_packs(const uint8_t *recs, size_t len,
                              void (*pack)(void *arg, const uint8_t id[REPO_HASH_LEN]), void *arg,
                              struct util_err *err);
 void repo_chunkset_free(struct repo_chunkset *s);
+/*
+ * For a reader that noted a pack for each pack record (a pack may have several runs):
+ * sorts packs[0, *n) by hash with each pack once, sets *n, and returns where each old
+ * index went (the caller frees it). Memory: 40 bytes a record, while it runs.
+ */
+uint32_t *repo_packs_unique(uint8_t (*packs)[REPO_HASH_LEN], size_t *n);
 
 /* ---- the file list of a snapshot ---- */
 

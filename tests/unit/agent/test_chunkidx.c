@@ -1,10 +1,11 @@
 /*
  * The backup's chunk index (agent/chunkidx.h) on real files in /tmp: lookups by the
  * whole hash (chunks whose first twelve bytes agree are never one), the parent's
- * records and their order, the chunk set it writes against the one a set held whole
- * writes (the same tree, to the root), and every failure: a directory it cannot
- * create in, a write and a read of its file that fail, records out of order, chunks
- * never sealed, a new pack named as the parent's.
+ * records, the chunk set it writes (the set a set held whole holds, in the file
+ * list's order: a changed chunk in its old one's place, an unchanged run the parent's
+ * tree to the root, seals out of order put back in order), and every failure: a
+ * directory it cannot create in, a write and a read of its file that fail, malformed
+ * records, chunks never sealed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -70,6 +71,90 @@ static void tree_records(struct mstore_tree *t, struct util_buf *out)
     repo_tree_reader_free(&r);
 }
 
+/* The set a tree holds equals want (sorted): every chunk, its pack and place. */
+static void assert_tree_holds(struct mstore_tree *t, const struct repo_chunkset *want)
+{
+    struct repo_tree_reader r;
+    struct repo_chunkset got;
+    struct util_err err = {0};
+    repo_tree_reader_init(&r, &t->k, REPO_TREE_CHUNKS, &t->root, mstore_fetch, &t->ms);
+    assert_int_equal(repo_chunkset_read(&got, &r, &err), 0);
+    repo_tree_reader_free(&r);
+    assert_int_equal(got.n, want->n);
+    for (size_t i = 0; i < got.n; i++) {
+        const struct repo_chunk *a = &got.v[i], *b = &want->v[i];
+        assert_memory_equal(a->hash, b->hash, REPO_HASH_LEN);
+        assert_memory_equal(got.packs[a->pack], want->packs[b->pack], REPO_HASH_LEN);
+        assert_int_equal(a->offset, b->offset);
+        assert_int_equal(a->stored, b->stored);
+        assert_int_equal(a->plain, b->plain);
+        assert_int_equal(a->flags, b->flags);
+    }
+    repo_chunkset_free(&got);
+}
+
+/* A tree's records as a string: "P<n>" for a pack's record (pack_id(n), n below
+ * 1,000), "c<i>" for chunk i (its hash is hash_of(i), i below 200 or from 900,000 to
+ * 900,009), space-separated. */
+struct rec_names {
+    char *s;
+    size_t len, cap;
+};
+
+static void rec_names_put(struct rec_names *n, const char *word)
+{
+    size_t w = strlen(word);
+    n->s = util_grow(n->s, &n->cap, n->len + w + 2, 1);
+    if (n->len > 0)
+        n->s[n->len++] = ' ';
+    memcpy(n->s + n->len, word, w + 1);
+    n->len += w;
+}
+
+static int rec_names_cb(void *arg, const uint8_t *pack, const struct repo_chunk *c,
+                        struct util_err *err)
+{
+    char word[16];
+    if (pack != NULL) {
+        for (uint32_t p = 0; p < 1000; p++) {
+            uint8_t id[REPO_HASH_LEN];
+            pack_id(p, id);
+            if (memcmp(id, pack, REPO_HASH_LEN) == 0) {
+                snprintf(word, sizeof(word), "P%u", (unsigned)p);
+                rec_names_put(arg, word);
+                return 0;
+            }
+        }
+        rec_names_put(arg, "P?");
+        return 0;
+    }
+    for (uint32_t k = 0; k < 210; k++) {
+        uint32_t i = k < 200 ? k : 900000 + k - 200;
+        uint8_t h[REPO_HASH_LEN];
+        hash_of(i, h);
+        if (memcmp(h, c->hash, REPO_HASH_LEN) == 0) {
+            snprintf(word, sizeof(word), "c%u", (unsigned)i);
+            rec_names_put(arg, word);
+            return 0;
+        }
+    }
+    rec_names_put(arg, "c?");
+    return 0;
+}
+
+static char *tree_names(struct mstore_tree *t)
+{
+    struct util_buf recs;
+    struct rec_names n = {0};
+    struct util_err err = {0};
+    util_buf_init(&recs);
+    tree_records(t, &recs);
+    assert_int_equal(
+        repo_chunkset_leaf_each((const uint8_t *)recs.data, recs.len, rec_names_cb, &n, &err), 0);
+    util_buf_free(&recs);
+    return n.s != NULL ? n.s : util_strdup("");
+}
+
 static void open_idx(struct chunkidx *x)
 {
     struct util_err err = {0};
@@ -93,6 +178,7 @@ static void add_new(struct chunkidx *x, uint32_t from, uint32_t to, uint32_t per
         assert_false(chunkidx_is_parent(x, pos));
         c.offset = offset;
         offset += c.stored;
+        c.pack = chunkidx_anchor(x);
         assert_int_equal(chunkidx_sealed(x, &c, &err), 0);
         if (held != NULL) {
             uint8_t id[REPO_HASH_LEN];
@@ -129,11 +215,34 @@ static void test_open_fails_where_it_cannot_create(void **state)
     chunkidx_close(&x); /* again: nothing */
 }
 
-static void test_new_chunks_write_the_set_a_set_held_whole_writes(void **state)
+/* A first backup's records: pack k, then chunks k x per to (k + 1) x per, in order. */
+struct sealed_order {
+    uint32_t per, next_chunk, next_pack;
+};
+
+static int sealed_order_cb(void *arg, const uint8_t *pack, const struct repo_chunk *c,
+                           struct util_err *err)
+{
+    struct sealed_order *o = arg;
+    uint8_t want[REPO_HASH_LEN];
+    if (pack != NULL) {
+        assert_int_equal(o->next_chunk % o->per, 0);
+        pack_id(o->next_pack++, want);
+        assert_memory_equal(pack, want, REPO_HASH_LEN);
+        return 0;
+    }
+    hash_of(o->next_chunk++, want);
+    assert_memory_equal(c->hash, want, REPO_HASH_LEN);
+    return 0;
+}
+
+static void test_a_first_backup_writes_its_chunks_as_sealed(void **state)
 {
     struct chunkidx x;
     struct repo_chunkset held;
-    struct mstore_tree a, b;
+    struct mstore_tree b;
+    struct util_buf recs;
+    struct sealed_order o = {.per = 700};
     struct util_err err = {0};
     uint8_t h[REPO_HASH_LEN];
     uint32_t pos;
@@ -151,17 +260,20 @@ static void test_new_chunks_write_the_set_a_set_held_whole_writes(void **state)
     hash_of(5000, h);
     assert_int_equal(chunkidx_find(&x, h, &pos, &err), 0);
 
-    tree_begin(&a);
-    repo_chunkset_sort(&held);
-    assert_int_equal(repo_chunkset_write(&held, &a.w, &err), 0);
-    tree_end(&a);
     tree_begin(&b);
     assert_int_equal(chunkidx_write(&x, &b.w, &err), 0);
     tree_end(&b);
-    assert_int_equal(a.root.depth, b.root.depth);
-    assert_memory_equal(a.root.ref.hash, b.root.ref.hash, REPO_HASH_LEN);
+    repo_chunkset_sort(&held);
+    assert_tree_holds(&b, &held);
+    util_buf_init(&recs);
+    tree_records(&b, &recs);
+    assert_int_equal(
+        repo_chunkset_leaf_each((const uint8_t *)recs.data, recs.len, sealed_order_cb, &o, &err),
+        0);
+    assert_int_equal(o.next_chunk, 5000);
+    assert_int_equal(o.next_pack, 8);
 
-    mstore_free(&a.ms);
+    util_buf_free(&recs);
     mstore_free(&b.ms);
     repo_chunkset_free(&held);
     chunkidx_close(&x);
@@ -173,7 +285,7 @@ static void parent_and_new(uint32_t n_new)
 {
     struct chunkidx x;
     struct repo_chunkset parent, want;
-    struct mstore_tree p, a, b;
+    struct mstore_tree p, b;
     struct util_buf recs;
     struct util_err err = {0};
     uint8_t id[REPO_HASH_LEN];
@@ -215,18 +327,14 @@ static void parent_and_new(uint32_t n_new)
     if (n_new > 0)
         add_new(&x, 0, n_new, 400, 0, &want);
 
-    tree_begin(&a);
     repo_chunkset_sort(&want);
-    assert_int_equal(repo_chunkset_write(&want, &a.w, &err), 0);
-    tree_end(&a);
     tree_begin(&b);
     assert_int_equal(chunkidx_write(&x, &b.w, &err), 0);
     tree_end(&b);
-    assert_memory_equal(a.root.ref.hash, b.root.ref.hash, REPO_HASH_LEN);
+    assert_tree_holds(&b, &want);
 
     util_buf_free(&recs);
     mstore_free(&p.ms);
-    mstore_free(&a.ms);
     mstore_free(&b.ms);
     repo_chunkset_free(&parent);
     repo_chunkset_free(&want);
@@ -243,6 +351,131 @@ static void test_parent_chunks_used_and_new_ones(void **state)
 static void test_parent_chunks_only(void **state)
 {
     parent_and_new(0);
+}
+
+/* A first backup of chunks [0, n) in packs of per (pack_id(0) on), its set written as
+ * tree p. */
+static void first_backup(struct mstore_tree *p, uint32_t n, uint32_t per)
+{
+    struct chunkidx x;
+    struct util_err err = {0};
+    open_idx(&x);
+    add_new(&x, 0, n, per, 0, NULL);
+    tree_begin(p);
+    assert_int_equal(chunkidx_write(&x, &p->w, &err), 0);
+    tree_end(p);
+    chunkidx_close(&x);
+}
+
+/*
+ * A re-run whose parent is tree p (chunks [0, n) as first_backup wrote them): the walk
+ * uses each chunk in order, but chunks a and b (when below n) are replaced by new
+ * chunks 900000 and 900001, sealed into pack_id(999) in the other order (b's first).
+ * The set is written into p's store, which keeps what the parent has (as a backup
+ * does): returns the metadata chunks it added, and its root in *root.
+ */
+static uint64_t rerun(struct mstore_tree *p, uint32_t n, uint32_t a, uint32_t b,
+                      struct repo_root *root)
+{
+    struct chunkidx x;
+    struct repo_tree_writer w;
+    struct util_buf recs;
+    struct util_err err = {0};
+    struct repo_chunk na, nb;
+    uint8_t id[REPO_HASH_LEN];
+
+    open_idx(&x);
+    util_buf_init(&recs);
+    tree_records(p, &recs);
+    assert_int_equal(
+        repo_chunkset_leaf_each((const uint8_t *)recs.data, recs.len, chunkidx_parent_cb, &x, &err),
+        0);
+    chunk_of(900000, &na);
+    chunk_of(900001, &nb);
+    for (uint32_t i = 0; i < n; i++) {
+        struct repo_chunk *c = i == a ? &na : i == b ? &nb : NULL;
+        uint8_t h[REPO_HASH_LEN];
+        uint32_t pos;
+        if (c != NULL) {
+            assert_int_equal(chunkidx_find(&x, c->hash, &pos, &err), 0);
+            assert_int_equal(chunkidx_add(&x, c->hash, &err), 0);
+            c->pack = chunkidx_anchor(&x);
+            continue;
+        }
+        hash_of(i, h);
+        assert_int_equal(chunkidx_find(&x, h, &pos, &err), 1);
+        assert_true(chunkidx_is_parent(&x, pos));
+        chunkidx_use(&x, pos);
+    }
+    if (a < n || b < n) {
+        nb.offset = 8;
+        na.offset = 8 + (b < n ? nb.stored : 0);
+        if (b < n)
+            assert_int_equal(chunkidx_sealed(&x, &nb, &err), 0);
+        if (a < n)
+            assert_int_equal(chunkidx_sealed(&x, &na, &err), 0);
+        pack_id(999, id);
+        assert_int_equal(chunkidx_pack_closed(&x, id, &err), 0);
+    }
+    repo_tree_writer_init(&w, REPO_TREE_CHUNKS, &p->k, mstore_cb, &p->ms);
+    p->ms.new_chunks = 0;
+    assert_int_equal(chunkidx_write(&x, &w, &err), 0);
+    assert_int_equal(repo_tree_writer_finish(&w, root, &err), 0);
+    repo_tree_writer_free(&w);
+    util_buf_free(&recs);
+    chunkidx_close(&x);
+    return p->ms.new_chunks;
+}
+
+/* A changed chunk's successor takes its place: the records around it are the
+ * parent's, in the parent's order, whatever order the new chunks were sealed in. */
+static void test_a_new_chunk_takes_its_old_ones_place(void **state)
+{
+    struct mstore_tree p, t;
+    struct util_buf want;
+    char word[32];
+
+    first_backup(&p, 100, 100);
+    util_buf_init(&want);
+    util_buf_append(&want, "P0", 2);
+    for (uint32_t i = 0; i < 100; i++) {
+        if (i == 10 || i == 50) {
+            snprintf(word, sizeof(word), " P999 c%u%s", i == 10 ? 900000u : 900001u,
+                     i + 1 < 100 ? " P0" : "");
+            util_buf_append(&want, word, strlen(word));
+            continue;
+        }
+        snprintf(word, sizeof(word), " c%u", (unsigned)i);
+        util_buf_append(&want, word, strlen(word));
+    }
+    util_buf_append(&want, "", 1);
+    t = p;
+    assert_true(rerun(&p, 100, 10, 50, &t.root) > 0);
+    t.ms = p.ms;
+    char *got = tree_names(&t);
+    assert_string_equal(got, want.data);
+    free(got);
+    util_buf_free(&want);
+    mstore_free(&p.ms);
+}
+
+/* An unchanged re-run's set is its parent's tree, to the root, and stores nothing; one
+ * changed chunk stores one leaf and the index chunks above it (the set grouped by pack
+ * stored two leaves and the paths above both). */
+static void test_a_re_run_stores_what_changed(void **state)
+{
+    struct mstore_tree p;
+    struct repo_root root;
+
+    first_backup(&p, 20000, 1000);
+    assert_true(p.root.depth >= 2);
+    assert_int_equal(rerun(&p, 20000, UINT32_MAX, UINT32_MAX, &root), 0);
+    assert_memory_equal(root.ref.hash, p.root.ref.hash, REPO_HASH_LEN);
+    assert_int_equal(root.depth, p.root.depth);
+    uint64_t stored = rerun(&p, 20000, 12345, UINT32_MAX, &root);
+    assert_true(stored >= p.root.depth + 1);
+    assert_true(stored <= p.root.depth + 2);
+    mstore_free(&p.ms);
 }
 
 /* Hashes whose first twelve bytes agree (the same slot and tag) are told apart by the
@@ -297,7 +530,7 @@ static int parent_chunk(struct chunkidx *x, uint32_t i, struct util_err *err)
     return chunkidx_parent_cb(x, NULL, &c, err);
 }
 
-static void test_parent_records_out_of_order_are_refused(void **state)
+static void test_malformed_parent_records_are_refused(void **state)
 {
     struct chunkidx x;
     struct util_err err = {0};
@@ -308,11 +541,13 @@ static void test_parent_records_out_of_order_are_refused(void **state)
     /* A chunk before any pack. */
     assert_int_equal(parent_chunk(&x, 1, &err), UTIL_EIO);
     assert_string_equal(err.msg, "a chunk set record is malformed");
-    /* Packs must come in the order of their hashes, each once. */
+    /* A pack may have several runs, in any order. */
     assert_int_equal(parent_pack(&x, 5, &err), 0);
     assert_int_equal(parent_chunk(&x, 1, &err), 0);
-    assert_int_equal(parent_pack(&x, 5, &err), UTIL_EIO);
-    assert_int_equal(parent_pack(&x, 4, &err), UTIL_EIO);
+    assert_int_equal(parent_pack(&x, 4, &err), 0);
+    assert_int_equal(parent_chunk(&x, 3, &err), 0);
+    assert_int_equal(parent_pack(&x, 5, &err), 0);
+    assert_int_equal(parent_chunk(&x, 4, &err), 0);
     /* A hash twice. */
     assert_int_equal(parent_pack(&x, 6, &err), 0);
     assert_int_equal(parent_chunk(&x, 2, &err), 0);
@@ -354,35 +589,6 @@ static void test_write_refuses_chunks_never_packed(void **state)
     pack_id(1, id);
     assert_int_equal(chunkidx_pack_closed(&x, id, &err), 0);
     assert_int_equal(chunkidx_write(&x, &t.w, &err), 0);
-    repo_tree_writer_free(&t.w);
-    mstore_free(&t.ms);
-    chunkidx_close(&x);
-}
-
-static void test_a_new_pack_named_as_the_parents_is_refused(void **state)
-{
-    struct chunkidx x;
-    struct mstore_tree t;
-    struct util_err err = {0};
-    struct repo_chunk c;
-    uint8_t id[REPO_HASH_LEN];
-    uint32_t pos;
-
-    open_idx(&x);
-    memset(id, 0, sizeof(id));
-    id[0] = 3;
-    assert_int_equal(chunkidx_parent_cb(&x, id, NULL, &err), 0);
-    assert_int_equal(parent_chunk(&x, 1, &err), 0);
-    chunk_of(1, &c);
-    assert_int_equal(chunkidx_find(&x, c.hash, &pos, &err), 1);
-    chunkidx_use(&x, pos);
-    chunk_of(2, &c);
-    assert_int_equal(chunkidx_add(&x, c.hash, &err), 0);
-    assert_int_equal(chunkidx_sealed(&x, &c, &err), 0);
-    assert_int_equal(chunkidx_pack_closed(&x, id, &err), 0);
-    tree_begin(&t);
-    assert_int_equal(chunkidx_write(&x, &t.w, &err), UTIL_EIO);
-    assert_string_equal(err.msg, "a new pack has the name of a parent's pack");
     repo_tree_writer_free(&t.w);
     mstore_free(&t.ms);
     chunkidx_close(&x);
@@ -501,13 +707,14 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_open_fails_where_it_cannot_create),
-        cmocka_unit_test(test_new_chunks_write_the_set_a_set_held_whole_writes),
+        cmocka_unit_test(test_a_first_backup_writes_its_chunks_as_sealed),
         cmocka_unit_test(test_parent_chunks_used_and_new_ones),
         cmocka_unit_test(test_parent_chunks_only),
+        cmocka_unit_test(test_a_new_chunk_takes_its_old_ones_place),
+        cmocka_unit_test(test_a_re_run_stores_what_changed),
         cmocka_unit_test(test_chunks_agreeing_in_their_first_bytes_are_never_one),
-        cmocka_unit_test(test_parent_records_out_of_order_are_refused),
+        cmocka_unit_test(test_malformed_parent_records_are_refused),
         cmocka_unit_test(test_write_refuses_chunks_never_packed),
-        cmocka_unit_test(test_a_new_pack_named_as_the_parents_is_refused),
         cmocka_unit_test(test_a_write_that_fails_stops_it),
         cmocka_unit_test(test_a_read_that_fails_stops_it),
         cmocka_unit_test(test_a_pack_table_read_that_fails_is_reported_at_the_close),

@@ -265,9 +265,6 @@ static void test_malformed_sets_are_refused(void **state)
 {
     /* A chunk before any pack. */
     assert_malformed("CP", (uint32_t[]){1, 5});
-    /* Packs out of order, or one twice. */
-    assert_malformed("PCPC", (uint32_t[]){5, 1, 4, 2});
-    assert_malformed("PCPC", (uint32_t[]){5, 1, 5, 2});
     /* A hash twice, in one pack or in two. */
     assert_malformed("PCCC", (uint32_t[]){5, 1, 2, 1});
     assert_malformed("PCPC", (uint32_t[]){5, 1, 6, 1});
@@ -283,6 +280,48 @@ static void test_malformed_sets_are_refused(void **state)
     mstore_free(&t.mt.ms);
 }
 
+/* A backup writes its set in the file list's order: a pack has several runs of
+ * records, in any order, and is one pack of the set; chunks kept whole (their keys
+ * agree) get their pack's index too. */
+static void test_a_pack_in_several_runs_is_one_pack(void **state)
+{
+    static const uint8_t packs[] = {5, 0, 4, 0, 5, 0, 4, 0}; /* 0: the next chunk */
+    struct tree t;
+    struct rx_chunks x;
+    struct repo_chunk c[4], got;
+    struct util_err err = {0};
+    size_t next = 0;
+
+    for (uint32_t i = 0; i < 4; i++)
+        chunk_of(i + 1, &c[i]);
+    memcpy(c[2].hash, c[0].hash, 8); /* chunk 3 agrees with chunk 1: both kept whole */
+    tree_begin(&t);
+    /* Pack 5: chunk 1; pack 4: chunk 2; pack 5: chunk 3; pack 4: chunk 4. */
+    for (size_t r = 0; r < sizeof(packs); r++) {
+        if (packs[r] == 0) {
+            assert_int_equal(repo_chunkset_rec_chunk(&t.mt.w, &c[next++], &err), 0);
+            continue;
+        }
+        uint8_t id[REPO_HASH_LEN] = {packs[r]};
+        assert_int_equal(repo_chunkset_rec_pack(&t.mt.w, id, &err), 0);
+    }
+    tree_end(&t);
+    assert_int_equal(read_tree(&t, &x, &err), 0);
+    assert_int_equal(x.n, 4);
+    assert_int_equal(x.npacks, 2);
+    assert_int_equal(x.nwhole, 2);
+    assert_int_equal(x.packs[0][0], 4); /* each pack once, by hash */
+    assert_int_equal(x.packs[1][0], 5);
+    static const uint32_t want[] = {1, 0, 1, 0};
+    for (size_t i = 0; i < 4; i++) {
+        assert_true(rx_chunks_find(&x, c[i].hash, &got));
+        assert_int_equal(got.pack, want[i]);
+        assert_int_equal(got.offset, c[i].offset);
+    }
+    rx_chunks_free(&x);
+    mstore_free(&t.mt.ms);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -291,6 +330,7 @@ int main(void)
         cmocka_unit_test(test_chunks_agreeing_in_their_first_bytes_are_never_one),
         cmocka_unit_test(test_a_tree_that_cannot_be_read),
         cmocka_unit_test(test_malformed_sets_are_refused),
+        cmocka_unit_test(test_a_pack_in_several_runs_is_one_pack),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -342,9 +342,10 @@ static void test_chunkset_refuses(void **state)
         const char *what;
         int recs[4]; /* 1 = pack a, 2 = pack b, 3 = a chunk, 4 = a bad tag; 0 ends */
     } cases[] = {
-        {"a chunk before any pack", {3, 0}},    {"packs out of order", {1, 3, 2, 3}},
-        {"the same pack twice", {1, 3, 1, 0}},  {"an unknown record", {1, 4, 0}},
+        {"a chunk before any pack", {3, 0}},
+        {"an unknown record", {1, 4, 0}},
         {"the same chunk twice", {1, 3, 3, 0}},
+        {"the same chunk in two packs", {1, 3, 2, 3}},
     };
     for (size_t t = 0; t < sizeof(cases) / sizeof(cases[0]); t++) {
         struct mstore ms = {.k = &k, .run = RUN1};
@@ -372,6 +373,75 @@ static void test_chunkset_refuses(void **state)
     }
 }
 
+/* A backup writes each pack's record at each run of its chunks: one pack of the set. */
+static void test_chunkset_runs(void **state)
+{
+    struct repo_keys k = mstore_keys(8);
+    struct mstore ms = {.k = &k, .run = RUN1};
+    struct repo_tree_writer w;
+    struct repo_tree_reader r;
+    struct repo_root root;
+    struct repo_chunkset set;
+    struct util_err err = {0};
+    uint8_t pa[REPO_HASH_LEN], pb[REPO_HASH_LEN];
+    struct repo_chunk c[3];
+
+    memset(pa, 0x20, sizeof(pa));
+    memset(pb, 0x10, sizeof(pb));
+    for (int i = 0; i < 3; i++) {
+        memset(&c[i], 0, sizeof(c[i]));
+        c[i].hash[0] = (uint8_t)(3 - i); /* the set sorts them backwards */
+        c[i].offset = 8 + 100 * (uint32_t)i;
+        c[i].stored = 100;
+        c[i].plain = 72;
+    }
+    repo_tree_writer_init(&w, REPO_TREE_CHUNKS, &k, mstore_cb, &ms);
+    assert_int_equal(repo_chunkset_rec_pack(&w, pa, &err), 0);
+    assert_int_equal(repo_chunkset_rec_chunk(&w, &c[0], &err), 0);
+    assert_int_equal(repo_chunkset_rec_pack(&w, pb, &err), 0);
+    assert_int_equal(repo_chunkset_rec_chunk(&w, &c[1], &err), 0);
+    assert_int_equal(repo_chunkset_rec_pack(&w, pa, &err), 0);
+    assert_int_equal(repo_chunkset_rec_chunk(&w, &c[2], &err), 0);
+    assert_int_equal(repo_tree_writer_finish(&w, &root, &err), 0);
+    repo_tree_writer_free(&w);
+    repo_tree_reader_init(&r, &k, REPO_TREE_CHUNKS, &root, mstore_fetch, &ms);
+    assert_int_equal(repo_chunkset_read(&set, &r, &err), 0);
+    repo_tree_reader_free(&r);
+    assert_int_equal(set.n, 3);
+    assert_int_equal(set.npacks, 2);
+    assert_memory_equal(set.packs[0], pb, REPO_HASH_LEN);
+    assert_memory_equal(set.packs[1], pa, REPO_HASH_LEN);
+    /* Sorted by hash: c[2], c[1], c[0]. */
+    assert_int_equal(set.v[0].hash[0], 1);
+    assert_int_equal(set.v[0].pack, 1);
+    assert_int_equal(set.v[0].offset, 208);
+    assert_int_equal(set.v[1].pack, 0);
+    assert_int_equal(set.v[2].pack, 1);
+    repo_chunkset_free(&set);
+    mstore_free(&ms);
+}
+
+static void test_packs_unique(void **state)
+{
+    uint8_t packs[5][REPO_HASH_LEN];
+    static const uint8_t fill[5] = {3, 1, 3, 2, 1};
+    static const uint32_t want[5] = {2, 0, 2, 1, 0};
+    size_t n = 5;
+    for (size_t i = 0; i < 5; i++)
+        memset(packs[i], fill[i], REPO_HASH_LEN);
+    uint32_t *remap = repo_packs_unique(packs, &n);
+    assert_int_equal(n, 3);
+    for (size_t i = 0; i < 3; i++)
+        assert_int_equal(packs[i][31], i + 1);
+    for (size_t i = 0; i < 5; i++)
+        assert_int_equal(remap[i], want[i]);
+    free(remap);
+    n = 0;
+    remap = repo_packs_unique(packs, &n);
+    assert_int_equal(n, 0);
+    free(remap);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -383,6 +453,8 @@ int main(void)
         cmocka_unit_test(test_root_binary),
         cmocka_unit_test(test_chunkset_tree),
         cmocka_unit_test(test_chunkset_refuses),
+        cmocka_unit_test(test_chunkset_runs),
+        cmocka_unit_test(test_packs_unique),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
