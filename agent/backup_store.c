@@ -55,6 +55,7 @@ struct backup_job {
     uint8_t *plain;             /* the chunks' bytes, back to back (backup_buf_take's) */
     struct repo_sealer *sealer; /* from b->sealers or new, from the dispatch on */
     size_t bytes, capbytes;
+    int level; /* zstd's: BACKUP_DATA_LEVEL_FIRST or _RERUN */
 };
 
 /* ---- pacing ---- */
@@ -251,7 +252,7 @@ static void backup_job_work(uv_work_t *req)
     struct backup_job *j = req->data;
     for (size_t i = 0; i < j->n; i++) {
         struct backup_item *it = &j->items[i];
-        repo_sealer_blob(j->sealer, 1, it->hash, j->plain + it->off, it->len, &it->sealed,
+        repo_sealer_blob(j->sealer, j->level, it->hash, j->plain + it->off, it->len, &it->sealed,
                          &it->sealed_len, &it->flags);
     }
 }
@@ -435,6 +436,7 @@ bool backup_store_chunk(struct backup *b, const uint8_t *data, size_t len, bool 
         j = util_calloc(1, sizeof(*j));
         j->req.data = j;
         j->b = b;
+        j->level = b->parent_files != NULL ? BACKUP_DATA_LEVEL_RERUN : BACKUP_DATA_LEVEL_FIRST;
         j->plain =
             backup_buf_take(b, len > BACKUP_BATCH_BYTES ? len : BACKUP_BATCH_BYTES, &j->capbytes);
         b->gather = j;

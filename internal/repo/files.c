@@ -250,7 +250,8 @@ int repo_files_writer_add(struct repo_files_writer *w, const struct repo_file *f
     w->last = util_strdup(f->path);
     w->rec.len = 0;
     repo_file_put(&w->rec, f);
-    return repo_tree_writer_add(&w->tree, (const uint8_t *)w->rec.data, w->rec.len, err);
+    return repo_tree_writer_add_key(&w->tree, (const uint8_t *)w->rec.data, w->rec.len,
+                                    (const uint8_t *)f->path, strlen(f->path), err);
 }
 
 int repo_files_writer_finish(struct repo_files_writer *w, struct repo_root *root,

@@ -108,8 +108,22 @@ uint32_t repo_meta_sigma2(enum repo_tree tree, unsigned level)
     return tree == REPO_TREE_CHUNKS ? REPO_META_SIGMA2_C : REPO_META_SIGMA2_F;
 }
 
-bool repo_meta_cut(uint64_t seed, uint32_t sigma2, const uint8_t *rec, size_t len, size_t size,
-                   size_t nrec)
+uint64_t repo_meta_key(uint64_t seed, const uint8_t *key, size_t n)
+{
+    return repo_meta_hash(seed, key, n);
+}
+
+/* The hash a record's place one level up is cut by: its chunk's last record's, mixed
+ * with the level so that levels cut independently. */
+static uint64_t repo_meta_up(uint64_t seed, uint64_t h, unsigned level)
+{
+    uint8_t b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)(h >> (8 * i));
+    return repo_meta_hash(seed ^ (0x9e3779b97f4a7c15u * (level + 1)), b, sizeof(b));
+}
+
+bool repo_meta_cut(uint64_t h, uint32_t sigma2, size_t len, size_t size, size_t nrec)
 {
     if (size >= REPO_META_MAX)
         return true;
@@ -118,7 +132,7 @@ bool repo_meta_cut(uint64_t seed, uint32_t sigma2, const uint8_t *rec, size_t le
     /* The chance of a cut grows with the chunk's size (a Rayleigh distribution):
      * about as many cuts as a constant chance would give, but few chunks far above
      * the mean, so a one-record change rarely rewrites a large chunk. */
-    return (repo_meta_hash(seed, rec, len) & (sigma2 - 1)) < (uint64_t)len * size;
+    return (h & (sigma2 - 1)) < (uint64_t)len * size;
 }
 
 /* ---- writer ---- */
@@ -149,7 +163,7 @@ static void repo_tree_level_open(struct repo_tree_writer *w, unsigned i)
 }
 
 static int repo_tree_add_at(struct repo_tree_writer *w, unsigned i, const uint8_t *rec, size_t len,
-                            struct util_err *err);
+                            uint64_t h, struct util_err *err);
 
 static int repo_tree_emit(struct repo_tree_writer *w, unsigned i, struct util_err *err)
 {
@@ -171,20 +185,22 @@ static int repo_tree_emit(struct repo_tree_writer *w, unsigned i, struct util_er
         return l->emitted > 1 ? util_err_set(err, UTIL_EINVAL, "a metadata tree is too deep") : 0;
     util_buf_init(&rec);
     repo_mref_put(&rec, &ref);
-    rc = repo_tree_add_at(w, i + 1, (const uint8_t *)rec.data, rec.len, err);
+    rc = repo_tree_add_at(w, i + 1, (const uint8_t *)rec.data, rec.len,
+                          repo_meta_up(w->seed, l->lasth, i + 1), err);
     util_buf_free(&rec);
     return rc;
 }
 
 static int repo_tree_add_at(struct repo_tree_writer *w, unsigned i, const uint8_t *rec, size_t len,
-                            struct util_err *err)
+                            uint64_t h, struct util_err *err)
 {
     repo_tree_level_open(w, i);
     struct repo_tree_level *l = &w->lv[i];
     util_buf_append(&l->buf, rec, len);
     l->nrec++;
-    if (repo_meta_cut(w->seed, repo_meta_sigma2((enum repo_tree)w->tree, i), rec, len,
-                      l->buf.len - META_HEAD, l->nrec))
+    l->lasth = h;
+    if (repo_meta_cut(h, repo_meta_sigma2((enum repo_tree)w->tree, i), len, l->buf.len - META_HEAD,
+                      l->nrec))
         return repo_tree_emit(w, i, err);
     return 0;
 }
@@ -192,7 +208,13 @@ static int repo_tree_add_at(struct repo_tree_writer *w, unsigned i, const uint8_
 int repo_tree_writer_add(struct repo_tree_writer *w, const uint8_t *rec, size_t len,
                          struct util_err *err)
 {
-    return repo_tree_add_at(w, 0, rec, len, err);
+    return repo_tree_add_at(w, 0, rec, len, repo_meta_key(w->seed, rec, len), err);
+}
+
+int repo_tree_writer_add_key(struct repo_tree_writer *w, const uint8_t *rec, size_t len,
+                             const uint8_t *key, size_t klen, struct util_err *err)
+{
+    return repo_tree_add_at(w, 0, rec, len, repo_meta_key(w->seed, key, klen), err);
 }
 
 int repo_tree_writer_finish(struct repo_tree_writer *w, struct repo_root *root,

@@ -30,21 +30,30 @@
  * stored in a metadata pack (the pack format, meta/<source>/<run>.<seq>.meta).
  *
  * The cut rule: after a record of len bytes, a chunk of size bytes (at least
- * REPO_META_MIN, and two records) ends when a keyed 64-bit hash of the record,
- * modulo the level's sigma2 (repo_meta_sigma2), is below len x size: the chance
- * grows with the size, so chunks are about sqrt(pi/2 x sigma2) bytes on average
- * whatever the record sizes, and rarely three times that; always at REPO_META_MAX.
- * A cut depends only on the records since the last cut, so an unchanged run of
- * records gives the same chunks in every snapshot and a changed record changes its
- * own chunk (and rarely the next).
+ * REPO_META_MIN, and two records) ends when the record's 64-bit cut hash, modulo
+ * the level's sigma2 (repo_meta_sigma2), is below len x size: the chance grows with
+ * the size, so chunks are about sqrt(pi/2 x sigma2) bytes on average whatever the
+ * record sizes, and rarely three times that; always at REPO_META_MAX. A cut depends
+ * only on the records since the last cut, so an unchanged run of records gives the
+ * same chunks in every snapshot.
+ *
+ * The cut hash is keyed (repo_meta_key) and taken from what of a record does not
+ * change when the entry does: a file record's path (a file whose content changed
+ * keeps its cuts), a chunk set record's bytes, and for a place one level up the cut
+ * hash of its chunk's last record, mixed with the level. A place changes whenever
+ * its chunk does (it holds the chunk's SHA-256); cut by its own bytes, each changed
+ * place drew its cut again, and one level in five or so then split or merged a chunk
+ * and rewrote one more, up to the root. Cut by the last record's hash, a change
+ * rewrites one chunk a level.
  *
  * The sizes are what one changed file costs: its file list leaf, the leaf of the
  * chunk set it changes (a backup writes the set in the file list's order, so the
- * new chunk takes the old one's place), and one index chunk per level above each. Chunks of about 1
- * KiB (the file list's leaves about 1.3 KiB before compression, the chunk set's leaves and the
- * index nodes about 0.9 KiB) cost a re-run after one change a quarter of what chunks of 7 KiB did
- * (docs/repository.md, "What a snapshot costs"); smaller ones gain nothing more, the levels they
- * add and the 28 bytes of seal and 45 of pack table each chunk carries eating what they save.
+ * new chunk takes the old one's place), and one index chunk per level above each.
+ * Chunks of about 1 KiB (the file list's leaves about 1.3 KiB before compression,
+ * the chunk set's leaves and the index nodes about 0.9 KiB) cost a re-run after one
+ * change a quarter of what chunks of 7 KiB did (docs/repository.md, "What a
+ * snapshot costs"); smaller ones gain nothing more, the levels they add and the 28
+ * bytes of seal and 45 of pack table each chunk carries eating what they save.
  */
 #define REPO_META_MIN      256u
 #define REPO_META_SIGMA2_F (1u << 20) /* leaves of the file list: about 1.3 KiB */
@@ -89,6 +98,7 @@ struct repo_tree_level {
     size_t nrec;
     uint64_t emitted;
     struct repo_mref last;
+    uint64_t lasth; /* the cut hash of its last record */
 };
 
 /*
@@ -108,17 +118,23 @@ struct repo_tree_writer {
 
 void repo_tree_writer_init(struct repo_tree_writer *w, enum repo_tree tree,
                            const struct repo_keys *k, repo_mstore_cb store, void *arg);
+/* Adds a record cut by its own bytes. */
 int repo_tree_writer_add(struct repo_tree_writer *w, const uint8_t *rec, size_t len,
                          struct util_err *err);
+/* Adds a record cut by key (what of the entry stays when it changes: a file's path). */
+int repo_tree_writer_add_key(struct repo_tree_writer *w, const uint8_t *rec, size_t len,
+                             const uint8_t *key, size_t klen, struct util_err *err);
 /* Stores what is left, level by level, until one chunk: the root. */
 int repo_tree_writer_finish(struct repo_tree_writer *w, struct repo_root *root,
                             struct util_err *err);
 void repo_tree_writer_free(struct repo_tree_writer *w);
 /* The cut rule's sigma2 for a level of a tree (0: the leaves). */
 uint32_t repo_meta_sigma2(enum repo_tree tree, unsigned level);
-/* Whether the cut rule ends a chunk of size bytes and nrec records after a record (pure). */
-bool repo_meta_cut(uint64_t seed, uint32_t sigma2, const uint8_t *rec, size_t len, size_t size,
-                   size_t nrec);
+/* Whether the cut rule ends a chunk of size bytes and nrec records after a record of
+ * len bytes whose cut hash is h (pure). */
+bool repo_meta_cut(uint64_t h, uint32_t sigma2, size_t len, size_t size, size_t nrec);
+/* The cut hash of key under a writer's seed (pure). */
+uint64_t repo_meta_key(uint64_t seed, const uint8_t *key, size_t n);
 
 /* Reads ref->stored sealed bytes of a metadata chunk into sealed. */
 typedef int (*repo_mfetch_cb)(void *arg, const struct repo_mref *ref, uint8_t *sealed,

@@ -74,10 +74,15 @@ static void test_unchanged_and_one_change(void **state)
     write_list(&s, n, SIZE_MAX, &r2);
     assert_int_equal(s.new_chunks, 0);
     assert_memory_equal(&r1, &r2, sizeof(r1));
-    /* One file changed: its leaf and one chunk a level above it. */
-    write_list(&s, n, n / 2, &r3);
-    assert_true(s.new_chunks <= r3.depth + 2);
-    assert_true(s.new_bytes < 40000);
+    /* One file changed: its leaf and one chunk a level above it, wherever it is (the
+     * cuts follow paths and the last records' hashes, which did not change). */
+    for (size_t changed = 7; changed < n; changed += 997) {
+        s.new_chunks = s.new_bytes = 0;
+        write_list(&s, n, changed, &r3);
+        assert_int_equal(r3.depth, r1.depth);
+        assert_int_equal(s.new_chunks, r3.depth + 1);
+        assert_true(s.new_bytes < 10000);
+    }
     print_message("files: %zu, depth %u; one change stored %llu chunks, %llu bytes\n", n, r3.depth,
                   (unsigned long long)s.new_chunks, (unsigned long long)s.new_bytes);
     mstore_free(&s);
@@ -164,10 +169,14 @@ static void test_cut_rule(void **state)
     uint32_t sigma2 = repo_meta_sigma2(REPO_TREE_FILES, 0);
     memset(rec, 7, sizeof(rec));
     /* Never below the minimum or with one record; always at the maximum. */
-    assert_false(repo_meta_cut(1, sigma2, rec, sizeof(rec), REPO_META_MIN - 1, 50));
-    assert_false(repo_meta_cut(1, sigma2, rec, sizeof(rec), REPO_META_MIN, 1));
-    assert_false(repo_meta_cut(1, sigma2, rec, sizeof(rec), REPO_META_MAX - 1, 1));
-    assert_true(repo_meta_cut(1, sigma2, rec, sizeof(rec), REPO_META_MAX, 1));
+    uint64_t h = repo_meta_key(1, rec, sizeof(rec));
+    assert_false(repo_meta_cut(0, sigma2, sizeof(rec), REPO_META_MIN - 1, 50));
+    assert_false(repo_meta_cut(0, sigma2, sizeof(rec), REPO_META_MIN, 1));
+    assert_false(repo_meta_cut(0, sigma2, sizeof(rec), REPO_META_MAX - 1, 1));
+    assert_true(repo_meta_cut(h, sigma2, sizeof(rec), REPO_META_MAX, 1));
+    /* A hash of 0 is below any threshold, all ones above every one short of the maximum. */
+    assert_true(repo_meta_cut(0, sigma2, sizeof(rec), REPO_META_MIN, 2));
+    assert_false(repo_meta_cut(UINT64_MAX, sigma2, 1, REPO_META_MIN, 2));
     /* Each level's chunks are about sqrt(pi/2 x sigma2) bytes on average (1.3 KiB
      * for the file list's leaves, 0.9 KiB for the rest), for small and large
      * records, and few far above it. */
@@ -191,7 +200,7 @@ static void test_cut_rule(void **state)
                 size += reclen;
                 bytes += reclen;
                 nrec++;
-                if (repo_meta_cut(0x1234, sigma2, big, reclen, size, nrec)) {
+                if (repo_meta_cut(repo_meta_key(0x1234, big, reclen), sigma2, reclen, size, nrec)) {
                     cuts++;
                     max = size > max ? size : max;
                     size = nrec = 0;
@@ -213,8 +222,8 @@ static void test_cut_rule(void **state)
     sigma2 = repo_meta_sigma2(REPO_TREE_CHUNKS, 0);
     for (uint32_t i = 0; i < 10000; i++) {
         memcpy(rec, &i, sizeof(i));
-        same +=
-            repo_meta_cut(1, sigma2, rec, 60, 800, 2) == repo_meta_cut(2, sigma2, rec, 60, 800, 2);
+        same += repo_meta_cut(repo_meta_key(1, rec, 60), sigma2, 60, 800, 2) ==
+                repo_meta_cut(repo_meta_key(2, rec, 60), sigma2, 60, 800, 2);
     }
     assert_true(same < 10000);
 }
