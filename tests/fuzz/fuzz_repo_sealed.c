@@ -104,6 +104,9 @@ static void fuzz_chunks(const struct repo_keys *k, const uint8_t *in, size_t n)
     fuzz_seal(k, REPO_TREE_CHUNKS, 0, in, n, &c);
     repo_tree_reader_init(&tr, k, REPO_TREE_CHUNKS, &c.root, fuzz_fetch, &c);
     if (repo_chunkset_read(&s, &tr, &err) == 0) {
+        /* A pack in several runs is one pack: each once, by hash. */
+        for (size_t i = 1; i < s.npacks; i++)
+            check(memcmp(s.packs[i - 1], s.packs[i], REPO_HASH_LEN) < 0);
         for (size_t i = 0; i < s.n; i++) {
             check(s.v[i].pack < s.npacks);
             check(repo_chunkset_find(&s, s.v[i].hash) == &s.v[i]);
