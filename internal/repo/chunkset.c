@@ -103,7 +103,7 @@ int repo_chunkset_rec_pack(struct repo_tree_writer *w, const uint8_t id[REPO_HAS
     uint8_t rec[1 + REPO_HASH_LEN];
     rec[0] = REC_PACK;
     memcpy(rec + 1, id, REPO_HASH_LEN);
-    return repo_tree_writer_add(w, rec, sizeof(rec), err);
+    return repo_tree_writer_add_head(w, rec, sizeof(rec), err);
 }
 
 int repo_chunkset_rec_chunk(struct repo_tree_writer *w, const struct repo_chunk *c,

@@ -161,7 +161,7 @@ static void repo_tree_level_open(struct repo_tree_writer *w, unsigned i)
 }
 
 static int repo_tree_add_at(struct repo_tree_writer *w, unsigned i, const uint8_t *rec, size_t len,
-                            uint64_t h, struct util_err *err);
+                            uint64_t h, bool may_cut, struct util_err *err);
 
 static int repo_tree_emit(struct repo_tree_writer *w, unsigned i, struct util_err *err)
 {
@@ -184,21 +184,23 @@ static int repo_tree_emit(struct repo_tree_writer *w, unsigned i, struct util_er
     util_buf_init(&rec);
     repo_mref_put(&rec, &ref);
     rc = repo_tree_add_at(w, i + 1, (const uint8_t *)rec.data, rec.len,
-                          repo_meta_up(w->seed, l->lasth, i + 1), err);
+                          repo_meta_up(w->seed, l->lasth, i + 1), true, err);
     util_buf_free(&rec);
     return rc;
 }
 
 static int repo_tree_add_at(struct repo_tree_writer *w, unsigned i, const uint8_t *rec, size_t len,
-                            uint64_t h, struct util_err *err)
+                            uint64_t h, bool may_cut, struct util_err *err)
 {
     repo_tree_level_open(w, i);
     struct repo_tree_level *l = &w->lv[i];
+    size_t size;
     util_buf_append(&l->buf, rec, len);
     l->nrec++;
     l->lasth = h;
-    if (repo_meta_cut(h, repo_meta_sigma2((enum repo_tree)w->tree, i), len, l->buf.len - META_HEAD,
-                      l->nrec))
+    size = l->buf.len - META_HEAD;
+    if (may_cut ? repo_meta_cut(h, repo_meta_sigma2((enum repo_tree)w->tree, i), len, size, l->nrec)
+                : size >= REPO_META_MAX)
         return repo_tree_emit(w, i, err);
     return 0;
 }
@@ -206,13 +208,19 @@ static int repo_tree_add_at(struct repo_tree_writer *w, unsigned i, const uint8_
 int repo_tree_writer_add(struct repo_tree_writer *w, const uint8_t *rec, size_t len,
                          struct util_err *err)
 {
-    return repo_tree_add_at(w, 0, rec, len, repo_meta_key(w->seed, rec, len), err);
+    return repo_tree_add_at(w, 0, rec, len, repo_meta_key(w->seed, rec, len), true, err);
+}
+
+int repo_tree_writer_add_head(struct repo_tree_writer *w, const uint8_t *rec, size_t len,
+                              struct util_err *err)
+{
+    return repo_tree_add_at(w, 0, rec, len, repo_meta_key(w->seed, rec, len), false, err);
 }
 
 int repo_tree_writer_add_key(struct repo_tree_writer *w, const uint8_t *rec, size_t len,
                              const uint8_t *key, size_t klen, struct util_err *err)
 {
-    return repo_tree_add_at(w, 0, rec, len, repo_meta_key(w->seed, key, klen), err);
+    return repo_tree_add_at(w, 0, rec, len, repo_meta_key(w->seed, key, klen), true, err);
 }
 
 int repo_tree_writer_finish(struct repo_tree_writer *w, struct repo_root *root,

@@ -124,6 +124,12 @@ int repo_tree_writer_add(struct repo_tree_writer *w, const uint8_t *rec, size_t 
 /* Adds a record cut by key (what of the entry stays when it changes: a file's path). */
 int repo_tree_writer_add_key(struct repo_tree_writer *w, const uint8_t *rec, size_t len,
                              const uint8_t *key, size_t klen, struct util_err *err);
+/* Adds a record that heads the records after it (a chunk set's pack record): the
+ * chunk does not end after it, unless at REPO_META_MAX. A pack record that a changed
+ * file's new chunk brings would otherwise draw a cut of its own, and a cut drawn there
+ * splits a leaf and shifts the level above. */
+int repo_tree_writer_add_head(struct repo_tree_writer *w, const uint8_t *rec, size_t len,
+                              struct util_err *err);
 /* Stores what is left, level by level, until one chunk: the root. */
 int repo_tree_writer_finish(struct repo_tree_writer *w, struct repo_root *root,
                             struct util_err *err);

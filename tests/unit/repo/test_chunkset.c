@@ -1,7 +1,7 @@
 /*
  * The chunk set's records (internal/repo/chunkset.c): a set held whole written and read
- * back, a pack in several runs read as one pack, repo_packs_unique, and malformed
- * records refused.
+ * back, a pack in several runs read as one pack, repo_packs_unique, no leaf ending
+ * with a pack's record, and malformed records refused.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -192,6 +192,59 @@ static void test_packs_unique(void **state)
     free(remap);
 }
 
+/* The last record of a leaf: a pack's (true) or a chunk's. */
+static int last_rec_cb(void *arg, const uint8_t *pack, const struct repo_chunk *c,
+                       struct util_err *err)
+{
+    *(bool *)arg = pack != NULL;
+    return 0;
+}
+
+/* A pack's record heads its chunks: no leaf ends with one, whatever the key. */
+static void test_no_leaf_ends_with_a_pack(void **state)
+{
+    for (uint8_t fill = 1; fill <= 4; fill++) {
+        struct repo_keys k = mstore_keys(fill);
+        struct mstore ms = {.k = &k, .run = RUN1};
+        struct repo_tree_writer w;
+        struct repo_tree_reader r;
+        struct repo_root root;
+        struct util_err err = {0};
+        const uint8_t *recs;
+        size_t len, leaves = 0;
+        int rc;
+
+        repo_tree_writer_init(&w, REPO_TREE_CHUNKS, &k, mstore_cb, &ms);
+        /* 3,000 packs of one chunk each: half the records are packs'. */
+        for (uint32_t p = 0; p < 3000; p++) {
+            uint8_t id[REPO_HASH_LEN] = {0};
+            struct repo_chunk c;
+            memcpy(id, &p, sizeof(p));
+            memset(&c, 0, sizeof(c));
+            memcpy(c.hash, &p, sizeof(p));
+            c.hash[31] = 1;
+            c.offset = 8;
+            c.stored = 100;
+            c.plain = 72;
+            assert_int_equal(repo_chunkset_rec_pack(&w, id, &err), 0);
+            assert_int_equal(repo_chunkset_rec_chunk(&w, &c, &err), 0);
+        }
+        assert_int_equal(repo_tree_writer_finish(&w, &root, &err), 0);
+        repo_tree_writer_free(&w);
+        repo_tree_reader_init(&r, &k, REPO_TREE_CHUNKS, &root, mstore_fetch, &ms);
+        while ((rc = repo_tree_reader_next(&r, &recs, &len, &err)) == 1) {
+            bool pack_last = false;
+            assert_int_equal(repo_chunkset_leaf_each(recs, len, last_rec_cb, &pack_last, &err), 0);
+            assert_false(pack_last);
+            leaves++;
+        }
+        assert_int_equal(rc, 0);
+        assert_true(leaves > 50);
+        repo_tree_reader_free(&r);
+        mstore_free(&ms);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -199,6 +252,7 @@ int main(void)
         cmocka_unit_test(test_chunkset_refuses),
         cmocka_unit_test(test_chunkset_runs),
         cmocka_unit_test(test_packs_unique),
+        cmocka_unit_test(test_no_leaf_ends_with_a_pack),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
