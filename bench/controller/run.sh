@@ -133,12 +133,28 @@ api_counts() {
         n[verb " " res] += $NF
     } END { for (k in n) print k, n[k] }' | sort
 }
+# "resource decoded count" per line: the watch events the controller received.
+watch_counts() {
+    curl -fsS "http://127.0.0.1:$port/metrics" | awk '/^lodestore_watch_events_total\{/ {
+        res = $0; sub(/.*resource="/, "", res); sub(/".*/, "", res)
+        dec = $0; sub(/.*decoded="/, "", dec); sub(/".*/, "", dec)
+        print res, (dec == "true" ? "decoded" : "undecoded"), $NF
+    }' | sort
+}
 api_total() { awk '{s += $3} END {print s + 0}' "$1"; }
 cpu_seconds() { awk '{print ($14 + $15) / 100}' "/proc/$ctl_pid/stat"; }
 wait_until() { [[ $(date +%s) -ge $1 ]]; }
+# The controller's CPU while it waits for the slot (policies applied, nothing running):
+# what a run's figure below carries that is not the runs' own.
+idle_t0=$(( $(date +%s) + 5 ))
+env_wait 30 "the policies to settle" wait_until "$idle_t0"
+idle_cpu0=$(cpu_seconds)
 env_wait 200 "just before the slot" wait_until $((slot - 2))
 api_counts >"$out/api0.txt"
+watch_counts >"$out/watch0.txt"
 cpu0=$(cpu_seconds)
+idle_s=$(( $(date +%s) - idle_t0 ))
+idle_ms=$(awk -v a="$idle_cpu0" -v b="$cpu0" -v s="$idle_s" 'BEGIN {printf "%.2f", (s > 0) ? (b - a) * 1000 / s : 0}')
 # New connections over the slot: the controller's connect() calls (to the API server and
 # to S3 alike), counted by the kernel's tracepoint; "-" when perf cannot trace.
 conn_pid=
@@ -158,7 +174,9 @@ started() { [[ $(grep -c ' started bench/' "$log") -ge $NODES ]]; }
 jitter_s=$(( $(sed -E 's/m$//' <<<"$JITTER") * 60 ))
 env_wait $((jitter_s + 600)) "$NODES runs to start" started
 api_counts >"$out/api1.txt"
+watch_counts >"$out/watch1.txt"
 cpu1=$(cpu_seconds)
+window_s=$(( $(date +%s) - slot + 2 ))
 runs_now=$(grep -c ' started bench/' "$log")
 connects=-
 syscalls=-
@@ -203,7 +221,13 @@ p99=$(pct 99)
     LC_ALL=C join -a 2 -e 0 -o 0,1.2,2.2 <(awk '{print $1 "_" $2, $3}' "$out/api0.txt" | LC_ALL=C sort) \
         <(awk '{print $1 "_" $2, $3}' "$out/api1.txt" | LC_ALL=C sort) |
         awk -v r="$runs" '$3 > $2 {split($1, k, "_"); printf "  %-7s %-24s %6d  %.2f per run\n", k[1], k[2], $3 - $2, ($3 - $2) / r}'
+    # The watch events of the same window, by resource: each is a TLS record or more read,
+    # a line split and peeked at, and (decoded) a JSON document parsed.
+    LC_ALL=C join -a 2 -e 0 -o 0,1.2,2.2 <(awk '{print $1 "_" $2, $3}' "$out/watch0.txt" | LC_ALL=C sort) \
+        <(awk '{print $1 "_" $2, $3}' "$out/watch1.txt" | LC_ALL=C sort) |
+        awk -v r="$runs" '$3 > $2 {split($1, k, "_"); printf "  watch   %-14s %-9s %6d  %.2f per run\n", k[1], k[2], $3 - $2, ($3 - $2) / r}'
     echo "controller RSS: ${rss} KiB now, ${hwm} KiB peak; CPU over the slot: $cpu s ($cpu_ms ms per run)"
+    echo "CPU while waiting for the slot (nothing running): $idle_ms ms per second over $idle_s s; the slot's window: $window_s s"
 } | tee "$out/scale.txt"
 
 # The targets (docs/benchmarks.md): a miss fails the bench, not the tests.

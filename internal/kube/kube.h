@@ -553,6 +553,8 @@ void kube_reflector_note(struct kube_reflector *r, const char *ns, const char *n
 /* Watch events left undecoded because their version was the one held (for tests and
  * metrics). */
 uint64_t kube_reflector_skipped(const struct kube_reflector *r);
+/* Watch events received, skipped ones included (for metrics). */
+uint64_t kube_reflector_events(const struct kube_reflector *r);
 
 /* ---- Events ---- */
 

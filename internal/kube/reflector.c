@@ -57,6 +57,7 @@ struct kube_reflector {
     uint64_t skipped; /* watch events left undecoded (refl_skip) */
     uint64_t watch_start_ms;
     unsigned watch_events;
+    uint64_t events; /* watch events ever, skipped ones included (metrics) */
 };
 
 /* ---- the key set ---- */
@@ -151,6 +152,7 @@ static bool refl_skip(const struct kube_watch_peek *p, void *arg)
     memcpy(rv, p->resource_version, p->rv_len);
     rv[p->rv_len] = '\0';
     r->watch_events++;
+    r->events++;
     if (held)
         e->gen = r->gen;
     refl_set_rv(r, rv);
@@ -353,6 +355,7 @@ static void on_event(const struct kube_watch_event *ev, void *arg)
     struct kube_reflector *r = arg;
     char *what;
     r->watch_events++;
+    r->events++;
     switch (ev->type) {
     case KUBE_EVENT_ADDED:
     case KUBE_EVENT_MODIFIED:
@@ -583,4 +586,9 @@ unsigned kube_reflector_watches(const struct kube_reflector *r)
 uint64_t kube_reflector_skipped(const struct kube_reflector *r)
 {
     return r->skipped;
+}
+
+uint64_t kube_reflector_events(const struct kube_reflector *r)
+{
+    return r->events;
 }

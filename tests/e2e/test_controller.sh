@@ -204,6 +204,20 @@ metrics=$(curl -fsS "http://127.0.0.1:$PORT_main2/metrics")
 bad=$(grep -v '^#' <<<"$metrics" | grep -Ev '^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? -?[0-9.eE+-]+$|^[a-zA-Z_:][a-zA-Z0-9_:]*(\{.*\})? (NaN|\+Inf|-Inf)$' | head -n 3)
 check_eq "/metrics is Prometheus text" "$bad" ""
 check_contains "/metrics has the hosts' next runs" "$metrics" "lodestore_host_next_run_timestamp_seconds{policy=\"$NS/minutely\",host=\"$NS-db-1\"}"
+# The watch events by resource: main2's three Backups of the missed slot come back through
+# its Backup watch (decoded or not, as its own writes).
+backup_watch_events() {
+    curl -fsS "http://127.0.0.1:$PORT_main2/metrics" |
+        awk '/^lodestore_watch_events_total\{resource="backups",/ { n += $NF } END { print n + 0 }'
+}
+three_backup_events() { [[ $(backup_watch_events) -ge 3 ]]; }
+env_wait 20 "the Backup watch to count the three runs" three_backup_events &&
+    pass "lodestore_watch_events_total counts the Backup watch's events" ||
+    fail "lodestore_watch_events_total for backups" "$(backup_watch_events)"
+for res in backuppolicies backups jobs nodes pods; do
+    check_contains "/metrics has the $res watch's events" "$metrics" \
+        "lodestore_watch_events_total{resource=\"$res\",decoded=\"false\"}"
+done
 check_eq "/healthz" "$(curl -fsS "http://127.0.0.1:$PORT_main2/healthz")" ok
 env_wait 20 "/readyz" curl -fsS "http://127.0.0.1:$PORT_main2/readyz" && pass "/readyz once synced" || fail "/readyz"
 

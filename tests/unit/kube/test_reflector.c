@@ -42,6 +42,7 @@ struct t {
     bool close_in_add;
     bool closed;
     uint64_t skipped; /* kube_reflector_skipped when the scenario ended */
+    uint64_t events;  /* kube_reflector_events then */
     bool owner_skip;  /* the reflector gets owner_skip_cb */
 };
 
@@ -187,6 +188,7 @@ static void handler(struct fake_server *s, struct fake_conn *c, struct fake_req 
         fake_stream_begin(c, 200);
         logf_(t, "END;");
         t->skipped = kube_reflector_skipped(t->r);
+        t->events = kube_reflector_events(t->r);
         kube_reflector_close(t->r);
         t->r = NULL;
         kube_client_close(t->c, NULL, NULL);
@@ -517,6 +519,8 @@ static void test_noted_versions_skipped(void **state)
     /* The skipped n at 6 moved the version the next watch starts from. */
     assert_string_equal(t.watch_rvs, "2;6;6;");
     assert_int_equal(t.skipped, 2);
+    /* Every event the watches brought is counted, skipped or not (the metric's total). */
+    assert_int_equal(t.events, 4);
 }
 
 static void test_owner_skips(void **state)
@@ -535,6 +539,7 @@ static void test_owner_skips(void **state)
                                "add ns1/q 9;synced 9 n=3;END;");
     assert_string_equal(t.watch_rvs, "2;9;9;");
     assert_int_equal(t.skipped, 4);
+    assert_int_equal(t.events, 7);
 }
 
 static void test_close_inside_callback(void **state)
