@@ -1,5 +1,6 @@
 /*
- * The shared transport: one CURLM, a uv_poll_t per socket, one uv_timer_t. See http.h.
+ * The shared transport: one CURLM, one epoll set of curl's sockets, one uv_timer_t. See
+ * http.h.
  *
  * Transfers live on one of three lists: queued (started while inside curl, to be
  * added), active (added to curl), or cancel-pending (cancelled while inside curl, to
@@ -7,8 +8,12 @@
  */
 #include "http/http.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -20,24 +25,30 @@ struct xfer_list {
 };
 
 /*
- * One socket curl asked us to watch. Freed in its close callback.
+ * One socket curl asked us to watch, in the multi's own epoll set; libuv watches that
+ * set's descriptor alone (one uv_poll_t for all of curl's sockets).
  *
- * The handle lives exactly as long as curl watches the socket: it is stopped and closed
- * at CURL_POLL_REMOVE, before curl closes the descriptor, so libuv never holds an
- * epoll registration for a descriptor that is gone. That costs an ioctl and a few
- * epoll_ctl calls per request on a pooled connection. Keeping the handle while the
- * connection idled (as an earlier version did) is not safe with curl 7.88: a socket of
- * a connection attempt that has not won yet (cancelled or failed while connecting) is
- * closed with close() after CURL_POLL_REMOVE and without CURLOPT_CLOSESOCKETFUNCTION,
- * and the kept handle then sat on a closed descriptor, or on the next socket the kernel
- * gave the same number: libuv's next epoll_ctl on it failed and libuv aborted.
+ * Why not a uv_poll_t per socket: libuv registers and unregisters a handle's descriptor
+ * for every change (uv_poll_init checks the descriptor with an epoll_ctl pair and an
+ * ioctl, uv_poll_start unregisters before it registers, uv_close unregisters), so a
+ * request on a pooled connection cost five epoll_ctl calls, an ioctl and a handle's
+ * allocation; and a handle must not outlive its descriptor, which curl 7.88 may close
+ * without CURLOPT_CLOSESOCKETFUNCTION (a connection attempt that lost, closed after
+ * CURL_POLL_REMOVE): libuv then aborted on its next epoll_ctl. In an epoll set of our
+ * own a descriptor's registration goes with the descriptor when it is closed, whoever
+ * closes it, and the number is only a key here: a socket that comes back with a
+ * number we still hold is forgotten first (on_open_socket).
+ *
+ * So a socket stays registered after CURL_POLL_REMOVE while its connection idles in
+ * curl's pool (curl = false): the next request on it changes nothing (no system call).
+ * If the idle socket becomes readable (the server closed it), it is unregistered then,
+ * and curl finds the connection dead when it next looks at it.
  */
-struct multi_poll {
-    uv_poll_t handle;
+struct multi_sock {
     curl_socket_t fd;
-    struct http_multi *m;
-    struct util_list link; /* on the multi's polls */
-    int events;            /* what the handle watches now, 0 when stopped */
+    struct util_list link; /* on the multi's socks */
+    uint32_t events;       /* what the epoll set holds for it: 0 = not registered */
+    bool curl;             /* curl watches it (between its first what and CURL_POLL_REMOVE) */
 };
 
 struct http_multi {
@@ -45,8 +56,10 @@ struct http_multi {
     CURLM *multi;
     CURLSH *share; /* TLS sessions and DNS, for every transfer (one thread: no locks) */
     uv_timer_t timer;
+    int epfd;     /* the epoll set of curl's sockets */
+    uv_poll_t ep; /* watches epfd */
     struct xfer_list queued, active, cancelling;
-    struct util_list polls;
+    struct util_list socks;
     int in_curl;
     unsigned handles;          /* libuv handles not yet closed */
     unsigned long connections; /* sockets opened for connections, ever */
@@ -137,11 +150,11 @@ static void multi_handle_closed(struct http_multi *m)
         cb(arg);
 }
 
-static void on_poll_closed(uv_handle_t *h)
+static void on_ep_closed(uv_handle_t *h)
 {
-    struct multi_poll *p = h->data;
-    struct http_multi *m = p->m;
-    free(p);
+    struct http_multi *m = h->data;
+    close(m->epfd);
+    m->epfd = -1;
     multi_handle_closed(m);
 }
 
@@ -150,12 +163,10 @@ static void on_timer_closed(uv_handle_t *h)
     multi_handle_closed(h->data);
 }
 
-/* uv_close stops the handle at once (its epoll registration goes before curl may close the
- * descriptor); a uv_poll_stop before it would only repeat the epoll_ctl, once a request. */
-static void poll_close(struct http_multi *m, struct multi_poll *p)
+static void sock_free(struct multi_sock *k)
 {
-    util_list_remove(&p->link);
-    uv_close((uv_handle_t *)&p->handle, on_poll_closed);
+    util_list_remove(&k->link);
+    free(k);
 }
 
 static void multi_do_close(struct http_multi *m)
@@ -170,13 +181,12 @@ static void multi_do_close(struct http_multi *m)
         xfer_finish(m, x, CURLE_ABORTED_BY_CALLBACK, true);
     while ((x = list_first(&m->active)) != NULL)
         xfer_finish(m, x, CURLE_ABORTED_BY_CALLBACK, true);
-    /* Stop watching before curl closes its pooled connections' sockets. */
-    util_list_for_each (link, &m->polls)
-        uv_poll_stop(&util_list_entry(link, struct multi_poll, link)->handle);
+    /* curl closes its pooled connections' sockets; their registrations go with them. */
     curl_multi_cleanup(m->multi);
     m->multi = NULL;
-    while ((link = util_list_first(&m->polls)) != NULL)
-        poll_close(m, util_list_entry(link, struct multi_poll, link));
+    while ((link = util_list_first(&m->socks)) != NULL)
+        sock_free(util_list_entry(link, struct multi_sock, link));
+    uv_close((uv_handle_t *)&m->ep, on_ep_closed);
     uv_close((uv_handle_t *)&m->timer, on_timer_closed);
 }
 
@@ -253,17 +263,85 @@ static void multi_socket_action(struct http_multi *m, curl_socket_t fd, int flag
     }
 }
 
-static void on_poll(uv_poll_t *h, int status, int events)
+static struct multi_sock *sock_of_fd(struct http_multi *m, curl_socket_t fd)
 {
-    struct multi_poll *p = h->data;
-    int flags = 0;
-    if (status < 0)
-        flags = CURL_CSELECT_ERR;
-    if (events & UV_READABLE)
-        flags |= CURL_CSELECT_IN;
-    if (events & UV_WRITABLE)
-        flags |= CURL_CSELECT_OUT;
-    multi_socket_action(p->m, p->fd, flags);
+    struct util_list *link;
+    util_list_for_each (link, &m->socks) {
+        struct multi_sock *k = util_list_entry(link, struct multi_sock, link);
+        if (k->fd == fd)
+            return k;
+    }
+    return NULL;
+}
+
+/*
+ * Makes the epoll set hold events for k (0: not at all). A descriptor closed behind our
+ * back is no longer in the set (ENOENT, EBADF): it is then simply not registered.
+ */
+static int sock_watch(struct http_multi *m, struct multi_sock *k, uint32_t events)
+{
+    struct epoll_event ev = {.events = events, .data.fd = k->fd};
+    int rc = 0;
+    if (events == k->events)
+        return 0;
+    if (events == 0)
+        rc = epoll_ctl(m->epfd, EPOLL_CTL_DEL, k->fd, NULL);
+    else if (k->events == 0)
+        rc = epoll_ctl(m->epfd, EPOLL_CTL_ADD, k->fd, &ev);
+    else
+        rc = epoll_ctl(m->epfd, EPOLL_CTL_MOD, k->fd, &ev);
+    if (rc != 0 && events != 0 && errno == EEXIST)
+        rc = epoll_ctl(m->epfd, EPOLL_CTL_MOD, k->fd, &ev);
+    else if (rc != 0 && events != 0 && errno == ENOENT)
+        rc = epoll_ctl(m->epfd, EPOLL_CTL_ADD, k->fd, &ev);
+    k->events = rc == 0 ? events : 0;
+    return events == 0 ? 0 : rc;
+}
+
+/*
+ * Forgets what is kept for descriptor fd, if anything (its registration included), and
+ * makes curl forget it too: a socket curl closed without a word may still be in curl's
+ * own table with our pointer, which must not reach the callback for the next socket
+ * with that number.
+ */
+static void sock_forget_fd(struct http_multi *m, curl_socket_t fd)
+{
+    struct multi_sock *k = sock_of_fd(m, fd);
+    if (k == NULL)
+        return;
+    sock_watch(m, k, 0);
+    sock_free(k);
+    if (m->multi != NULL)
+        curl_multi_assign(m->multi, fd, NULL);
+}
+
+/* The epoll set has events: hands each socket's to curl. */
+static void on_ep(uv_poll_t *h, int status, int events)
+{
+    struct http_multi *m = h->data;
+    struct epoll_event evs[32];
+    int n = epoll_wait(m->epfd, evs, 32, 0);
+    for (int i = 0; i < n && !m->closing && !m->close_requested; i++) {
+        /* Looked up again for each: curl may have closed (and its number come back for)
+         * a socket while it handled an earlier one. */
+        struct multi_sock *k = sock_of_fd(m, evs[i].data.fd);
+        int flags = 0;
+        if (k == NULL)
+            continue;
+        if (!k->curl) {
+            /* An idle pooled connection spoke (the server closed it): stop listening;
+             * curl sees it dead when it looks at it. */
+            sock_watch(m, k, 0);
+            continue;
+        }
+        if (evs[i].events & (EPOLLERR | EPOLLHUP))
+            flags |= CURL_CSELECT_ERR;
+        if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+            flags |= CURL_CSELECT_IN;
+        if (evs[i].events & EPOLLOUT)
+            flags |= CURL_CSELECT_OUT;
+        multi_socket_action(m, k->fd, flags);
+    }
 }
 
 static void on_timer(uv_timer_t *t)
@@ -271,94 +349,56 @@ static void on_timer(uv_timer_t *t)
     multi_socket_action(t->data, CURL_SOCKET_TIMEOUT, 0);
 }
 
-static struct multi_poll *poll_of_fd(struct http_multi *m, curl_socket_t fd)
-{
-    struct util_list *link;
-    util_list_for_each (link, &m->polls) {
-        struct multi_poll *p = util_list_entry(link, struct multi_poll, link);
-        if (p->fd == fd)
-            return p;
-    }
-    return NULL;
-}
-
-/*
- * Stops and closes the handle kept for descriptor fd, if any, and tells curl to forget
- * it. A handle can only be found here for a descriptor curl closed without telling us
- * (the number came back for a new socket) or is about to close: either way it must go
- * before libuv touches the descriptor again.
- */
-static void poll_forget_fd(struct http_multi *m, curl_socket_t fd)
-{
-    struct multi_poll *p = poll_of_fd(m, fd);
-    if (p == NULL)
-        return;
-    poll_close(m, p);
-    if (m->multi != NULL)
-        curl_multi_assign(m->multi, fd, NULL);
-}
-
 /* CURLMOPT_SOCKETFUNCTION: start, change or stop watching a socket. */
 static int on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp)
 {
     struct http_multi *m = userp;
-    struct multi_poll *p = socketp;
-    int events = 0;
+    struct multi_sock *k = socketp != NULL ? socketp : sock_of_fd(m, fd);
+    uint32_t events = 0;
 
     if (what == CURL_POLL_REMOVE) {
-        /* At once: curl may close the descriptor next, without a callback. */
-        if (p != NULL) {
-            curl_multi_assign(m->multi, fd, NULL);
-            poll_close(m, p);
+        /* Kept in the set, for reading only, while its connection idles in the pool. */
+        if (k != NULL) {
+            k->curl = false;
+            sock_watch(m, k, k->events != 0 ? EPOLLIN : 0);
         }
         return 0;
     }
-    if (p == NULL) {
-        /* A handle left for a descriptor number curl has reused is stale. */
-        poll_forget_fd(m, fd);
-        p = util_calloc(1, sizeof(*p));
-        p->m = m;
-        p->fd = fd;
-        if (uv_poll_init_socket(m->loop, &p->handle, fd) != 0) {
-            free(p);
-            return -1;
-        }
-        p->handle.data = p;
-        m->handles++;
-        util_list_push_front(&m->polls, &p->link);
-        curl_multi_assign(m->multi, fd, p);
+    if (k == NULL) {
+        k = util_calloc(1, sizeof(*k));
+        k->fd = fd;
+        util_list_push_front(&m->socks, &k->link);
+    }
+    if (!k->curl) {
+        k->curl = true;
+        curl_multi_assign(m->multi, fd, k);
     }
     if (what == CURL_POLL_IN || what == CURL_POLL_INOUT)
-        events |= UV_READABLE;
+        events |= EPOLLIN;
     if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
-        events |= UV_WRITABLE;
-    /* uv_poll_start unregisters and registers again even for the same events. */
-    if (events != p->events) {
-        uv_poll_start(&p->handle, events, on_poll);
-        p->events = events;
-    }
-    return 0;
+        events |= EPOLLOUT;
+    return sock_watch(m, k, events) == 0 ? 0 : -1;
 }
 
 /*
  * CURLOPT_OPENSOCKETFUNCTION: a new socket's number may be one curl closed without
- * telling us; a handle still kept for it is dropped before curl asks to watch it.
+ * telling us; what is still kept for it is dropped before curl asks to watch it.
  */
 static curl_socket_t on_open_socket(void *clientp, curlsocktype purpose, struct curl_sockaddr *addr)
 {
     struct http_multi *m = clientp;
     curl_socket_t fd = socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
     if (fd != CURL_SOCKET_BAD) {
-        poll_forget_fd(m, fd);
+        sock_forget_fd(m, fd);
         m->connections++;
     }
     return fd;
 }
 
-/* CURLOPT_CLOSESOCKETFUNCTION: the handle goes before the descriptor does. */
+/* CURLOPT_CLOSESOCKETFUNCTION: what is kept for it goes before the descriptor does. */
 static int on_close_socket(void *clientp, curl_socket_t fd)
 {
-    poll_forget_fd(clientp, fd);
+    sock_forget_fd(clientp, fd);
     return close(fd);
 }
 
@@ -453,13 +493,30 @@ int http_multi_init(uv_loop_t *loop, struct http_multi **out, struct util_err *e
     util_list_init(&m->queued.head);
     util_list_init(&m->active.head);
     util_list_init(&m->cancelling.head);
-    util_list_init(&m->polls);
+    util_list_init(&m->socks);
+    m->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (m->epfd < 0) {
+        int e = errno;
+        free(m);
+        curl_global_cleanup();
+        return util_err_set(err, UTIL_EIO, "cannot create an epoll set: %s", strerror(e));
+    }
     m->multi = curl_multi_init();
     if (m->multi == NULL) {
+        close(m->epfd);
         free(m);
         curl_global_cleanup();
         return util_err_set(err, UTIL_EIO, "cannot create a curl multi handle");
     }
+    if (uv_poll_init(loop, &m->ep, m->epfd) != 0 ||
+        uv_poll_start(&m->ep, UV_READABLE, on_ep) != 0) {
+        curl_multi_cleanup(m->multi);
+        close(m->epfd);
+        free(m);
+        curl_global_cleanup();
+        return util_err_set(err, UTIL_EIO, "cannot watch the epoll set with libuv");
+    }
+    m->ep.data = m;
     m->share = curl_share_init();
     if (m->share != NULL) {
         curl_share_setopt(m->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
@@ -471,7 +528,7 @@ int http_multi_init(uv_loop_t *loop, struct http_multi **out, struct util_err *e
     curl_multi_setopt(m->multi, CURLMOPT_TIMERDATA, m);
     uv_timer_init(loop, &m->timer);
     m->timer.data = m;
-    m->handles = 1;
+    m->handles = 2; /* the timer and ep */
     *out = m;
     return 0;
 }

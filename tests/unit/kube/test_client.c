@@ -506,6 +506,70 @@ static void test_max_in_flight(void **state)
     assert_true(max_conns >= 1 && max_conns <= 2);
 }
 
+/*
+ * A pooled connection the server closes while it idles: the transport stops listening to
+ * it (the loop does not spin on its end of file), and the next request goes out on a new
+ * connection. Sequential requests before that share one.
+ */
+static unsigned idle_turns;
+static bool idle_window;
+static void idle_check_cb(uv_check_t *h)
+{
+    if (idle_window)
+        idle_turns++;
+}
+
+static void idle_got_cb(const struct kube_result *res, void *arg);
+
+static void idle_window_end(uv_timer_t *h)
+{
+    struct t *t = h->data;
+    idle_window = false;
+    /* A loop woken by the closed socket's end of file again and again turns thousands of
+     * times in 100 ms; a quiet one a few (the client's own timers). */
+    assert_true(idle_turns < 50);
+    assert_int_equal(kube_get(t->c, &cms, "a", NULL, idle_got_cb, t, NULL, NULL), 0);
+}
+
+static void idle_got_cb(const struct kube_result *res, void *arg)
+{
+    struct t *t = arg;
+    /* The third answer closes the client (got_cb): count its connections first. */
+    if (t->ngot == 2)
+        assert_int_equal(http_multi_connections(kube_client_http(t->c)), 2);
+    got_cb(res, arg);
+    if (t->ngot == 1) {
+        assert_int_equal(kube_get(t->c, &cms, "a", NULL, idle_got_cb, t, NULL, NULL), 0);
+    } else if (t->ngot == 2) {
+        /* Both on one connection; the server now closes it, idle in the client's pool. */
+        assert_int_equal(http_multi_connections(kube_client_http(t->c)), 1);
+        while (t->srv.conns != NULL && !t->srv.conns->closing)
+            fake_conn_close(t->srv.conns);
+        idle_turns = 0;
+        idle_window = true;
+        uv_timer_start(&t->later, idle_window_end, 100, 0);
+    }
+}
+
+static void test_idle_connection_closed_by_server(void **state)
+{
+    struct t t;
+    struct kube_client_opts o = {.qps = -1};
+    uv_check_t check;
+    setup_t(&t, verbs_handler, &o);
+    uv_check_init(&t.loop, &check);
+    uv_check_start(&check, idle_check_cb);
+    uv_unref((uv_handle_t *)&check);
+    t.want = 3;
+    assert_int_equal(kube_get(t.c, &cms, "a", NULL, idle_got_cb, &t, NULL, NULL), 0);
+    uv_run(&t.loop, UV_RUN_DEFAULT);
+    uv_close((uv_handle_t *)&check, NULL);
+    run_t(&t);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(t.got[i].status, 200);
+    assert_false(idle_window);
+}
+
 /* The observer hears every request with its verb, resource (and subresource) and status. */
 static void observe_cb(const char *verb, const char *resource, const struct kube_result *res,
                        uint64_t ms, void *arg)
@@ -947,6 +1011,7 @@ int main(void)
         cmocka_unit_test(test_connection_refused),
         cmocka_unit_test(test_rate_limit),
         cmocka_unit_test(test_max_in_flight),
+        cmocka_unit_test(test_idle_connection_closed_by_server),
         cmocka_unit_test(test_observer),
         cmocka_unit_test(test_observer_terminating),
         cmocka_unit_test(test_ns_terminating),
