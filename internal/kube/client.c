@@ -83,6 +83,8 @@ void kube__client_maybe_finish(struct kube_client *c)
     c->handles = 1; /* finish once */
     while (c->n_easy_idle > 0)
         curl_easy_cleanup(c->easy_idle[--c->n_easy_idle]);
+    while (c->n_buf_idle > 0)
+        util_buf_free(&c->buf_idle[--c->n_buf_idle]);
     if (c->own_http)
         http_multi_close(c->http, client_finish_close, c);
     else

@@ -62,7 +62,9 @@ struct kube_request {
     char errbuf[CURL_ERROR_SIZE];
 };
 
-#define KUBE_EASY_IDLE_MAX 16
+#define KUBE_EASY_IDLE_MAX  16
+#define KUBE_BUF_IDLE_MAX   16
+#define KUBE_BUF_IDLE_BYTES (256 * 1024)
 
 struct kube_client {
     uv_loop_t *loop;
@@ -84,6 +86,11 @@ struct kube_client {
      * handle of its own (they hold the transport's share: freed before it closes). */
     CURL *easy_idle[KUBE_EASY_IDLE_MAX];
     size_t n_easy_idle;
+    /* Answer and strip buffers of finished requests, kept for the next ones: an answer
+     * then grows no buffer (a realloc per doubling, each large one consolidating
+     * malloc's free lists). At most KUBE_BUF_IDLE_MAX of at most KUBE_BUF_IDLE_BYTES. */
+    struct util_buf buf_idle[KUBE_BUF_IDLE_MAX];
+    size_t n_buf_idle;
     bool closing;
     kube_close_cb close_cb;
     void *close_arg;

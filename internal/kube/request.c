@@ -38,6 +38,28 @@ static void list_unlink(struct kube_request *r)
     r->list = NULL;
 }
 
+/* A buffer for a new request: a finished one's, or an empty one. */
+static void buf_take(struct kube_client *c, struct util_buf *b)
+{
+    if (c->n_buf_idle > 0)
+        *b = c->buf_idle[--c->n_buf_idle];
+    else
+        util_buf_init(b);
+}
+
+/* Keeps a finished request's buffer for the next one, unless it grew large. */
+static void buf_give(struct kube_client *c, struct util_buf *b)
+{
+    if (!c->closing && c->n_buf_idle < KUBE_BUF_IDLE_MAX && b->cap > 0 &&
+        b->cap <= KUBE_BUF_IDLE_BYTES) {
+        b->len = 0;
+        c->buf_idle[c->n_buf_idle++] = *b;
+        util_buf_init(b);
+        return;
+    }
+    util_buf_free(b);
+}
+
 /* Frees a request that curl no longer holds (queued, or its transfer is done). */
 void kube__request_free(struct kube_request *r)
 {
@@ -54,8 +76,8 @@ void kube__request_free(struct kube_request *r)
     curl_slist_free_all(r->headers);
     free(r->url);
     free(r->body);
-    util_buf_free(&r->resp);
-    util_buf_free(&r->stripped);
+    buf_give(c, &r->resp);
+    buf_give(c, &r->stripped);
     kube_lines_free(&r->lines);
     free(r);
     c->live--;
@@ -383,8 +405,8 @@ int kube__submit(struct kube_client *c, struct req_spec *s, kube_result_cb cb,
     r->body_len = s->body_len;
     r->timeout_ms = s->timeout_ms ? s->timeout_ms : c->opts.timeout_ms;
     r->url = util_asprintf("%s%s", c->base_url, s->path->data);
-    util_buf_init(&r->resp);
-    util_buf_init(&r->stripped);
+    buf_take(c, &r->resp);
+    buf_take(c, &r->stripped);
     kube_lines_init(&r->lines, c->opts.max_line_bytes);
 
     curl_easy_setopt(e, CURLOPT_PRIVATE, r);
