@@ -325,7 +325,7 @@ static void on_ep(uv_poll_t *h, int status, int events)
         /* Looked up again for each: curl may have closed (and its number come back for)
          * a socket while it handled an earlier one. */
         struct multi_sock *k = sock_of_fd(m, evs[i].data.fd);
-        int flags = 0;
+        int flags;
         if (k == NULL)
             continue;
         if (!k->curl) {
@@ -334,12 +334,15 @@ static void on_ep(uv_poll_t *h, int status, int events)
             sock_watch(m, k, 0);
             continue;
         }
-        if (evs[i].events & (EPOLLERR | EPOLLHUP))
-            flags |= CURL_CSELECT_ERR;
-        if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
-            flags |= CURL_CSELECT_IN;
-        if (evs[i].events & EPOLLOUT)
-            flags |= CURL_CSELECT_OUT;
+        /* As libuv reported them: an error alone (curl then fails the transfer as a
+         * socket error, which its owner may retry), a hang-up as whatever was watched. */
+        uint32_t e = evs[i].events;
+        if (e & EPOLLHUP)
+            e |= k->events & (EPOLLIN | EPOLLOUT);
+        if (e & EPOLLERR)
+            flags = CURL_CSELECT_ERR;
+        else
+            flags = ((e & EPOLLIN) ? CURL_CSELECT_IN : 0) | ((e & EPOLLOUT) ? CURL_CSELECT_OUT : 0);
         multi_socket_action(m, k->fd, flags);
     }
 }
