@@ -545,6 +545,9 @@ unsigned kube_reflector_watches(const struct kube_reflector *r);
  * then not decoded nor delivered (the event callbacks do not hear of it), and a relist
  * that finds it reports no change. An event with another version is delivered as usual,
  * so noting an older version than the reflector saw costs one delivery, never a miss.
+ * The version held before a note is kept too (one level): of two writes answered before
+ * either's event came (a Backup's final status, then its retention), neither event is
+ * delivered, and the first does not put the older object back over the second's.
  * The watch events of one write are then one fewer decode each: the largest cost of a
  * controller's slot, where most events are its own writes coming back.
  */

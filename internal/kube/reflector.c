@@ -27,9 +27,16 @@
 enum refl_next { REFL_LIST, REFL_WATCH };
 
 /* What the key set holds for "ns/name": the list that last saw it and its version. */
+/*
+ * An object's version. older, when not 0, is the offset in rv[] of a second version: one
+ * the owner noted (its own write) before it noted rv, whose watch event has not come yet.
+ * Two writes in a row (a Backup's final status, then its retention) answer before their
+ * events arrive; the first event must not be delivered over the second write's object.
+ */
 struct refl_entry {
     uint32_t gen;
-    char rv[]; /* NUL-terminated */
+    uint16_t older;
+    char rv[]; /* NUL-terminated; then the older version, NUL-terminated, when older != 0 */
 };
 
 struct kube_reflector {
@@ -62,13 +69,24 @@ struct kube_reflector {
 
 /* ---- the key set ---- */
 
-static struct refl_entry *refl_entry_new(uint32_t gen, const char *rv)
+static struct refl_entry *refl_entry_new2(uint32_t gen, const char *rv, const char *older)
 {
     size_t n = strlen(rv) + 1;
-    struct refl_entry *e = util_malloc(sizeof(*e) + n);
+    size_t m = older != NULL ? strlen(older) + 1 : 0;
+    if (n > UINT16_MAX)
+        m = 0;
+    struct refl_entry *e = util_malloc(sizeof(*e) + n + m);
     e->gen = gen;
+    e->older = m > 0 ? (uint16_t)n : 0;
     memcpy(e->rv, rv, n);
+    if (m > 0)
+        memcpy(e->rv + n, older, m);
     return e;
+}
+
+static struct refl_entry *refl_entry_new(uint32_t gen, const char *rv)
+{
+    return refl_entry_new2(gen, rv, NULL);
 }
 
 enum refl_change { REFL_ADDED, REFL_UPDATED, REFL_SAME };
@@ -119,8 +137,12 @@ void kube_reflector_note(struct kube_reflector *r, const char *ns, const char *n
     struct refl_entry *e = util_map_get(&r->keys, key);
     /* A known key keeps the list that saw it; a new one counts as seen by the current one
      * (so a complete list without it does not report a delete, as before it was noted). */
+    /* The version held before is kept as the older one: if it was a write of the owner's
+     * whose event is still coming, that event is not delivered either. */
     if (e == NULL || strcmp(e->rv, rv) != 0)
-        free(util_map_set(&r->keys, key, refl_entry_new(e != NULL ? e->gen : r->gen, rv)));
+        free(util_map_set(
+            &r->keys, key,
+            refl_entry_new2(e != NULL ? e->gen : r->gen, rv, e != NULL ? e->rv : NULL)));
     free(key);
 }
 
@@ -146,6 +168,13 @@ static bool refl_skip(const struct kube_watch_peek *p, void *arg)
     struct refl_entry *e = util_map_get(&r->keys, key);
     bool held = e != NULL && strlen(e->rv) == p->rv_len &&
                 memcmp(e->rv, p->resource_version, p->rv_len) == 0;
+    /* An older write of the owner's: the object it holds is newer still. Its event came,
+     * so the older version is dropped. */
+    if (!held && e != NULL && e->older != 0 && strlen(e->rv + e->older) == p->rv_len &&
+        memcmp(e->rv + e->older, p->resource_version, p->rv_len) == 0) {
+        held = true;
+        e->older = 0;
+    }
     /* Not recorded when the owner has no use for it: its next delivered event is an add. */
     if (!held && (r->skip_cb == NULL || !r->skip_cb(p, r->arg)))
         return false;

@@ -303,6 +303,46 @@ static bool owner_skip_cb(const struct kube_watch_peek *p, void *arg)
     return true;
 }
 
+/* Two writes of the owner's answered before either's event: neither event is delivered
+ * over the object the second write made; a later change by someone else is. */
+static void two_notes_handler(struct fake_server *s, struct fake_conn *c, struct fake_req *r)
+{
+    struct t *t = s->data;
+    char q[64];
+    size_t n;
+    if (strcmp(fake_query(r, "watch", q, sizeof(q)), "1") != 0) {
+        t->lists++;
+        answer_list(t, c, r);
+        return;
+    }
+    n = strlen(t->watch_rvs);
+    snprintf(t->watch_rvs + n, sizeof(t->watch_rvs) - n, "%s;",
+             fake_query(r, "resourceVersion", q, sizeof(q)));
+    switch (t->watches++) {
+    case 0:
+        fake_stream_begin(c, 200);
+        put(t, "a"); /* 3: the owner's first write */
+        kube_reflector_note(t->r, "ns1", "a", "3");
+        put(t, "a"); /* 4: its second, answered before the first's event came */
+        kube_reflector_note(t->r, "ns1", "a", "4");
+        ev(c, "MODIFIED", "a", 3);
+        ev(c, "MODIFIED", "a", 4);
+        put(t, "a"); /* 5: someone else's */
+        ev(c, "MODIFIED", "a", 5);
+        put(t, "b"); /* 6: the owner's write of another object, one note */
+        kube_reflector_note(t->r, "ns1", "b", "6");
+        ev(c, "MODIFIED", "b", 6);
+        fake_stream_end(c);
+        break;
+    default:
+        t->watch_rvs[n] = '\0';
+        s->handler = handler;
+        t->step = 6;
+        handler(s, c, r);
+        break;
+    }
+}
+
 /* The owner-skip scenario: q's events the owner has no use for are not delivered nor
  * recorded, so its first one delivered is an add and a relist delivers a change. */
 static void owner_skip_handler(struct fake_server *s, struct fake_conn *c, struct fake_req *r)
@@ -523,6 +563,22 @@ static void test_noted_versions_skipped(void **state)
     assert_int_equal(t.events, 4);
 }
 
+static void test_two_notes_skipped(void **state)
+{
+    struct t t = {0};
+    put(&t, "a");
+    put(&t, "b");
+    start(&t, false);
+    t.srv.handler = two_notes_handler;
+    finish_run(&t);
+    /* a's 3 and 4 and b's 6 are the owner's: only a's 5 is delivered. */
+    assert_string_equal(t.log, "add ns1/a 1;add ns1/b 2;synced 2 n=2;"
+                               "update a 5;END;");
+    assert_string_equal(t.watch_rvs, "2;6;");
+    assert_int_equal(t.skipped, 3);
+    assert_int_equal(t.events, 4);
+}
+
 static void test_owner_skips(void **state)
 {
     struct t t = {0};
@@ -582,7 +638,7 @@ int main(void)
         cmocka_unit_test(test_list_watch_relist), cmocka_unit_test(test_list_errors_back_off),
         cmocka_unit_test(test_stop_and_resume),   cmocka_unit_test(test_close_inside_callback),
         cmocka_unit_test(test_init_errors),       cmocka_unit_test(test_noted_versions_skipped),
-        cmocka_unit_test(test_owner_skips),
+        cmocka_unit_test(test_owner_skips),       cmocka_unit_test(test_two_notes_skipped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
