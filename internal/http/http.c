@@ -56,8 +56,9 @@ struct http_multi {
     CURLM *multi;
     CURLSH *share; /* TLS sessions and DNS, for every transfer (one thread: no locks) */
     uv_timer_t timer;
-    int epfd;     /* the epoll set of curl's sockets */
-    uv_poll_t ep; /* watches epfd */
+    int epfd;            /* the epoll set of curl's sockets */
+    uv_poll_t ep;        /* watches epfd */
+    unsigned curl_socks; /* sockets curl watches now: ep keeps the loop alive while > 0 */
     struct xfer_list queued, active, cancelling;
     struct util_list socks;
     int in_curl;
@@ -163,8 +164,24 @@ static void on_timer_closed(uv_handle_t *h)
     multi_handle_closed(h->data);
 }
 
-static void sock_free(struct multi_sock *k)
+/*
+ * Whether curl watches k. The loop is kept alive by the sockets curl watches, as it was by
+ * a handle per socket: not by connections idling in the pool, nor by the set itself.
+ */
+static void sock_set_curl(struct http_multi *m, struct multi_sock *k, bool on)
 {
+    if (k->curl == on)
+        return;
+    k->curl = on;
+    if (on && m->curl_socks++ == 0)
+        uv_ref((uv_handle_t *)&m->ep);
+    else if (!on && --m->curl_socks == 0)
+        uv_unref((uv_handle_t *)&m->ep);
+}
+
+static void sock_free(struct http_multi *m, struct multi_sock *k)
+{
+    sock_set_curl(m, k, false);
     util_list_remove(&k->link);
     free(k);
 }
@@ -185,7 +202,7 @@ static void multi_do_close(struct http_multi *m)
     curl_multi_cleanup(m->multi);
     m->multi = NULL;
     while ((link = util_list_first(&m->socks)) != NULL)
-        sock_free(util_list_entry(link, struct multi_sock, link));
+        sock_free(m, util_list_entry(link, struct multi_sock, link));
     uv_close((uv_handle_t *)&m->ep, on_ep_closed);
     uv_close((uv_handle_t *)&m->timer, on_timer_closed);
 }
@@ -310,7 +327,7 @@ static void sock_forget_fd(struct http_multi *m, curl_socket_t fd)
     if (k == NULL)
         return;
     sock_watch(m, k, 0);
-    sock_free(k);
+    sock_free(m, k);
     if (m->multi != NULL)
         curl_multi_assign(m->multi, fd, NULL);
 }
@@ -362,7 +379,7 @@ static int on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *userp, v
     if (what == CURL_POLL_REMOVE) {
         /* Kept in the set, for reading only, while its connection idles in the pool. */
         if (k != NULL) {
-            k->curl = false;
+            sock_set_curl(m, k, false);
             sock_watch(m, k, k->events != 0 ? EPOLLIN : 0);
         }
         return 0;
@@ -373,7 +390,7 @@ static int on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *userp, v
         util_list_push_front(&m->socks, &k->link);
     }
     if (!k->curl) {
-        k->curl = true;
+        sock_set_curl(m, k, true);
         curl_multi_assign(m->multi, fd, k);
     }
     if (what == CURL_POLL_IN || what == CURL_POLL_INOUT)
@@ -511,8 +528,7 @@ int http_multi_init(uv_loop_t *loop, struct http_multi **out, struct util_err *e
         curl_global_cleanup();
         return util_err_set(err, UTIL_EIO, "cannot create a curl multi handle");
     }
-    if (uv_poll_init(loop, &m->ep, m->epfd) != 0 ||
-        uv_poll_start(&m->ep, UV_READABLE, on_ep) != 0) {
+    if (uv_poll_init(loop, &m->ep, m->epfd) != 0) {
         curl_multi_cleanup(m->multi);
         close(m->epfd);
         free(m);
@@ -520,6 +536,9 @@ int http_multi_init(uv_loop_t *loop, struct http_multi **out, struct util_err *e
         return util_err_set(err, UTIL_EIO, "cannot watch the epoll set with libuv");
     }
     m->ep.data = m;
+    /* Cannot fail: libuv refuses only an event bit it does not know. */
+    uv_poll_start(&m->ep, UV_READABLE, on_ep);
+    uv_unref((uv_handle_t *)&m->ep);
     m->share = curl_share_init();
     if (m->share != NULL) {
         curl_share_setopt(m->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);

@@ -551,6 +551,53 @@ static void idle_got_cb(const struct kube_result *res, void *arg)
     }
 }
 
+/* Active, referenced poll handles on the loop: the transport's hold on it (the fake
+ * server's handles are TCP ones). */
+static void count_held_polls(uv_handle_t *h, void *arg)
+{
+    if (h->type == UV_POLL && uv_is_active(h) && uv_has_ref(h))
+        (*(int *)arg)++;
+}
+
+static int held_polls(uv_loop_t *loop)
+{
+    int n = 0;
+    uv_walk(loop, count_held_polls, &n);
+    return n;
+}
+
+static int polls_while_running = -1;
+static void hold_handler(struct fake_server *s, struct fake_conn *c, struct fake_req *r)
+{
+    struct t *t = s->data;
+    /* The request is in flight: the transport holds the loop. */
+    polls_while_running = held_polls(&t->loop);
+    verbs_handler(s, c, r);
+}
+
+static void hold_got_cb(const struct kube_result *res, void *arg)
+{
+    struct t *t = arg;
+    /* Answered: its connection idles in the pool and no longer holds the loop, so a loop
+     * run until nothing is left (UV_RUN_DEFAULT) ends once the owner's own handles do. */
+    assert_int_equal(held_polls(&t->loop), 0);
+    got_cb(res, arg);
+}
+
+static void test_idle_connection_does_not_hold_loop(void **state)
+{
+    struct t t;
+    struct kube_client_opts o = {.qps = -1};
+    polls_while_running = -1;
+    setup_t(&t, hold_handler, &o);
+    assert_int_equal(held_polls(&t.loop), 0);
+    t.want = 1;
+    assert_int_equal(kube_get(t.c, &cms, "a", NULL, hold_got_cb, &t, NULL, NULL), 0);
+    run_t(&t);
+    assert_int_equal(t.got[0].status, 200);
+    assert_int_equal(polls_while_running, 1);
+}
+
 static void test_idle_connection_closed_by_server(void **state)
 {
     struct t t;
@@ -1012,6 +1059,7 @@ int main(void)
         cmocka_unit_test(test_rate_limit),
         cmocka_unit_test(test_max_in_flight),
         cmocka_unit_test(test_idle_connection_closed_by_server),
+        cmocka_unit_test(test_idle_connection_does_not_hold_loop),
         cmocka_unit_test(test_observer),
         cmocka_unit_test(test_observer_terminating),
         cmocka_unit_test(test_ns_terminating),
