@@ -9,12 +9,17 @@
 #     after the slot;
 #   - the controller's RSS (current and peak) and CPU seconds over the slot;
 #   - new connections the controller opened over the slot (perf's connect() tracepoint),
-#     and its system calls and page faults per run (the kernel's share of its CPU).
+#     and its system calls and page faults per run (the kernel's share of its CPU), and
+#     how often it slept and was woken (voluntary context switches) per run;
+#   - the transport's floor on the same machine and control plane (bench_floor.c): the CPU
+#     of one request and of one watch event through the controller's own client, and
+#     what a run's requests and watch events cost at that floor, against its CPU per run.
 # NODES (default 1000), POLICIES (default 20), JITTER (default 2m), QPS (default 50);
 # PERF=1 also samples the controller with perf through the slot (perf.txt: by library and by
 # function); PERF_CG sets perf's --call-graph (default fp; dwarf,16384 names the callers inside
 # libraries built without frame pointers, at 16 KiB a sample, so with PERF_HZ=99 or so);
-# SYSCALLS=1 counts each system call the controller makes over the slot (connects.txt).
+# SYSCALLS=1 counts each system call the controller makes over the slot (connects.txt);
+# FLOOR_N (default 1000) sets the floor's requests per phase.
 # It talks only to 127.0.0.1 and ends by itself (every wait bounded). It exits 1 when a
 # target of docs/benchmarks.md is missed (p99 delay under 1 s, at most 4 requests per run,
 # at most 1 ms of CPU per run, peak RSS at most 40 MiB), after printing every line: a
@@ -36,6 +41,8 @@ cc -O2 -std=c17 -D_GNU_SOURCE -Iinternal -Icontroller -o "$out/bench_memory" \
     "$BUILD"/obj/controller/heap.o "$BUILD"/obj/controller/podsec.o "$BUILD"/liblode.a \
     $(pkg-config --libs jansson yaml-0.1 openssl libcurl libuv) -lm
 "$out/bench_memory" 5000 | tee "$out/memory.txt"
+cc -O2 -std=c17 -D_GNU_SOURCE -Iinternal -o "$out/bench_floor" bench/controller/bench_floor.c \
+    "$BUILD"/liblode.a $(pkg-config --libs jansson yaml-0.1 openssl libcurl libuv) -lm
 
 echo "== scale: $NODES KWOK nodes, $POLICIES policies, jitter $JITTER, --qps $QPS"
 tests/env/cluster-up.sh
@@ -55,6 +62,12 @@ kc apply --server-side -f crd/ >/dev/null
 kc wait --for condition=established --timeout=30s crd/backuppolicies.lodestore.io \
     crd/backups.lodestore.io crd/backuprepositories.lodestore.io >/dev/null
 kc create namespace bench >/dev/null
+# The transport's floor on this machine and this control plane, before the fleet loads it:
+# the CPU of one request and of one watch event through the controller's client
+# (bench_floor.c), to weigh a run's requests and events against below.
+kc -n bench create configmap floor --from-literal=n=0 >/dev/null
+"$out/bench_floor" "$KUBECONFIG" admin bench "${FLOOR_N:-1000}" >"$out/floor.txt"
+kc -n bench delete configmap floor >/dev/null
 batch=200
 for ((start = 0; start < NODES; start += batch)); do
     {
@@ -143,12 +156,16 @@ watch_counts() {
 }
 api_total() { awk '{s += $3} END {print s + 0}' "$1"; }
 cpu_seconds() { awk '{print ($14 + $15) / 100}' "/proc/$ctl_pid/stat"; }
+# Times the controller went to sleep and was woken: each costs a trip through the scheduler,
+# which a virtual machine makes dear.
+wakeups() { awk '/^voluntary_ctxt_switches/ {print $2}' "/proc/$ctl_pid/status"; }
 wait_until() { [[ $(date +%s) -ge $1 ]]; }
 # The controller's CPU while it waits for the slot (policies applied, nothing running):
 # what a run's figure below carries that is not the runs' own.
 idle_t0=$(( $(date +%s) + 5 ))
 env_wait 30 "the policies to settle" wait_until "$idle_t0"
 idle_cpu0=$(cpu_seconds)
+wake0=$(wakeups)
 env_wait 200 "just before the slot" wait_until $((slot - 2))
 api_counts >"$out/api0.txt"
 watch_counts >"$out/watch0.txt"
@@ -176,6 +193,7 @@ env_wait $((jitter_s + 600)) "$NODES runs to start" started
 api_counts >"$out/api1.txt"
 watch_counts >"$out/watch1.txt"
 cpu1=$(cpu_seconds)
+wake1=$(wakeups)
 window_s=$(( $(date +%s) - slot + 2 ))
 runs_now=$(grep -c ' started bench/' "$log")
 connects=-
@@ -212,11 +230,14 @@ per_run=$(awk -v a="$api0" -v b="$api1" -v r="$runs" 'BEGIN {printf "%.2f", (b -
 cpu=$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN {printf "%.2f", b - a}')
 cpu_ms=$(awk -v c="$cpu" -v r="$runs" 'BEGIN {printf "%.2f", c * 1000 / r}')
 p99=$(pct 99)
+events=$(LC_ALL=C join -a 2 -e 0 -o 0,1.2,2.2 <(awk '{print $1 "_" $2, $3}' "$out/watch0.txt" | LC_ALL=C sort) \
+    <(awk '{print $1 "_" $2, $3}' "$out/watch1.txt" | LC_ALL=C sort) |
+    awk -v r="$runs" '{n += $3 - $2} END {printf "%.2f", (r > 0) ? n / r : 0}')
 {
     echo "nodes $NODES, policies $POLICIES, runs started $runs, jitter $JITTER, qps $QPS, load $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "delay beyond the jitter offset (ms): p50 $(pct 50), p99 $p99, max $(tail -n 1 "$out/skew_ms.txt")"
     echo "API requests per run: $per_run; new connections over the slot: $connects"
-    echo "system calls per run: $syscalls; page faults per run: $faults"
+    echo "system calls per run: $syscalls; page faults per run: $faults; wakeups per run: $(awk -v a="$wake0" -v b="$wake1" -v r="$runs" 'BEGIN {printf "%.1f", (r > 0) ? (b - a) / r : 0}')"
     # By verb and resource: what the slot's requests were spent on.
     LC_ALL=C join -a 2 -e 0 -o 0,1.2,2.2 <(awk '{print $1 "_" $2, $3}' "$out/api0.txt" | LC_ALL=C sort) \
         <(awk '{print $1 "_" $2, $3}' "$out/api1.txt" | LC_ALL=C sort) |
@@ -228,6 +249,16 @@ p99=$(pct 99)
         awk -v r="$runs" '$3 > $2 {split($1, k, "_"); printf "  watch   %-14s %-9s %6d  %.2f per run\n", k[1], k[2], $3 - $2, ($3 - $2) / r}'
     echo "controller RSS: ${rss} KiB now, ${hwm} KiB peak; CPU over the slot: $cpu s ($cpu_ms ms per run)"
     echo "CPU while waiting for the slot (nothing running): $idle_ms ms per second over $idle_s s; the slot's window: $window_s s"
+    # What the run's requests and watch events cost at the least, one at a time through the
+    # same client: the PATCH for a request, the watched PATCH's surplus for an event.
+    awk -v r="$runs" -v req="$per_run" -v cpu="$cpu_ms" -v ev="$events" '
+        $1 == "floor" {c[$2] = $3; s[$2] = $4; w[$2] = $5}
+        END {
+            e = c["watched"] - c["patch"]
+            f = (req * c["patch"] + ev * e) / 1000
+            printf "transport floor (bench_floor, one at a time): GET %.0f us, PATCH %.0f us (system %.0f us, %.2f context switches), a watch event %.0f us of CPU\n", c["get"], c["patch"], s["patch"], w["patch"], e
+            printf "a run'"'"'s %.2f requests and %.2f watch events at the floor: %.2f ms; CPU per run is %.1f times it\n", req, ev, f, (f > 0) ? cpu / f : 0
+        }' "$out/floor.txt"
 } | tee "$out/scale.txt"
 
 # The targets (docs/benchmarks.md): a miss fails the bench, not the tests.
