@@ -3,14 +3,17 @@
  * event, through the same client the controller uses (internal/kube over internal/http:
  * curl's multi interface on libuv, TLS, HTTP/1.1 on pooled connections), against the
  * local API server. Requests go one at a time, so each costs at least one wakeup, as a
- * run's requests mostly do in a slot. Three phases of n requests each, after a warm-up:
- *   - GET of a small ConfigMap;
+ * run's requests mostly do in a slot. Three kinds of request, after a warm-up:
+ *   - GET of a small ConfigMap ("floor-plain");
  *   - PATCH (merge) of its data, which the API server answers with the whole object;
- *   - the same PATCH with a watch on the ConfigMap open, each waiting for its answer and
- *     for its MODIFIED event: the difference from the plain PATCH is one watch event.
- * Prints microseconds of CPU (user + system) per request, the system's share, and
- * voluntary context switches per request, one line per phase ("floor NAME CPU_US SYS_US
- * CSW"), for bench/controller/run.sh to weigh against a run's requests and events.
+ *   - the same PATCH of a second ConfigMap ("floor") that a watch follows, each waiting for
+ *     its answer and for its MODIFIED event: the difference from the plain PATCH is one
+ *     watch event.
+ * The kinds take turns in rounds of 100, so a change in the API server's pace (it is
+ * still settling after it starts) weighs on each alike. Prints microseconds of CPU
+ * (user + system) per request, the system's share, and voluntary context switches per
+ * request, one line per kind ("floor NAME CPU_US SYS_US CSW"), for bench/controller/run.sh
+ * to weigh against a run's requests and events.
  * Usage: bench_floor KUBECONFIG CONTEXT NAMESPACE N
  */
 #include <inttypes.h>
@@ -92,7 +95,7 @@ static void floor_watch_done_cb(const struct kube_result *res, void *arg)
 {
     struct floor *f = arg;
     f->watch = NULL;
-    if (f->phase == PHASE_WATCHED && f->left > 0)
+    if (f->left > 0)
         floor_fail(f, res->message != NULL && res->message[0] != '\0' ? res->message
                                                                       : "the watch ended");
 }
@@ -106,7 +109,7 @@ static void floor_next(struct floor *f)
 
     f->answers = 0;
     if (f->phase == PHASE_GET) {
-        rc = kube_get(f->kube, &f->res, "floor", NULL, floor_result_cb, f, NULL, &err);
+        rc = kube_get(f->kube, &f->res, "floor-plain", NULL, floor_result_cb, f, NULL, &err);
     } else {
         snprintf(value, sizeof(value), "%d-%d", (int)f->phase, f->left);
         patch = json_pack("{s:{s:s}}", "data", "n", value);
@@ -116,8 +119,8 @@ static void floor_next(struct floor *f)
         }
         if (f->phase == PHASE_WATCHED)
             f->events_owed = 1;
-        rc = kube_merge_patch(f->kube, &f->res, "floor", NULL, patch, floor_result_cb, f, NULL,
-                              &err);
+        rc = kube_merge_patch(f->kube, &f->res, f->phase == PHASE_WATCHED ? "floor" : "floor-plain",
+                              NULL, patch, floor_result_cb, f, NULL, &err);
         json_decref(patch);
     }
     if (rc != 0)
@@ -140,8 +143,8 @@ static struct usage usage_now(void)
     return u;
 }
 
-/* Runs n requests of the phase; prints its line unless name is NULL (the warm-up). */
-static int floor_round(struct floor *f, enum phase phase, int n, const char *name)
+/* Runs n requests of the phase and adds what they cost to *sum. */
+static int floor_round(struct floor *f, enum phase phase, int n, struct usage *sum)
 {
     struct usage a, b;
     f->phase = phase;
@@ -152,9 +155,34 @@ static int floor_round(struct floor *f, enum phase phase, int n, const char *nam
     b = usage_now();
     if (f->failed)
         return -1;
-    if (name != NULL)
-        printf("floor %s %.1f %.1f %.2f\n", name, (b.cpu_us - a.cpu_us) / n,
-               (b.sys_us - a.sys_us) / n, (double)(b.csw - a.csw) / n);
+    sum->cpu_us += b.cpu_us - a.cpu_us;
+    sum->sys_us += b.sys_us - a.sys_us;
+    sum->csw += b.csw - a.csw;
+    return 0;
+}
+
+#define FLOOR_ROUND 100
+
+/* Rounds of each kind in turn until n of each; the first round of each is a warm-up. */
+static int floor_measure(struct floor *f, int n)
+{
+    static const char *const names[] = {"get", "patch", "watched"};
+    struct usage sum[3] = {{0}}, warm = {0};
+    int done = 0;
+
+    for (int k = 0; k < 3; k++)
+        if (floor_round(f, (enum phase)k, 20, &warm) != 0)
+            return -1;
+    while (done < n) {
+        int m = n - done < FLOOR_ROUND ? n - done : FLOOR_ROUND;
+        for (int k = 0; k < 3; k++)
+            if (floor_round(f, (enum phase)k, m, &sum[k]) != 0)
+                return -1;
+        done += m;
+    }
+    for (int k = 0; k < 3; k++)
+        printf("floor %s %.1f %.1f %.2f\n", names[k], sum[k].cpu_us / n, sum[k].sys_us / n,
+               (double)sum[k].csw / n);
     return 0;
 }
 
@@ -191,11 +219,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_floor: %s\n", err.msg);
         goto out_config;
     }
-    if (floor_round(&f, PHASE_GET, 20, NULL) != 0 ||
-        floor_round(&f, PHASE_GET, (int)n, "get") != 0 ||
-        floor_round(&f, PHASE_PATCH, 20, NULL) != 0 ||
-        floor_round(&f, PHASE_PATCH, (int)n, "patch") != 0)
-        goto out_client;
     wopts.field_selector = "metadata.name=floor";
     if (kube_watch(f.kube, &f.res, &wopts, floor_event_cb, floor_watch_done_cb, &f, &f.watch,
                    &err) != 0) {
@@ -203,8 +226,11 @@ int main(int argc, char **argv)
         goto out_client;
     }
     uv_run(f.loop, UV_RUN_DEFAULT); /* until the watch's first event */
-    if (!f.watching || floor_round(&f, PHASE_WATCHED, 20, NULL) != 0 ||
-        floor_round(&f, PHASE_WATCHED, (int)n, "watched") != 0)
+    if (!f.watching) {
+        fprintf(stderr, "bench_floor: the watch of ConfigMap floor brought no event\n");
+        goto out_client;
+    }
+    if (floor_measure(&f, (int)n) != 0)
         goto out_client;
     rc = 0;
 out_client:

@@ -19,7 +19,7 @@
 # function); PERF_CG sets perf's --call-graph (default fp; dwarf,16384 names the callers inside
 # libraries built without frame pointers, at 16 KiB a sample, so with PERF_HZ=99 or so);
 # SYSCALLS=1 counts each system call the controller makes over the slot (connects.txt);
-# FLOOR_N (default 1000) sets the floor's requests per phase.
+# FLOOR_N (default 1000) sets the floor's requests of each kind.
 # It talks only to 127.0.0.1 and ends by itself (every wait bounded). It exits 1 when a
 # target of docs/benchmarks.md is missed (p99 delay under 1 s, at most 4 requests per run,
 # at most 1 ms of CPU per run, peak RSS at most 40 MiB), after printing every line: a
@@ -66,8 +66,9 @@ kc create namespace bench >/dev/null
 # the CPU of one request and of one watch event through the controller's client
 # (bench_floor.c), to weigh a run's requests and events against below.
 kc -n bench create configmap floor --from-literal=n=0 >/dev/null
+kc -n bench create configmap floor-plain --from-literal=n=0 >/dev/null
 "$out/bench_floor" "$KUBECONFIG" admin bench "${FLOOR_N:-1000}" >"$out/floor.txt"
-kc -n bench delete configmap floor >/dev/null
+kc -n bench delete configmap floor floor-plain >/dev/null
 batch=200
 for ((start = 0; start < NODES; start += batch)); do
     {
