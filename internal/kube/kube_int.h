@@ -8,6 +8,7 @@
 
 #include "http/http.h"
 #include "util/list.h"
+#include "util/map.h"
 
 #include <curl/curl.h>
 
@@ -138,5 +139,42 @@ void kube__client_maybe_finish(struct kube_client *c);
 CURLcode kube__on_ssl_ctx(CURL *easy, void *ssl_ctx, void *arg);
 /* Reads the token file again (client.c); also started at once after a 401. */
 void kube__on_token_timer(uv_timer_t *t);
+
+/* ---- the reflector's key set (refl_keys.c) ---- */
+
+/*
+ * "namespace/name" -> the object's version and the generation of the list that last saw
+ * it, for every object a reflector holds. The reflector stamps keys with the current
+ * list's generation; those left with an older one when a complete list ends were deleted
+ * while no watch ran. A key costs its string, the version and 8 bytes, in util/map.h.
+ */
+struct refl_keys {
+    struct util_map map; /* "ns/name" -> struct refl_entry (refl_keys.c) */
+    uint32_t gen;        /* the generation of the list in progress, or of the last one */
+};
+
+enum refl_change { REFL_ADDED, REFL_UPDATED, REFL_SAME };
+
+void refl_keys_init(struct refl_keys *k);
+void refl_keys_close(struct refl_keys *k);
+/* Records an object's version, stamped with the current generation; says whether the
+ * object is new, changed or the same. */
+enum refl_change refl_keys_upsert(struct refl_keys *k, const char *ns, const char *name,
+                                  const char *rv);
+/* Forgets a key; false if it was not known. */
+bool refl_keys_forget(struct refl_keys *k, const char *ns, const char *name);
+/* The owner's own write answered with version rv: see kube_reflector_note. */
+void refl_keys_note(struct refl_keys *k, const char *ns, const char *name, const char *rv);
+/*
+ * Whether the key "ns/name" (lengths given: the strings are a watch line's, not
+ * terminated) holds version rv, or had it noted as the older of two writes of the owner's
+ * (that one is then dropped: its event came). A held key is stamped with the current
+ * generation. Keys of 512 bytes or more are never held.
+ */
+bool refl_keys_held(struct refl_keys *k, const char *ns, size_t ns_len, const char *name,
+                    size_t name_len, const char *rv, size_t rv_len);
+/* The keys not stamped with the current generation, each "ns/name" allocated; the array
+ * too (the caller frees both). */
+char **refl_keys_stale(const struct refl_keys *k, size_t *n);
 
 #endif

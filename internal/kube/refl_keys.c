@@ -89,9 +89,9 @@ void refl_keys_note(struct refl_keys *k, const char *ns, const char *name, const
     /* The version held before is kept as the older one: if it was a write of the owner's
      * whose event is still coming, that event is not delivered either. */
     if (e == NULL || strcmp(e->rv, rv) != 0)
-        free(util_map_set(&k->map, key,
-                          refl_entry_new(e != NULL ? e->gen : k->gen, rv,
-                                         e != NULL ? e->rv : NULL)));
+        free(util_map_set(
+            &k->map, key,
+            refl_entry_new(e != NULL ? e->gen : k->gen, rv, e != NULL ? e->rv : NULL)));
     free(key);
 }
 

@@ -2,7 +2,7 @@
  * The reflector: list (paged) then watch one resource, for ever.
  *
  * State it keeps: the resourceVersion to watch from, and a set of "namespace/name"
- * keys with each object's resourceVersion (util/map.h). A list stamps each key it sees
+ * keys with each object's resourceVersion (refl_keys.c). A list stamps each key it sees
  * with the list's generation; keys left with an older stamp at the end of a complete
  * list are objects deleted while no watch was running, and are reported as deletes.
  *
@@ -15,8 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/map.h"
-
 #define REFL_PAGE_DEFAULT 500
 #define REFL_WATCH_MIN_S  300
 #define REFL_WATCH_MAX_S  600
@@ -25,19 +23,6 @@
           */
 
 enum refl_next { REFL_LIST, REFL_WATCH };
-
-/* What the key set holds for "ns/name": the list that last saw it and its version. */
-/*
- * An object's version. older, when not 0, is the offset in rv[] of a second version: one
- * the owner noted (its own write) before it noted rv, whose watch event has not come yet.
- * Two writes in a row (a Backup's final status, then its retention) answer before their
- * events arrive; the first event must not be delivered over the second write's object.
- */
-struct refl_entry {
-    uint32_t gen;
-    uint16_t older;
-    char rv[]; /* NUL-terminated; then the older version, NUL-terminated, when older != 0 */
-};
 
 struct kube_reflector {
     struct kube_client *c;
@@ -56,8 +41,7 @@ struct kube_reflector {
     enum refl_next next;      /* what the timer starts */
     char *rv;                 /* where the next watch starts */
     char *cont;               /* the continue token of the list in progress */
-    uint32_t gen;
-    struct util_map keys; /* "ns/name" -> struct refl_entry */
+    struct refl_keys keys;    /* every object's version (refl_keys.c) */
     bool running, synced, closing;
     unsigned epoch; /* bumped by stop: a callback that stopped us is noticed */
     unsigned lists, watches;
@@ -67,60 +51,7 @@ struct kube_reflector {
     uint64_t events; /* watch events ever, skipped ones included (metrics) */
 };
 
-/* ---- the key set ---- */
-
-static struct refl_entry *refl_entry_new2(uint32_t gen, const char *rv, const char *older)
-{
-    size_t n = strlen(rv) + 1;
-    size_t m = older != NULL ? strlen(older) + 1 : 0;
-    if (n > UINT16_MAX)
-        m = 0;
-    struct refl_entry *e = util_malloc(sizeof(*e) + n + m);
-    e->gen = gen;
-    e->older = m > 0 ? (uint16_t)n : 0;
-    memcpy(e->rv, rv, n);
-    if (m > 0)
-        memcpy(e->rv + n, older, m);
-    return e;
-}
-
-static struct refl_entry *refl_entry_new(uint32_t gen, const char *rv)
-{
-    return refl_entry_new2(gen, rv, NULL);
-}
-
-enum refl_change { REFL_ADDED, REFL_UPDATED, REFL_SAME };
-
-/* Records an object's version and says whether it is new, changed or the same. */
-static enum refl_change refl_upsert(struct kube_reflector *r, const char *ns, const char *name,
-                                    const char *rv)
-{
-    char *key = util_asprintf("%s/%s", ns, name);
-    struct refl_entry *e = util_map_get(&r->keys, key);
-    enum refl_change change = REFL_SAME;
-
-    if (e == NULL) {
-        util_map_set(&r->keys, key, refl_entry_new(r->gen, rv));
-        change = REFL_ADDED;
-    } else if (strcmp(e->rv, rv) != 0) {
-        free(util_map_set(&r->keys, key, refl_entry_new(r->gen, rv)));
-        change = REFL_UPDATED;
-    } else {
-        e->gen = r->gen;
-    }
-    free(key);
-    return change;
-}
-
-/* Forgets a key; false if it was not known. */
-static bool refl_forget(struct kube_reflector *r, const char *ns, const char *name)
-{
-    char *key = util_asprintf("%s/%s", ns, name);
-    struct refl_entry *e = util_map_del(&r->keys, key);
-    free(key);
-    free(e);
-    return e != NULL;
-}
+/* ---- the key set (refl_keys.c) and what the watch skips ---- */
 
 static void refl_set_rv(struct kube_reflector *r, const char *rv)
 {
@@ -133,17 +64,7 @@ void kube_reflector_note(struct kube_reflector *r, const char *ns, const char *n
 {
     if (r == NULL || name == NULL || rv == NULL || rv[0] == '\0')
         return;
-    char *key = util_asprintf("%s/%s", ns != NULL ? ns : "", name);
-    struct refl_entry *e = util_map_get(&r->keys, key);
-    /* A known key keeps the list that saw it; a new one counts as seen by the current one
-     * (so a complete list without it does not report a delete, as before it was noted). */
-    /* The version held before is kept as the older one: if it was a write of the owner's
-     * whose event is still coming, that event is not delivered either. */
-    if (e == NULL || strcmp(e->rv, rv) != 0)
-        free(util_map_set(
-            &r->keys, key,
-            refl_entry_new2(e != NULL ? e->gen : r->gen, rv, e != NULL ? e->rv : NULL)));
-    free(key);
+    refl_keys_note(&r->keys, ns, name, rv);
 }
 
 /*
@@ -155,26 +76,14 @@ void kube_reflector_note(struct kube_reflector *r, const char *ns, const char *n
 static bool refl_skip(const struct kube_watch_peek *p, void *arg)
 {
     struct kube_reflector *r = arg;
-    char key[512], rv[128];
+    char rv[128];
     if (!((p->type_len == 5 && memcmp(p->type, "ADDED", 5) == 0) ||
           (p->type_len == 8 && memcmp(p->type, "MODIFIED", 8) == 0)))
         return false;
-    if (p->namespace_len + 1 + p->name_len >= sizeof(key) || p->rv_len >= sizeof(rv))
+    if (p->rv_len >= sizeof(rv))
         return false;
-    memcpy(key, p->namespace != NULL ? p->namespace : "", p->namespace_len);
-    key[p->namespace_len] = '/';
-    memcpy(key + p->namespace_len + 1, p->name, p->name_len);
-    key[p->namespace_len + 1 + p->name_len] = '\0';
-    struct refl_entry *e = util_map_get(&r->keys, key);
-    bool held = e != NULL && strlen(e->rv) == p->rv_len &&
-                memcmp(e->rv, p->resource_version, p->rv_len) == 0;
-    /* An older write of the owner's: the object it holds is newer still. Its event came,
-     * so the older version is dropped. */
-    if (!held && e != NULL && e->older != 0 && strlen(e->rv + e->older) == p->rv_len &&
-        memcmp(e->rv + e->older, p->resource_version, p->rv_len) == 0) {
-        held = true;
-        e->older = 0;
-    }
+    bool held = refl_keys_held(&r->keys, p->namespace, p->namespace_len, p->name, p->name_len,
+                               p->resource_version, p->rv_len);
     /* Not recorded when the owner has no use for it: its next delivered event is an add. */
     if (!held && (r->skip_cb == NULL || !r->skip_cb(p, r->arg)))
         return false;
@@ -182,8 +91,6 @@ static bool refl_skip(const struct kube_watch_peek *p, void *arg)
     rv[p->rv_len] = '\0';
     r->watch_events++;
     r->events++;
-    if (held)
-        e->gen = r->gen;
     refl_set_rv(r, rv);
     r->skipped++;
     return true;
@@ -202,7 +109,7 @@ static void on_timer(uv_timer_t *t)
     if (r->next == REFL_LIST) {
         free(r->cont);
         r->cont = NULL;
-        r->gen++;
+        r->keys.gen++;
         refl_list_page(r);
     } else {
         refl_watch(r);
@@ -253,24 +160,16 @@ static void refl_fail_msg(struct kube_reflector *r, enum refl_next next, const c
 /* Delivers the deletes that a complete list revealed. False if a callback stopped us. */
 static bool refl_sweep(struct kube_reflector *r)
 {
-    char **gone = NULL;
-    size_t ngone = 0, cap = 0, i, it = 0;
+    size_t ngone, i;
+    char **gone = refl_keys_stale(&r->keys, &ngone);
     unsigned epoch = r->epoch;
     bool ok = true;
-    const char *k;
-    void *v;
 
-    while (util_map_next(&r->keys, &it, &k, &v)) {
-        if (((struct refl_entry *)v)->gen != r->gen) {
-            gone = util_grow(gone, &cap, ngone + 1, sizeof(*gone));
-            gone[ngone++] = util_strdup(k);
-        }
-    }
     for (i = 0; i < ngone; i++) {
         char *slash = strchr(gone[i], '/');
         if (ok && slash != NULL) {
             *slash = '\0';
-            refl_forget(r, gone[i], slash + 1);
+            refl_keys_forget(&r->keys, gone[i], slash + 1);
             if (r->cbs.delete_cb != NULL)
                 r->cbs.delete_cb(r, gone[i], slash + 1, NULL, r->arg);
             ok = r->epoch == epoch;
@@ -288,7 +187,7 @@ static bool refl_apply(struct kube_reflector *r, json_t *obj, const char *ns, co
     unsigned epoch = r->epoch;
     if (ns == NULL)
         ns = "";
-    switch (refl_upsert(r, ns, name, rv)) {
+    switch (refl_keys_upsert(&r->keys, ns, name, rv)) {
     case REFL_ADDED:
         if (r->cbs.add_cb != NULL)
             r->cbs.add_cb(r, ns, name, obj, r->arg);
@@ -393,7 +292,7 @@ static void on_event(const struct kube_watch_event *ev, void *arg)
         break;
     case KUBE_EVENT_DELETED:
         refl_set_rv(r, ev->resource_version);
-        if (refl_forget(r, ev->namespace ? ev->namespace : "", ev->name) &&
+        if (refl_keys_forget(&r->keys, ev->namespace ? ev->namespace : "", ev->name) &&
             r->cbs.delete_cb != NULL)
             r->cbs.delete_cb(r, ev->namespace ? ev->namespace : "", ev->name, ev->object, r->arg);
         break;
@@ -497,7 +396,7 @@ int kube_reflector_init(struct kube_client *c, struct kube_reflector **out,
     if (opts->watch_timeout_max_s != 0 && opts->watch_timeout_max_s < opts->watch_timeout_min_s)
         return util_err_set(err, UTIL_EINVAL, "the watch timeout range is empty");
     r = util_calloc(1, sizeof(*r));
-    util_map_init(&r->keys);
+    refl_keys_init(&r->keys);
     r->c = c;
     r->group = util_strdup(opts->res.group ? opts->res.group : "");
     r->version = util_strdup(opts->res.version);
@@ -561,12 +460,7 @@ void kube_reflector_stop(struct kube_reflector *r)
 static void on_reflector_closed(uv_handle_t *h)
 {
     struct kube_reflector *r = h->data;
-    size_t it = 0;
-    const char *k;
-    void *v;
-    while (util_map_next(&r->keys, &it, &k, &v))
-        free(v);
-    util_map_close(&r->keys);
+    refl_keys_close(&r->keys);
     free(r->group);
     free(r->version);
     free(r->resource);
@@ -599,7 +493,7 @@ const char *kube_reflector_resource_version(const struct kube_reflector *r)
 
 size_t kube_reflector_size(const struct kube_reflector *r)
 {
-    return r->keys.len;
+    return r->keys.map.len;
 }
 
 unsigned kube_reflector_lists(const struct kube_reflector *r)
