@@ -140,24 +140,18 @@ static void ctl_metrics_write(struct ctl *c, struct util_buf *b)
     }
     /* What the watches bring in, by resource: the larger part of the controller's CPU in a
      * slot (docs/operator.md, "Requests a run makes"). */
-    static const char *const refl_names[CTL_R_COUNT] = {
-        [CTL_R_POLICIES] = "backuppolicies",
-        [CTL_R_BACKUPS] = "backups",
-        [CTL_R_JOBS] = "jobs",
-        [CTL_R_NODES] = "nodes",
-        [CTL_R_PODS] = "pods",
-    };
     ctl_metrics_family(b, "lodestore_watch_events_total", "counter",
                        "Watch events received by resource; decoded=\"false\" counts those left "
                        "undecoded (the controller's own writes coming back, pods' events "
                        "without a result).");
     for (int i = 0; i < CTL_R_COUNT; i++) {
-        if (c->refl[i] == NULL || refl_names[i] == NULL)
+        if (c->refl[i] == NULL)
             continue;
+        const char *plural = kube_reflector_resource(c->refl[i]);
         uint64_t all = kube_reflector_events(c->refl[i]);
         uint64_t skipped = kube_reflector_skipped(c->refl[i]);
-        const char *l1[] = {"resource", refl_names[i], "decoded", "true", NULL};
-        const char *l2[] = {"resource", refl_names[i], "decoded", "false", NULL};
+        const char *l1[] = {"resource", plural, "decoded", "true", NULL};
+        const char *l2[] = {"resource", plural, "decoded", "false", NULL};
         ctl_metrics_sample(b, "lodestore_watch_events_total", l1, (double)(all - skipped));
         ctl_metrics_sample(b, "lodestore_watch_events_total", l2, (double)skipped);
     }

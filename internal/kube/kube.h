@@ -558,6 +558,8 @@ void kube_reflector_note(struct kube_reflector *r, const char *ns, const char *n
 uint64_t kube_reflector_skipped(const struct kube_reflector *r);
 /* Watch events received, skipped ones included (for metrics). */
 uint64_t kube_reflector_events(const struct kube_reflector *r);
+/* The resource it lists and watches: the plural ("backups"), without group or version. */
+const char *kube_reflector_resource(const struct kube_reflector *r);
 
 /* ---- Events ---- */
 

@@ -515,3 +515,8 @@ uint64_t kube_reflector_events(const struct kube_reflector *r)
 {
     return r->events;
 }
+
+const char *kube_reflector_resource(const struct kube_reflector *r)
+{
+    return r->resource;
+}
