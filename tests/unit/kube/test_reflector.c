@@ -241,11 +241,10 @@ static void resume_handler(struct fake_server *s, struct fake_conn *c, struct fa
 }
 
 /*
- * The noted scenario: the owner's own writes (a's change, n's creation) are noted before
- * their watch events come, which are then not delivered; other versions are, and a stale
- * note costs one delivery at the next relist, never a miss.
+ * The opening of a scripted scenario's request: a LIST is answered from the store (-1); a
+ * WATCH has its resourceVersion recorded and gets its number, 0 for the first.
  */
-static void note_handler(struct fake_server *s, struct fake_conn *c, struct fake_req *r)
+static int scenario_request(struct fake_server *s, struct fake_conn *c, struct fake_req *r)
 {
     struct t *t = s->data;
     char q[64];
@@ -253,12 +252,40 @@ static void note_handler(struct fake_server *s, struct fake_conn *c, struct fake
     if (strcmp(fake_query(r, "watch", q, sizeof(q)), "1") != 0) {
         t->lists++;
         answer_list(t, c, r);
-        return;
+        return -1;
     }
     n = strlen(t->watch_rvs);
     snprintf(t->watch_rvs + n, sizeof(t->watch_rvs) - n, "%s;",
              fake_query(r, "resourceVersion", q, sizeof(q)));
-    switch (t->watches++) {
+    return t->watches++;
+}
+
+/* The scenario is over: its last watch is handed to the main handler at step 6, which
+ * records its version itself. */
+static void scenario_done(struct fake_server *s, struct fake_conn *c, struct fake_req *r)
+{
+    struct t *t = s->data;
+    size_t n = strlen(t->watch_rvs);
+    n = n > 0 ? n - 1 : 0;
+    while (n > 0 && t->watch_rvs[n - 1] != ';')
+        n--;
+    t->watch_rvs[n] = '\0';
+    s->handler = handler;
+    t->step = 6;
+    handler(s, c, r);
+}
+
+/*
+ * The noted scenario: the owner's own writes (a's change, n's creation) are noted before
+ * their watch events come, which are then not delivered; other versions are, and a stale
+ * note costs one delivery at the next relist, never a miss.
+ */
+static void note_handler(struct fake_server *s, struct fake_conn *c, struct fake_req *r)
+{
+    struct t *t = s->data;
+    switch (scenario_request(s, c, r)) {
+    case -1:
+        break;
     case 0:
         fake_stream_begin(c, 200);
         put(t, "a"); /* 3: the owner's write, answered before its event */
@@ -283,10 +310,7 @@ static void note_handler(struct fake_server *s, struct fake_conn *c, struct fake
         fake_status(c, 410, "Expired", "too old resource version");
         break;
     default:
-        t->watch_rvs[n] = '\0';
-        s->handler = handler;
-        t->step = 6;
-        handler(s, c, r);
+        scenario_done(s, c, r);
         break;
     }
 }
@@ -308,17 +332,9 @@ static bool owner_skip_cb(const struct kube_watch_peek *p, void *arg)
 static void two_notes_handler(struct fake_server *s, struct fake_conn *c, struct fake_req *r)
 {
     struct t *t = s->data;
-    char q[64];
-    size_t n;
-    if (strcmp(fake_query(r, "watch", q, sizeof(q)), "1") != 0) {
-        t->lists++;
-        answer_list(t, c, r);
-        return;
-    }
-    n = strlen(t->watch_rvs);
-    snprintf(t->watch_rvs + n, sizeof(t->watch_rvs) - n, "%s;",
-             fake_query(r, "resourceVersion", q, sizeof(q)));
-    switch (t->watches++) {
+    switch (scenario_request(s, c, r)) {
+    case -1:
+        break;
     case 0:
         fake_stream_begin(c, 200);
         put(t, "a"); /* 3: the owner's first write */
@@ -335,10 +351,7 @@ static void two_notes_handler(struct fake_server *s, struct fake_conn *c, struct
         fake_stream_end(c);
         break;
     default:
-        t->watch_rvs[n] = '\0';
-        s->handler = handler;
-        t->step = 6;
-        handler(s, c, r);
+        scenario_done(s, c, r);
         break;
     }
 }
@@ -348,17 +361,9 @@ static void two_notes_handler(struct fake_server *s, struct fake_conn *c, struct
 static void owner_skip_handler(struct fake_server *s, struct fake_conn *c, struct fake_req *r)
 {
     struct t *t = s->data;
-    char q[64];
-    size_t n;
-    if (strcmp(fake_query(r, "watch", q, sizeof(q)), "1") != 0) {
-        t->lists++;
-        answer_list(t, c, r);
-        return;
-    }
-    n = strlen(t->watch_rvs);
-    snprintf(t->watch_rvs + n, sizeof(t->watch_rvs) - n, "%s;",
-             fake_query(r, "resourceVersion", q, sizeof(q)));
-    switch (t->watches++) {
+    switch (scenario_request(s, c, r)) {
+    case -1:
+        break;
     case 0:
         fake_stream_begin(c, 200);
         put(t, "q"); /* 3: skipped */
@@ -382,10 +387,7 @@ static void owner_skip_handler(struct fake_server *s, struct fake_conn *c, struc
         fake_status(c, 410, "Expired", "too old resource version");
         break;
     default:
-        t->watch_rvs[n] = '\0';
-        s->handler = handler;
-        t->step = 6;
-        handler(s, c, r);
+        scenario_done(s, c, r);
         break;
     }
 }
@@ -488,6 +490,7 @@ static void test_list_watch_relist(void **state)
     for (int i = 0; i < 5; i++)
         put(&t, names[i]);
     start(&t, true);
+    assert_string_equal(kube_reflector_resource(t.r), "configmaps"); /* metrics' label */
     finish_run(&t);
     assert_string_equal(
         t.log,
