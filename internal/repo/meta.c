@@ -8,7 +8,6 @@
  * stored and plain length (varints) and the flags byte: about 50 bytes, so an index
  * chunk of 8 KiB names about 160 chunks (1.3 MiB of records below it).
  */
-#define _GNU_SOURCE /* qsort_r */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
