@@ -296,7 +296,10 @@ objects data meta runs >"$T_TMP/before"
 # The backup that runs during GC: 24 MiB more on node 0 at 1 MiB/s.
 head -c $((24 << 20)) /dev/urandom >"$(node_dir 0)/data/big"
 kc -n "$ns" patch backuprepository main --type=merge -p '{"spec":{"gc":{"schedule":"* * * * *"}}}' >/dev/null
-policy "* * * * *" 1 1MiB/s
+# keepLast 10: the other nodes' backups of these minutes forget nothing while GC runs. A
+# manifest a forget deletes under GC leaves its source skipped (docs/gc.md, "When
+# something is wrong"), which is right, and not what this phase checks.
+policy "* * * * *" 10 1MiB/s
 gcjob() { kc -n "$ns" get jobs -l lodestore.io/repository=main -o jsonpath='{.items[0].metadata.name}'; }
 pod_of() { kc -n "$ns" get pods -l "job-name=$1" -o jsonpath='{.items[0].metadata.name}' 2>/dev/null; }
 bk_running() { # the name of node 0's running backup pod
@@ -323,7 +326,12 @@ else
 	fail "the GC Job ran lode gc in the image" "$(kc -n "$ns" get pod "$gcpod" -o json | jq -c .status)" \
 		"$(tail -n 20 "$ENV_LOGS/kubelet-${node[1]}.log")"
 fi
-check_eq "status.gc.result Succeeded" "$(gc_field result): $(gc_field message)" "Succeeded: $(gc_field message)"
+if [[ $(gc_field result) == Succeeded ]]; then
+	pass "status.gc.result Succeeded"
+else
+	fail "status.gc.result Succeeded" "got: $(gc_field result): $(gc_field message)" \
+		"$(kc -n "$ns" logs "$gcpod" 2>&1 | tail -n 20)"
+fi
 bk_done() { [[ $(env_get -n "$ns" "pod/$bkpod" '{.status.phase}') == Succeeded ]]; }
 env_wait 120 "node 0's backup to succeed" bk_done || fail "node 0's backup succeeds" "$(kc -n "$ns" get pod "$bkpod" -o json | jq -c .status)"
 policy "0 0 1 1 *" 1
